@@ -1,0 +1,6 @@
+"""cartjit: CART classification and regression trees with Numba-compiled kernels."""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,62 @@
+"""The single source of cartjit's JIT flags.
+
+Every kernel in the package is decorated with :func:`jit` or :func:`jit_parallel` from
+this module; no other module passes flags to Numba. The flags can be overridden with
+environment variables read once, at import time:
+
+``CARTJIT_CACHE``
+    ``1`` (default) writes compiled kernels to Numba's on-disk cache so a new process
+    loads them in milliseconds; ``0`` turns caching off (useful with some
+    multiprocessing set-ups, or to measure a cold start).
+``CARTJIT_PARALLEL``
+    ``1`` (default) compiles the ``prange`` loops of the parallel kernels as parallel
+    loops; ``0`` compiles them serially (``prange`` becomes ``range``).
+
+``fastmath`` is always off: exact comparisons of impurity decreases decide the splits
+(SPEC §2), and reassociated sums would change which split wins a tie. Every kernel is
+compiled with ``nogil=True`` so that Python threads (the experiment runner's threads
+backend) can run kernels concurrently.
+
+The number of threads is Numba's own setting (``NUMBA_NUM_THREADS``, or
+``numba.set_num_threads``); results never depend on it.
+"""
+from __future__ import annotations
+
+import os
+
+from numba import njit
+
+__all__ = ["CACHE", "PARALLEL", "jit", "jit_parallel"]
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"environment variable {name} must be 0 or 1, got {raw!r}")
+
+
+CACHE: bool = _env_flag("CARTJIT_CACHE", True)
+PARALLEL: bool = _env_flag("CARTJIT_PARALLEL", True)
+
+_COMMON = dict(cache=CACHE, nogil=True, fastmath=False, error_model="numpy")
+
+
+def jit(func=None, **extra):
+    """Decorate a serial kernel (``@jit``) with the package-wide flags."""
+    if func is None:
+        return lambda f: njit(**_COMMON, **extra)(f)
+    return njit(**_COMMON, **extra)(func)
+
+
+def jit_parallel(func=None, **extra):
+    """Decorate a kernel whose ``prange`` loops run in parallel when ``PARALLEL``."""
+    flags = dict(_COMMON, parallel=PARALLEL, **extra)
+    if func is None:
+        return lambda f: njit(**flags)(f)
+    return njit(**flags)(func)

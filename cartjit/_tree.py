@@ -1,0 +1,207 @@
+"""The flat tree: one NamedTuple of parallel per-node arrays.
+
+Contract
+--------
+A fitted tree with ``n_nodes`` nodes is a :class:`Tree` whose fields are all NumPy
+arrays with ``n_nodes`` rows (``value`` has ``n_nodes`` rows and ``n_values`` columns).
+Node ``i`` is described by row ``i`` of every array.
+
+* Node 0 is the root: ``parent[0] == -1`` and ``depth[0] == 0``.
+* ``left[i] == LEAF`` (-1) marks a leaf; then ``right[i] == LEAF``,
+  ``feature[i] == LEAF`` and ``threshold[i]`` is NaN.
+* An internal node ``i`` sends a case with ``x[feature[i]] <= threshold[i]`` to
+  ``left[i]`` and every other case to ``right[i]`` (SPEC §2). ``threshold[i]`` is the
+  midpoint of two consecutive distinct values of that feature among the node's
+  learning cases, never equal to the larger of the two.
+* Children have larger ids than their parent, ``right[i] == left[i] + 1``,
+  ``parent[left[i]] == parent[right[i]] == i`` and ``depth[child] == depth[i] + 1``.
+  Every node but the root is the child of exactly one node.
+* ``n_node_samples[i]`` counts the learning cases (of non-zero weight) in node ``i``;
+  ``weighted_n_node_samples[i]`` is their total case weight. Both are the sums of the
+  children's values.
+* ``value[i]``: for classification the weighted class counts N_j(t), one column per
+  class (``n_values == J``), summing to ``weighted_n_node_samples[i]``; for regression a
+  single column holding the weighted mean ȳ(t).
+* ``impurity[i]``: i(t) under the fitted criterion (Gini, entropy, or for twoing the
+  Gini index), computed with the priors used by the split search; for regression the
+  weighted variance of y in the node.
+* ``risk[i]``: R(t) = r(t) p(t) with the true priors and costs for classification, and
+  Σ w (y - ȳ(t))² / W for regression (SPEC §1, §3). ``risk[i] >= risk[left[i]] +
+  risk[right[i]]`` up to rounding.
+* ``label[i]``: the class index j*(t) = argmin_i Σ_j C(i|j) p(j|t) (lowest index on
+  ties) for classification; -1 for regression.
+* ``alpha[i]``: the cost-complexity parameter at which node ``i`` becomes a leaf of the
+  pruned subtree T(α) (SPEC §4): 0 for the leaves of T_max and for splits removed in
+  T_1; for the other internal nodes the α_k of the weakest-link step that prunes them.
+  Along any root-to-leaf path ``alpha`` never increases. Node ``i`` belongs to T(α) when
+  every strict ancestor ``a`` has ``alpha[a] > α``, and is a leaf of T(α) when it
+  belongs and ``alpha[i] <= α``. NaN until the pruning sequence is computed.
+
+Later capabilities add arrays (categorical level sets, surrogate tables); the layout is
+deliberately a plain bag of arrays so that they can be added as fields.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["LEAF", "Tree", "validate", "subtree"]
+
+LEAF = -1
+
+_INT_FIELDS = ("feature", "left", "right", "parent", "depth", "label")
+_INT64_FIELDS = ("n_node_samples",)
+_FLOAT_FIELDS = ("threshold", "weighted_n_node_samples", "impurity", "risk", "alpha")
+
+
+class Tree(NamedTuple):
+    """A fitted CART tree stored as parallel per-node arrays (see the module docstring)."""
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+    n_node_samples: np.ndarray
+    weighted_n_node_samples: np.ndarray
+    value: np.ndarray
+    impurity: np.ndarray
+    risk: np.ndarray
+    label: np.ndarray
+    alpha: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.feature.shape[0])
+
+    @property
+    def n_leaves(self) -> int:
+        return int(np.count_nonzero(self.left == LEAF))
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.depth.max()) if self.n_nodes else 0
+
+    def is_leaf(self) -> np.ndarray:
+        return self.left == LEAF
+
+
+def validate(tree: Tree, *, rtol: float = 1e-9) -> None:
+    """Check every invariant of the contract; raise ``ValueError`` naming the first broken one."""
+    if not isinstance(tree, Tree):
+        raise TypeError(f"tree must be a cartjit Tree, got {type(tree).__name__}")
+    n = tree.feature.shape[0] if isinstance(tree.feature, np.ndarray) else -1
+    if n < 1:
+        raise ValueError("tree must have at least one node (the root)")
+    for name in Tree._fields:
+        arr = getattr(tree, name)
+        if not isinstance(arr, np.ndarray):
+            raise ValueError(f"tree.{name} must be a numpy array")
+        if arr.shape[0] != n:
+            raise ValueError(f"tree.{name} has {arr.shape[0]} rows, expected {n}")
+    for name in _INT_FIELDS:
+        if getattr(tree, name).dtype != np.int32:
+            raise ValueError(f"tree.{name} must be int32, got {getattr(tree, name).dtype}")
+    for name in _INT64_FIELDS:
+        if getattr(tree, name).dtype != np.int64:
+            raise ValueError(f"tree.{name} must be int64")
+    for name in _FLOAT_FIELDS:
+        if getattr(tree, name).dtype != np.float64:
+            raise ValueError(f"tree.{name} must be float64")
+    if tree.value.ndim != 2 or tree.value.dtype != np.float64:
+        raise ValueError("tree.value must be a 2-d float64 array")
+
+    ids = np.arange(n)
+    leaf = tree.left == LEAF
+    if tree.parent[0] != -1 or tree.depth[0] != 0:
+        raise ValueError("node 0 must be the root (parent -1, depth 0)")
+    if np.any((tree.right == LEAF) != leaf) or np.any((tree.feature == LEAF) != leaf):
+        raise ValueError("left, right and feature must all be LEAF exactly at the leaves")
+    if np.any(~np.isnan(tree.threshold[leaf])):
+        raise ValueError("leaves must have a NaN threshold")
+    internal = ids[~leaf]
+    if np.any(~np.isfinite(tree.threshold[internal])):
+        raise ValueError("internal nodes must have finite thresholds")
+    lc, rc = tree.left[internal], tree.right[internal]
+    if np.any(lc <= internal) or np.any(rc != lc + 1) or np.any(rc >= n):
+        raise ValueError("children must have larger ids than their parent, with right == left + 1")
+    if np.any(tree.parent[lc] != internal) or np.any(tree.parent[rc] != internal):
+        raise ValueError("parent must point back from each child to its parent")
+    if np.any(tree.depth[lc] != tree.depth[internal] + 1):
+        raise ValueError("depth of a child must be its parent's depth + 1")
+    child_count = np.zeros(n, dtype=np.int64)
+    np.add.at(child_count, lc, 1)
+    np.add.at(child_count, rc, 1)
+    if child_count[0] != 0 or np.any(child_count[1:] != 1):
+        raise ValueError("every node but the root must be the child of exactly one node")
+    if np.any(tree.n_node_samples < 1):
+        raise ValueError("every node must hold at least one case")
+    if np.any(tree.n_node_samples[internal] != tree.n_node_samples[lc] + tree.n_node_samples[rc]):
+        raise ValueError("n_node_samples of a split node must be the sum of its children's")
+    w = tree.weighted_n_node_samples
+    if np.any(w <= 0):
+        raise ValueError("weighted_n_node_samples must be positive")
+    if not np.allclose(w[internal], w[lc] + w[rc], rtol=rtol, atol=0):
+        raise ValueError("weighted_n_node_samples of a split node must be the sum of its children's")
+    if np.any(tree.impurity < -rtol) or np.any(~np.isfinite(tree.impurity)):
+        raise ValueError("impurity must be finite and non-negative")
+    scale = max(float(tree.risk[0]), 1e-300)
+    if np.any(tree.risk < -rtol * scale):
+        raise ValueError("risk must be non-negative")
+    if np.any(tree.risk[internal] < tree.risk[lc] + tree.risk[rc] - rtol * scale):
+        raise ValueError("R(t) >= R(t_L) + R(t_R) must hold at every split")
+    if tree.label[0] >= 0:  # classification
+        if tree.value.shape[1] < 1 or np.any(tree.value < 0):
+            raise ValueError("class counts in value must be non-negative")
+        if not np.allclose(tree.value.sum(axis=1), w, rtol=rtol, atol=0):
+            raise ValueError("class counts in value must sum to weighted_n_node_samples")
+        if np.any(tree.label < 0) or np.any(tree.label >= tree.value.shape[1]):
+            raise ValueError("label must be a class index for every node")
+    elif np.any(tree.label != -1) or tree.value.shape[1] != 1:
+        raise ValueError("a regression tree has label -1 and one value column")
+    a = tree.alpha
+    if not np.all(np.isnan(a)):
+        if np.any(np.isnan(a)) or np.any(a < 0):
+            raise ValueError("alpha must be non-negative at every node once computed")
+        if np.any(a[leaf] != 0):
+            raise ValueError("alpha must be 0 at the leaves of T_max")
+        if np.any(a[lc] > a[internal]) or np.any(a[rc] > a[internal]):
+            raise ValueError("alpha must never increase from a node to its children")
+
+
+def subtree(tree: Tree, keep_internal: np.ndarray) -> Tree:
+    """The pruned subtree that keeps the splits of the internal nodes in ``keep_internal``.
+
+    ``keep_internal`` is a boolean mask over the nodes; a node is kept as a split node
+    when it and every one of its ancestors are marked (leaves of ``tree`` are never
+    split). The result is renumbered to satisfy the contract: nodes keep their relative
+    order, so children still follow parents.
+    """
+    n = tree.n_nodes
+    keep_split = np.asarray(keep_internal, dtype=bool) & (tree.left != LEAF)
+    present = np.zeros(n, dtype=bool)
+    present[0] = True
+    # Ids increase from parents to children, so one forward pass settles presence.
+    for i in range(n):
+        if present[i] and keep_split[i]:
+            present[tree.left[i]] = True
+            present[tree.right[i]] = True
+    split = present & keep_split
+    old = np.flatnonzero(present)
+    new_id = np.full(n, -1, dtype=np.int64)
+    new_id[old] = np.arange(old.shape[0])
+    fields = {}
+    for name in Tree._fields:
+        fields[name] = getattr(tree, name)[old].copy()
+    s = split[old]
+    fields["left"] = np.where(s, new_id[tree.left[old]], LEAF).astype(np.int32)
+    fields["right"] = np.where(s, new_id[tree.right[old]], LEAF).astype(np.int32)
+    fields["feature"] = np.where(s, fields["feature"], LEAF).astype(np.int32)
+    fields["threshold"] = np.where(s, fields["threshold"], np.nan)
+    par = tree.parent[old]
+    fields["parent"] = np.where(par >= 0, new_id[np.maximum(par, 0)], -1).astype(np.int32)
+    if not np.all(np.isnan(fields["alpha"])):
+        fields["alpha"] = np.where(s, fields["alpha"], 0.0)
+    return Tree(**fields)
