@@ -1,6 +1,15 @@
-"""cartjit: CART classification and regression trees with Numba-compiled kernels."""
+"""cartjit: CART classification and regression trees with Numba-compiled kernels.
+
+Grow a tree, prune it by cost-complexity (weakest link) and choose the pruned subtree by
+V-fold cross-validation, following Breiman, Friedman, Olshen & Stone (1984) and R's rpart.
+"""
 from __future__ import annotations
+
+from ._tree import Tree, validate
+from ._validation import NotFittedError
+from .estimators import CARTClassifier, CARTRegressor
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["CARTClassifier", "CARTRegressor", "NotFittedError", "Tree", "validate",
+           "__version__"]

@@ -1,0 +1,483 @@
+"""Growing T_max: presort once, then split level by level without ever sorting again.
+
+Presort (:func:`presort`): for every feature m the learning cases are sorted once by x_m
+and stored as packed keys ``rank << 32 | case`` (see :mod:`cartjit._splitter`), one row
+of a ``(n_features, n_cases)`` int64 array per feature. A node owns the same position
+range ``[start, end)`` of every row, holding its cases in increasing order of that
+row's feature.
+
+Growing (:func:`grow`) proceeds one depth level at a time over the *frontier*, the nodes
+of the current depth that may still split:
+
+1. :func:`_search` — every (node, feature) pair of the frontier is scanned
+   independently for its best split;
+2. :func:`_choose` — per node, the best feature is chosen in feature order with the tie
+   tolerance, the stopping rules of SPEC §2 decide between split and leaf, the split is
+   recorded and its cases are marked left or right;
+3. :func:`_partition` — for the nodes that split, every other feature's segment is
+   *stably partitioned* into the cases going left and right, so every child segment is
+   again sorted (the split feature's segment is already split at the split position);
+4. :func:`_children` — the children are written to the flat arrays (ids in
+   breadth-first order, so children follow parents and ``right == left + 1``) with
+   their class counts or moments, and those that may split form the next frontier.
+
+Steps 1, 3 and 4 are cut into ``n_threads`` interleaved chunks of independent work,
+each with its own scratch buffer, run by a thread pool: the kernels are compiled with
+``nogil=True``. Serial kernels driven from Python compile several times faster than one
+``parallel=True`` grower (a cold start is a cost users pay, STYLE 7), and a few kernel
+calls per level cost microseconds next to the level's work. The node arrays are
+preallocated and doubled when full. The result never depends on the number of threads.
+
+The same kernels grow classification trees (``criterion`` < ``SQUARED_ERROR``, labels in
+``y_class``) and regression trees (``y_reg``), so one compiled signature serves both.
+Case indices refer to rows of the full arrays ``X``, ``y_*`` and ``w``; a subset of cases
+(a cross-validation fold) is grown by passing only its keys (:func:`subset_keys`).
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ._config import jit
+from ._validation import as_kernel_array
+from ._criteria import (SQUARED_ERROR, classification_offset, impurity_from_counts,
+                        tie_tolerance)
+from ._splitter import (CASE_MASK, RANK_SHIFT, best_split_classification,
+                        best_split_regression, threshold_between)
+
+__all__ = ["presort", "subset_keys", "grow", "I_FEATURE", "I_LEFT", "I_RIGHT", "I_PARENT",
+           "I_DEPTH", "I_N", "F_THRESHOLD", "F_WEIGHT", "F_IMPURITY", "F_IMPROVEMENT"]
+
+# Columns of the integer and float node tables returned by grow().
+I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_DEPTH, I_N = 0, 1, 2, 3, 4, 5
+F_THRESHOLD, F_WEIGHT, F_IMPURITY, F_IMPROVEMENT = 0, 1, 2, 3
+_N_INT = 6
+_N_FLOAT = 4
+
+
+def _run_chunks(pool, n_chunks, fn, *args):
+    """Run ``fn(*args, c, n_chunks)`` for every chunk c, in the pool when there is one."""
+    if pool is None or n_chunks <= 1:
+        for c in range(n_chunks):
+            fn(*args, c, n_chunks)
+        return
+    futures = [pool.submit(fn, *args, c, n_chunks) for c in range(n_chunks)]
+    for fut in futures:
+        fut.result()
+
+
+# --------------------------------------------------------------------------- presort
+
+@jit
+def _pack_keys(col, order, row):
+    """Write ``rank << 32 | case`` for the cases of one feature in sorted ``order``."""
+    rank = 0
+    prev = col[order[0]]
+    for i in range(order.shape[0]):
+        case = order[i]
+        v = col[case]
+        if v != prev:
+            rank += 1
+            prev = v
+        row[i] = (np.int64(rank) << RANK_SHIFT) | np.int64(case)
+
+
+def presort(X, n_threads=1):
+    """Sort every feature once: row m of the result lists all cases by increasing x_m.
+
+    Each entry is ``rank << 32 | case`` where ``rank`` is the dense rank of x_m (equal
+    values share a rank). Features are sorted by NumPy (which releases the GIL) on
+    ``n_threads`` threads. The order of equal values does not matter: positions inside a
+    run of equal values are never split points.
+    """
+    n, p = X.shape
+    keys = np.empty((p, n), dtype=np.int64)
+
+    def one(f):
+        col = np.ascontiguousarray(X[:, f])
+        _pack_keys(col, np.argsort(col), keys[f])
+
+    if n_threads > 1 and p > 1:
+        with ThreadPoolExecutor(min(n_threads, p)) as pool:
+            list(pool.map(one, range(p)))
+    else:
+        for f in range(p):
+            one(f)
+    return keys
+
+
+@jit
+def _subset_rows(keys, in_subset, out, c, n_chunks):
+    for f in range(c, keys.shape[0], n_chunks):
+        row = keys[f]
+        o = out[f]
+        k = 0
+        for i in range(row.shape[0]):
+            if in_subset[row[i] & CASE_MASK]:
+                o[k] = row[i]
+                k += 1
+
+
+def subset_keys(keys, in_subset, n_threads=1):
+    """Keep, in every row, only the keys of cases with ``in_subset[case]`` (order kept).
+
+    This is how a cross-validation fold's tree is grown without sorting again: one pass
+    per feature over the full sample's sorted order.
+    """
+    in_subset = np.ascontiguousarray(in_subset, dtype=np.uint8)
+    n_sub = int(np.count_nonzero(in_subset))
+    out = np.empty((keys.shape[0], n_sub), dtype=np.int64)
+    n_chunks = max(1, min(n_threads, keys.shape[0]))
+    if n_chunks > 1:
+        with ThreadPoolExecutor(n_chunks) as pool:
+            _run_chunks(pool, n_chunks, _subset_rows, keys, in_subset, out)
+    else:
+        _run_chunks(None, 1, _subset_rows, keys, in_subset, out)
+    return out
+
+
+# --------------------------------------------------------------------------- node statistics
+
+@jit
+def _class_node_stats(row, start, end, y, w, unit_weights, counts):
+    """Weighted class counts N_j(t) of a segment; returns how many classes occur."""
+    for j in range(counts.shape[0]):
+        counts[j] = 0.0
+    for i in range(start, end):
+        case = row[i] & CASE_MASK
+        if unit_weights:
+            counts[y[case]] += 1.0
+        else:
+            counts[y[case]] += w[case]
+    present = 0
+    for j in range(counts.shape[0]):
+        if counts[j] > 0.0:
+            present += 1
+    return present
+
+
+@jit
+def _reg_node_stats(row, start, end, y, w, unit_weights):
+    """(W, ȳ, Σ w (y - ȳ), weighted variance, all y equal) of a segment."""
+    w_sum = 0.0
+    s = 0.0
+    first = y[row[start] & CASE_MASK]
+    constant = True
+    for i in range(start, end):
+        case = row[i] & CASE_MASK
+        wi = 1.0 if unit_weights else w[case]
+        w_sum += wi
+        s += wi * y[case]
+        if y[case] != first:
+            constant = False
+    mean = s / w_sum
+    s_c = 0.0
+    ss_c = 0.0
+    for i in range(start, end):
+        case = row[i] & CASE_MASK
+        wi = 1.0 if unit_weights else w[case]
+        z = y[case] - mean
+        s_c += wi * z
+        ss_c += wi * z * z
+    var = (ss_c - s_c * s_c / w_sum) / w_sum
+    if var < 0.0 or constant:
+        var = 0.0
+    return w_sum, mean, s_c, var, constant
+
+
+@jit
+def _node_stats(row, start, end, y_class, y_reg, w, unit_weights, factor, criterion,
+                counts):
+    """Statistics of the node holding ``row[start:end]``.
+
+    Returns ``(weight, impurity, mean, centred sum, may split by purity)``; for
+    classification ``counts`` receives N_j(t), for regression ``counts[0]`` the mean.
+    """
+    if criterion != SQUARED_ERROR:
+        present = _class_node_stats(row, start, end, y_class, w, unit_weights, counts)
+        return (counts.sum(), impurity_from_counts(counts, factor, criterion), 0.0, 0.0,
+                present > 1)
+    w_sum, mean, s_c, var, constant = _reg_node_stats(row, start, end, y_reg, w, unit_weights)
+    counts[0] = mean
+    return w_sum, var, mean, s_c, not constant
+
+
+# --------------------------------------------------------------------------- level steps
+
+@jit
+def _search(keys, f_node, f_start, f_end, f_mean, f_sum, fnode, value, y_class, y_reg, w,
+            unit_weights, factor, criterion, min_samples_leaf, scratch, pair_delta,
+            pair_pos, c, n_chunks):
+    """Step 1: the best split of every (frontier node, feature) pair in chunk c."""
+    p = keys.shape[0]
+    n_pairs = f_node.shape[0] * p
+    n_classes = value.shape[1]
+    for k in range(c, n_pairs, n_chunks):
+        j = k // p
+        f = k - j * p
+        node = f_node[j]
+        imp = fnode[node, F_IMPURITY]
+        tol = tie_tolerance(imp)
+        if criterion != SQUARED_ERROR:
+            q_t = 0.0
+            for cl in range(n_classes):
+                q_t += factor[cl] * value[node, cl]
+            d, pos = best_split_classification(
+                keys[f], f_start[j], f_end[j], y_class, w, unit_weights, value[node],
+                factor, criterion, q_t, classification_offset(imp, criterion), tol,
+                min_samples_leaf, scratch[c])
+        else:
+            d, pos = best_split_regression(
+                keys[f], f_start[j], f_end[j], y_reg, w, unit_weights, f_mean[j],
+                fnode[node, F_WEIGHT], f_sum[j], tol, min_samples_leaf)
+        pair_delta[k] = d
+        pair_pos[k] = pos
+
+
+@jit
+def _choose(X, keys, f_node, f_start, f_end, inode, fnode, value, factor, criterion,
+            q_root, min_impurity_decrease, pair_delta, pair_pos, n_nodes, goes_left,
+            split_feat, split_pos, child_base):
+    """Step 2: choose each frontier node's split, record it, mark its cases; count splits."""
+    p = keys.shape[0]
+    n_classes = value.shape[1]
+    n_split = 0
+    for j in range(f_node.shape[0]):
+        split_feat[j] = -1
+        node = f_node[j]
+        imp = fnode[node, F_IMPURITY]
+        tol = tie_tolerance(imp)
+        best = -np.inf
+        bf = -1
+        for f in range(p):
+            k = j * p + f
+            if pair_pos[k] >= 0 and pair_delta[k] > best + tol:
+                best = pair_delta[k]
+                bf = f
+        if bf < 0 or not best > tol:
+            continue
+        if criterion != SQUARED_ERROR:
+            q_t = 0.0
+            for cl in range(n_classes):
+                q_t += factor[cl] * value[node, cl]
+            p_t = q_t / q_root
+        else:
+            p_t = fnode[node, F_WEIGHT] / q_root
+        if p_t * best < min_impurity_decrease:
+            continue
+        pos = pair_pos[j * p + bf]
+        split_feat[j] = bf
+        split_pos[j] = pos
+        child_base[j] = n_nodes + 2 * n_split
+        n_split += 1
+        row = keys[bf]
+        inode[node, I_FEATURE] = bf
+        inode[node, I_LEFT] = child_base[j]
+        inode[node, I_RIGHT] = child_base[j] + 1
+        fnode[node, F_IMPROVEMENT] = best
+        fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1] & CASE_MASK, bf],
+                                                     X[row[pos] & CASE_MASK, bf])
+        for i in range(f_start[j], f_end[j]):
+            goes_left[row[i] & CASE_MASK] = 1 if i < pos else 0
+    return n_split
+
+
+@jit
+def _partition(keys, sp_index, split_feat, f_start, f_end, goes_left, buffers, c, n_chunks):
+    """Step 3: stable partition of the split nodes' segments, every non-split feature."""
+    p = keys.shape[0]
+    buf = buffers[c]
+    n_part = sp_index.shape[0] * p
+    for k in range(c, n_part, n_chunks):
+        t = k // p
+        f = k - t * p
+        j = sp_index[t]
+        if f == split_feat[j]:
+            continue
+        row = keys[f]
+        wl = f_start[j]
+        wr = 0
+        for i in range(f_start[j], f_end[j]):
+            key = row[i]
+            if goes_left[key & CASE_MASK]:
+                row[wl] = key
+                wl += 1
+            else:
+                buf[wr] = key
+                wr += 1
+        for i in range(wr):
+            row[wl + i] = buf[i]
+
+
+@jit
+def _children(keys, sp_index, f_node, f_start, f_end, split_feat, split_pos, child_base,
+              inode, fnode, value, y_class, y_reg, w, unit_weights, factor, criterion,
+              max_depth, min_samples_split, min_samples_leaf, c_start, c_end, c_mean,
+              c_sum, c_ok, c, n_chunks):
+    """Step 4: write the children of the split nodes and decide which may split."""
+    for t in range(c, 2 * sp_index.shape[0], n_chunks):
+        j = sp_index[t // 2]
+        node = f_node[j]
+        is_left = t % 2 == 0
+        cid = child_base[j] + (0 if is_left else 1)
+        s = f_start[j] if is_left else split_pos[j]
+        e = split_pos[j] if is_left else f_end[j]
+        depth = inode[node, I_DEPTH] + 1
+        inode[cid, I_FEATURE] = -1
+        inode[cid, I_LEFT] = -1
+        inode[cid, I_RIGHT] = -1
+        inode[cid, I_PARENT] = node
+        inode[cid, I_DEPTH] = depth
+        inode[cid, I_N] = e - s
+        fnode[cid, F_THRESHOLD] = np.nan
+        fnode[cid, F_IMPROVEMENT] = 0.0
+        weight, imp, mean, s_c, mixed = _node_stats(
+            keys[split_feat[j]], s, e, y_class, y_reg, w, unit_weights, factor, criterion,
+            value[cid])
+        fnode[cid, F_WEIGHT] = weight
+        fnode[cid, F_IMPURITY] = imp
+        c_start[t] = s
+        c_end[t] = e
+        c_mean[t] = mean
+        c_sum[t] = s_c
+        ok = (mixed and e - s >= min_samples_split and e - s >= 2 * min_samples_leaf
+              and (max_depth < 0 or depth < max_depth))
+        c_ok[t] = 1 if ok else 0
+
+
+@jit
+def _root(keys, inode, fnode, value, y_class, y_reg, w, unit_weights, factor, criterion):
+    """Write the root node; returns (Q(root) or W(root), mean, centred sum, may split)."""
+    n = keys.shape[1]
+    inode[0, I_FEATURE] = -1
+    inode[0, I_LEFT] = -1
+    inode[0, I_RIGHT] = -1
+    inode[0, I_PARENT] = -1
+    inode[0, I_DEPTH] = 0
+    inode[0, I_N] = n
+    fnode[0, F_THRESHOLD] = np.nan
+    fnode[0, F_IMPROVEMENT] = 0.0
+    weight, imp, mean, s_c, mixed = _node_stats(keys[0], 0, n, y_class, y_reg, w,
+                                                unit_weights, factor, criterion, value[0])
+    fnode[0, F_WEIGHT] = weight
+    fnode[0, F_IMPURITY] = imp
+    q_root = weight
+    if criterion != SQUARED_ERROR:
+        q_root = 0.0
+        for j in range(value.shape[1]):
+            q_root += factor[j] * value[0, j]
+    return q_root, mean, s_c, mixed
+
+
+# --------------------------------------------------------------------------- driver
+
+def _grow_tables(inode, fnode, value, needed):
+    cap = inode.shape[0]
+    if needed <= cap:
+        return inode, fnode, value
+    new_cap = max(needed, 2 * cap)
+    grown = []
+    for arr in (inode, fnode, value):
+        new = np.zeros((new_cap, arr.shape[1]), dtype=arr.dtype)
+        new[:cap] = arr
+        grown.append(new)
+    return tuple(grown)
+
+
+def grow(X, keys, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
+         max_depth, min_samples_split, min_samples_leaf, min_impurity_decrease,
+         n_threads=1):
+    """Grow the tree on the cases in ``keys`` (see the module docstring).
+
+    Returns ``(inode, fnode, value)``: an int64 table with columns feature, left, right,
+    parent, depth, n_node_samples; a float64 table with columns threshold, weighted n,
+    impurity, impurity decrease Δi of the node's split (0 at leaves); and the node
+    values (weighted class counts, or the mean for regression). ``max_depth`` < 0 means
+    no limit. ``keys`` is consumed (partitioned in place).
+    """
+    p, n = keys.shape
+    is_class = criterion != SQUARED_ERROR
+    n_val = n_classes if is_class else 1
+    n_threads = max(1, int(n_threads))
+    y_class = as_kernel_array(y_class, np.int32)
+    y_reg = as_kernel_array(y_reg, np.float64)
+    factor = as_kernel_array(factor, np.float64)
+    w = as_kernel_array(w, np.float64)
+    X = as_kernel_array(X, np.float64)
+
+    cap = 64
+    inode = np.zeros((cap, _N_INT), dtype=np.int64)
+    fnode = np.zeros((cap, _N_FLOAT), dtype=np.float64)
+    value = np.zeros((cap, n_val), dtype=np.float64)
+    scratch = np.zeros((n_threads, max(n_classes, 1)), dtype=np.float64)
+    goes_left = np.zeros(X.shape[0], dtype=np.uint8)
+    buf = None
+
+    q_root, mean0, s0, mixed = _root(keys, inode, fnode, value, y_class, y_reg, w,
+                                     unit_weights, factor, criterion)
+    splittable = (mixed and n >= min_samples_split and n >= 2 * min_samples_leaf
+                  and max_depth != 0)
+    n_nodes = 1
+    f_node = np.zeros(1, dtype=np.int64)
+    f_start = np.zeros(1, dtype=np.int64)
+    f_end = np.full(1, n, dtype=np.int64)
+    f_mean = np.full(1, mean0)
+    f_sum = np.full(1, s0)
+    if not splittable:
+        f_node = f_node[:0]
+
+    pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
+    try:
+        while f_node.shape[0] > 0:
+            m = f_node.shape[0]
+            pair_delta = np.empty(m * p, dtype=np.float64)
+            pair_pos = np.empty(m * p, dtype=np.int64)
+            _run_chunks(pool, min(n_threads, m * p), _search, keys, f_node, f_start, f_end,
+                        f_mean, f_sum, fnode, value, y_class, y_reg, w, unit_weights, factor,
+                        criterion, min_samples_leaf, scratch, pair_delta, pair_pos)
+
+            split_feat = np.empty(m, dtype=np.int64)
+            split_pos = np.zeros(m, dtype=np.int64)
+            child_base = np.zeros(m, dtype=np.int64)
+            # Capacity for the worst case (every frontier node splits).
+            inode, fnode, value = _grow_tables(inode, fnode, value, n_nodes + 2 * m)
+            n_split = _choose(X, keys, f_node, f_start, f_end, inode, fnode, value, factor,
+                              criterion, q_root, min_impurity_decrease, pair_delta,
+                              pair_pos, n_nodes, goes_left, split_feat, split_pos,
+                              child_base)
+            if n_split == 0:
+                break
+            sp_index = np.flatnonzero(split_feat >= 0).astype(np.int64)
+
+            if buf is None:
+                buf = np.empty((n_threads, n), dtype=np.int64)
+            _run_chunks(pool, min(n_threads, n_split * p), _partition, keys, sp_index,
+                        split_feat, f_start, f_end, goes_left, buf)
+
+            n_child = 2 * n_split
+            c_start = np.empty(n_child, dtype=np.int64)
+            c_end = np.empty(n_child, dtype=np.int64)
+            c_mean = np.zeros(n_child, dtype=np.float64)
+            c_sum = np.zeros(n_child, dtype=np.float64)
+            c_ok = np.zeros(n_child, dtype=np.uint8)
+            _run_chunks(pool, min(n_threads, n_child), _children, keys, sp_index, f_node,
+                        f_start, f_end, split_feat, split_pos, child_base, inode, fnode, value,
+                        y_class, y_reg, w, unit_weights, factor, criterion, max_depth,
+                        min_samples_split, min_samples_leaf, c_start, c_end, c_mean, c_sum,
+                        c_ok)
+            n_nodes += n_child
+
+            ok = c_ok.astype(bool)
+            child_ids = (child_base[np.repeat(sp_index, 2)]
+                         + np.tile(np.array([0, 1], dtype=np.int64), n_split))
+            f_node = child_ids[ok]
+            f_start = c_start[ok]
+            f_end = c_end[ok]
+            f_mean = c_mean[ok]
+            f_sum = c_sum[ok]
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    return inode[:n_nodes].copy(), fnode[:n_nodes].copy(), value[:n_nodes].copy()

@@ -1,0 +1,137 @@
+"""Impurity functions of SPEC §2–3, computed from class counts or centred sums.
+
+Criteria are selected by integer codes so that one compiled kernel serves all of them:
+
+=========  =====================================================================
+``GINI``    φ(p) = 1 - Σ_j p_j²
+``ENTROPY`` φ(p) = -Σ_j p_j log2 p_j, with 0 log 0 = 0
+``TWOING``  Breiman's two-superclass rule: Δ = p_L p_R / 4 · (Σ_j |p(j|t_L) - p(j|t_R)|)²;
+            the node impurity reported for twoing trees is the Gini index
+``SQUARED_ERROR``  regression: i(t) = weighted variance of y in t
+=========  =====================================================================
+
+Classification quantities are computed from *prior-weighted* counts
+q_j(t) = c_j N_j(t), where N_j(t) is the weighted count of class j in node t and
+c_j = π'(j) / N_j folds the (altered, SPEC §2) prior into the count, so that
+p(j|t) = q_j(t) / Q(t) with Q(t) = Σ_j q_j(t), and p(t_L)/p(t) = Q(t_L)/Q(t).
+
+The split search does not evaluate Δi directly at every candidate. It maximises a
+*proxy* P(s) with Δi(s, t) = a(t) + P(s) / Q(t) for a constant a(t) of the node:
+
+* Gini:    P = Σ_j q_jL² / Q_L + Σ_j q_jR² / Q_R,  a = i(t) - 1
+* entropy: P = -(Q_L i(t_L) + Q_R i(t_R)),          a = i(t)
+* twoing:  P = Q(t) Δ (the criterion itself),       a = 0
+* squared error, with z = y - ȳ(t), S = Σ w z, W = Σ w:
+           P = S_L² / W_L + S_R² / W_R,             a = -S(t)² / W(t)²  (scale W)
+
+so comparing proxies with a tolerance of ``tol · Q(t)`` is comparing Δi with ``tol``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._config import jit
+
+__all__ = ["GINI", "ENTROPY", "TWOING", "SQUARED_ERROR", "CLASSIFICATION_CRITERIA",
+           "REGRESSION_CRITERIA", "TIE_ULPS"]
+
+GINI = 0
+ENTROPY = 1
+TWOING = 2
+SQUARED_ERROR = 3
+
+CLASSIFICATION_CRITERIA = {"gini": GINI, "entropy": ENTROPY, "twoing": TWOING}
+REGRESSION_CRITERIA = {"squared_error": SQUARED_ERROR}
+
+#: Two splits whose Δi differ by at most ``TIE_ULPS`` ulps of i(t) are tied (SPEC §2).
+TIE_ULPS = 16.0
+_EPS = np.finfo(np.float64).eps
+
+
+@jit
+def tie_tolerance(node_impurity):
+    """Tolerance on Δi below which two candidate splits count as tied (SPEC §2)."""
+    return TIE_ULPS * _EPS * node_impurity
+
+
+@jit
+def impurity_from_counts(counts, factor, criterion):
+    """i(t) = φ(p(1|t), …, p(J|t)) with p(j|t) ∝ factor_j · counts_j (twoing reports Gini)."""
+    total = 0.0
+    for j in range(counts.shape[0]):
+        total += factor[j] * counts[j]
+    if total <= 0.0:
+        return 0.0
+    acc = 0.0
+    if criterion == ENTROPY:
+        for j in range(counts.shape[0]):
+            p = factor[j] * counts[j] / total
+            if p > 0.0:
+                acc -= p * np.log2(p)
+        return acc
+    for j in range(counts.shape[0]):
+        p = factor[j] * counts[j] / total
+        acc += p * p
+    return 1.0 - acc
+
+
+@jit
+def xlogx(x):
+    """x log2 x with 0 log 0 = 0."""
+    if x > 0.0:
+        return x * np.log2(x)
+    return 0.0
+
+
+@jit
+def classification_proxy(left, total, factor, criterion, q_total):
+    """The proxy P(s) of the module docstring for a split with class counts ``left``.
+
+    ``total`` holds the node's class counts; the right child's are ``total - left``.
+    """
+    n_classes = left.shape[0]
+    ql_sum = 0.0
+    qr_sum = 0.0
+    if criterion == GINI:
+        sq_l = 0.0
+        sq_r = 0.0
+        for j in range(n_classes):
+            ql = factor[j] * left[j]
+            qr = factor[j] * (total[j] - left[j])
+            ql_sum += ql
+            qr_sum += qr
+            sq_l += ql * ql
+            sq_r += qr * qr
+        return sq_l / ql_sum + sq_r / qr_sum
+    if criterion == ENTROPY:
+        s_l = 0.0
+        s_r = 0.0
+        for j in range(n_classes):
+            ql = factor[j] * left[j]
+            qr = factor[j] * (total[j] - left[j])
+            ql_sum += ql
+            qr_sum += qr
+            s_l += xlogx(ql)
+            s_r += xlogx(qr)
+        # Q_L i(t_L) = Q_L log2 Q_L - Σ q log2 q
+        return -(xlogx(ql_sum) - s_l) - (xlogx(qr_sum) - s_r)
+    # twoing
+    for j in range(n_classes):
+        ql_sum += factor[j] * left[j]
+        qr_sum += factor[j] * (total[j] - left[j])
+    diff = 0.0
+    for j in range(n_classes):
+        diff += abs(factor[j] * left[j] / ql_sum - factor[j] * (total[j] - left[j]) / qr_sum)
+    pl = ql_sum / q_total
+    pr = qr_sum / q_total
+    return q_total * pl * pr * 0.25 * diff * diff
+
+
+@jit
+def classification_offset(node_impurity, criterion):
+    """a(t) of the module docstring: Δi = a(t) + P / Q(t)."""
+    if criterion == GINI:
+        return node_impurity - 1.0
+    if criterion == ENTROPY:
+        return node_impurity
+    return 0.0

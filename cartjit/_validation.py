@@ -1,0 +1,309 @@
+"""Coercion and checks of user input. Nothing here is jitted.
+
+Every public entry point converts its arguments here before any kernel runs, so that a
+bad argument becomes a ``ValueError`` or ``TypeError`` naming the argument, what was
+given and what is allowed — never a Numba typing error or a crash inside a kernel.
+Messages for the common cases follow scikit-learn's wording, which its estimator
+checks (and users moving over) recognise.
+"""
+from __future__ import annotations
+
+import numbers
+import sys
+import warnings
+
+import numpy as np
+
+__all__ = ["NotFittedError", "as_kernel_array", "check_X", "check_y_class", "check_y_reg",
+           "check_sample_weight", "check_int", "check_float", "check_choice",
+           "check_priors", "check_cost", "data_conversion_warning"]
+
+
+class NotFittedError(ValueError, AttributeError):
+    """Raised when a method that needs a fitted estimator is called before ``fit``."""
+
+
+def data_conversion_warning():
+    """scikit-learn's ``DataConversionWarning`` if it is loaded, else ``UserWarning``."""
+    sk = sys.modules.get("sklearn.exceptions")
+    if sk is not None:
+        return sk.DataConversionWarning
+    return UserWarning
+
+
+def as_kernel_array(arr, dtype):
+    """C-contiguous, writable, native-endian ``dtype`` copy-if-needed of ``arr``.
+
+    Kernels are compiled for exactly this layout; a read-only or strided array would
+    otherwise compile (and cache) another signature of every kernel it reaches.
+    """
+    return np.require(arr, dtype=dtype, requirements=("C", "W", "A"))
+
+
+def _is_sparse(obj) -> bool:
+    return hasattr(obj, "tocsr") or hasattr(obj, "sparse") and hasattr(obj.sparse, "to_coo") \
+        and not hasattr(obj, "columns")
+
+
+def _type_name(obj) -> str:
+    return type(obj).__name__
+
+
+def _frame_feature_names(X):
+    """Column names of a DataFrame when they are all strings (scikit-learn's rule)."""
+    cols = list(X.columns)
+    if cols and all(isinstance(c, str) for c in cols):
+        return np.asarray(cols, dtype=object)
+    if any(isinstance(c, str) for c in cols):
+        raise TypeError(
+            "X: feature names are only supported if all input features have string "
+            f"names, but the column names have types {sorted({type(c).__name__ for c in cols})}; "
+            "convert them all to strings, e.g. X.columns = X.columns.astype(str)")
+    return None
+
+
+def _as_numeric_2d(X, name):
+    if X is None:
+        raise TypeError(f"{name} must be an array-like of shape (n_samples, n_features), got None")
+    if _is_sparse(X):
+        raise TypeError(
+            f"{name} is a sparse matrix ({_type_name(X)}); sparse input is not supported by "
+            f"cartjit: pass a dense array, e.g. {name}.toarray()")
+    feature_names = None
+    if hasattr(X, "columns") and hasattr(X, "dtypes"):  # pandas DataFrame
+        feature_names = _frame_feature_names(X)
+        for col, dt in zip(X.columns, X.dtypes):
+            kind = getattr(dt, "kind", "O")
+            if kind not in "biuf":
+                raise TypeError(
+                    f"{name}: column {col!r} has dtype {dt}; only numeric and boolean columns "
+                    "are supported (encode categorical features as numbers)")
+        arr = X.to_numpy(dtype=np.float64)
+    else:
+        try:
+            arr = np.asarray(X)
+        except Exception as exc:  # ragged nested lists and the like
+            raise ValueError(f"{name} could not be converted to a 2-d numeric array: {exc}") from exc
+        if arr.dtype.kind == "c":
+            raise ValueError(f"Complex data not supported: {name} has dtype {arr.dtype}")
+        if arr.dtype.kind in "OUS":
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"{name} must contain numbers, got dtype {arr.dtype} with values that "
+                    f"cannot be converted to float: {exc}") from exc
+        elif arr.dtype.kind not in "biuf":
+            raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(
+            f"Expected 2D array, got {arr.ndim}D array instead: {name} must have shape "
+            "(n_samples, n_features). Reshape your data either using array.reshape(-1, 1) "
+            "if your data has a single feature or array.reshape(1, -1) if it contains a "
+            "single sample.")
+    return arr, feature_names
+
+
+def check_X(X, *, name="X", estimator=None, n_features=None, min_samples=1):
+    """Return ``(X as C-contiguous float64, feature names or None)`` after checking it.
+
+    With ``n_features`` given (predicting), the number of columns must match.
+    """
+    arr, feature_names = _as_numeric_2d(X, name)
+    n, p = arr.shape
+    if p < 1:
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is "
+            f"required: {name} must have at least one feature")
+    if n < min_samples:
+        raise ValueError(
+            f"Found array with {n} sample(s) (shape={arr.shape}) while a minimum of "
+            f"{min_samples} is required: {name} must have at least {min_samples} sample(s)")
+    if n_features is not None and p != n_features:
+        who = type(estimator).__name__ if estimator is not None else "the estimator"
+        raise ValueError(
+            f"X has {p} features, but {who} is expecting {n_features} features as input")
+    arr = as_kernel_array(arr, np.float64)
+    if not np.isfinite(arr).all():
+        if np.isnan(arr).any():
+            raise ValueError(f"Input {name} contains NaN: missing values are not supported")
+        raise ValueError(
+            f"Input {name} contains infinity or a value too large for dtype('float64')")
+    if n >= 2**31:
+        raise ValueError(f"{name} has {n} rows; at most 2**31 - 1 are supported")
+    return arr, feature_names
+
+
+def _as_1d(y, name, n_samples):
+    if y is None:
+        raise ValueError(
+            f"requires y to be passed, but the target y is None: {name} must be an "
+            "array-like of shape (n_samples,)")
+    if _is_sparse(y):
+        raise TypeError(f"{name} is sparse; sparse input is not supported: pass a dense array")
+    arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected. Please change the "
+            "shape of y to (n_samples,), for example using ravel().",
+            data_conversion_warning(), stacklevel=3)
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise ValueError(
+            f"{name} must be 1-dimensional of shape (n_samples,), got shape {arr.shape}; "
+            "multi-output targets are not supported")
+    if arr.shape[0] != n_samples:
+        raise ValueError(
+            f"Found input variables with inconsistent numbers of samples: X has {n_samples} "
+            f"rows but {name} has {arr.shape[0]}")
+    return arr
+
+
+def check_y_class(y, n_samples, name="y"):
+    """Return ``(classes, encoded)`` for classification labels (any sortable label type)."""
+    arr = _as_1d(y, name, n_samples)
+    if arr.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {name} has dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all():
+            if np.isnan(arr).any():
+                raise ValueError(f"Input {name} contains NaN")
+            raise ValueError(f"Input {name} contains infinity or a value too large for dtype('float64')")
+        if np.any(arr != np.round(arr)):
+            raise ValueError(
+                f"Unknown label type: continuous. {name} looks like a regression target; "
+                "use CARTRegressor, or pass class labels (integers or strings)")
+    if arr.dtype.kind == "O":
+        if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in arr):
+            raise ValueError(f"Input {name} contains NaN or None labels")
+        kinds = {type(v) for v in arr}
+        if len(kinds) > 1 and not all(issubclass(k, numbers.Number) for k in kinds):
+            raise TypeError(
+                f"{name} mixes label types {sorted(k.__name__ for k in kinds)}; "
+                "use labels of one type (all strings or all numbers)")
+    try:
+        classes, encoded = np.unique(arr, return_inverse=True)
+    except TypeError as exc:
+        raise TypeError(f"{name} labels cannot be sorted: {exc}") from exc
+    return classes, as_kernel_array(encoded.reshape(-1), np.int32)
+
+
+def check_y_reg(y, n_samples, name="y"):
+    """Return y as a contiguous float64 array for regression."""
+    arr = _as_1d(y, name, n_samples)
+    if arr.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {name} has dtype {arr.dtype}")
+    try:
+        arr = as_kernel_array(arr, np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be numeric for regression: {exc}") from exc
+    if not np.isfinite(arr).all():
+        if np.isnan(arr).any():
+            raise ValueError(f"Input {name} contains NaN")
+        raise ValueError(f"Input {name} contains infinity or a value too large for dtype('float64')")
+    return arr
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Return ``(weights float64, all_ones)``; weights must be finite and >= 0, not all 0."""
+    if sample_weight is None:
+        return np.ones(n_samples, dtype=np.float64), True
+    if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
+        w = np.full(n_samples, float(sample_weight))
+    else:
+        w = np.asarray(sample_weight)
+        if w.dtype.kind not in "biuf":
+            raise TypeError(f"sample_weight must be numeric, got dtype {w.dtype}")
+        w = w.astype(np.float64)
+        if w.ndim != 1:
+            raise ValueError(
+                f"sample_weight must be 1D array or scalar, got shape {w.shape}")
+        if w.shape[0] != n_samples:
+            raise ValueError(
+                f"sample_weight.shape == ({w.shape[0]},), expected ({n_samples},): one "
+                "weight per row of X")
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight must be finite (no NaN or infinity)")
+    if np.any(w < 0):
+        raise ValueError("Negative values in data passed to sample_weight: weights must be >= 0")
+    if not np.any(w > 0):
+        raise ValueError("sample_weight must have at least one positive entry (all are zero)")
+    return as_kernel_array(w, np.float64), bool(np.all(w == 1.0))
+
+
+def check_int(value, name, *, low=None, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        allowed = f"an integer >= {low}" if low is not None else "an integer"
+        if allow_none:
+            allowed += " or None"
+        raise TypeError(f"{name} must be {allowed}, got {value!r} ({_type_name(value)})")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+def check_float(value, name, *, low=0.0, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number >= {low}, got {value!r} ({_type_name(value)})")
+    value = float(value)
+    if not np.isfinite(value) or value < low:
+        raise ValueError(f"{name} must be a finite number >= {low}, got {value}")
+    return value
+
+
+def check_choice(value, name, allowed):
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
+    return value
+
+
+def check_priors(priors, counts):
+    """π from ``"empirical"``, ``"equal"`` or given values (one per class, > 0, sum 1)."""
+    n_classes = counts.shape[0]
+    if isinstance(priors, str):
+        check_choice(priors, "priors", ("empirical", "equal"))
+        if priors == "empirical":
+            return counts / counts.sum()
+        return np.full(n_classes, 1.0 / n_classes)
+    try:
+        arr = np.asarray(priors, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            "priors must be 'empirical', 'equal' or an array of one positive number per "
+            f"class summing to 1, got {priors!r}") from exc
+    if arr.ndim != 1 or arr.shape[0] != n_classes:
+        raise ValueError(f"priors must have one entry per class ({n_classes}), got shape {arr.shape}")
+    if not np.isfinite(arr).all() or np.any(arr <= 0):
+        raise ValueError(f"priors must all be > 0, got {arr.tolist()}")
+    if abs(arr.sum() - 1.0) > 1e-8:
+        raise ValueError(f"priors must sum to 1, got sum {arr.sum()!r}")
+    return arr / arr.sum()
+
+
+def check_cost(cost, n_classes):
+    """The J×J cost matrix ``cost[j, i] = C(i|j)`` (rows true class, columns predicted)."""
+    if cost is None:
+        return np.ones((n_classes, n_classes)) - np.eye(n_classes), True
+    try:
+        arr = np.asarray(cost, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"cost must be a numeric array of shape ({n_classes}, {n_classes}), got {cost!r}") from exc
+    if arr.shape != (n_classes, n_classes):
+        raise ValueError(
+            f"cost must have shape ({n_classes}, {n_classes}) (rows: true class, columns: "
+            f"predicted class), got shape {arr.shape}")
+    if not np.isfinite(arr).all() or np.any(arr < 0):
+        raise ValueError("cost must be finite and >= 0 everywhere")
+    if np.any(np.diag(arr) != 0):
+        raise ValueError(f"cost must have a zero diagonal, got diagonal {np.diag(arr).tolist()}")
+    if n_classes > 1 and np.any(arr.sum(axis=1) <= 0):
+        bad = int(np.flatnonzero(arr.sum(axis=1) <= 0)[0])
+        raise ValueError(
+            f"cost row {bad} (true class {bad}) is all zero: every class needs a positive "
+            "cost of being misclassified")
+    default = bool(np.array_equal(arr, np.ones((n_classes, n_classes)) - np.eye(n_classes)))
+    return arr, default
