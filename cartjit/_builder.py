@@ -41,8 +41,7 @@ import numpy as np
 
 from ._config import jit
 from ._validation import as_kernel_array
-from ._criteria import (SQUARED_ERROR, classification_offset, impurity_from_counts,
-                        tie_tolerance)
+from ._criteria import SQUARED_ERROR, impurity_from_counts, tie_tolerance
 from ._splitter import (CASE_MASK, RANK_SHIFT, best_split_classification,
                         best_split_regression, threshold_between)
 
@@ -212,7 +211,6 @@ def _search(keys, f_node, f_start, f_end, f_mean, f_sum, fnode, value, y_class, 
     """Step 1: the best split of every (frontier node, feature) pair in chunk c."""
     p = keys.shape[0]
     n_pairs = f_node.shape[0] * p
-    n_classes = value.shape[1]
     for k in range(c, n_pairs, n_chunks):
         j = k // p
         f = k - j * p
@@ -220,13 +218,9 @@ def _search(keys, f_node, f_start, f_end, f_mean, f_sum, fnode, value, y_class, 
         imp = fnode[node, F_IMPURITY]
         tol = tie_tolerance(imp)
         if criterion != SQUARED_ERROR:
-            q_t = 0.0
-            for cl in range(n_classes):
-                q_t += factor[cl] * value[node, cl]
             d, pos = best_split_classification(
                 keys[f], f_start[j], f_end[j], y_class, w, unit_weights, value[node],
-                factor, criterion, q_t, classification_offset(imp, criterion), tol,
-                min_samples_leaf, scratch[c])
+                factor, criterion, imp, tol, min_samples_leaf, scratch[c])
         else:
             d, pos = best_split_regression(
                 keys[f], f_start[j], f_end[j], y_reg, w, unit_weights, f_mean[j],
@@ -410,7 +404,7 @@ def grow(X, keys, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
     inode = np.zeros((cap, _N_INT), dtype=np.int64)
     fnode = np.zeros((cap, _N_FLOAT), dtype=np.float64)
     value = np.zeros((cap, n_val), dtype=np.float64)
-    scratch = np.zeros((n_threads, max(n_classes, 1)), dtype=np.float64)
+    scratch = np.zeros((n_threads, 2 * max(n_classes, 1)), dtype=np.float64)
     goes_left = np.zeros(X.shape[0], dtype=np.uint8)
     buf = None
 

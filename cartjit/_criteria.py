@@ -84,50 +84,6 @@ def xlogx(x):
 
 
 @jit
-def classification_proxy(left, total, factor, criterion, q_total):
-    """The proxy P(s) of the module docstring for a split with class counts ``left``.
-
-    ``total`` holds the node's class counts; the right child's are ``total - left``.
-    """
-    n_classes = left.shape[0]
-    ql_sum = 0.0
-    qr_sum = 0.0
-    if criterion == GINI:
-        sq_l = 0.0
-        sq_r = 0.0
-        for j in range(n_classes):
-            ql = factor[j] * left[j]
-            qr = factor[j] * (total[j] - left[j])
-            ql_sum += ql
-            qr_sum += qr
-            sq_l += ql * ql
-            sq_r += qr * qr
-        return sq_l / ql_sum + sq_r / qr_sum
-    if criterion == ENTROPY:
-        s_l = 0.0
-        s_r = 0.0
-        for j in range(n_classes):
-            ql = factor[j] * left[j]
-            qr = factor[j] * (total[j] - left[j])
-            ql_sum += ql
-            qr_sum += qr
-            s_l += xlogx(ql)
-            s_r += xlogx(qr)
-        # Q_L i(t_L) = Q_L log2 Q_L - Σ q log2 q
-        return -(xlogx(ql_sum) - s_l) - (xlogx(qr_sum) - s_r)
-    # twoing
-    for j in range(n_classes):
-        ql_sum += factor[j] * left[j]
-        qr_sum += factor[j] * (total[j] - left[j])
-    diff = 0.0
-    for j in range(n_classes):
-        diff += abs(factor[j] * left[j] / ql_sum - factor[j] * (total[j] - left[j]) / qr_sum)
-    pl = ql_sum / q_total
-    pr = qr_sum / q_total
-    return q_total * pl * pr * 0.25 * diff * diff
-
-
-@jit
 def classification_offset(node_impurity, criterion):
     """a(t) of the module docstring: Δi = a(t) + P / Q(t)."""
     if criterion == GINI:

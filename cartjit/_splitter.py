@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._config import jit
-from ._criteria import classification_proxy
+from ._criteria import ENTROPY, GINI, xlogx
 
 __all__ = ["CASE_MASK", "RANK_SHIFT", "threshold_between"]
 
@@ -35,30 +35,105 @@ def threshold_between(a, b):
     return c
 
 
+#: Candidates whose proxies agree to this relative width are near-ties, decided on Δi.
+NEAR_TIE = 1e-11
+
+
+@jit
+def delta_from_counts(left, total, factor, criterion, node_impurity):
+    """Δi(s, t) of a classification split computed directly (no cancellation).
+
+    Gini uses Δi = p_L p_R Σ_j (p(j|t_L) - p(j|t_R))², entropy i(t) - p_L i(t_L) -
+    p_R i(t_R), twoing its definition. Used to settle near-ties of the proxy.
+    """
+    ql_sum = 0.0
+    qr_sum = 0.0
+    for j in range(total.shape[0]):
+        ql_sum += factor[j] * left[j]
+        qr_sum += factor[j] * (total[j] - left[j])
+    q = ql_sum + qr_sum
+    pl = ql_sum / q
+    pr = qr_sum / q
+    if criterion == ENTROPY:
+        il = 0.0
+        ir = 0.0
+        for j in range(total.shape[0]):
+            il -= xlogx(factor[j] * left[j] / ql_sum)
+            ir -= xlogx(factor[j] * (total[j] - left[j]) / qr_sum)
+        return node_impurity - pl * il - pr * ir
+    acc = 0.0
+    for j in range(total.shape[0]):
+        d = factor[j] * left[j] / ql_sum - factor[j] * (total[j] - left[j]) / qr_sum
+        acc += d * d if criterion == GINI else abs(d)
+    if criterion == GINI:
+        return pl * pr * acc
+    return pl * pr * 0.25 * acc * acc
+
+
 @jit
 def best_split_classification(keys, start, end, y, w, unit_weights, total, factor,
-                              criterion, q_total, offset, tol, min_leaf, left):
+                              criterion, node_impurity, tol, min_leaf, scratch):
     """Scan segment ``keys[start:end]`` for the best split of a classification node.
 
     ``total`` are the node's weighted class counts N_j(t), ``factor`` the c_j of
-    :mod:`cartjit._criteria`, ``q_total`` = Q(t), ``offset`` = a(t) and ``tol`` the tie
-    tolerance on Δi; ``left`` is scratch space of length J. Returns (Δi, pos).
+    :mod:`cartjit._criteria`, ``tol`` the tie tolerance on Δi; ``scratch`` has room for
+    2J numbers (running left counts, and the counts at the best split so far).
+
+    Candidates are ranked by the proxy P(s) of :mod:`cartjit._criteria`, compared by
+    cross-multiplication so that the loop does no division. A candidate whose proxy
+    exceeds the best by more than the relative width ``NEAR_TIE`` replaces it; one
+    within that width is a near-tie, settled on Δi from :func:`delta_from_counts` with
+    the tie tolerance (so the lower threshold keeps a tie). Returns (Δi, pos).
     """
     n_classes = total.shape[0]
+    left = scratch[:n_classes]
+    best_left = scratch[n_classes:2 * n_classes]
     for j in range(n_classes):
         left[j] = 0.0
     n_node = end - start
-    best_proxy = -np.inf
+    best_delta = np.nan
     best_pos = -1
-    tol_proxy = tol * q_total
+    hi = -np.inf  # a proxy ratio above hi beats the best outright
+    lo = -np.inf  # one in [lo, hi] is a near-tie
     rank = keys[start] >> RANK_SHIFT
     n_left = 0
+
+    equal_factors = True
+    q_total = 0.0
+    for j in range(n_classes):
+        q_total += factor[j] * total[j]
+        if factor[j] != factor[0]:
+            equal_factors = False
+    fast = criterion == GINI and unit_weights and equal_factors
+    # Fast path: with unit weights and one factor for all classes the Gini proxy is
+    # proportional to Σ L_j² / n_L + Σ R_j² / n_R on integer counts, whose sums of
+    # squares are updated exactly in O(1) per case. Proxies are held as num / den.
+    sq_l = 0.0
+    sq_r = 0.0
+    for j in range(n_classes):
+        sq_r += total[j] * total[j]
+    # Magnitude of the proxy, which sets the width of the near-tie band.
+    if fast:
+        scale = NEAR_TIE * n_node
+    elif criterion == GINI:
+        scale = NEAR_TIE * q_total
+    elif criterion == ENTROPY:
+        scale = NEAR_TIE * 64.0 * q_total
+    else:
+        scale = NEAR_TIE
+
     for i in range(start, end - 1):
         case = keys[i] & CASE_MASK
-        if unit_weights:
-            left[y[case]] += 1.0
+        cls = y[case]
+        if fast:
+            l_c = left[cls]
+            sq_l += 2.0 * l_c + 1.0
+            sq_r -= 2.0 * (total[cls] - l_c) - 1.0
+            left[cls] = l_c + 1.0
+        elif unit_weights:
+            left[cls] += 1.0
         else:
-            left[y[case]] += w[case]
+            left[cls] += w[case]
         n_left += 1
         next_rank = keys[i + 1] >> RANK_SHIFT
         if next_rank == rank:
@@ -68,13 +143,63 @@ def best_split_classification(keys, start, end, y, w, unit_weights, total, facto
             continue
         if n_node - n_left < min_leaf:
             break
-        proxy = classification_proxy(left, total, factor, criterion, q_total)
-        if proxy > best_proxy + tol_proxy:
-            best_proxy = proxy
-            best_pos = i + 1
+        if fast:
+            n_right = n_node - n_left
+            num = sq_l * n_right + sq_r * n_left
+            den = float(n_left) * float(n_right)
+        else:
+            ql_sum = 0.0
+            qr_sum = 0.0
+            if criterion == GINI:
+                sq_ql = 0.0
+                sq_qr = 0.0
+                for j in range(n_classes):
+                    ql = factor[j] * left[j]
+                    qr = factor[j] * (total[j] - left[j])
+                    ql_sum += ql
+                    qr_sum += qr
+                    sq_ql += ql * ql
+                    sq_qr += qr * qr
+                num = sq_ql * qr_sum + sq_qr * ql_sum
+                den = ql_sum * qr_sum
+            elif criterion == ENTROPY:
+                s_l = 0.0
+                s_r = 0.0
+                for j in range(n_classes):
+                    ql = factor[j] * left[j]
+                    qr = factor[j] * (total[j] - left[j])
+                    ql_sum += ql
+                    qr_sum += qr
+                    s_l += xlogx(ql)
+                    s_r += xlogx(qr)
+                num = -(xlogx(ql_sum) - s_l) - (xlogx(qr_sum) - s_r)
+                den = 1.0
+            else:
+                num = delta_from_counts(left, total, factor, criterion, node_impurity)
+                den = 1.0
+        if num > hi * den:
+            best_delta = np.nan  # computed when needed
+        elif num >= lo * den:
+            if np.isnan(best_delta):
+                best_delta = delta_from_counts(best_left, total, factor, criterion,
+                                               node_impurity)
+            d = delta_from_counts(left, total, factor, criterion, node_impurity)
+            if not d > best_delta + tol:
+                continue
+            best_delta = d
+        else:
+            continue
+        ratio = num / den
+        hi = ratio + scale
+        lo = ratio - scale
+        best_pos = i + 1
+        for j in range(n_classes):
+            best_left[j] = left[j]
     if best_pos < 0:
         return -np.inf, -1
-    return offset + best_proxy / q_total, best_pos
+    if np.isnan(best_delta):
+        best_delta = delta_from_counts(best_left, total, factor, criterion, node_impurity)
+    return best_delta, best_pos
 
 
 @jit

@@ -34,12 +34,19 @@ NotFittedError = V.NotFittedError
 
 # --------------------------------------------------------------------------- helpers
 
+#: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
+#: (times the largest cost) are tied for the node label; the lower index wins (SPEC §1).
+_LABEL_TIE_ULPS = 64.0
+
 def _class_risk(value, priors, class_counts, cost):
     """R(t) = min_i Σ_j C(i|j) π(j) N_j(t)/N_j and j*(t) (lowest index on ties), SPEC §1."""
     p_jt = value * (priors / class_counts)  # p(j, t)
     risks = p_jt @ cost  # risks[t, i] = Σ_j p(j,t) C(i|j), cost[j, i] = C(i|j)
-    label = np.argmin(risks, axis=1).astype(np.int32)
-    return risks[np.arange(risks.shape[0]), label], label
+    best = risks.min(axis=1)
+    # Risks equal up to rounding are ties, won by the lowest class index.
+    tol = _LABEL_TIE_ULPS * np.finfo(np.float64).eps * p_jt.sum(axis=1) * cost.max()
+    label = np.argmax(risks <= (best + tol)[:, None], axis=1).astype(np.int32)
+    return best, label
 
 
 def _best_first(inode, fnode, value, max_leaf_nodes, q_weight):
