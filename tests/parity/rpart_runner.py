@@ -1,0 +1,602 @@
+"""Run R's ``rpart`` through ``Rscript`` and bring its results back as pandas objects.
+
+This is the test oracle for the parity tests (SPEC §7). Nothing here imports cartjit.
+
+Public API
+----------
+``have_rscript()``
+    True when an ``Rscript`` executable is found (``$CARTJIT_RSCRIPT`` or ``PATH``).
+``have_rpart()``
+    True when ``Rscript`` is found and ``library(rpart)`` loads (result cached).
+``rpart_version()``
+    rpart's version string, e.g. ``"4.1.19"``.
+``r_dataset(name, complete_cases=None)``
+    One of R's data frames (``datasets`` package, else ``rpart``; ``"pkg::name"`` also
+    accepted) as a DataFrame. Doubles are written by R with 17 significant digits and
+    parsed by Python's correctly rounded ``float``, so values arrive bit-exact. Integer
+    columns come back as int64, factors (and characters) as strings, row names are
+    dropped. ``airquality`` is reduced to its complete cases by default.
+``run_rpart(df, target, features, method, parms=None, control=None, weights=None,
+xval_folds=None, *, seed=None, echo_data=False, timeout=300)``
+    Fit ``rpart(target ~ features, data=df, method=method, parms=parms,
+    control=rpart.control(...), weights=weights)`` and return a dict (see its docstring).
+
+Exactness of the transfer. Python -> R: doubles are sent as C99 hexadecimal literals
+(``float.hex``), which R's reader converts exactly (R's decimal reader is not always
+correctly rounded). R -> Python: doubles are written with ``sprintf("%.17g")`` and read
+with Python's ``float``; 17 significant digits identify a double uniquely. So a
+threshold computed by rpart as ``(x[i] + x[i+1]) / 2`` arrives as the same double.
+
+Errors from R (including a non-zero exit status) raise ``RuntimeError`` whose message
+contains R's stderr; a run exceeding ``timeout`` seconds raises ``RuntimeError`` too.
+Every call works in its own temporary directory, removed afterwards.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from numbers import Integral, Real
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "have_rscript",
+    "have_rpart",
+    "rpart_version",
+    "rscript_path",
+    "r_dataset",
+    "run_rpart",
+    "RScriptError",
+]
+
+DEFAULT_TIMEOUT = 300.0
+
+#: Name of the column that carries case weights into R (always present; ones when unweighted).
+_WCOL = ".cartjit_weights"
+#: Name of the column that carries fold ids into R when ``xval_folds`` is a vector.
+_FCOL = ".cartjit_folds"
+
+
+class RScriptError(RuntimeError):
+    """Rscript failed; the message contains R's stderr."""
+
+
+# --------------------------------------------------------------------------- discovery
+
+def rscript_path() -> str | None:
+    """Path of the Rscript executable: ``$CARTJIT_RSCRIPT`` if set, else the one on PATH."""
+    env = os.environ.get("CARTJIT_RSCRIPT")
+    if env:
+        return env if (os.path.isfile(env) and os.access(env, os.X_OK)) else shutil.which(env)
+    return shutil.which("Rscript")
+
+
+def have_rscript() -> bool:
+    """True when an Rscript executable can be found."""
+    return rscript_path() is not None
+
+
+@functools.lru_cache(maxsize=1)
+def rpart_version() -> str | None:
+    """rpart's version as a string, or None when Rscript or rpart is unavailable."""
+    exe = rscript_path()
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run(
+            [exe, "--vanilla", "-e", 'cat(as.character(packageVersion("rpart")))'],
+            capture_output=True, text=True, timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.strip() or None
+
+
+def have_rpart() -> bool:
+    """True when Rscript runs and the rpart package loads."""
+    return rpart_version() is not None
+
+
+# --------------------------------------------------------------------------- R literals
+
+def _r_string(s: str) -> str:
+    # JSON string syntax (\" \\ \n \uXXXX) is valid R string syntax.
+    return json.dumps(str(s), ensure_ascii=True)
+
+
+def _r_name(name: str) -> str:
+    return "`" + str(name).replace("\\", "\\\\").replace("`", "\\`") + "`"
+
+
+def _r_double(x: float) -> str:
+    x = float(x)
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Inf" if x > 0 else "-Inf"
+    # Exact: R parses C99 hexadecimal floating constants bit for bit.
+    return "(" + x.hex() + ")" if x < 0 or (x == 0 and math.copysign(1, x) < 0) else x.hex()
+
+
+def _r_scalar(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, (bool, np.bool_)):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, Integral):
+        v = int(v)
+        if abs(v) < 2**31:
+            return f"{v}L"
+        return _r_double(float(v))
+    if isinstance(v, Real):
+        return _r_double(float(v))
+    if isinstance(v, str):
+        return _r_string(v)
+    raise TypeError(f"cannot express {type(v).__name__} {v!r} as an R literal")
+
+
+def _r_literal(value: Any) -> str:
+    """An R expression for a Python value (None, scalars, strings, 1-d/2-d arrays, dicts)."""
+    if isinstance(value, Mapping):
+        items = ", ".join(f"{_r_name(k)} = {_r_literal(v)}" for k, v in value.items())
+        return f"list({items})"
+    if isinstance(value, (np.ndarray, list, tuple)):
+        arr = np.asarray(value)
+        if arr.ndim == 0:
+            return _r_scalar(arr.item())
+        if arr.ndim == 1:
+            return "c(" + ", ".join(_r_scalar(v) for v in arr.tolist()) + ")"
+        if arr.ndim == 2:
+            flat = ", ".join(_r_scalar(v) for v in arr.ravel(order="C").tolist())
+            # byrow=TRUE keeps M[i, j] (Python) == M[i+1, j+1] (R).
+            return f"matrix(c({flat}), nrow = {arr.shape[0]}L, ncol = {arr.shape[1]}L, byrow = TRUE)"
+        raise TypeError("only 1-d and 2-d arrays can be passed to R")
+    return _r_scalar(value)
+
+
+# --------------------------------------------------------------------------- subprocess
+
+def _run_r(script: str, workdir: Path, timeout: float) -> subprocess.CompletedProcess:
+    exe = rscript_path()
+    if exe is None:
+        raise RScriptError("Rscript not found; install r-base-core and r-cran-rpart")
+    script_path = workdir / "script.R"
+    script_path.write_text(script, encoding="utf-8")
+    env = dict(os.environ)
+    env.setdefault("LC_ALL", "C")  # deterministic sorting and number formatting in R
+    env["LANG"] = "C"
+    # R's own session temp dir goes inside ours, so nothing is left behind even when the
+    # process has to be killed on timeout.
+    env["TMPDIR"] = str(workdir)
+    try:
+        proc = subprocess.run(
+            [exe, "--vanilla", str(script_path), str(workdir)],
+            capture_output=True, text=True, timeout=timeout, cwd=str(workdir), env=env,
+        )
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        raise RScriptError(f"Rscript timed out after {timeout:g} s\n--- R stderr ---\n{err}") from None
+    if proc.returncode != 0:
+        raise RScriptError(
+            f"Rscript failed with exit status {proc.returncode}\n--- R stderr ---\n{proc.stderr}"
+        )
+    return proc
+
+
+_INT_RE = re.compile(r"^[+-]?\d+$")
+
+
+def _parse_double(s: str) -> float:
+    if s in ("NA", "NaN", ""):
+        return math.nan
+    return float(s)  # Python's float() is correctly rounded; handles Inf/-Inf
+
+
+def _read_r_csv(path: Path, string_cols: Sequence[str] = (), int_cols: Sequence[str] = (),
+                float_cols: Sequence[str] | None = None) -> pd.DataFrame:
+    """Read a CSV written by our R scripts without losing a bit of any double.
+
+    Columns named in ``string_cols`` stay strings; ``int_cols`` become int64 (float64 if
+    they hold NA); every other column is parsed as float64 with Python's ``float``
+    (or, when ``float_cols`` is given, only those, the rest are inferred as int or str).
+    """
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    out = {}
+    for col in raw.columns:
+        vals = raw[col].tolist()
+        if col in string_cols:
+            out[col] = pd.Series(vals, dtype=object)
+        elif col in int_cols or (float_cols is not None and col not in float_cols
+                                 and vals and all(_INT_RE.match(v) for v in vals)):
+            if any(v in ("NA", "") for v in vals):
+                out[col] = pd.Series([_parse_double(v) for v in vals], dtype=np.float64)
+            else:
+                out[col] = pd.Series([int(v) for v in vals], dtype=np.int64)
+        elif float_cols is None or col in float_cols:
+            out[col] = pd.Series([_parse_double(v) for v in vals], dtype=np.float64)
+        else:
+            out[col] = pd.Series(vals, dtype=object)
+    return pd.DataFrame(out, columns=list(raw.columns))
+
+
+# --------------------------------------------------------------------------- R scripts
+
+_R_COMMON = r"""
+options(warn = 1, stringsAsFactors = FALSE)
+.outdir <- commandArgs(trailingOnly = TRUE)[1]
+.fmt_num <- function(x) ifelse(is.na(x) & !is.nan(x), "NA", sprintf("%.17g", x))
+.write_df <- function(df, file) {
+  df <- as.data.frame(df, stringsAsFactors = FALSE, optional = TRUE)
+  for (nm in names(df)) {
+    col <- df[[nm]]
+    if (is.factor(col)) col <- as.character(col)
+    if (is.double(col)) col <- .fmt_num(col)
+    else if (is.integer(col) || is.logical(col)) col <- ifelse(is.na(col), "NA", as.character(as.integer(col)))
+    else col <- as.character(col)
+    df[[nm]] <- col
+  }
+  utils::write.csv(df, file.path(.outdir, file), row.names = FALSE, quote = TRUE,
+                   fileEncoding = "UTF-8")
+}
+"""
+
+_R_DATASET = _R_COMMON + r"""
+.get_data <- function(name) {
+  if (grepl("::", name, fixed = TRUE)) {
+    parts <- strsplit(name, "::", fixed = TRUE)[[1]]
+    e <- new.env()
+    utils::data(list = parts[2], package = parts[1], envir = e)
+    return(get(parts[2], envir = e))
+  }
+  for (pkg in c("datasets", "rpart")) {
+    e <- new.env()
+    ok <- suppressWarnings(tryCatch({
+      utils::data(list = name, package = pkg, envir = e); exists(name, envir = e, inherits = FALSE)
+    }, error = function(err) FALSE))
+    if (isTRUE(ok)) return(get(name, envir = e))
+  }
+  stop(sprintf("data set '%s' not found in packages datasets or rpart", name))
+}
+source(file.path(.outdir, "params.R"))
+d <- .get_data(.name)
+if (!is.data.frame(d)) d <- as.data.frame(d)
+if (.complete_cases) d <- d[stats::complete.cases(d), , drop = FALSE]
+rownames(d) <- NULL
+types <- vapply(d, function(col) {
+  if (is.factor(col) || is.character(col)) "str"
+  else if (is.integer(col)) "int"
+  else if (is.logical(col)) "int"
+  else if (is.double(col)) "num"
+  else stop("unsupported column type: ", class(col)[1])
+}, character(1))
+.write_df(data.frame(column = names(d), type = unname(types)), "types.csv")
+.write_df(d, "data.csv")
+"""
+
+_R_RPART = _R_COMMON + r"""
+suppressPackageStartupMessages(library(rpart))
+.bq <- function(s) paste0("`", gsub("`", "\\`", s, fixed = TRUE), "`")
+source(file.path(.outdir, "params.R"))
+raw <- utils::read.csv(file.path(.outdir, "data.csv"), colClasses = "character",
+                       na.strings = character(0), check.names = FALSE,
+                       fileEncoding = "UTF-8")
+.decode <- function(v, type) {
+  v[v == "NA"] <- NA
+  switch(type,
+         num = as.numeric(v),      # C99 hex literals: exact
+         int = as.integer(v),
+         str = v,
+         stop("unknown column type ", type))
+}
+d <- data.frame(row.names = seq_len(nrow(raw)))
+for (nm in names(raw)) d[[nm]] <- .decode(raw[[nm]], .col_types[[nm]])
+for (nm in names(.factor_levels)) d[[nm]] <- factor(d[[nm]], levels = .factor_levels[[nm]])
+
+if (.echo) .write_df(d[, c(.target, .features), drop = FALSE], "echo.csv")
+
+.fml <- stats::as.formula(paste(.bq(.target), "~", paste(vapply(.features, .bq, ""), collapse = " + ")))
+environment(.fml) <- globalenv()
+.ctrl <- .control
+if (is.null(.ctrl$xval)) .ctrl$xval <- 0L
+if (.fold_vector) .ctrl$xval <- d[[.FCOL]]
+.ctrl <- do.call(rpart.control, .ctrl)
+if (!is.null(.seed)) set.seed(.seed)
+.args <- list(formula = .fml, data = quote(d), weights = as.name(.WCOL),
+              method = .method, control = .ctrl)
+if (!is.null(.parms)) .args$parms <- .parms
+fit <- do.call("rpart", .args)
+
+fr <- fit$frame
+nodes <- as.numeric(rownames(fr))
+vars <- as.character(fr$var)
+internal <- vars != "<leaf>"
+.write_df(data.frame(node = nodes, var = vars, n = fr$n, wt = fr$wt, dev = fr$dev,
+                     yval = fr$yval, complexity = fr$complexity,
+                     ncompete = fr$ncompete, nsurrogate = fr$nsurrogate), "frame.csv")
+
+# fit$splits: for each internal node in frame order, the primary split, then its
+# competitors (ncompete rows), then its surrogates (nsurrogate rows).
+sp <- fit$splits
+if (any(internal)) {
+  nrows <- 1L + fr$ncompete[internal] + fr$nsurrogate[internal]
+  start <- cumsum(c(1L, nrows))[seq_along(nrows)]
+  if (is.null(sp) || nrow(sp) != sum(nrows)) stop("unexpected layout of fit$splits")
+  kind <- character(0); owner <- numeric(0)
+  inodes <- nodes[internal]
+  for (i in seq_along(nrows)) {
+    kind <- c(kind, "primary", rep("competitor", fr$ncompete[internal][i]),
+              rep("surrogate", fr$nsurrogate[internal][i]))
+    owner <- c(owner, rep(inodes[i], nrows[i]))
+  }
+  allsp <- data.frame(node = owner, kind = kind, var = rownames(sp),
+                      count = sp[, "count"], ncat = sp[, "ncat"], improve = sp[, "improve"],
+                      index = sp[, "index"], adj = sp[, "adj"])
+  prim <- allsp[start, , drop = FALSE]
+  if (!all(prim$var == vars[internal])) stop("primary split rows do not match fit$frame$var")
+  left_n <- fr$n[match(2 * inodes, nodes)]
+  right_n <- fr$n[match(2 * inodes + 1, nodes)]
+  .write_df(data.frame(node = prim$node, var = prim$var, threshold = prim$index,
+                       ncat = prim$ncat, n = fr$n[internal], wt = fr$wt[internal],
+                       count = prim$count, improve = prim$improve,
+                       left_n = left_n, right_n = right_n), "splits.csv")
+  .write_df(allsp, "all_splits.csv")
+} else {
+  .write_df(data.frame(node = numeric(0), var = character(0), threshold = numeric(0),
+                       ncat = numeric(0), n = numeric(0), wt = numeric(0), count = numeric(0),
+                       improve = numeric(0), left_n = numeric(0), right_n = numeric(0)), "splits.csv")
+  .write_df(data.frame(node = numeric(0), kind = character(0), var = character(0),
+                       count = numeric(0), ncat = numeric(0), improve = numeric(0),
+                       index = numeric(0), adj = numeric(0)), "all_splits.csv")
+}
+if (!is.null(fit$csplit)) .write_df(as.data.frame(fit$csplit), "csplit.csv")
+
+cp <- as.data.frame(fit$cptable)
+names(cp) <- gsub(" ", "_", names(cp), fixed = TRUE)
+.write_df(cp, "cptable.csv")
+
+if (!is.null(fr$yval2)) {
+  y2 <- as.matrix(fr$yval2)
+  J <- (ncol(y2) - 2L) %/% 2L
+  colnames(y2) <- c("yval", paste0("count_", seq_len(J)), paste0("prob_", seq_len(J)), "nodeprob")
+  .write_df(cbind(data.frame(node = nodes), as.data.frame(y2)), "yval2.csv")
+}
+.write_df(data.frame(node = nodes[fit$where]), "where.csv")
+.write_df(data.frame(level = if (is.null(attr(fit, "ylevels"))) character(0) else attr(fit, "ylevels")),
+          "ylevels.csv")
+"""
+
+
+# --------------------------------------------------------------------------- public API
+
+def r_dataset(name: str, complete_cases: bool | None = None, *,
+              timeout: float = DEFAULT_TIMEOUT) -> pd.DataFrame:
+    """Export one of R's data frames (``datasets``, then ``rpart``; or ``"pkg::name"``).
+
+    Doubles arrive bit-exact (17 significant digits), integers as int64, factors and
+    characters as Python strings; row names are dropped. ``complete_cases`` keeps only
+    the rows without NA (default: True for ``airquality``, False otherwise).
+    """
+    if complete_cases is None:
+        complete_cases = name.split("::")[-1] == "airquality"
+    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
+        work = Path(tmp)
+        (work / "params.R").write_text(
+            f".name <- {_r_string(name)}\n.complete_cases <- {'TRUE' if complete_cases else 'FALSE'}\n",
+            encoding="utf-8",
+        )
+        _run_r(_R_DATASET, work, timeout)
+        types = pd.read_csv(work / "types.csv", dtype=str, keep_default_na=False)
+        type_of = dict(zip(types["column"], types["type"]))
+        strs = [c for c, t in type_of.items() if t == "str"]
+        ints = [c for c, t in type_of.items() if t == "int"]
+        return _read_r_csv(work / "data.csv", string_cols=strs, int_cols=ints)
+
+
+def _encode_column(s: pd.Series) -> tuple[list[str], str]:
+    """Text for one data column and its R type ('num', 'int' or 'str')."""
+    if pd.api.types.is_bool_dtype(s):
+        return [("NA" if pd.isna(v) else str(int(v))) for v in s], "int"
+    if pd.api.types.is_integer_dtype(s):
+        vals = s.tolist()
+        if all(pd.isna(v) or abs(int(v)) < 2**31 for v in vals):
+            return [("NA" if pd.isna(v) else str(int(v))) for v in vals], "int"
+        return [("NA" if pd.isna(v) else float(v).hex()) for v in vals], "num"
+    if pd.api.types.is_numeric_dtype(s):
+        out = []
+        for v in s.tolist():
+            v = float(v)
+            if math.isnan(v):
+                out.append("NA")
+            elif math.isinf(v):
+                out.append("Inf" if v > 0 else "-Inf")
+            else:
+                out.append(v.hex())
+        return out, "num"
+    return [("NA" if (v is None or (isinstance(v, float) and math.isnan(v))) else str(v))
+            for v in s.tolist()], "str"
+
+
+def run_rpart(
+    df: pd.DataFrame,
+    target: str,
+    features: Sequence[str],
+    method: str,
+    parms: Mapping[str, Any] | None = None,
+    control: Mapping[str, Any] | None = None,
+    weights: Sequence[float] | np.ndarray | None = None,
+    xval_folds: int | Sequence[int] | np.ndarray | None = None,
+    *,
+    seed: int | None = None,
+    class_levels: Sequence[Any] | None = None,
+    echo_data: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> dict[str, Any]:
+    """Fit ``rpart(target ~ f1 + f2 + ..., data=df, method=method, ...)`` in R.
+
+    Parameters
+    ----------
+    df, target, features
+        The data; only ``target`` and ``features`` are sent to R.
+    method
+        ``"class"``, ``"anova"``, ``"poisson"``, ...
+    parms
+        rpart's ``parms`` list, e.g. ``{"split": "information"}``,
+        ``{"prior": [0.5, 0.5]}``, ``{"loss": L}`` with ``L`` a J×J array; a 2-d array
+        keeps its orientation (``L[i, j]`` in Python is ``L[i+1, j+1]`` in R, and rpart
+        reads ``L[true class, predicted class]``).
+    control
+        Arguments of ``rpart.control`` (``cp``, ``minsplit``, ``minbucket``,
+        ``maxcompete``, ``maxsurrogate``, ``maxdepth``, ``xval``, ...). ``xval``
+        defaults to 0 here (no cross-validation) unless given here or in ``xval_folds``.
+    weights
+        Case weights (``weights=`` of rpart); default all ones.
+    xval_folds
+        ``xval`` of rpart: an integer V (random folds; pass ``seed``) or a vector of
+        fold ids, one per row (rpart's ``xval`` accepts group ids).
+    seed
+        ``set.seed(seed)`` before fitting (only matters for random folds).
+    class_levels
+        For ``method="class"``: the order of the factor levels of the target. Default:
+        the sorted unique labels (``np.unique`` order, as cartjit's ``classes_``).
+    echo_data
+        Also return the data as R decoded it (``result["data"]``), to check transfer.
+
+    Returns
+    -------
+    dict with
+        ``"splits"``: one row per internal node (primary split): ``node`` (rpart node
+        number; children of k are 2k and 2k+1), ``var``, ``threshold`` (the ``index``
+        column of ``fit$splits``), ``ncat`` (-1: ``x < threshold`` goes to node 2k;
+        +1: ``x >= threshold`` goes to node 2k; >1: categorical, ``threshold`` is a
+        row of ``csplit``), ``n``, ``wt``, ``count``, ``improve``, ``left_n``
+        (n of node 2k), ``right_n`` (n of node 2k+1).
+        ``"all_splits"``: every row of ``fit$splits`` with ``node`` and ``kind``
+        (primary / competitor / surrogate).
+        ``"frame"``: ``fit$frame`` (node, var, n, wt, dev, yval, complexity, ncompete,
+        nsurrogate); leaves have ``var == "<leaf>"``.
+        ``"cptable"``: ``fit$cptable`` (CP, nsplit, rel_error[, xerror, xstd]).
+        ``"yval2"``: classification only, ``fit$frame$yval2`` with ``node`` (yval,
+        count_1..J, prob_1..J, nodeprob); None otherwise.
+        ``"where"``: int64 array, the node number of the leaf each row falls in.
+        ``"ylevels"``: list of class labels (as strings) for classification.
+        ``"csplit"``: ``fit$csplit`` as a DataFrame, or None.
+        ``"data"``: the decoded data when ``echo_data`` (else absent).
+    """
+    features = list(features)
+    if not features:
+        raise ValueError("features must not be empty")
+    for col in [target, *features]:
+        if col not in df.columns:
+            raise KeyError(f"column {col!r} not in the data frame")
+        if col in (_WCOL, _FCOL):
+            raise ValueError(f"column name {col!r} is reserved")
+    if len(set(features)) != len(features) or target in features:
+        raise ValueError("features must be distinct and must not include the target")
+    n = len(df)
+
+    cols: dict[str, list[str]] = {}
+    types: dict[str, str] = {}
+    factor_levels: dict[str, list[str]] = {}
+    for col in [target, *features]:
+        s = df[col]
+        if col == target and method == "class":
+            labels = s.to_numpy()
+            if pd.isna(s).any():
+                raise ValueError("the target must not have missing values")
+            levels = list(class_levels) if class_levels is not None else list(np.unique(labels))
+            cols[col] = [str(v) for v in labels]
+            types[col] = "str"
+            factor_levels[col] = [str(v) for v in levels]
+            continue
+        text, typ = _encode_column(s)
+        cols[col], types[col] = text, typ
+        if typ == "str":
+            if isinstance(s.dtype, pd.CategoricalDtype):
+                levels = [str(v) for v in s.cat.categories]
+            else:
+                levels = sorted({v for v in text if v != "NA"})
+            factor_levels[col] = levels
+
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"weights must have shape ({n},), got {w.shape}")
+    cols[_WCOL], types[_WCOL] = [float(v).hex() for v in w], "num"
+
+    fold_vector = False
+    ctrl = dict(control or {})
+    if xval_folds is not None:
+        if np.ndim(xval_folds) == 0:
+            ctrl["xval"] = int(xval_folds)
+        else:
+            folds = np.asarray(xval_folds)
+            if folds.shape != (n,):
+                raise ValueError(f"xval_folds must be an int or have shape ({n},)")
+            cols[_FCOL], types[_FCOL] = [str(int(v)) for v in folds], "int"
+            ctrl.pop("xval", None)
+            fold_vector = True
+
+    params = [
+        f".target <- {_r_string(target)}",
+        f".features <- {_r_literal(features)}",
+        f".method <- {_r_string(method)}",
+        f".parms <- {_r_literal(dict(parms)) if parms is not None else 'NULL'}",
+        f".control <- {_r_literal(ctrl) if ctrl else 'list()'}",
+        f".col_types <- {_r_literal(types)}",
+        f".factor_levels <- {_r_literal({k: list(v) for k, v in factor_levels.items()}) if factor_levels else 'list()'}",
+        f".fold_vector <- {'TRUE' if fold_vector else 'FALSE'}",
+        f".seed <- {_r_scalar(int(seed)) if seed is not None else 'NULL'}",
+        f".echo <- {'TRUE' if echo_data else 'FALSE'}",
+        f".WCOL <- {_r_string(_WCOL)}",
+        f".FCOL <- {_r_string(_FCOL)}",
+    ]
+    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
+        work = Path(tmp)
+        (work / "params.R").write_text("\n".join(params) + "\n", encoding="utf-8")
+        pd.DataFrame(cols, columns=list(cols)).to_csv(work / "data.csv", index=False)
+        _run_r(_R_RPART, work, timeout)
+
+        frame = _read_r_csv(work / "frame.csv", string_cols=["var"],
+                            int_cols=["node", "n", "ncompete", "nsurrogate"])
+        splits = _read_r_csv(work / "splits.csv", string_cols=["var"],
+                             int_cols=["node", "ncat", "n", "count", "left_n", "right_n"])
+        all_splits = _read_r_csv(work / "all_splits.csv", string_cols=["var", "kind"],
+                                 int_cols=["node", "ncat", "count"])
+        cptable = _read_r_csv(work / "cptable.csv", int_cols=["nsplit"])
+        yval2 = None
+        if (work / "yval2.csv").exists():
+            y2 = pd.read_csv(work / "yval2.csv", dtype=str, nrows=0)
+            counts = [c for c in y2.columns if c.startswith("count_")]
+            yval2 = _read_r_csv(work / "yval2.csv", int_cols=["node", "yval"],
+                                float_cols=[*counts, *[c for c in y2.columns if c.startswith("prob_")],
+                                            "nodeprob"])
+        where = _read_r_csv(work / "where.csv", int_cols=["node"])["node"].to_numpy()
+        ylevels = pd.read_csv(work / "ylevels.csv", dtype=str, keep_default_na=False)["level"].tolist()
+        csplit = None
+        if (work / "csplit.csv").exists():
+            csplit = _read_r_csv(work / "csplit.csv", float_cols=[])
+        result: dict[str, Any] = {
+            "splits": splits,
+            "all_splits": all_splits,
+            "frame": frame,
+            "cptable": cptable,
+            "yval2": yval2,
+            "where": where,
+            "ylevels": ylevels,
+            "csplit": csplit,
+        }
+        if echo_data:
+            strs = [c for c in [target, *features] if types[c] == "str"]
+            ints = [c for c in [target, *features] if types[c] == "int"]
+            result["data"] = _read_r_csv(work / "echo.csv", string_cols=strs, int_cols=ints)
+        return result
