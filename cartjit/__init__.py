@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ._tree import Tree, validate
 from ._validation import NotFittedError
-from .estimators import CARTClassifier, CARTRegressor
+from .estimators import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
 
 __version__ = "0.1.0"
 
-__all__ = ["CARTClassifier", "CARTRegressor", "NotFittedError", "Tree", "validate",
-           "__version__"]
+__all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
+           "NotFittedError", "Tree", "validate", "__version__"]

@@ -5,18 +5,19 @@ within a block all rows advance one level per sweep (``node = left[node] + (x > 
 using ``right == left + 1``), which keeps many independent memory loads in flight
 instead of walking one row from root to leaf at a time. Blocks run in parallel.
 
-:func:`apply_path` scores a whole pruning sequence in one descent (SPEC §5, rpart's
+:func:`heldout_losses` scores a whole pruning sequence in one descent (SPEC §5, rpart's
 ``rundown``): a case that reaches node t is predicted by t in T(α) for every α at which
 t is a leaf of T(α), i.e. α >= ``alpha[t]`` while all ancestors still have larger α.
+It is serial (the cross-validation runs folds in parallel threads instead).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import prange
 
-from ._config import jit_parallel
+from ._config import jit, jit_parallel
 
-__all__ = ["apply", "apply_path", "BLOCK"]
+__all__ = ["apply", "heldout_losses", "BLOCK"]
 
 BLOCK = 64
 
@@ -44,34 +45,51 @@ def apply(feature, threshold, left, X):
     return out
 
 
-@jit_parallel
-def apply_path(feature, threshold, left, alpha, X, alphas):
-    """Node predicting each row of X in T(α) for each α in the increasing ``alphas``.
+@jit
+def heldout_losses(feature, threshold, left, alpha, label, value, X, rows, y_class,
+                   y_reg, w, class_scale, cost, alphas, out_sum, out_sq):
+    """Add each held-out row's weighted loss under T(α) for every α in ``alphas``.
 
-    Returns an (n_rows, len(alphas)) int64 array. One descent per row: at each node t on
-    the row's path, the entries for α in [alpha[t], α of the previous node on the path)
-    are set to t; the descent stops at a leaf of T_max.
+    One descent per row of ``X[rows]`` (rpart's ``rundown``): at each node t on the
+    row's path, the α in [alpha[t], α of the previous node) have t as the row's leaf in
+    T(α) (``alphas`` increasing). The loss is ``class_scale[y] · cost[y, label[t]]``
+    for classification (``label`` non-empty) and ``(y - value[t, 0])²`` for regression.
+    ``out_sum[k]`` receives Σ w·loss and ``out_sq[k]`` Σ w·loss² for α = ``alphas[k]``;
+    both are accumulated through difference arrays, so a row costs O(depth), not O(K).
     """
-    n = X.shape[0]
     n_alpha = alphas.shape[0]
-    out = np.empty((n, n_alpha), dtype=np.int64)
-    for i in prange(n):
+    d_sum = np.zeros(n_alpha + 1)
+    d_sq = np.zeros(n_alpha + 1)
+    is_class = label.shape[0] > 0
+    for r in range(rows.shape[0]):
+        i = rows[r]
         node = 0
-        hi = n_alpha  # entries [hi, n_alpha) are already assigned
+        hi = n_alpha
         while True:
-            # entries with alphas[k] >= alpha[node] not yet assigned predict at node
             lo = hi
             while lo > 0 and alphas[lo - 1] >= alpha[node]:
                 lo -= 1
-            for k in range(lo, hi):
-                out[i, k] = node
+            if lo < hi:
+                if is_class:
+                    loss = class_scale[y_class[i]] * cost[y_class[i], label[node]]
+                else:
+                    e = y_reg[i] - value[node, 0]
+                    loss = e * e
+                d_sum[lo] += w[i] * loss
+                d_sum[hi] -= w[i] * loss
+                d_sq[lo] += w[i] * loss * loss
+                d_sq[hi] -= w[i] * loss * loss
             hi = lo
             child = left[node]
-            if child < 0 or hi == 0:
+            if hi == 0 or child < 0:
                 break
             if X[i, feature[node]] > threshold[node]:
                 child += 1
             node = child
-        for k in range(hi):
-            out[i, k] = node
-    return out
+    acc = 0.0
+    acc2 = 0.0
+    for k in range(n_alpha):
+        acc += d_sum[k]
+        acc2 += d_sq[k]
+        out_sum[k] += acc
+        out_sq[k] += acc2

@@ -171,13 +171,14 @@ def validate(tree: Tree, *, rtol: float = 1e-9) -> None:
             raise ValueError("alpha must never increase from a node to its children")
 
 
-def subtree(tree: Tree, keep_internal: np.ndarray) -> Tree:
+def subtree(tree: Tree, keep_internal: np.ndarray, *, return_index: bool = False):
     """The pruned subtree that keeps the splits of the internal nodes in ``keep_internal``.
 
     ``keep_internal`` is a boolean mask over the nodes; a node is kept as a split node
     when it and every one of its ancestors are marked (leaves of ``tree`` are never
     split). The result is renumbered to satisfy the contract: nodes keep their relative
-    order, so children still follow parents.
+    order, so children still follow parents. With ``return_index`` the old ids of the
+    kept nodes are returned as well (``(tree, old_ids)``).
     """
     n = tree.n_nodes
     keep_split = np.asarray(keep_internal, dtype=bool) & (tree.left != LEAF)
@@ -204,4 +205,6 @@ def subtree(tree: Tree, keep_internal: np.ndarray) -> Tree:
     fields["parent"] = np.where(par >= 0, new_id[np.maximum(par, 0)], -1).astype(np.int32)
     if not np.all(np.isnan(fields["alpha"])):
         fields["alpha"] = np.where(s, fields["alpha"], 0.0)
+    if return_index:
+        return Tree(**fields), old
     return Tree(**fields)

@@ -8,6 +8,7 @@ checks (and users moving over) recognise.
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import sys
 import warnings
@@ -16,11 +17,38 @@ import numpy as np
 
 __all__ = ["NotFittedError", "as_kernel_array", "check_X", "check_y_class", "check_y_reg",
            "check_sample_weight", "check_int", "check_float", "check_choice",
-           "check_priors", "check_cost", "data_conversion_warning"]
+           "check_priors", "check_cost", "data_conversion_warning", "not_fitted_error"]
 
 
 class NotFittedError(ValueError, AttributeError):
     """Raised when a method that needs a fitted estimator is called before ``fit``."""
+
+
+@functools.lru_cache(maxsize=None)
+def _not_fitted_with(sk_base):
+    """A subclass of both cartjit's and scikit-learn's ``NotFittedError``.
+
+    It pickles as a plain cartjit ``NotFittedError`` (the class is made at run time).
+    """
+    def __reduce__(self):
+        return NotFittedError, self.args
+
+    return type("NotFittedError", (NotFittedError, sk_base),
+                {"__module__": __name__, "__doc__": NotFittedError.__doc__,
+                 "__reduce__": __reduce__})
+
+
+def not_fitted_error(message):
+    """The exception to raise before ``fit``: cartjit's ``NotFittedError``.
+
+    When scikit-learn is loaded it is also an instance of
+    ``sklearn.exceptions.NotFittedError``, so that code (and sklearn's estimator checks)
+    catching sklearn's class sees it, without importing scikit-learn here.
+    """
+    sk = sys.modules.get("sklearn.exceptions")
+    if sk is None:
+        return NotFittedError(message)
+    return _not_fitted_with(sk.NotFittedError)(message)
 
 
 def data_conversion_warning():

@@ -12,7 +12,7 @@ it is a test dependency, not a runtime one.
 """
 from __future__ import annotations
 
-import heapq
+import copy
 import inspect
 import warnings
 
@@ -20,56 +20,18 @@ import numba
 import numpy as np
 
 from . import _validation as V
-from ._builder import (F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, I_DEPTH,
-                       I_FEATURE, I_LEFT, I_N, I_PARENT, I_RIGHT, grow, presort)
+from ._builder import presort
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
+from ._cv import (grow_fold_trees, make_folds, midpoints, path_table, pruning_sequence,
+                  score_fold_trees, select_index)
+from ._fit import Problem, Settings, fit_tree
 from ._predict import apply as _apply_kernel
-from ._pruning import weakest_link
-from ._tree import LEAF, Tree, subtree
+from ._tree import subtree
 
-__all__ = ["CARTClassifier", "CARTRegressor", "NotFittedError"]
+__all__ = ["CARTClassifier", "CARTRegressor", "CARTClassifierCV", "CARTRegressorCV",
+           "NotFittedError"]
 
 NotFittedError = V.NotFittedError
-
-
-# --------------------------------------------------------------------------- helpers
-
-#: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
-#: (times the largest cost) are tied for the node label; the lower index wins (SPEC §1).
-_LABEL_TIE_ULPS = 64.0
-
-def _class_risk(value, priors, class_counts, cost):
-    """R(t) = min_i Σ_j C(i|j) π(j) N_j(t)/N_j and j*(t) (lowest index on ties), SPEC §1."""
-    p_jt = value * (priors / class_counts)  # p(j, t)
-    risks = p_jt @ cost  # risks[t, i] = Σ_j p(j,t) C(i|j), cost[j, i] = C(i|j)
-    best = risks.min(axis=1)
-    # Risks equal up to rounding are ties, won by the lowest class index.
-    tol = _LABEL_TIE_ULPS * np.finfo(np.float64).eps * p_jt.sum(axis=1) * cost.max()
-    label = np.argmax(risks <= (best + tol)[:, None], axis=1).astype(np.int32)
-    return best, label
-
-
-def _best_first(inode, fnode, value, max_leaf_nodes, q_weight):
-    """Keep the splits a best-first grower would make with at most ``max_leaf_nodes`` leaves.
-
-    The split chosen at a node does not depend on which other nodes are expanded, so
-    best-first growth is T_max expanded from the root in decreasing order of the
-    weighted impurity decrease p(t) Δi(t) (ties: lower node id first).
-    """
-    n = inode.shape[0]
-    keep = np.zeros(n, dtype=bool)
-    heap = []
-    if inode[0, I_LEFT] >= 0:
-        heap.append((-q_weight[0] * fnode[0, F_IMPROVEMENT], 0))
-    n_leaves = 1
-    while heap and n_leaves < max_leaf_nodes:
-        _, t = heapq.heappop(heap)
-        keep[t] = True
-        n_leaves += 1
-        for c in (inode[t, I_LEFT], inode[t, I_RIGHT]):
-            if inode[c, I_LEFT] >= 0:
-                heapq.heappush(heap, (-q_weight[c] * fnode[c, F_IMPROVEMENT], int(c)))
-    return keep
 
 
 class _BaseCART:
@@ -158,8 +120,10 @@ class _BaseCART:
             classes, y_enc = V.check_y_class(y, X.shape[0])
         else:
             classes, y_enc = None, V.check_y_reg(y, X.shape[0])
+        self._kept_rows = None
         if not ones and np.any(w == 0):
             keep = w > 0  # zero-weight cases take no part in the fit
+            self._kept_rows = keep
             X, y_enc, w = np.ascontiguousarray(X[keep]), y_enc[keep], w[keep]
             if self._is_classifier:
                 present, y_enc = np.unique(y_enc, return_inverse=True)
@@ -167,47 +131,109 @@ class _BaseCART:
                 y_enc = np.ascontiguousarray(y_enc.reshape(-1), dtype=np.int32)
         return X, names, y_enc, classes, w, ones
 
-    def _grow(self, X, y_class, y_reg, w, ones, factor, n_classes, params, keys=None):
-        n_threads = numba.get_num_threads()
-        if keys is None:
-            keys = presort(X, n_threads)
-        return grow(X, keys, y_class, y_reg, w, ones, factor, n_classes,
-                    params["criterion"], params["max_depth"], params["min_samples_split"],
-                    params["min_samples_leaf"], params["min_impurity_decrease"], n_threads)
+    def _prepare(self, X, y, sample_weight):
+        """Check parameters and data; return (Problem, Settings, ccp_alpha, names, classes)."""
+        params = self._check_params()
+        X, names, y_enc, classes, w, ones = self._check_fit_input(X, y, sample_weight)
+        if self._is_classifier:
+            n_classes = classes.shape[0]
+            counts = np.bincount(y_enc, weights=w, minlength=n_classes).astype(np.float64)
+            priors = self.priors if isinstance(self.priors, str) else None
+            checked = V.check_priors(self.priors, counts)
+            cost, default_cost = V.check_cost(self.cost, n_classes)
+            problem = Problem(X, y_enc, np.empty(0), w, ones, n_classes)
+            priors = priors if priors is not None else checked
+        else:
+            problem = Problem(X, np.empty(0, dtype=np.int32), y_enc, w, ones, 0)
+            priors, cost, default_cost = None, None, True
+        settings = Settings(params["criterion"], params["max_depth"],
+                            params["min_samples_split"], params["min_samples_leaf"],
+                            params["min_impurity_decrease"], params["max_leaf_nodes"],
+                            priors, cost, default_cost)
+        return problem, settings, params["ccp_alpha"], names, classes
 
-    def _finish(self, inode, fnode, value, risk, label, params, q_weight):
-        """Assemble the Tree, apply max_leaf_nodes, compute α and apply ccp_alpha."""
-        tree = Tree(
-            feature=inode[:, I_FEATURE].astype(np.int32),
-            threshold=fnode[:, F_THRESHOLD].copy(),
-            left=inode[:, I_LEFT].astype(np.int32),
-            right=inode[:, I_RIGHT].astype(np.int32),
-            parent=inode[:, I_PARENT].astype(np.int32),
-            depth=inode[:, I_DEPTH].astype(np.int32),
-            n_node_samples=inode[:, I_N].astype(np.int64),
-            weighted_n_node_samples=fnode[:, F_WEIGHT].copy(),
-            value=value,
-            impurity=np.maximum(fnode[:, F_IMPURITY], 0.0),
-            risk=risk,
-            label=label,
-            alpha=np.full(inode.shape[0], np.nan),
-        )
-        self._improvement = fnode[:, F_IMPROVEMENT].copy()
-        if params["max_leaf_nodes"] is not None and tree.n_leaves > params["max_leaf_nodes"]:
-            keep = _best_first(inode, fnode, value, params["max_leaf_nodes"], q_weight)
-            old = np.flatnonzero(_present_nodes(tree, keep))
-            tree = subtree(tree, keep)
-            self._improvement = np.where(tree.left >= 0, self._improvement[old], 0.0)
-        tree = _with_alpha(tree)
-        self.tree_max_ = tree
-        if params["ccp_alpha"] is not None:
-            tree = _prune_tree(tree, params["ccp_alpha"])
-        return tree
+    def _set_fitted(self, fitted, problem, settings, ccp_alpha, names, classes):
+        """Store the fitted tree (T_max and T(ccp_alpha)) and the fitted attributes."""
+        self.tree_max_ = fitted.tree
+        self._improvement = fitted.improvement
+        self.tree_ = fitted.tree if ccp_alpha is None else _prune_tree(fitted.tree, ccp_alpha)
+        self.n_features_in_ = problem.X.shape[1]
+        if names is not None:
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        if self._is_classifier:
+            self.classes_ = classes
+            self.n_classes_ = classes.shape[0]
+            self.priors_ = fitted.priors
+            self.cost_ = settings.cost
+            self.class_weight_totals_ = fitted.class_totals
+            self._split_cost_default = settings.default_cost
+
+    def fit(self, X, y, sample_weight=None):
+        """Grow T_max on (X, y) with optional case weights (then prune to ``ccp_alpha``).
+
+        Returns ``self``.
+        """
+        problem, settings, ccp_alpha, names, classes = self._prepare(X, y, sample_weight)
+        n_threads = numba.get_num_threads()
+        fitted = fit_tree(problem, settings, presort(problem.X, n_threads), n_threads)
+        self._set_fitted(fitted, problem, settings, ccp_alpha, names, classes)
+        return self
+
+    # -- pruning --------------------------------------------------------------------
+    def cost_complexity_path(self, risk="cost"):
+        """The weakest-link pruning sequence of ``tree_max_`` as a DataFrame (no refit).
+
+        One row per k = 1..K: ``alpha`` (α_k), ``alpha_prime`` (the geometric midpoint
+        sqrt(α_k α_{k+1}) used by cross-validation, +inf for k = K), ``n_leaves``
+        (|T~_k|), ``risk`` (R(T_k): misclassification cost for classifiers, mean squared
+        error for regressors), ``cp`` (rpart's CP = α_k / R(root)) and ``rel_error``
+        (R(T_k) / R(root)).
+
+        ``risk="impurity"`` runs the same weakest-link loop with R(t) = p(t) i(t), the
+        impurity-weighted risk that scikit-learn's ``cost_complexity_pruning_path``
+        prunes on (useful when moving over; not CART's sequence).
+        """
+        self._check_fitted()
+        tree = self.tree_max_
+        if risk == "cost":
+            node_risk = tree.risk
+        elif risk == "impurity":
+            node_risk = self._node_weight() * tree.impurity
+        else:
+            raise ValueError(f"risk must be 'cost' or 'impurity', got {risk!r}")
+        alphas, n_leaves, tree_risk = pruning_sequence(tree, node_risk)
+        return path_table(alphas, n_leaves, tree_risk, float(node_risk[0]))
+
+    def _node_weight(self):
+        """p(t) of every node of ``tree_max_`` under the split-search priors."""
+        tree = self.tree_max_
+        if not self._is_classifier:
+            return tree.weighted_n_node_samples / tree.weighted_n_node_samples[0]
+        split = self.priors_ if self._split_cost_default else self.priors_ * self.cost_.sum(axis=1)
+        factor = np.divide(split / split.sum(), self.class_weight_totals_,
+                           out=np.zeros_like(split), where=self.class_weight_totals_ > 0)
+        return tree.value @ factor
+
+    def prune(self, alpha):
+        """A copy of this fitted estimator whose ``tree_`` is T(alpha), without refitting.
+
+        T(α) is the smallest subtree of ``tree_max_`` minimising R(T) + α |T~| (SPEC
+        §4), read off the stored per-node collapse α. The copy's ``ccp_alpha`` is set
+        to ``alpha``, so refitting it reproduces the same tree.
+        """
+        self._check_fitted()
+        alpha = V.check_float(alpha, "alpha")
+        pruned = copy.copy(self)
+        pruned.ccp_alpha = alpha
+        pruned.tree_ = _prune_tree(self.tree_max_, alpha)
+        return pruned
 
     # -- queries --------------------------------------------------------------------
     def _check_fitted(self):
         if not hasattr(self, "tree_"):
-            raise NotFittedError(
+            raise V.not_fitted_error(
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
                 "appropriate arguments before using this estimator.")
 
@@ -293,20 +319,77 @@ class _BaseCART:
         return self.tree_.n_leaves
 
 
-def _present_nodes(tree, keep_internal):
-    present = np.zeros(tree.n_nodes, dtype=bool)
-    present[0] = True
-    split = keep_internal & (tree.left != LEAF)
-    for i in range(tree.n_nodes):
-        if present[i] and split[i]:
-            present[tree.left[i]] = True
-            present[tree.right[i]] = True
-    return present
+class _CVMixin:
+    """V-fold cross-validation of the pruning sequence (SPEC §5), shared by the CV estimators."""
 
+    ccp_alpha = None  # the CV estimators choose α themselves
 
-def _with_alpha(tree):
-    alpha, _, _, _ = weakest_link(tree.left, tree.right, tree.parent, tree.risk)
-    return tree._replace(alpha=alpha)
+    def _check_cv_params(self):
+        for name in ("stratify",):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.stratify and not self._is_classifier:
+            raise ValueError("stratify=True needs class labels: it is for CARTClassifierCV only")
+        if self.random_state is not None:
+            V.check_int(self.random_state, "random_state", low=0)
+        select_index(np.zeros(1), np.zeros(1), self.selection)  # validates selection
+
+    def fit(self, X, y, sample_weight=None):
+        """Grow T_max, compute its pruning sequence, cross-validate it and keep T_{k*}.
+
+        Returns ``self``.
+        """
+        self._check_cv_params()
+        problem, settings, _, names, classes = self._prepare(X, y, sample_weight)
+        n = problem.X.shape[0]
+        cv = self.cv
+        if not isinstance(cv, (str, int, np.integer)) and self._kept_rows is not None:
+            ids = np.asarray(cv)
+            if ids.ndim == 1 and ids.shape[0] == self._kept_rows.shape[0]:
+                cv = ids[self._kept_rows]  # fold ids follow the cases that take part
+        seed = 0 if self.random_state is None else self.random_state
+        plan = make_folds(cv, n, y=problem.y_class if self.stratify else None,
+                          stratify=self.stratify, n_repeats=self.n_repeats, random_state=seed)
+        n_threads = numba.get_num_threads()
+        keys = presort(problem.X, n_threads)
+        fold_trees = grow_fold_trees(problem, settings, keys, plan, n_threads)
+        fitted = fit_tree(problem, settings, keys, n_threads)
+        alphas, n_leaves, tree_risk = pruning_sequence(fitted.tree)
+        cv_risk, cv_se = score_fold_trees(problem, settings, fold_trees, plan, alphas,
+                                          priors=fitted.priors,
+                                          class_totals=fitted.class_totals,
+                                          n_threads=n_threads)
+        risk_mean = cv_risk.mean(axis=0)
+        se_mean = cv_se.mean(axis=0)
+        std = cv_risk.std(axis=0, ddof=1) if cv_risk.shape[0] > 1 else np.full_like(risk_mean, np.nan)
+        k = select_index(risk_mean, se_mean, self.selection)
+
+        self._set_fitted(fitted, problem, settings, float(alphas[k]), names, classes)
+        root = float(fitted.tree.risk[0])
+        table = path_table(alphas, n_leaves, tree_risk, root)
+        table["cv_risk"] = risk_mean
+        table["cv_se"] = se_mean
+        table["cv_std"] = std
+        table["xerror"] = risk_mean / root if root > 0 else np.nan
+        table["xstd"] = se_mean / root if root > 0 else np.nan
+        table["selected"] = np.arange(len(table)) == k
+        self.cv_results_ = table
+        self.cv_risk_repeats_ = cv_risk
+        self.cv_se_repeats_ = cv_se
+        self.alpha_ = float(alphas[k])
+        self.best_index_ = int(k)
+        self.n_folds_ = plan.n_folds
+        self.n_repeats_ = plan.folds.shape[0]
+        folds = plan.folds
+        if self._kept_rows is not None:
+            full = np.full((folds.shape[0], self._kept_rows.shape[0]), -1, dtype=np.int64)
+            full[:, self._kept_rows] = folds
+            folds = full
+        self.folds_ = folds
+        n_rep, n_f = plan.folds.shape[0], plan.n_folds
+        self.fold_alphas_ = [[pruning_sequence(fold_trees[r * n_f + v])[0] for v in range(n_f)]
+                             for r in range(n_rep)]
+        return self
 
 
 def _prune_tree(tree, alpha):
@@ -373,37 +456,6 @@ class CARTClassifier(_BaseCART):
         self.max_leaf_nodes = max_leaf_nodes
         self.ccp_alpha = ccp_alpha
 
-    def fit(self, X, y, sample_weight=None):
-        """Grow the tree on (X, y) with optional case weights; returns ``self``."""
-        params = self._check_params()
-        X, names, y_enc, classes, w, ones = self._check_fit_input(X, y, sample_weight)
-        n_classes = classes.shape[0]
-        counts = np.bincount(y_enc, weights=w, minlength=n_classes).astype(np.float64)
-        priors = V.check_priors(self.priors, counts)
-        cost, default_cost = V.check_cost(self.cost, n_classes)
-        split_priors = priors if default_cost else priors * cost.sum(axis=1)
-        split_priors = split_priors / split_priors.sum()
-        factor = np.ascontiguousarray(split_priors / counts)
-
-        inode, fnode, value = self._grow(X, y_enc, np.empty(0), w, ones, factor, n_classes,
-                                         params)
-        risk, label = _class_risk(value, priors, counts, cost)
-        q_weight = value @ factor  # p(t) under the split-search priors
-        tree = self._finish(inode, fnode, value, risk, label, params, q_weight)
-
-        self.classes_ = classes
-        self.n_classes_ = n_classes
-        self.n_features_in_ = X.shape[1]
-        if names is not None:
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        self.priors_ = priors
-        self.cost_ = cost
-        self.class_weight_totals_ = counts
-        self.tree_ = tree
-        return self
-
     def _leaf_proba(self, leaves):
         scaled = self.tree_.value[leaves] * (self.priors_ / self.class_weight_totals_)
         return scaled / scaled.sum(axis=1, keepdims=True)
@@ -454,24 +506,6 @@ class CARTRegressor(_BaseCART):
         self.max_leaf_nodes = max_leaf_nodes
         self.ccp_alpha = ccp_alpha
 
-    def fit(self, X, y, sample_weight=None):
-        """Grow the tree on (X, y) with optional case weights; returns ``self``."""
-        params = self._check_params()
-        X, names, y_reg, _, w, ones = self._check_fit_input(X, y, sample_weight)
-        inode, fnode, value = self._grow(X, np.empty(0, dtype=np.int32), y_reg, w, ones,
-                                         np.empty(0), 0, params)
-        w_root = fnode[0, F_WEIGHT]
-        risk = fnode[:, F_IMPURITY].clip(min=0.0) * fnode[:, F_WEIGHT] / w_root
-        label = np.full(inode.shape[0], -1, dtype=np.int32)
-        tree = self._finish(inode, fnode, value, risk, label, params, fnode[:, F_WEIGHT] / w_root)
-        self.n_features_in_ = X.shape[1]
-        if names is not None:
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        self.tree_ = tree
-        return self
-
     def predict(self, X):
         """Weighted mean ȳ(t) of the leaf each row reaches."""
         leaves = self.apply(X)
@@ -490,3 +524,85 @@ class CARTRegressor(_BaseCART):
             return 1.0 if ss_res == 0 else 0.0
         return float(1.0 - ss_res / ss_tot)
 
+
+
+# --------------------------------------------------------------------------- CV estimators
+
+_CV_DOC = """
+    Cross-validation parameters
+    ---------------------------
+    cv : int, "loo" or array of shape (n_samples,), default 10
+        V folds (2 <= V <= n), leave-one-out, or one fold id per case (any labels, like
+        rpart's ``xval`` vector).
+    stratify : bool, default False
+        Deal each class's cases round-robin over the folds (classification only).
+    n_repeats : int, default 1
+        Repeated CV: a new random partition per repeat; R^CV is averaged and its
+        standard deviation over repeats reported (``cv_std``).
+    selection : "min", "1se" or float m >= 0, default "1se"
+        "min": the smallest R^CV (ties to the smaller tree); "1se": the smallest tree
+        with R^CV <= min + SE (Breiman's rule); a number m: the m-SE rule.
+    random_state : int >= 0 or None, default 0
+        Seed of the fold partitions (None means 0: results are always reproducible).
+
+    Attributes
+    ----------
+    cv_results_ : pandas.DataFrame
+        One row per k: ``k``, ``alpha`` (α_k), ``alpha_prime`` (α'_k), ``n_leaves``,
+        ``risk`` (R(T_k)), ``cp`` (α_k / R(root)), ``rel_error``, ``cv_risk`` (R^CV mean
+        over repeats), ``cv_se`` (its SE, mean over repeats), ``cv_std`` (std of R^CV
+        over repeats, NaN with one repeat), ``xerror``/``xstd`` (rpart's scaling by
+        R(root)) and ``selected``.
+    alpha_, best_index_ : the chosen α_k and its row index; ``tree_`` is T(alpha_).
+    folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight).
+    fold_alphas_ : list (repeats) of lists (folds) of each fold tree's α sequence.
+    cv_risk_repeats_, cv_se_repeats_ : arrays (n_repeats, K).
+"""
+
+
+class CARTClassifierCV(_CVMixin, CARTClassifier):
+    __doc__ = ("""CART classifier pruned by V-fold cross-validation of the pruning sequence.
+
+    Grows T_max, computes its weakest-link sequence, cross-validates every T_k as in
+    SPEC §5 (fold trees grown once each from the presorted sample, scored for all α'_k
+    in one descent per held-out case) and keeps the selected subtree. Tree parameters
+    are those of :class:`CARTClassifier` (without ``ccp_alpha``).
+    """ + _CV_DOC)
+
+    def __init__(self, criterion="gini", *, priors="empirical", cost=None, max_depth=None,
+                 min_samples_split=2, min_samples_leaf=1, min_impurity_decrease=0.0,
+                 max_leaf_nodes=None, cv=10, stratify=False, n_repeats=1, selection="1se",
+                 random_state=0):
+        super().__init__(criterion, priors=priors, cost=cost, max_depth=max_depth,
+                         min_samples_split=min_samples_split,
+                         min_samples_leaf=min_samples_leaf,
+                         min_impurity_decrease=min_impurity_decrease,
+                         max_leaf_nodes=max_leaf_nodes)
+        del self.ccp_alpha
+        self.cv = cv
+        self.stratify = stratify
+        self.n_repeats = n_repeats
+        self.selection = selection
+        self.random_state = random_state
+
+
+class CARTRegressorCV(_CVMixin, CARTRegressor):
+    __doc__ = ("""CART regression tree pruned by V-fold cross-validation (SPEC §5).
+
+    R^CV is the weighted mean squared held-out error; R(T) the resubstitution MSE.
+    Tree parameters are those of :class:`CARTRegressor` (without ``ccp_alpha``).
+    """ + _CV_DOC)
+
+    def __init__(self, criterion="squared_error", *, max_depth=None, min_samples_split=2,
+                 min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None, cv=10,
+                 n_repeats=1, selection="1se", random_state=0):
+        super().__init__(criterion, max_depth=max_depth, min_samples_split=min_samples_split,
+                         min_samples_leaf=min_samples_leaf,
+                         min_impurity_decrease=min_impurity_decrease,
+                         max_leaf_nodes=max_leaf_nodes)
+        del self.ccp_alpha
+        self.cv = cv
+        self.stratify = False
+        self.n_repeats = n_repeats
+        self.selection = selection
+        self.random_state = random_state

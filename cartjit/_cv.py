@@ -1,0 +1,244 @@
+"""Choosing the pruned subtree by V-fold cross-validation, SPEC §5.
+
+1. T_max is grown on all of L; its weakest-link sequence gives α_1 < … < α_K and
+   T_1 > … > T_K, and the geometric midpoints α'_k = sqrt(α_k α_{k+1}) (α'_K = +∞).
+2. L is split into V folds (:func:`make_folds`: a seeded random permutation, optionally
+   stratified by class; user-given fold ids; V = N is leave-one-out).
+3. For each fold v, T_max^(v) is grown on L - L_v *without sorting again*: the full
+   sample's presorted keys are filtered by fold membership in one pass per feature
+   (:func:`cartjit._builder.subset_keys`). Its own pruning sequence is computed, and
+   every held-out case is dropped down it once, scoring T^(v)(α'_k) for all k at once
+   (:func:`cartjit._predict.heldout_losses`).
+4. R^CV(T_k) = Σ_j π(j) Σ_i C(i|j) N_ij(k) / N_j: each held-out case of class j adds
+   w · π(j) W / N_j · C(i|j) and the sum is divided by W (N_j, W: the full sample's
+   weighted class totals and total). Regression: the weighted mean squared held-out
+   error. The standard error is rpart's ``xstd`` (Breiman §11.5):
+   SE = sqrt(Σ w l² - (Σ w l)² / W) / W over the per-case losses l, which is the
+   binomial sqrt(R (1 - R) / N) in the 0-1, empirical-prior, unit-weight case.
+5. Selection: "min" takes the smallest R^CV (ties: the smaller tree); "1se" (or m-SE
+   with a number m) the smallest tree with R^CV <= min + m SE.
+
+Fold trees use the same parameters as the full tree. With empirical priors a fold tree
+uses its own class proportions (what rpart does); with given priors, the given π.
+Fold fits run in parallel on ``n_threads`` threads (the kernels release the GIL); every
+fold is computed independently and the sums are reduced in fold order, so the results
+are identical whatever the number of threads. Repeated CV draws a new partition per
+repeat from ``SeedSequence([random_state, repeat])``.
+"""
+from __future__ import annotations
+
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from ._builder import subset_keys
+from ._fit import fit_tree
+from ._predict import heldout_losses
+from ._pruning import weakest_link
+
+__all__ = ["make_folds", "FoldPlan", "grow_fold_trees", "score_fold_trees", "select_index",
+           "midpoints", "path_table", "pruning_sequence", "SELECTION_TIE_RTOL"]
+
+#: R^CV values within this relative distance of the minimum count as ties (the
+#: smaller tree wins).
+SELECTION_TIE_RTOL = 1e-12
+
+
+class FoldPlan(NamedTuple):
+    """Fold ids for every repeat: ``folds[r, i]`` is the fold of case i in repeat r."""
+
+    folds: np.ndarray      # int64 (n_repeats, n)
+    n_folds: int
+    loo: bool
+
+
+def _check_cv_int(cv, n):
+    if isinstance(cv, (bool, np.bool_)) or not isinstance(cv, (int, np.integer)):
+        raise TypeError(f"cv must be an int >= 2, 'loo' or an array of fold ids, got {cv!r}")
+    if cv < 2:
+        raise ValueError(f"cv must be >= 2 folds, got {cv}")
+    if cv > n:
+        raise ValueError(f"cv = {cv} folds is more than the number of cases ({n}); "
+                         "use at most n folds (cv='loo' for leave-one-out)")
+    return int(cv)
+
+
+def make_folds(cv, n, *, y=None, stratify=False, n_repeats=1, random_state=0):
+    """The fold ids of every repeat (see :class:`FoldPlan`).
+
+    ``cv`` is V (an int), ``"loo"`` (V = n) or an array of n fold labels (any values;
+    each distinct value is one fold, as in rpart's ``xval`` vector). Random folds have
+    sizes differing by at most one; stratified folds deal each class's shuffled cases
+    round-robin so every fold gets ⌊n_j/V⌋ or ⌈n_j/V⌉ of class j.
+    """
+    if isinstance(n_repeats, (bool, np.bool_)) or not isinstance(n_repeats, (int, np.integer)):
+        raise TypeError(f"n_repeats must be an int >= 1, got {n_repeats!r}")
+    if n_repeats < 1:
+        raise ValueError(f"n_repeats must be >= 1, got {n_repeats}")
+    if isinstance(cv, str):
+        if cv != "loo":
+            raise ValueError(f"cv must be an int >= 2, 'loo' or an array of fold ids, got {cv!r}")
+        if n < 2:
+            raise ValueError("leave-one-out needs at least 2 cases")
+        return FoldPlan(np.arange(n, dtype=np.int64)[None, :], n, True)
+    if isinstance(cv, (int, np.integer, bool, np.bool_)):
+        v = _check_cv_int(cv, n)
+        if v == n:  # leave-one-out: every partition is the same
+            return FoldPlan(np.arange(n, dtype=np.int64)[None, :], n, True)
+        if stratify and y is None:
+            raise ValueError("stratify=True needs class labels (classification only)")
+        folds = np.empty((n_repeats, n), dtype=np.int64)
+        if stratify:
+            counts = np.bincount(y)
+            small = np.flatnonzero((counts > 0) & (counts < v))
+            if small.size:
+                warnings.warn(
+                    f"stratify: class index {int(small[0])} has {int(counts[small[0]])} cases, "
+                    f"fewer than the {v} folds, so some folds have none of it; the other "
+                    "classes are still stratified", UserWarning, stacklevel=3)
+        for r in range(n_repeats):
+            rng = np.random.default_rng(np.random.SeedSequence([int(random_state), r]))
+            if stratify:
+                order = np.concatenate([rng.permutation(np.flatnonzero(y == j))
+                                        for j in range(int(y.max()) + 1)])
+                folds[r, order] = np.arange(n) % v
+            else:
+                folds[r, rng.permutation(n)] = np.arange(n) % v
+        return FoldPlan(folds, v, False)
+    ids = np.asarray(cv)
+    if ids.ndim != 1 or ids.shape[0] != n:
+        raise ValueError(f"cv fold ids must be a 1-d array with one id per case ({n}), "
+                         f"got shape {ids.shape}")
+    if ids.dtype.kind not in "biuOUS":
+        raise TypeError(f"cv fold ids must be integers or labels, got dtype {ids.dtype}")
+    labels, folds = np.unique(ids, return_inverse=True)
+    if labels.shape[0] < 2:
+        raise ValueError("cv fold ids must name at least 2 different folds")
+    if n_repeats != 1:
+        raise ValueError("n_repeats > 1 needs random folds; with given fold ids use n_repeats=1")
+    loo = labels.shape[0] == n
+    return FoldPlan(folds.reshape(1, -1).astype(np.int64), int(labels.shape[0]), loo)
+
+
+def midpoints(alphas):
+    """α'_k = sqrt(α_k α_{k+1}) for k < K and α'_K = +∞ (SPEC §5)."""
+    out = np.empty_like(alphas)
+    out[:-1] = np.sqrt(alphas[:-1] * alphas[1:])
+    out[-1] = np.inf
+    return out
+
+
+def _run_tasks(fn, tasks, n_threads):
+    if n_threads > 1 and len(tasks) > 1:
+        with ThreadPoolExecutor(min(n_threads, len(tasks))) as pool:
+            return list(pool.map(fn, tasks))
+    return [fn(t) for t in tasks]
+
+
+def grow_fold_trees(problem, settings, keys, plan, n_threads=1):
+    """T_max^(v) with its pruning sequence for every (repeat, fold), in that order.
+
+    ``keys`` are the full sample's presorted keys; they are only read (each fold's
+    keys are filtered from them), so the full tree can be grown from them afterwards.
+    """
+    def run(task):
+        r, v = task
+        in_train = plan.folds[r] != v
+        return fit_tree(problem, settings, subset_keys(keys, in_train, 1), n_threads=1).tree
+
+    tasks = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
+    return _run_tasks(run, tasks, n_threads)
+
+
+def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, priors=None,
+                     class_totals=None, n_threads=1):
+    """Cross-validated risk of every T_k for every repeat.
+
+    ``full_alpha_seq`` is α_1..α_K of the full tree; ``priors`` and ``class_totals``
+    its π and N_j (classification). Returns ``(cv_risk, cv_se)``, each of shape
+    (n_repeats, K).
+    """
+    alpha_prime = midpoints(np.asarray(full_alpha_seq, dtype=np.float64))
+    w_total = float(problem.w.sum())
+    if problem.is_classification:
+        class_scale = np.divide(priors * w_total, class_totals,
+                                out=np.zeros_like(priors), where=class_totals > 0)
+        cost = np.ascontiguousarray(settings.cost, dtype=np.float64)
+    else:
+        class_scale = np.empty(0)
+        cost = np.zeros((1, 1))
+    n_rep = plan.folds.shape[0]
+    tasks = [(r, v) for r in range(n_rep) for v in range(plan.n_folds)]
+
+    def run(i):
+        r, v = tasks[i]
+        t = fold_trees[i]
+        rows = np.flatnonzero(plan.folds[r] == v).astype(np.int64)
+        out_sum = np.zeros(alpha_prime.shape[0])
+        out_sq = np.zeros(alpha_prime.shape[0])
+        label = t.label if problem.is_classification else np.empty(0, dtype=np.int32)
+        heldout_losses(t.feature, t.threshold, t.left, t.alpha, label, t.value, problem.X,
+                       rows, problem.y_class, problem.y_reg, problem.w, class_scale, cost,
+                       alpha_prime, out_sum, out_sq)
+        return out_sum, out_sq
+
+    results = _run_tasks(run, list(range(len(tasks))), n_threads)
+    K = alpha_prime.shape[0]
+    cv_risk = np.zeros((n_rep, K))
+    cv_sq = np.zeros((n_rep, K))
+    for (r, _), (s, sq) in zip(tasks, results):  # fixed order: deterministic
+        cv_risk[r] += s
+        cv_sq[r] += sq
+    var = np.maximum(cv_sq - cv_risk * cv_risk / w_total, 0.0)
+    return cv_risk / w_total, np.sqrt(var) / w_total
+
+
+def select_index(cv_risk, cv_se, selection):
+    """Index k of the chosen subtree: "min", "1se", or a number m for the m-SE rule.
+
+    k increases as trees get smaller, so ties go to the largest k.
+    """
+    if isinstance(selection, str):
+        if selection == "min":
+            m = None
+        elif selection == "1se":
+            m = 1.0
+        else:
+            raise ValueError(f"selection must be 'min', '1se' or a number m >= 0 (m-SE rule), "
+                             f"got {selection!r}")
+    elif isinstance(selection, (bool, np.bool_)) or not isinstance(selection, (int, float, np.number)):
+        raise TypeError(f"selection must be 'min', '1se' or a number m >= 0, got {selection!r}")
+    else:
+        m = float(selection)
+        if not np.isfinite(m) or m < 0:
+            raise ValueError(f"selection as an m-SE rule needs a finite m >= 0, got {selection!r}")
+    best = float(np.min(cv_risk))
+    k_min = int(np.flatnonzero(cv_risk <= best + SELECTION_TIE_RTOL * abs(best))[-1])
+    if m is None:
+        return k_min
+    bound = cv_risk[k_min] + m * cv_se[k_min]
+    return int(np.flatnonzero(cv_risk <= bound + SELECTION_TIE_RTOL * abs(bound))[-1])
+
+
+def path_table(alphas, n_leaves, risk, root_risk):
+    """The pruning sequence as a DataFrame: k, alpha, alpha_prime, n_leaves, risk, cp."""
+    cp = alphas / root_risk if root_risk > 0 else np.zeros_like(alphas)
+    return pd.DataFrame({
+        "k": np.arange(1, alphas.shape[0] + 1),
+        "alpha": alphas,
+        "alpha_prime": midpoints(alphas),
+        "n_leaves": n_leaves,
+        "risk": risk,
+        "cp": cp,
+        "rel_error": risk / root_risk if root_risk > 0 else np.zeros_like(risk),
+    })
+
+
+def pruning_sequence(tree, risk=None):
+    """(α_k, |T~_k|, R(T_k)) of ``tree``'s weakest-link sequence, optionally on other R(t)."""
+    _, alphas, n_leaves, tree_risk = weakest_link(
+        tree.left, tree.right, tree.parent, tree.risk if risk is None else risk)
+    return alphas, n_leaves, tree_risk

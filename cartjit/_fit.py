@@ -1,0 +1,187 @@
+"""From validated arrays to a fitted flat tree with its pruning sequence.
+
+One function, :func:`fit_tree`, serves the estimators (the learning sample L) and the
+cross-validation (each L - L_v), so that a fold tree is built by exactly the rules of
+the full tree:
+
+1. class set-up (SPEC §1–2): priors π ("empirical" from the cases given, "equal", or
+   fixed values), altered priors π'(j) ∝ π(j) Σ_i C(i|j) for the split search when
+   the cost is not 0-1, and the per-class factors c_j = π'(j)/N_j of the kernels;
+2. growing T_max (:func:`cartjit._builder.grow`) on the presorted keys;
+3. R(t) and the node labels j*(t) with the true π and C (SPEC §1), or R(t) =
+   Σ w (y - ȳ)² / W for regression (SPEC §3);
+4. best-first truncation for ``max_leaf_nodes``;
+5. the per-node collapse α of the weakest-link sequence (:mod:`cartjit._pruning`).
+
+Nothing here is jitted.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import NamedTuple
+
+import numpy as np
+
+from ._builder import (F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, I_DEPTH,
+                       I_FEATURE, I_LEFT, I_N, I_PARENT, I_RIGHT, grow)
+from ._criteria import SQUARED_ERROR
+from ._pruning import weakest_link
+from ._tree import LEAF, Tree, subtree
+
+__all__ = ["Problem", "Settings", "Fitted", "fit_tree", "class_risk", "with_alpha"]
+
+#: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
+#: (times the largest cost) are tied for the node label; the lower index wins (SPEC §1).
+LABEL_TIE_ULPS = 64.0
+
+
+class Problem(NamedTuple):
+    """A validated learning sample: the arrays the kernels take (cases are rows)."""
+
+    X: np.ndarray          # float64 (n, p), C-contiguous
+    y_class: np.ndarray    # int32 class indices 0..J-1 (empty for regression)
+    y_reg: np.ndarray      # float64 responses (empty for classification)
+    w: np.ndarray          # float64 case weights, > 0
+    unit_weights: bool     # every weight is 1
+    n_classes: int         # J; 0 for regression
+
+    @property
+    def is_classification(self) -> bool:
+        return self.n_classes > 0
+
+
+class Settings(NamedTuple):
+    """Checked tree parameters, in the kernels' terms."""
+
+    criterion: int
+    max_depth: int                 # -1: no limit
+    min_samples_split: int
+    min_samples_leaf: int
+    min_impurity_decrease: float
+    max_leaf_nodes: int | None
+    priors: object                 # "empirical", "equal" or an array of π
+    cost: np.ndarray | None        # (J, J), cost[j, i] = C(i|j); None for regression
+    default_cost: bool
+
+
+class Fitted(NamedTuple):
+    """A fitted tree and the class quantities it was fitted with."""
+
+    tree: Tree
+    improvement: np.ndarray        # Δi of each node's split (0 at leaves)
+    priors: np.ndarray | None      # π used for risks and labels
+    class_totals: np.ndarray | None  # N_j of the cases the tree was grown on
+
+
+def class_priors(setting, counts):
+    """π from the ``priors`` setting and the weighted class counts N_j."""
+    n_classes = counts.shape[0]
+    if isinstance(setting, str):
+        if setting == "empirical":
+            return counts / counts.sum()
+        return np.full(n_classes, 1.0 / n_classes)
+    return np.asarray(setting, dtype=np.float64)
+
+
+def class_risk(value, priors, class_totals, cost):
+    """R(t) = min_i Σ_j C(i|j) π(j) N_j(t)/N_j and j*(t), lowest index on ties (SPEC §1).
+
+    A class absent from the cases (N_j = 0, possible in a fold) contributes nothing.
+    """
+    scale = np.divide(priors, class_totals, out=np.zeros_like(priors),
+                      where=class_totals > 0)
+    p_jt = value * scale  # p(j, t)
+    risks = p_jt @ cost   # risks[t, i] = Σ_j p(j, t) C(i|j)
+    best = risks.min(axis=1)
+    tol = LABEL_TIE_ULPS * np.finfo(np.float64).eps * p_jt.sum(axis=1) * cost.max()
+    label = np.argmax(risks <= (best + tol)[:, None], axis=1).astype(np.int32)
+    return best, label
+
+
+def _best_first(tree, improvement, q_weight, max_leaf_nodes):
+    """Splits a best-first grower keeps with at most ``max_leaf_nodes`` leaves.
+
+    The split chosen at a node does not depend on which other nodes are expanded, so
+    best-first growth is T_max expanded from the root in decreasing order of the
+    weighted impurity decrease p(t) Δi(t) (ties: lower node id first).
+    """
+    keep = np.zeros(tree.n_nodes, dtype=bool)
+    heap = []
+    if tree.left[0] != LEAF:
+        heap.append((-q_weight[0] * improvement[0], 0))
+    n_leaves = 1
+    while heap and n_leaves < max_leaf_nodes:
+        _, t = heapq.heappop(heap)
+        keep[t] = True
+        n_leaves += 1
+        for c in (int(tree.left[t]), int(tree.right[t])):
+            if tree.left[c] != LEAF:
+                heapq.heappush(heap, (-q_weight[c] * improvement[c], c))
+    return keep
+
+
+def with_alpha(tree):
+    """``tree`` with ``alpha`` set to the per-node collapse α of SPEC §4."""
+    alpha, _, _, _ = weakest_link(tree.left, tree.right, tree.parent, tree.risk)
+    return tree._replace(alpha=alpha)
+
+
+def fit_tree(problem, settings, keys, n_threads=1):
+    """Grow, score and prune-sequence a tree on the cases listed in ``keys``.
+
+    ``keys`` are presorted keys (:func:`cartjit._builder.presort`, or a fold's
+    :func:`cartjit._builder.subset_keys`); they are consumed. Class totals, empirical
+    priors and the root weight are those of these cases.
+    """
+    n_cases = keys.shape[1]
+    if problem.is_classification:
+        cases = keys[0] & 0xFFFFFFFF
+        counts = np.bincount(problem.y_class[cases], weights=problem.w[cases],
+                             minlength=problem.n_classes).astype(np.float64)
+        priors = class_priors(settings.priors, counts)
+        split_priors = priors if settings.default_cost else priors * settings.cost.sum(axis=1)
+        split_priors = np.where(counts > 0, split_priors, 0.0)
+        split_priors = split_priors / split_priors.sum()
+        factor = np.divide(split_priors, counts, out=np.zeros_like(split_priors),
+                           where=counts > 0)
+        n_classes = problem.n_classes
+    else:
+        counts = priors = None
+        factor = np.empty(0)
+        n_classes = 0
+    inode, fnode, value = grow(
+        problem.X, keys, problem.y_class, problem.y_reg, problem.w, problem.unit_weights,
+        factor, n_classes, settings.criterion, settings.max_depth,
+        settings.min_samples_split, settings.min_samples_leaf,
+        settings.min_impurity_decrease, n_threads)
+    if problem.is_classification:
+        risk, label = class_risk(value, priors, counts, settings.cost)
+        q_weight = value @ factor  # p(t) under the split-search priors
+    else:
+        assert settings.criterion == SQUARED_ERROR
+        w_root = fnode[0, F_WEIGHT]
+        risk = fnode[:, F_IMPURITY].clip(min=0.0) * fnode[:, F_WEIGHT] / w_root
+        label = np.full(inode.shape[0], -1, dtype=np.int32)
+        q_weight = fnode[:, F_WEIGHT] / w_root
+    tree = Tree(
+        feature=inode[:, I_FEATURE].astype(np.int32),
+        threshold=fnode[:, F_THRESHOLD].copy(),
+        left=inode[:, I_LEFT].astype(np.int32),
+        right=inode[:, I_RIGHT].astype(np.int32),
+        parent=inode[:, I_PARENT].astype(np.int32),
+        depth=inode[:, I_DEPTH].astype(np.int32),
+        n_node_samples=inode[:, I_N].astype(np.int64),
+        weighted_n_node_samples=fnode[:, F_WEIGHT].copy(),
+        value=value,
+        impurity=np.maximum(fnode[:, F_IMPURITY], 0.0),
+        risk=risk,
+        label=label,
+        alpha=np.full(inode.shape[0], np.nan),
+    )
+    improvement = fnode[:, F_IMPROVEMENT].copy()
+    if settings.max_leaf_nodes is not None and tree.n_leaves > settings.max_leaf_nodes:
+        keep = _best_first(tree, improvement, q_weight, settings.max_leaf_nodes)
+        tree, old = subtree(tree, keep, return_index=True)
+        improvement = np.where(tree.left != LEAF, improvement[old], 0.0)
+    assert tree.n_node_samples[0] == n_cases
+    return Fitted(with_alpha(tree), improvement, priors, counts)
