@@ -258,7 +258,8 @@ def _choose(X, keys, f_node, f_start, f_end, inode, fnode, value, factor, criter
             p_t = q_t / q_root
         else:
             p_t = fnode[node, F_WEIGHT] / q_root
-        if p_t * best < min_impurity_decrease:
+        # p(t) Δi equal to the threshold up to the tie tolerance passes (SPEC §2 ties).
+        if p_t * (best + tol) < min_impurity_decrease:
             continue
         pos = pair_pos[j * p + bf]
         split_feat[j] = bf
