@@ -114,7 +114,13 @@ def _as_numeric_2d(X, name):
             raise ValueError(f"{name} could not be converted to a 2-d numeric array: {exc}") from exc
         if arr.dtype.kind == "c":
             raise ValueError(f"Complex data not supported: {name} has dtype {arr.dtype}")
-        if arr.dtype.kind in "OUS":
+        if arr.dtype.kind in "US":
+            # Like scikit-learn: strings are never parsed as numbers behind the user's back.
+            raise TypeError(
+                f"{name} has string dtype {arr.dtype}; cartjit needs numeric features: "
+                f"convert them explicitly (e.g. {name}.astype(float)) or encode categorical "
+                "features as numbers")
+        if arr.dtype.kind == "O":
             try:
                 arr = arr.astype(np.float64)
             except (TypeError, ValueError) as exc:
@@ -236,7 +242,10 @@ def check_sample_weight(sample_weight, n_samples):
     """Return ``(weights float64, all_ones)``; weights must be finite and >= 0, not all 0."""
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64), True
-    if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
+    if isinstance(sample_weight, (bool, np.bool_)):
+        raise TypeError(
+            f"sample_weight must be an array of weights or a number, got {sample_weight!r}")
+    if isinstance(sample_weight, numbers.Number):
         w = np.full(n_samples, float(sample_weight))
     else:
         w = np.asarray(sample_weight)
@@ -308,7 +317,7 @@ def check_priors(priors, counts):
     if not np.isfinite(arr).all() or np.any(arr <= 0):
         raise ValueError(f"priors must all be > 0, got {arr.tolist()}")
     if abs(arr.sum() - 1.0) > 1e-8:
-        raise ValueError(f"priors must sum to 1, got sum {arr.sum()!r}")
+        raise ValueError(f"priors must sum to 1, got sum {float(arr.sum())!r}")
     return arr / arr.sum()
 
 

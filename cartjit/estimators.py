@@ -480,7 +480,8 @@ class CARTClassifier(_BaseCART):
         y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y).reshape(-1)
         if y.shape[0] != pred.shape[0]:
             raise ValueError(f"y has {y.shape[0]} entries but X has {pred.shape[0]} rows")
-        return float(np.average(pred == y, weights=sample_weight))
+        w, _ = V.check_sample_weight(sample_weight, pred.shape[0])
+        return float(np.average(pred == y, weights=w))
 
 
 # --------------------------------------------------------------------------- regressor
@@ -517,7 +518,7 @@ class CARTRegressor(_BaseCART):
         y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y, dtype=np.float64).reshape(-1)
         if y.shape[0] != pred.shape[0]:
             raise ValueError(f"y has {y.shape[0]} entries but X has {pred.shape[0]} rows")
-        w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        w, _ = V.check_sample_weight(sample_weight, pred.shape[0])
         ss_res = np.sum(w * (y - pred) ** 2)
         ss_tot = np.sum(w * (y - np.average(y, weights=w)) ** 2)
         if ss_tot == 0:
