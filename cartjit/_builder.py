@@ -14,12 +14,13 @@ of the current depth that may still split:
 2. :func:`_choose` — per node, the best feature is chosen in feature order with the tie
    tolerance, the stopping rules of SPEC §2 decide between split and leaf, the split is
    recorded and its cases are marked left or right;
-3. :func:`_partition` — for the nodes that split, every other feature's segment is
-   *stably partitioned* into the cases going left and right, so every child segment is
-   again sorted (the split feature's segment is already split at the split position);
-4. :func:`_children` — the children are written to the flat arrays (ids in
+3. :func:`_children` — the children are written to the flat arrays (ids in
    breadth-first order, so children follow parents and ``right == left + 1``) with
-   their class counts or moments, and those that may split form the next frontier.
+   their class counts or moments (read from the split feature's segment, which is
+   already split at the split position); those that may split form the next frontier;
+4. :func:`_partition` — for the nodes with a child in the next frontier, every other
+   feature's segment is *stably partitioned* into the cases going left and right, so
+   every child segment is again sorted. Splits into two leaves skip this step.
 
 Steps 1, 3 and 4 are cut into ``n_threads`` interleaved chunks of independent work,
 each with its own scratch buffer, run by a thread pool: the kernels are compiled with
@@ -445,11 +446,6 @@ def grow(X, keys, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
                 break
             sp_index = np.flatnonzero(split_feat >= 0).astype(np.int64)
 
-            if buf is None:
-                buf = np.empty((n_threads, n), dtype=np.int64)
-            _run_chunks(pool, min(n_threads, n_split * p), _partition, keys, sp_index,
-                        split_feat, f_start, f_end, goes_left, buf)
-
             n_child = 2 * n_split
             c_start = np.empty(n_child, dtype=np.int64)
             c_end = np.empty(n_child, dtype=np.int64)
@@ -461,6 +457,15 @@ def grow(X, keys, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
                         y_class, y_reg, w, unit_weights, factor, criterion, max_depth,
                         min_samples_split, min_samples_leaf, c_start, c_end, c_mean, c_sum,
                         c_ok)
+
+            # Only splits with a child that may split again need sorted child segments.
+            needs = (c_ok[0::2] | c_ok[1::2]).astype(bool)
+            part_index = sp_index[needs]
+            if part_index.shape[0] > 0:
+                if buf is None:
+                    buf = np.empty((n_threads, n), dtype=np.int64)
+                _run_chunks(pool, min(n_threads, part_index.shape[0] * p), _partition, keys,
+                            part_index, split_feat, f_start, f_end, goes_left, buf)
             n_nodes += n_child
 
             ok = c_ok.astype(bool)
