@@ -1,10 +1,11 @@
 """Growing T_max: presort once, then split level by level without ever sorting again.
 
 Presort (:func:`presort`): for every feature m the learning cases are sorted once by x_m
-and stored as packed keys ``rank << 32 | case`` (see :mod:`cartjit._splitter`), one row
-of a ``(n_features, n_cases)`` int64 array per feature. A node owns the same position
-range ``[start, end)`` of every row, holding its cases in increasing order of that
-row's feature.
+and stored as int32 case indices, one row of a ``(n_features, n_cases)`` *keys* array
+per feature; features with tied values also get a row of dense ranks by case, so that
+the scan can tell equal values apart (see :mod:`cartjit._splitter`). A node owns the
+same position range ``[start, end)`` of every row, holding its cases in increasing order
+of that row's feature.
 
 Growing (:func:`grow`) proceeds one depth level at a time over the *frontier*, the nodes
 of the current depth that may still split:
@@ -37,16 +38,17 @@ Case indices refer to rows of the full arrays ``X``, ``y_*`` and ``w``; a subset
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 
 from ._config import jit
 from ._validation import as_kernel_array
 from ._criteria import SQUARED_ERROR, impurity_from_counts, tie_tolerance
-from ._splitter import (CASE_MASK, RANK_SHIFT, best_split_classification,
-                        best_split_regression, threshold_between)
+from ._splitter import (best_split_classification, best_split_regression,
+                        threshold_between)
 
-__all__ = ["presort", "subset_keys", "grow", "I_FEATURE", "I_LEFT", "I_RIGHT", "I_PARENT",
+__all__ = ["Presorted", "presort", "subset_keys", "grow", "I_FEATURE", "I_LEFT", "I_RIGHT", "I_PARENT",
            "I_DEPTH", "I_N", "F_THRESHOLD", "F_WEIGHT", "F_IMPURITY", "F_IMPROVEMENT"]
 
 # Columns of the integer and float node tables returned by grow().
@@ -69,42 +71,77 @@ def _run_chunks(pool, n_chunks, fn, *args):
 
 # --------------------------------------------------------------------------- presort
 
+class Presorted(NamedTuple):
+    """Every feature's sorted order of the cases, and ranks where values tie.
+
+    ``keys[m]`` lists cases (int32 rows of X) by increasing x_m. ``rank_row[m]`` is -1
+    when x_m has no tied values among the learning cases, else the row of ``ranks``
+    holding the dense rank of x_m for every case (indexed by case, so the ranks stay
+    valid for any subset of the cases and after any partition of ``keys``).
+    """
+
+    keys: np.ndarray       # int32 (n_features, n_cases)
+    ranks: np.ndarray      # int32 (n_tied_features, n_rows_of_X)
+    rank_row: np.ndarray   # int64 (n_features,)
+
+
 @jit
-def _pack_keys(col, order, row):
-    """Write ``rank << 32 | case`` for the cases of one feature in sorted ``order``."""
+def _sorted_ties(col, order):
+    """Whether the sorted values ``col[order]`` contain a tie."""
+    for i in range(1, order.shape[0]):
+        if col[order[i]] == col[order[i - 1]]:
+            return True
+    return False
+
+
+@jit
+def _dense_ranks(col, order, out):
+    """``out[case]`` = dense rank of ``col[case]`` (equal values share a rank)."""
     rank = 0
     prev = col[order[0]]
     for i in range(order.shape[0]):
         case = order[i]
-        v = col[case]
-        if v != prev:
+        if col[case] != prev:
             rank += 1
-            prev = v
-        row[i] = (np.int64(rank) << RANK_SHIFT) | np.int64(case)
+            prev = col[case]
+        out[case] = rank
 
 
 def presort(X, n_threads=1):
-    """Sort every feature once: row m of the result lists all cases by increasing x_m.
+    """Sort every feature once (NumPy ``argsort``, which releases the GIL, on threads).
 
-    Each entry is ``rank << 32 | case`` where ``rank`` is the dense rank of x_m (equal
-    values share a rank). Features are sorted by NumPy (which releases the GIL) on
-    ``n_threads`` threads. The order of equal values does not matter: positions inside a
-    run of equal values are never split points.
+    The order of equal values does not matter: a run of equal values is never split.
     """
     n, p = X.shape
-    keys = np.empty((p, n), dtype=np.int64)
+    keys = np.empty((p, n), dtype=np.int32)
+    tied = np.zeros(p, dtype=bool)
 
     def one(f):
         col = np.ascontiguousarray(X[:, f])
-        _pack_keys(col, np.argsort(col), keys[f])
+        order = np.argsort(col)
+        keys[f] = order
+        tied[f] = _sorted_ties(col, order)
 
-    if n_threads > 1 and p > 1:
-        with ThreadPoolExecutor(min(n_threads, p)) as pool:
-            list(pool.map(one, range(p)))
+    _map(one, range(p), n_threads)
+    rank_row = np.full(p, -1, dtype=np.int64)
+    rank_row[tied] = np.arange(int(tied.sum()))
+    ranks = np.empty((int(tied.sum()), n), dtype=np.int32)
+
+    def rank_one(f):
+        _dense_ranks(np.ascontiguousarray(X[:, f]), keys[f], ranks[rank_row[f]])
+
+    _map(rank_one, np.flatnonzero(tied), n_threads)
+    return Presorted(keys, ranks, rank_row)
+
+
+def _map(fn, items, n_threads):
+    items = list(items)
+    if n_threads > 1 and len(items) > 1:
+        with ThreadPoolExecutor(min(n_threads, len(items))) as pool:
+            list(pool.map(fn, items))
     else:
-        for f in range(p):
-            one(f)
-    return keys
+        for item in items:
+            fn(item)
 
 
 @jit
@@ -114,27 +151,29 @@ def _subset_rows(keys, in_subset, out, c, n_chunks):
         o = out[f]
         k = 0
         for i in range(row.shape[0]):
-            if in_subset[row[i] & CASE_MASK]:
+            if in_subset[row[i]]:
                 o[k] = row[i]
                 k += 1
 
 
-def subset_keys(keys, in_subset, n_threads=1):
-    """Keep, in every row, only the keys of cases with ``in_subset[case]`` (order kept).
+def subset_keys(presorted, in_subset, n_threads=1):
+    """The presorted order of the cases with ``in_subset[case]`` (order kept).
 
     This is how a cross-validation fold's tree is grown without sorting again: one pass
-    per feature over the full sample's sorted order.
+    per feature over the full sample's sorted order. Ranks are shared, not copied.
     """
     in_subset = np.ascontiguousarray(in_subset, dtype=np.uint8)
     n_sub = int(np.count_nonzero(in_subset))
-    out = np.empty((keys.shape[0], n_sub), dtype=np.int64)
+    keys = presorted.keys
+    out = np.empty((keys.shape[0], n_sub), dtype=np.int32)
     n_chunks = max(1, min(n_threads, keys.shape[0]))
-    if n_chunks > 1:
-        with ThreadPoolExecutor(n_chunks) as pool:
-            _run_chunks(pool, n_chunks, _subset_rows, keys, in_subset, out)
-    else:
-        _run_chunks(None, 1, _subset_rows, keys, in_subset, out)
-    return out
+    pool = ThreadPoolExecutor(n_chunks) if n_chunks > 1 else None
+    try:
+        _run_chunks(pool, n_chunks, _subset_rows, keys, in_subset, out)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    return Presorted(out, presorted.ranks, presorted.rank_row)
 
 
 # --------------------------------------------------------------------------- node statistics
@@ -145,7 +184,7 @@ def _class_node_stats(row, start, end, y, w, unit_weights, counts):
     for j in range(counts.shape[0]):
         counts[j] = 0.0
     for i in range(start, end):
-        case = row[i] & CASE_MASK
+        case = row[i]
         if unit_weights:
             counts[y[case]] += 1.0
         else:
@@ -162,10 +201,10 @@ def _reg_node_stats(row, start, end, y, w, unit_weights):
     """(W, ȳ, Σ w (y - ȳ), weighted variance, all y equal) of a segment."""
     w_sum = 0.0
     s = 0.0
-    first = y[row[start] & CASE_MASK]
+    first = y[row[start]]
     constant = True
     for i in range(start, end):
-        case = row[i] & CASE_MASK
+        case = row[i]
         wi = 1.0 if unit_weights else w[case]
         w_sum += wi
         s += wi * y[case]
@@ -175,7 +214,7 @@ def _reg_node_stats(row, start, end, y, w, unit_weights):
     s_c = 0.0
     ss_c = 0.0
     for i in range(start, end):
-        case = row[i] & CASE_MASK
+        case = row[i]
         wi = 1.0 if unit_weights else w[case]
         z = y[case] - mean
         s_c += wi * z
@@ -206,9 +245,9 @@ def _node_stats(row, start, end, y_class, y_reg, w, unit_weights, factor, criter
 # --------------------------------------------------------------------------- level steps
 
 @jit
-def _search(keys, f_node, f_start, f_end, f_mean, f_sum, fnode, value, y_class, y_reg, w,
-            unit_weights, factor, criterion, min_samples_leaf, scratch, pair_delta,
-            pair_pos, c, n_chunks):
+def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_sum, fnode,
+            value, y_class, y_reg, w, unit_weights, factor, criterion, min_samples_leaf,
+            scratch, pair_delta, pair_pos, c, n_chunks):
     """Step 1: the best split of every (frontier node, feature) pair in chunk c."""
     p = keys.shape[0]
     n_pairs = f_node.shape[0] * p
@@ -218,13 +257,14 @@ def _search(keys, f_node, f_start, f_end, f_mean, f_sum, fnode, value, y_class, 
         node = f_node[j]
         imp = fnode[node, F_IMPURITY]
         tol = tie_tolerance(imp)
+        rk = ranks[rank_row[f]] if rank_row[f] >= 0 else no_ranks
         if criterion != SQUARED_ERROR:
             d, pos = best_split_classification(
-                keys[f], f_start[j], f_end[j], y_class, w, unit_weights, value[node],
+                keys[f], rk, f_start[j], f_end[j], y_class, w, unit_weights, value[node],
                 factor, criterion, imp, tol, min_samples_leaf, scratch[c])
         else:
             d, pos = best_split_regression(
-                keys[f], f_start[j], f_end[j], y_reg, w, unit_weights, f_mean[j],
+                keys[f], rk, f_start[j], f_end[j], y_reg, w, unit_weights, f_mean[j],
                 fnode[node, F_WEIGHT], f_sum[j], tol, min_samples_leaf)
         pair_delta[k] = d
         pair_pos[k] = pos
@@ -272,10 +312,9 @@ def _choose(X, keys, f_node, f_start, f_end, inode, fnode, value, factor, criter
         inode[node, I_LEFT] = child_base[j]
         inode[node, I_RIGHT] = child_base[j] + 1
         fnode[node, F_IMPROVEMENT] = best
-        fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1] & CASE_MASK, bf],
-                                                     X[row[pos] & CASE_MASK, bf])
+        fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1], bf], X[row[pos], bf])
         for i in range(f_start[j], f_end[j]):
-            goes_left[row[i] & CASE_MASK] = 1 if i < pos else 0
+            goes_left[row[i]] = 1 if i < pos else 0
     return n_split
 
 
@@ -296,7 +335,7 @@ def _partition(keys, sp_index, split_feat, f_start, f_end, goes_left, buffers, c
         wr = 0
         for i in range(f_start[j], f_end[j]):
             key = row[i]
-            if goes_left[key & CASE_MASK]:
+            if goes_left[key]:
                 row[wl] = key
                 wl += 1
             else:
@@ -381,7 +420,7 @@ def _grow_tables(inode, fnode, value, needed):
     return tuple(grown)
 
 
-def grow(X, keys, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
+def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
          max_depth, min_samples_split, min_samples_leaf, min_impurity_decrease,
          n_threads=1):
     """Grow the tree on the cases in ``keys`` (see the module docstring).
@@ -390,8 +429,10 @@ def grow(X, keys, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
     parent, depth, n_node_samples; a float64 table with columns threshold, weighted n,
     impurity, impurity decrease Δi of the node's split (0 at leaves); and the node
     values (weighted class counts, or the mean for regression). ``max_depth`` < 0 means
-    no limit. ``keys`` is consumed (partitioned in place).
+    no limit. ``presorted.keys`` is consumed (partitioned in place).
     """
+    keys, ranks, rank_row = presorted
+    no_ranks = np.empty(0, dtype=np.int32)
     p, n = keys.shape
     is_class = criterion != SQUARED_ERROR
     n_val = n_classes if is_class else 1
@@ -429,9 +470,10 @@ def grow(X, keys, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
             m = f_node.shape[0]
             pair_delta = np.empty(m * p, dtype=np.float64)
             pair_pos = np.empty(m * p, dtype=np.int64)
-            _run_chunks(pool, min(n_threads, m * p), _search, keys, f_node, f_start, f_end,
-                        f_mean, f_sum, fnode, value, y_class, y_reg, w, unit_weights, factor,
-                        criterion, min_samples_leaf, scratch, pair_delta, pair_pos)
+            _run_chunks(pool, min(n_threads, m * p), _search, keys, ranks, rank_row, no_ranks,
+                        f_node, f_start, f_end, f_mean, f_sum, fnode, value, y_class, y_reg, w,
+                        unit_weights, factor, criterion, min_samples_leaf, scratch, pair_delta,
+                        pair_pos)
 
             split_feat = np.empty(m, dtype=np.int64)
             split_pos = np.zeros(m, dtype=np.int64)
@@ -463,7 +505,7 @@ def grow(X, keys, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
             part_index = sp_index[needs]
             if part_index.shape[0] > 0:
                 if buf is None:
-                    buf = np.empty((n_threads, n), dtype=np.int64)
+                    buf = np.empty((n_threads, n), dtype=np.int32)
                 _run_chunks(pool, min(n_threads, part_index.shape[0] * p), _partition, keys,
                             part_index, split_feat, f_start, f_end, goes_left, buf)
             n_nodes += n_child

@@ -126,16 +126,16 @@ def with_alpha(tree):
     return tree._replace(alpha=alpha)
 
 
-def fit_tree(problem, settings, keys, n_threads=1):
-    """Grow, score and prune-sequence a tree on the cases listed in ``keys``.
+def fit_tree(problem, settings, presorted, n_threads=1):
+    """Grow, score and prune-sequence a tree on the cases listed in ``presorted``.
 
-    ``keys`` are presorted keys (:func:`cartjit._builder.presort`, or a fold's
-    :func:`cartjit._builder.subset_keys`); they are consumed. Class totals, empirical
+    ``presorted`` is :func:`cartjit._builder.presort`'s result, or a fold's
+    :func:`cartjit._builder.subset_keys`; its keys are consumed. Class totals, empirical
     priors and the root weight are those of these cases.
     """
-    n_cases = keys.shape[1]
+    n_cases = presorted.keys.shape[1]
     if problem.is_classification:
-        cases = keys[0] & 0xFFFFFFFF
+        cases = presorted.keys[0]
         counts = np.bincount(problem.y_class[cases], weights=problem.w[cases],
                              minlength=problem.n_classes).astype(np.float64)
         priors = class_priors(settings.priors, counts)
@@ -150,7 +150,7 @@ def fit_tree(problem, settings, keys, n_threads=1):
         factor = np.empty(0)
         n_classes = 0
     inode, fnode, value = grow(
-        problem.X, keys, problem.y_class, problem.y_reg, problem.w, problem.unit_weights,
+        problem.X, presorted, problem.y_class, problem.y_reg, problem.w, problem.unit_weights,
         factor, n_classes, settings.criterion, settings.max_depth,
         settings.min_samples_split, settings.min_samples_leaf,
         settings.min_impurity_decrease, n_threads)

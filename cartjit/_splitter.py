@@ -1,11 +1,13 @@
 """Best split of one node on one feature: a single scan of the node's presorted cases.
 
-The builder keeps, for every feature m, the node's cases in increasing order of x_m as a
-segment of packed 64-bit *keys*: ``key = rank << 32 | case``, where ``rank`` is the dense
-rank of the case's value of x_m among all learning cases (equal values, equal rank) and
-``case`` its row in X. Scanning a segment from left to right moves one case at a time
-from t_R to t_L; a boundary between positions i and i + 1 is a candidate threshold
-exactly when their ranks differ, i.e. between two consecutive distinct values (SPEC §2).
+The builder keeps, for every feature m, the node's cases (rows of X, as int32) in
+increasing order of x_m as a segment of that feature's row of *keys*. Scanning a segment
+from left to right moves one case at a time from t_R to t_L; a boundary between
+positions i and i + 1 is a candidate threshold exactly when the two values differ, i.e.
+between two consecutive distinct values (SPEC §2). A feature with no tied values in the
+learning sample has a candidate at every boundary; for a feature with ties, ``ranks``
+holds the dense rank of every case's value (equal values, equal rank) and a boundary
+counts only where the rank changes. ``ranks`` is empty for features without ties.
 
 At each candidate both children must hold at least ``min_leaf`` cases; the proxy P(s) of
 :mod:`cartjit._criteria` is compared with the best so far of this feature, and replaces
@@ -20,10 +22,7 @@ import numpy as np
 from ._config import jit
 from ._criteria import ENTROPY, GINI, xlogx
 
-__all__ = ["CASE_MASK", "RANK_SHIFT", "threshold_between"]
-
-RANK_SHIFT = 32
-CASE_MASK = (1 << 32) - 1
+__all__ = ["threshold_between", "best_split_classification", "best_split_regression"]
 
 
 @jit
@@ -71,7 +70,7 @@ def delta_from_counts(left, total, factor, criterion, node_impurity):
 
 
 @jit
-def best_split_classification(keys, start, end, y, w, unit_weights, total, factor,
+def best_split_classification(keys, ranks, start, end, y, w, unit_weights, total, factor,
                               criterion, node_impurity, tol, min_leaf, scratch):
     """Scan segment ``keys[start:end]`` for the best split of a classification node.
 
@@ -95,7 +94,7 @@ def best_split_classification(keys, start, end, y, w, unit_weights, total, facto
     best_pos = -1
     hi = -np.inf  # a proxy ratio above hi beats the best outright
     lo = -np.inf  # one in [lo, hi] is a near-tie
-    rank = keys[start] >> RANK_SHIFT
+    has_ties = ranks.shape[0] > 0
     n_left = 0
 
     equal_factors = True
@@ -123,7 +122,7 @@ def best_split_classification(keys, start, end, y, w, unit_weights, total, facto
         scale = NEAR_TIE
 
     for i in range(start, end - 1):
-        case = keys[i] & CASE_MASK
+        case = keys[i]
         cls = y[case]
         if fast:
             l_c = left[cls]
@@ -135,10 +134,8 @@ def best_split_classification(keys, start, end, y, w, unit_weights, total, facto
         else:
             left[cls] += w[case]
         n_left += 1
-        next_rank = keys[i + 1] >> RANK_SHIFT
-        if next_rank == rank:
+        if has_ties and ranks[keys[i + 1]] == ranks[case]:
             continue
-        rank = next_rank
         if n_left < min_leaf:
             continue
         if n_node - n_left < min_leaf:
@@ -203,8 +200,8 @@ def best_split_classification(keys, start, end, y, w, unit_weights, total, facto
 
 
 @jit
-def best_split_regression(keys, start, end, y, w, unit_weights, mean, w_total, s_total,
-                          tol, min_leaf):
+def best_split_regression(keys, ranks, start, end, y, w, unit_weights, mean, w_total,
+                          s_total, tol, min_leaf):
     """Scan ``keys[start:end]`` for the best variance-reducing split (SPEC §3).
 
     Sums are taken of z = y - ``mean`` (the node mean), which keeps the proxy free of
@@ -215,12 +212,12 @@ def best_split_regression(keys, start, end, y, w, unit_weights, mean, w_total, s
     best_proxy = -np.inf
     best_pos = -1
     tol_proxy = tol * w_total
-    rank = keys[start] >> RANK_SHIFT
+    has_ties = ranks.shape[0] > 0
     n_left = 0
     w_left = 0.0
     s_left = 0.0
     for i in range(start, end - 1):
-        case = keys[i] & CASE_MASK
+        case = keys[i]
         if unit_weights:
             w_left += 1.0
             s_left += y[case] - mean
@@ -228,10 +225,8 @@ def best_split_regression(keys, start, end, y, w, unit_weights, mean, w_total, s
             w_left += w[case]
             s_left += w[case] * (y[case] - mean)
         n_left += 1
-        next_rank = keys[i + 1] >> RANK_SHIFT
-        if next_rank == rank:
+        if has_ties and ranks[keys[i + 1]] == ranks[case]:
             continue
-        rank = next_rank
         if n_left < min_leaf:
             continue
         if n_node - n_left < min_leaf:
