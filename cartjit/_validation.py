@@ -69,8 +69,17 @@ def as_kernel_array(arr, dtype):
 
 
 def _is_sparse(obj) -> bool:
-    return hasattr(obj, "tocsr") or hasattr(obj, "sparse") and hasattr(obj.sparse, "to_coo") \
-        and not hasattr(obj, "columns")
+    """scipy sparse matrices/arrays, and pandas objects with sparse columns."""
+    if hasattr(obj, "tocsr"):
+        return True
+    if hasattr(obj, "columns") and hasattr(obj, "dtypes"):  # DataFrame
+        dtypes = list(obj.dtypes)
+    elif hasattr(obj, "index") and hasattr(obj, "dtype"):  # Series
+        dtypes = [obj.dtype]
+    else:
+        return False
+    # checking the dtypes avoids building pandas' .sparse accessor on every call
+    return any(type(dt).__name__ == "SparseDtype" for dt in dtypes)
 
 
 def _type_name(obj) -> str:
