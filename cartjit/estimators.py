@@ -102,7 +102,8 @@ class _BaseCART:
         max_depth = V.check_int(self.max_depth, "max_depth", low=0, allow_none=True)
         return dict(
             criterion=self._criteria[criterion],
-            max_depth=-1 if max_depth is None else max_depth,
+            # A depth beyond int64 is no limit; capping keeps it a valid kernel argument.
+            max_depth=-1 if max_depth is None else min(max_depth, 2**62),
             min_samples_split=V.check_int(self.min_samples_split, "min_samples_split", low=2),
             min_samples_leaf=V.check_int(self.min_samples_leaf, "min_samples_leaf", low=1),
             min_impurity_decrease=V.check_float(self.min_impurity_decrease,
