@@ -1,0 +1,276 @@
+"""The ``cartjit`` command line (also ``python -m cartjit``).
+
+Subcommands:
+
+``cartjit run CONFIG``
+    Run the cross-validation sweep described by a TOML file (:mod:`cartjit.runner`),
+    writing the long table, the course-layout summaries, plots and ``run.json``.
+``cartjit show DATASET``
+    Fit a tree on a bundled dataset and print it (:func:`cartjit.export.export_text`)
+    with its pruning sequence (or its cross-validation table with ``--cv``).
+``cartjit datasets``
+    List the bundled datasets.
+
+Exit status: 0 on success, 1 when a run fails, 2 for a bad config or bad options,
+130 when interrupted (finished cells are kept: rerun with ``--resume``).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main", "build_parser"]
+
+_RUN_EPILOG = """\
+examples:
+  cartjit run experiments/monograph.toml --out results/monograph
+  cartjit run experiments/monograph.toml --out results/monograph --resume
+  cartjit run sweep.toml --backend dask --workers 4
+  cartjit run sweep.toml --backend dask --scheduler tcp://10.0.0.5:8786
+
+output (in --out):
+  results.csv, results.parquet  long table, one row per (cell, k)
+  summary.md, summary/*.csv     course-layout tables (rows k, columns V)
+  plots/*.png                   R^CV against leaves, one line per V (needs matplotlib)
+  cells.csv, timings.md         one row per cell; wall times
+  run.json, config.toml         versions, config and its hash, times, backend
+  cells/*.json                  one file per finished cell (what --resume reuses)
+
+The config format is documented in docs/experiments.md."""
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def _nonneg_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
+    return value
+
+
+def _cv_arg(text):
+    if text == "loo":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 2 or 'loo', got {text!r}")
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 2 or 'loo', got {value}")
+    return value
+
+
+def build_parser():
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="cartjit",
+        description="CART classification and regression trees (Breiman et al. 1984) with "
+                    "Numba kernels: run cross-validation experiments from TOML configs and "
+                    "print fitted trees.",
+        epilog="Run 'cartjit COMMAND --help' for the options of a command.")
+    parser.add_argument("--version", action="version", version=f"cartjit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser(
+        "run", help="run a cross-validation sweep described by a TOML config",
+        description="Run the sweep of CONFIG: every (dataset, V, repeat, tree settings) "
+                    "cell is one V-fold cross-validation of the pruning sequence (SPEC §5). "
+                    "Each finished cell is saved at once, so an interrupted run loses no "
+                    "finished cell and --resume computes only what is missing. Results are "
+                    "identical whatever the backend or the number of workers.",
+        epilog=_RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("config", metavar="CONFIG", help="the experiment file (TOML)")
+    run.add_argument("--out", metavar="DIR",
+                     help="output directory (default: results/<CONFIG stem> in the current "
+                          "directory); must be empty or absent unless --resume")
+    run.add_argument("--backend", choices=("serial", "threads", "dask"), default="threads",
+                     help="serial: one cell at a time (each using Numba's threads for its "
+                          "folds); threads (default): a pool of threads running whole cells; "
+                          "dask: a dask.distributed cluster (needs cartjit[dask])")
+    group = run.add_mutually_exclusive_group()
+    group.add_argument("--workers", type=_positive_int, metavar="N",
+                       help="threads (threads backend) or worker processes of the local Dask "
+                            "cluster (dask backend); default: the number of CPUs")
+    group.add_argument("--scheduler", metavar="ADDRESS",
+                       help="address of an existing dask.distributed scheduler, e.g. "
+                            "tcp://host:8786 (with --backend dask)")
+    run.add_argument("--resume", action="store_true",
+                     help="complete the run in a non-empty --out: reuse its finished cells "
+                          "and compute only the missing ones (refused if the config changed)")
+    run.add_argument("--quiet", "-q", action="store_true",
+                     help="print nothing but errors (the progress bar is also off when "
+                          "stderr is not a terminal or CI is set)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="check the config and its data, print the number of cells, and "
+                          "write nothing")
+    run.add_argument("--no-fsync", action="store_true",
+                     help="do not fsync each cell file (faster on slow disks; a cell then "
+                          "survives a killed process but not a power loss)")
+
+    show = sub.add_parser(
+        "show", help="fit a tree on a bundled dataset and print it",
+        description="Fit CARTClassifier / CARTRegressor on a bundled dataset and print the "
+                    "tree as indented text (split rules, n, class counts or means, node "
+                    "risk R(t); * marks leaves) followed by its pruning sequence. With --cv "
+                    "the subtree is chosen by cross-validation and the CV table is printed.",
+        epilog="examples:\n  cartjit show iris\n  cartjit show iris_petal --cv 10 "
+               "--selection min\n  cartjit show potato_yield --max-depth 2",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    show.add_argument("dataset", metavar="DATASET",
+                      help="a bundled dataset (see 'cartjit datasets')")
+    show.add_argument("--features", nargs="+", metavar="NAME",
+                      help="use only these feature columns")
+    show.add_argument("--criterion", help="gini, entropy or twoing (classification; default "
+                                          "gini); squared_error (regression)")
+    show.add_argument("--max-depth", type=_nonneg_int, metavar="D", help="depth limit")
+    show.add_argument("--min-samples-leaf", type=_positive_int, default=1, metavar="N",
+                      help="minimum cases in a leaf (default 1)")
+    show.add_argument("--alpha", type=float, metavar="A",
+                      help="print the pruned subtree T(A) instead of T_max")
+    show.add_argument("--cv", type=_cv_arg, metavar="V",
+                      help="choose the subtree by V-fold cross-validation (an integer or 'loo')")
+    show.add_argument("--selection", default="1se",
+                      help="with --cv: 'min', '1se' (default) or a number m (m-SE rule)")
+    show.add_argument("--seed", type=_nonneg_int, default=0, help="with --cv: fold seed")
+    show.add_argument("--decimals", type=_nonneg_int, default=3, help="decimals (default 3)")
+    show.add_argument("--show-alpha", action="store_true",
+                      help="print for each split the alpha at which it is pruned")
+
+    sub.add_parser("datasets", help="list the bundled datasets",
+                   description="List the bundled datasets with their size and task.")
+    return parser
+
+
+def _cmd_run(args):
+    from ._config_file import ConfigError
+    from .runner import RunError, run_experiment
+
+    try:
+        result = run_experiment(args.config, args.out, backend=args.backend,
+                                workers=args.workers, scheduler=args.scheduler,
+                                resume=args.resume, quiet=args.quiet,
+                                fsync=not args.no_fsync, dry_run=args.dry_run)
+    except ConfigError as exc:
+        print(f"cartjit run: error in config {exc}", file=sys.stderr)
+        return 2
+    except RunError as exc:
+        print(f"cartjit run: error: {exc}", file=sys.stderr)
+        return 2 if exc.option else 1
+    except KeyboardInterrupt:
+        print("\ncartjit run: interrupted; finished cells are saved: rerun with --resume "
+              "to complete the run", file=sys.stderr)
+        return 130
+    if args.dry_run:
+        print(f"{args.config}: OK, {result.n_cells} cells; output would go to {result.out}")
+    return 0
+
+
+def _cmd_show(args):
+    import numpy as np
+
+    from .datasets import list_datasets, load_dataset
+    from .estimators import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
+    from .export import export_text
+
+    if args.dataset not in list_datasets():
+        print(f"cartjit show: error: DATASET must be one of {', '.join(list_datasets())}, got "
+              f"{args.dataset!r}", file=sys.stderr)
+        return 2
+    ds = load_dataset(args.dataset)
+    features = list(ds.features)
+    if args.features:
+        bad = [f for f in args.features if f not in features]
+        if bad:
+            print(f"cartjit show: error: --features: {bad[0]!r} is not a feature of "
+                  f"{args.dataset} ({', '.join(features)})", file=sys.stderr)
+            return 2
+        features = list(args.features)
+    X = ds.frame[features]
+    non_numeric = [c for c in features if X[c].dtype.kind not in "biuf"]
+    if non_numeric:
+        print(f"cartjit show: error: {args.dataset}: feature {non_numeric[0]!r} is not numeric; "
+              "cartjit splits numeric features only (categorical splits are not implemented "
+              "yet)", file=sys.stderr)
+        return 2
+    y = ds.frame[ds.target]
+    classification = ds.task == "classification"
+    criterion = args.criterion or ("gini" if classification else "squared_error")
+    params = dict(max_depth=args.max_depth, min_samples_leaf=args.min_samples_leaf)
+    selection = args.selection
+    if selection not in ("min", "1se"):
+        try:
+            selection = float(selection)
+        except ValueError:
+            print(f"cartjit show: error: --selection must be 'min', '1se' or a number, got "
+                  f"{selection!r}", file=sys.stderr)
+            return 2
+    try:
+        if args.cv is not None:
+            cls = CARTClassifierCV if classification else CARTRegressorCV
+            est = cls(criterion, cv=args.cv, selection=selection, random_state=args.seed,
+                      **params).fit(X, y)
+        else:
+            cls = CARTClassifier if classification else CARTRegressor
+            est = cls(criterion, ccp_alpha=args.alpha, **params).fit(X, y)
+    except (TypeError, ValueError) as exc:
+        print(f"cartjit show: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{ds.name}: {ds.description}")
+    print(f"N = {X.shape[0]}, features: {', '.join(features)}; target: {ds.target}")
+    print()
+    print(export_text(est, decimals=args.decimals, show_alpha=args.show_alpha), end="")
+    print()
+    if args.cv is not None:
+        table = est.cv_results_.drop(columns=["cv_std"])
+        print(f"Pruning sequence with {est.n_folds_}-fold cross-validation "
+              f"(selection {args.selection!r}: k = {est.best_index_ + 1}):")
+    else:
+        table = est.cost_complexity_path()
+        note = f"; T(alpha={args.alpha}) printed above" if args.alpha is not None else \
+            "; T_max printed above"
+        print(f"Pruning sequence (weakest link, SPEC §4){note}:")
+    with np.printoptions(precision=args.decimals):
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.{max(args.decimals, 4)}g}"))
+    return 0
+
+
+def _cmd_datasets(args):
+    from .datasets import list_datasets, load_dataset
+
+    for name in list_datasets():
+        ds = load_dataset(name)
+        print(f"{name:14s} {ds.task:15s} N={len(ds.frame):<5d} p={len(ds.features):<3d} "
+              f"{ds.description}")
+    return 0
+
+
+def main(argv=None):
+    """Entry point of the ``cartjit`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if args.command == "run":
+        if args.scheduler and args.backend != "dask":
+            parser.error("--scheduler needs --backend dask")
+        return _cmd_run(args)
+    if args.command == "show":
+        return _cmd_show(args)
+    return _cmd_datasets(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

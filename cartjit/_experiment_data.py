@@ -1,0 +1,267 @@
+"""The data of an experiment: loading each dataset of a config and the checks that need it.
+
+:func:`resolve` turns the :class:`~cartjit._config_file.DatasetSpec` entries of a checked
+config into :class:`Data` records: the feature matrix as C-contiguous float64 (the layout
+the kernels take, converted once here rather than once per cell), the target, a
+fingerprint of the values (so that a changed CSV is noticed on ``--resume``) and the
+settings of the sweep made concrete for this dataset (V resolved against N, criteria of
+the dataset's task, class priors and costs checked against its classes). Problems are
+:class:`~cartjit._config_file.ConfigError` naming the field.
+
+Sources:
+
+* bundled: :func:`cartjit.datasets.load_dataset`, optionally a subset of its features;
+* file: a CSV (:func:`pandas.read_csv`) or Parquet (:func:`pandas.read_parquet`, needs
+  pyarrow) file with a target column and optionally a subset of feature columns; the
+  task is ``classification`` unless the target has a float dtype (give ``task`` to say
+  otherwise);
+* synthetic: :func:`cartjit.datasets.make_classification` / ``make_regression``, features
+  named ``x0, x1, ...`` and target ``y``.
+
+Feature columns must be numeric (cartjit's kernels split numeric features only) and
+complete (no missing values).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import _validation as V
+from ._config_file import ConfigError, canonical_json
+from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
+
+__all__ = ["Data", "resolve", "load_frame"]
+
+
+@dataclass(frozen=True)
+class Data:
+    """One dataset, loaded and checked, with its concrete sweep settings."""
+
+    name: str
+    task: str
+    X: np.ndarray                 # float64 (N, p), C-contiguous
+    y: np.ndarray                 # labels (classification) or float64 (regression)
+    feature_names: tuple
+    target: str
+    classes: tuple | None         # sorted class labels (as strings) for classification
+    fingerprint: str              # sha256 of the values
+    description: str
+    V: tuple                      # resolved fold counts; N means leave-one-out
+    n_repeats: int
+    seed: int
+    seeds: tuple | None
+    stratify: bool
+    settings: tuple               # list of tree-setting dicts (the product of [tree])
+    spec: object                  # the DatasetSpec
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+
+def _fail(config, where, message):
+    raise ConfigError(config.file, where, message)
+
+
+def load_frame(config, spec):
+    """``(frame, target, features, task, description)`` of one dataset spec."""
+    if spec.source == "bundled":
+        from .datasets import load_dataset
+        ds = load_dataset(spec.bundled)
+        return ds.frame, ds.target, list(ds.features), ds.task, ds.description
+    if spec.source == "file":
+        where = f"{spec.where}.path"
+        try:
+            if spec.format == "csv":
+                frame = pd.read_csv(spec.path)
+            else:
+                try:
+                    frame = pd.read_parquet(spec.path)
+                except ImportError as exc:
+                    _fail(config, where, f"reading Parquet needs pyarrow (pip install "
+                                         f"pyarrow): {exc}")
+        except FileNotFoundError:
+            _fail(config, where, f"file {spec.path!r} does not exist (relative paths are "
+                                 "relative to the config file)")
+        except IsADirectoryError:
+            _fail(config, where, f"{spec.path!r} is a directory, not a data file")
+        except ConfigError:
+            raise
+        except Exception as exc:  # parser errors of pandas / pyarrow
+            _fail(config, where, f"cannot read {spec.path!r} as {spec.format}: {exc}")
+        if spec.target not in frame.columns:
+            _fail(config, f"{spec.where}.target",
+                  f"column {spec.target!r} is not in {spec.path!r} (columns: "
+                  f"{', '.join(map(str, frame.columns))})")
+        task = spec.task
+        if task is None:
+            task = "regression" if frame[spec.target].dtype.kind == "f" else "classification"
+        features = [c for c in frame.columns if c != spec.target]
+        return frame, spec.target, features, task, f"{spec.format.upper()} file {spec.path}"
+    from .datasets import make_classification, make_regression
+    params = dict(spec.synthetic)
+    kind = params.pop("kind")
+    gen = make_classification if kind == "classification" else make_regression
+    X, y = gen(**params)
+    names = [f"x{j}" for j in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    frame["y"] = y
+    args = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+    return frame, "y", names, kind, f"synthetic {kind} ({args})"
+
+
+def _fingerprint(X, y, names, target):
+    h = hashlib.sha256()
+    h.update(canonical_json([list(names), target, list(X.shape)]).encode())
+    h.update(np.ascontiguousarray(X, dtype=np.float64).tobytes())
+    if y.dtype.kind in "biuf":
+        h.update(str(y.dtype).encode())
+        h.update(np.ascontiguousarray(y).tobytes())
+    else:
+        h.update(canonical_json([str(v) for v in y]).encode())
+    return h.hexdigest()
+
+
+def _settings_product(config, spec, task, n_classes):
+    """The concrete tree settings of this dataset: a list of dicts, in sweep order."""
+    tree, where = spec.tree, spec.tree_where
+    crit_all = tree["criterion"]
+    own = where["criterion"].startswith(spec.where + ".")
+    valid = CLASSIFICATION_CRITERIA if task == "classification" else REGRESSION_CRITERIA
+    if crit_all == [None]:
+        criteria = ["gini" if task == "classification" else "squared_error"]
+    else:
+        criteria = [c for c in crit_all if c in valid]
+        wrong = [c for c in crit_all if c not in valid]
+        if own and wrong:
+            _fail(config, where["criterion"], f"{wrong[0]!r} is not a {task} criterion "
+                                              f"(allowed: {', '.join(valid)})")
+        if not criteria:
+            if task == "regression":
+                criteria = ["squared_error"]
+            else:
+                _fail(config, where["criterion"],
+                      f"lists no classification criterion ({', '.join(valid)}) but dataset "
+                      f"{spec.name!r} ({spec.where}) is a classification problem")
+    keys = ["criterion", "priors", "cost", "max_depth", "min_samples_split",
+            "min_samples_leaf", "min_impurity_decrease", "max_leaf_nodes"]
+    axes = {"criterion": criteria}
+    for key in keys[1:]:
+        if task == "regression" and key in ("priors", "cost"):
+            continue
+        axes[key] = list(tree[key])
+    if task == "classification":
+        counts = np.ones(n_classes)
+        for i, p in enumerate(axes["priors"]):
+            if not isinstance(p, str):
+                try:
+                    V.check_priors(p, counts)
+                except (TypeError, ValueError) as exc:
+                    _fail(config, where["priors"], f"for dataset {spec.name!r} with "
+                                                   f"{n_classes} classes: {exc}")
+        for c in axes["cost"]:
+            if not isinstance(c, str):
+                try:
+                    V.check_cost(c, n_classes)
+                except (TypeError, ValueError) as exc:
+                    _fail(config, where["cost"], f"for dataset {spec.name!r} with "
+                                                 f"{n_classes} classes: {exc}")
+    combos = [{}]
+    for key, opts in axes.items():
+        combos = [dict(c, **{key: o}) for c in combos for o in opts]
+    return tuple(combos)
+
+
+def _resolve_V(config, spec, n):
+    out, origin = [], {}
+    where = spec.cv_where["V"]
+    for v in spec.cv["V"]:
+        folds = n if v == "loo" else v
+        if v != "loo" and v > n:
+            _fail(config, where, f"V = {v} folds is more than the N = {n} cases of dataset "
+                                 f"{spec.name!r}; use at most N (V = N, or \"loo\", is "
+                                 "leave-one-out)")
+        if folds in origin:
+            _fail(config, where, f"{origin[folds]!r} and {v!r} are the same number of folds "
+                                 f"for dataset {spec.name!r} (N = {n})")
+        origin[folds] = v
+        out.append(folds)
+    return tuple(sorted(out))
+
+
+def _load_one(config, spec):
+    frame, target, all_features, task, description = load_frame(config, spec)
+    if spec.features is not None:
+        missing = [f for f in spec.features if f not in all_features]
+        if missing:
+            _fail(config, f"{spec.where}.features",
+                  f"{missing[0]!r} is not a feature column of dataset {spec.name!r} "
+                  f"(available: {', '.join(map(str, all_features))})")
+        features = list(spec.features)
+    else:
+        features = all_features
+    if not features:
+        _fail(config, spec.where, f"dataset {spec.name!r} has no feature columns")
+    for col in features:
+        kind = frame[col].dtype.kind
+        if kind not in "biuf":
+            _fail(config, f"{spec.where}.features",
+                  f"column {col!r} of dataset {spec.name!r} is not numeric (dtype "
+                  f"{frame[col].dtype}); the runner needs numeric features: encode it as "
+                  "numbers, or leave it out with features = [...]")
+    X = np.ascontiguousarray(frame[features].to_numpy(dtype=np.float64))
+    if not np.isfinite(X).all():
+        bad = features[int(np.flatnonzero(~np.isfinite(X).all(axis=0))[0])]
+        _fail(config, f"{spec.where}.features",
+              f"column {bad!r} of dataset {spec.name!r} has missing or infinite values")
+    ycol = frame[target]
+    if ycol.isna().any():
+        _fail(config, f"{spec.where}.target" if spec.source == "file" else spec.where,
+              f"target {target!r} of dataset {spec.name!r} has missing values")
+    if task == "regression":
+        if ycol.dtype.kind not in "biuf":
+            _fail(config, f"{spec.where}.task",
+                  f"dataset {spec.name!r} is a regression problem but its target "
+                  f"{target!r} is not numeric (dtype {ycol.dtype})")
+        y = np.ascontiguousarray(ycol.to_numpy(dtype=np.float64))
+        classes = None
+    else:
+        if ycol.dtype.kind == "f" and not np.all(np.mod(ycol.to_numpy(), 1) == 0):
+            _fail(config, f"{spec.where}.task",
+                  f"dataset {spec.name!r} is a classification problem but its target "
+                  f"{target!r} holds non-integer numbers; set task = \"regression\"")
+        y = ycol.to_numpy()
+        if y.dtype.kind not in "biu":
+            y = np.asarray([str(v) for v in y], dtype=object) if y.dtype.kind != "f" \
+                else y.astype(np.int64)
+        classes = tuple(str(c) for c in np.unique(y))
+        if len(classes) < 2:
+            _fail(config, spec.where, f"target {target!r} of dataset {spec.name!r} has only "
+                                      f"one class ({classes[0]!r})")
+    n = X.shape[0]
+    if n < 2:
+        _fail(config, spec.where, f"dataset {spec.name!r} has {n} case(s); CV needs at least 2")
+    cv = spec.cv
+    if cv["stratify"] and task == "regression" and spec.cv_where["stratify"].startswith(spec.where + "."):
+        _fail(config, spec.cv_where["stratify"], f"stratify needs class labels, but dataset "
+                                                 f"{spec.name!r} is a regression problem")
+    settings = _settings_product(config, spec, task, 0 if classes is None else len(classes))
+    return Data(
+        name=spec.name, task=task, X=X, y=y, feature_names=tuple(map(str, features)),
+        target=str(target), classes=classes, fingerprint=_fingerprint(X, y, features, target),
+        description=description, V=_resolve_V(config, spec, n), n_repeats=cv["n_repeats"],
+        seed=cv["seed"], seeds=None if cv["seeds"] is None else tuple(cv["seeds"]),
+        stratify=bool(cv["stratify"]) and task == "classification", settings=settings,
+        spec=spec)
+
+
+def resolve(config):
+    """Load every dataset of ``config`` and check what depends on the data."""
+    return tuple(_load_one(config, spec) for spec in config.datasets)

@@ -1,0 +1,431 @@
+"""Reports of an experiment: the long table, the course-layout summaries, plots, timings.
+
+Everything here is assembled from the finished cells (:mod:`cartjit.runner`), always in
+the plan's cell order, so the files do not depend on the backend or on the order in
+which cells finished.
+
+``results.csv`` / ``results.parquet``
+    The tidy long table: one row per (cell, k). Floats are written as the shortest
+    text that reads back to the same double (``repr``), so the CSV is byte-identical
+    whenever the results are; ``wall_time_s`` (the last column) measures the machine
+    and is the one column that differs between two runs of the same config.
+``summary.md`` and ``summary/<group>.csv``
+    For each dataset and tree setting, the table of the course (SPEC §6): rows k and
+    |T~_k| (with α_k and R(T_k)), columns V, cells R^CV(T_k) as "mean ± std over
+    repeats"; the leave-one-out column has a single partition and no ±. A second table
+    counts how often each T_k is chosen by the "min" and "1se" rules.
+``plots/<group>.png``
+    R^CV against the number of leaves, one line per V with ±1 SE bars (SE averaged over
+    repeats), and the resubstitution risk R(T_k) for reference. Needs matplotlib (the
+    ``plot`` extra); without it the plots are skipped with a note.
+``cells.csv``, ``timings.md``
+    One row per cell (chosen subtrees, fold count, wall time), and wall time per
+    dataset and V: kept apart from ``summary.md`` so that the summary is reproducible.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._config_file import canonical_json, selection_label
+
+__all__ = ["long_table", "format_csv", "course_table", "course_markdown", "write_reports",
+           "LONG_COLUMNS"]
+
+#: Columns of the long table before the ``chosen_<rule>`` columns and ``wall_time_s``.
+LONG_COLUMNS = (
+    "dataset", "task", "n_samples", "n_features", "settings", "criterion", "priors", "cost",
+    "max_depth", "min_samples_split", "min_samples_leaf", "min_impurity_decrease",
+    "max_leaf_nodes", "V", "loo", "repeat", "seed", "cell_id", "k", "n_leaves", "alpha",
+    "alpha_prime", "risk", "cv_risk", "cv_se", "cp", "rel_error", "xerror", "xstd")
+
+_PER_K = ("k", "n_leaves", "alpha", "alpha_prime", "risk", "cv_risk", "cv_se", "cp",
+          "rel_error", "xerror", "xstd")
+
+
+# --------------------------------------------------------------------------- long table
+
+def _setting_text(value):
+    if isinstance(value, str):
+        return value
+    return canonical_json(value)
+
+
+def long_table(config, data, cells, results):
+    """The long table as a DataFrame (one row per cell and k, in plan order)."""
+    by_name = {d.name: d for d in data}
+    rules = [selection_label(r) for r in config.selection]
+    parts = []
+    for cell in cells:
+        res = results[cell.cell_id]
+        cols = res["columns"]
+        K = len(cols["k"])
+        d = by_name[cell.dataset]
+        s = cell.settings
+        frame = {
+            "dataset": [cell.dataset] * K,
+            "task": [cell.task] * K,
+            "n_samples": [d.n_samples] * K,
+            "n_features": [d.n_features] * K,
+            "settings": [cell.settings_label] * K,
+            "criterion": [s["criterion"]] * K,
+            "priors": [_setting_text(s["priors"]) if "priors" in s else None] * K,
+            "cost": [_setting_text(s["cost"]) if "cost" in s else None] * K,
+            "max_depth": [None if s["max_depth"] == "none" else s["max_depth"]] * K,
+            "min_samples_split": [s["min_samples_split"]] * K,
+            "min_samples_leaf": [s["min_samples_leaf"]] * K,
+            "min_impurity_decrease": [float(s["min_impurity_decrease"])] * K,
+            "max_leaf_nodes": [None if s["max_leaf_nodes"] == "none" else s["max_leaf_nodes"]] * K,
+            "V": [cell.V] * K,
+            "loo": [cell.loo] * K,
+            "repeat": [cell.repeat] * K,
+            "seed": [cell.seed] * K,
+            "cell_id": [cell.cell_id] * K,
+        }
+        for name in _PER_K:
+            frame[name] = cols[name]
+        for rule in rules:
+            kk = res["chosen"][rule]
+            frame[f"chosen_{rule}"] = [i == kk for i in range(K)]
+        frame["wall_time_s"] = [float(res["wall_time_s"])] * K
+        parts.append(frame)
+    columns = list(LONG_COLUMNS) + [f"chosen_{r}" for r in rules] + ["wall_time_s"]
+    merged = {c: [v for p in parts for v in p[c]] for c in columns}
+    df = pd.DataFrame(merged, columns=columns)
+    for c in ("max_depth", "max_leaf_nodes"):
+        df[c] = pd.array(df[c].tolist(), dtype="Int64")
+    for c in ("n_samples", "n_features", "min_samples_split", "min_samples_leaf", "V",
+              "repeat", "k", "n_leaves"):
+        df[c] = df[c].astype(np.int64)
+    df["seed"] = df["seed"].astype(np.int64)
+    for c in ("dataset", "task", "settings", "criterion", "priors", "cost", "cell_id"):
+        df[c] = df[c].astype(object)
+    return df
+
+
+def _fmt(value):
+    """Text of one value: shortest round-trip repr for floats, '' for missing."""
+    if value is None or value is pd.NA:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return "True" if value else "False"
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if math.isnan(v):
+            return ""
+        return repr(v)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return str(value)
+
+
+def format_csv(df):
+    """``df`` as CSV text with exact float formatting (see the module docstring)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(list(df.columns))
+    columns = [df[c].tolist() for c in df.columns]
+    for row in zip(*columns):
+        writer.writerow([_fmt(v) for v in row])
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- course tables
+
+def _groups(df):
+    """(dataset, settings) groups of the long table, in plan order."""
+    keys = list(dict.fromkeys(zip(df["dataset"], df["settings"])))
+    return [(ds, st, df[(df["dataset"] == ds) & (df["settings"] == st)]) for ds, st in keys]
+
+
+def course_table(group):
+    """Numeric course-layout table of one (dataset, settings) group of the long table.
+
+    Rows k; columns ``k, n_leaves, alpha, risk``, then per V either ``V<V>_mean``,
+    ``V<V>_std``, ``V<V>_se`` (random partitions; std over repeats, ddof=1, NaN with one
+    repeat) or ``V<V>_loo``, ``V<V>_loo_se`` (leave-one-out), then the counts of how
+    often each k was chosen per rule and V (``V<V>_chosen_<rule>``).
+    """
+    first = group[group["cell_id"] == group["cell_id"].iloc[0]]
+    base = first[["k", "n_leaves", "alpha", "risk"]].reset_index(drop=True)
+    K = len(base)
+    out = {c: base[c].to_numpy() for c in base.columns}
+    rules = [c[len("chosen_"):] for c in group.columns if c.startswith("chosen_")]
+    for V, gv in group.groupby("V", sort=True):
+        loo = bool(gv["loo"].iloc[0])
+        risk = np.vstack([g["cv_risk"].to_numpy() for _, g in gv.groupby("repeat", sort=True)])
+        se = np.vstack([g["cv_se"].to_numpy() for _, g in gv.groupby("repeat", sort=True)])
+        leaves = np.vstack([g["n_leaves"].to_numpy() for _, g in gv.groupby("repeat", sort=True)])
+        if risk.shape[1] != K or np.any(leaves != base["n_leaves"].to_numpy()):
+            raise ValueError(f"cells of dataset {group['dataset'].iloc[0]!r} disagree on the "
+                             "pruning sequence of the full tree")
+        if loo:
+            out[f"V{V}_loo"] = risk[0]
+            out[f"V{V}_loo_se"] = se[0]
+        else:
+            out[f"V{V}_mean"] = risk.mean(axis=0)
+            out[f"V{V}_std"] = risk.std(axis=0, ddof=1) if risk.shape[0] > 1 else np.full(K, np.nan)
+            out[f"V{V}_se"] = se.mean(axis=0)
+        for rule in rules:
+            chosen = np.vstack([g[f"chosen_{rule}"].to_numpy() for _, g in gv.groupby("repeat", sort=True)])
+            out[f"V{V}_chosen_{rule}"] = chosen.sum(axis=0).astype(np.int64)
+    return pd.DataFrame(out)
+
+
+def _decimals(values):
+    """Decimals that show the smallest positive value with 2 significant digits (0..6)."""
+    vals = np.abs(np.asarray([v for v in values if np.isfinite(v)], dtype=float))
+    vals = vals[vals > 0]
+    if not vals.size:
+        return 3
+    return int(min(6, max(0, 1 - math.floor(math.log10(vals.min())))))
+
+
+def _g(x):
+    if x == 0:
+        return "0"
+    return f"{x:.3g}"
+
+
+def _pick_rows(table, max_rows):
+    """Row positions to show when K is large: ends, the minima, the chosen trees."""
+    K = len(table)
+    if K <= max_rows:
+        return list(range(K))
+    keep = set(range(3)) | set(range(K - 3, K))
+    for col in table.columns:
+        if col.endswith("_mean") or col.endswith("_loo"):
+            i = int(np.nanargmin(table[col].to_numpy()))
+            keep |= set(range(max(0, i - 3), min(K, i + 4)))
+        if "_chosen_" in col:
+            keep |= set(np.flatnonzero(table[col].to_numpy() > 0).tolist())
+    return sorted(keep)
+
+
+def course_markdown(table, n_repeats, rules=("min", "1se"), max_rows=40):
+    """The course table (and the chosen-subtree counts) as Markdown text."""
+    Vs = []
+    for c in table.columns:
+        if c.startswith("V") and (c.endswith("_mean") or c.endswith("_loo")):
+            Vs.append((int(c[1:].split("_")[0]), c.endswith("_loo")))
+    cv_values = []
+    for V, loo in Vs:
+        cv_values.extend(table[f"V{V}_loo" if loo else f"V{V}_mean"].tolist())
+    dec = _decimals(cv_values)
+    head = ["k", "\\|T̃_k\\|", "α_k", "R(T_k)"] + [
+        f"V = {V} (LOO)" if loo else f"V = {V}" for V, loo in Vs]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    rows = _pick_rows(table, max_rows)
+    prev = -1
+    for i in rows:
+        if i != prev + 1:
+            lines.append("| ⋮ " * len(head) + "|")
+        prev = i
+        r = table.iloc[i]
+        cells = [str(int(r["k"])), str(int(r["n_leaves"])), _g(float(r["alpha"])),
+                 f"{float(r['risk']):.{dec}f}"]
+        for V, loo in Vs:
+            if loo:
+                cells.append(f"{float(r[f'V{V}_loo']):.{dec}f}")
+            else:
+                m, s = float(r[f"V{V}_mean"]), float(r[f"V{V}_std"])
+                cells.append(f"{m:.{dec}f} ± {s:.{dec}f}" if np.isfinite(s) else f"{m:.{dec}f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    rules = [r for r in rules if any(c.endswith(f"_chosen_{r}") for c in table.columns)]
+    if rules:
+        head2 = ["k", "\\|T̃_k\\|"] + [f"V = {V} (LOO)" if loo else f"V = {V}" for V, loo in Vs]
+        lines = ["| " + " | ".join(head2) + " |", "|" + "---:|" * len(head2)]
+        shown = [i for i in range(len(table))
+                 if any(table[f"V{V}_chosen_{r}"].iloc[i] > 0 for V, _ in Vs for r in rules)]
+        for i in shown:
+            r = table.iloc[i]
+            cells = [str(int(r["k"])), str(int(r["n_leaves"]))]
+            for V, loo in Vs:
+                cells.append(" / ".join(str(int(r[f"V{V}_chosen_{rule}"])) for rule in rules))
+            lines.append("| " + " | ".join(cells) + " |")
+        text += ("\nTimes each T_k was chosen over the repeats, by rule "
+                 + " / ".join(f"`{r}`" for r in rules) + " (rows never chosen are left out):\n\n"
+                 + "\n".join(lines) + "\n")
+    return text
+
+
+# --------------------------------------------------------------------------- plots
+
+def _have_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def plot_group(table, title, path):
+    """R^CV (±1 SE) against |T~_k|, one line per V, plus R(T_k); PNG to a path or file."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.2), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    leaves = table["n_leaves"].to_numpy(dtype=float)
+    Vs = [(int(c[1:].split("_")[0]), c.endswith("_loo")) for c in table.columns
+          if c.startswith("V") and (c.endswith("_mean") or c.endswith("_loo"))]
+    log_x = leaves.max() > 30
+    n = len(Vs)
+    for i, (V, loo) in enumerate(Vs):
+        y = table[f"V{V}_loo" if loo else f"V{V}_mean"].to_numpy()
+        se = table[f"V{V}_loo_se" if loo else f"V{V}_se"].to_numpy()
+        shift = 1.0 + 0.012 * (i - (n - 1) / 2)  # small offsets keep the bars apart
+        x = leaves * shift if log_x else leaves + 0.06 * (i - (n - 1) / 2)
+        ax.errorbar(x, y, yerr=se, marker="o", markersize=3.5, linewidth=1.2, capsize=2.5,
+                    label=f"V = {V} (LOO)" if loo else f"V = {V}")
+    ax.plot(leaves, table["risk"].to_numpy(), color="0.5", linestyle="--", linewidth=1,
+            label="R(T_k) (resubstitution)")
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel("number of leaves |T̃_k|")
+    ax.set_ylabel("cross-validated risk $R^{CV}(T_k)$")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, format="png", metadata={"Software": None})
+
+
+# --------------------------------------------------------------------------- writing
+
+def _settings_text(cell):
+    s = cell.settings
+    parts = [s["criterion"]]
+    if cell.task == "classification":
+        pri = s["priors"]
+        parts.append(f"{pri} priors" if isinstance(pri, str) else f"priors {canonical_json(pri)}")
+        parts.append("0-1 cost" if s["cost"] == "0-1" else f"cost {canonical_json(s['cost'])}")
+    for key, default in (("max_depth", "none"), ("min_samples_split", 2),
+                         ("min_samples_leaf", 1), ("min_impurity_decrease", 0.0),
+                         ("max_leaf_nodes", "none")):
+        if s[key] != default:
+            parts.append(f"{key}={s[key]}")
+    return ", ".join(parts)
+
+
+def _slug(cell):
+    return cell.dataset if not cell.settings_slug else f"{cell.dataset}__{cell.settings_slug}"
+
+
+def cells_table(config, data, cells, results):
+    """One row per cell: its key, the trees chosen by each rule, folds and wall time."""
+    rules = [selection_label(r) for r in config.selection]
+    by_name = {d.name: d for d in data}
+    rows = []
+    for cell in cells:
+        res = results[cell.cell_id]
+        cols = res["columns"]
+        row = {"dataset": cell.dataset, "n_samples": by_name[cell.dataset].n_samples,
+               "settings": cell.settings_label, "V": cell.V, "loo": cell.loo,
+               "repeat": cell.repeat, "seed": cell.seed, "cell_id": cell.cell_id,
+               "n_folds": res["n_folds"], "K": len(cols["k"]),
+               "leaves_T1": cols["n_leaves"][0]}
+        for rule in rules:
+            kk = res["chosen"][rule]
+            row[f"k_{rule}"] = cols["k"][kk]
+            row[f"leaves_{rule}"] = cols["n_leaves"][kk]
+            row[f"cv_risk_{rule}"] = cols["cv_risk"][kk]
+        row["warnings"] = " | ".join(res.get("warnings", []))
+        row["wall_time_s"] = res["wall_time_s"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _timings_markdown(ctab):
+    lines = ["| dataset | N | settings | V | cells | fold fits | wall time (s) | per cell (s) | per fit (ms) |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    total = 0.0
+    for (ds, st, V), g in ctab.groupby(["dataset", "settings", "V"], sort=False):
+        fits = int((g["n_folds"] + 1).sum())
+        wall = float(g["wall_time_s"].sum())
+        total += wall
+        lines.append(f"| {ds} | {int(g['n_samples'].iloc[0])} | {st or '-'} | {V} | {len(g)} | "
+                     f"{fits} | {wall:.3f} | {wall / len(g):.4f} | {1e3 * wall / fits:.2f} |")
+    return ("Wall time of each cell's fit (CV estimator `fit`, full tree and fold trees), "
+            f"summed; total {total:.2f} s of cell time. It measures the machine and the "
+            "backend, not the method.\n\n" + "\n".join(lines) + "\n")
+
+
+def write_reports(out, config, data, cells, results, *, max_rows=40):
+    """Write every report file into ``out``; returns their paths relative to ``out``."""
+    from .runner import atomic_write
+
+    out = Path(out)
+    written = []
+
+    def put(rel, content):
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, content, fsync=False)
+        written.append(rel)
+
+    df = long_table(config, data, cells, results)
+    put("results.csv", format_csv(df))
+    try:
+        import pyarrow  # noqa: F401
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        put("results.parquet", buf.getvalue())
+    except ImportError:
+        warnings.warn("pyarrow is not installed: results.parquet was not written (pip install "
+                      "pyarrow); results.csv holds the same table", RuntimeWarning, stacklevel=2)
+
+    ctab = cells_table(config, data, cells, results)
+    put("cells.csv", format_csv(ctab))
+    put("timings.md", f"# Timings: {config.name}\n\n" + _timings_markdown(ctab))
+
+    by_name = {d.name: d for d in data}
+    first_cell = {}
+    for cell in cells:
+        first_cell.setdefault((cell.dataset, cell.settings_label), cell)
+    plots = _have_matplotlib()
+    rules = tuple(selection_label(r) for r in config.selection)
+    md = [f"# {config.name}", ""]
+    if config.description:
+        md += [config.description.strip(), ""]
+    md += ["Cross-validated risk R^CV(T_k) of the pruning sequence T_1 > T_2 > … > T_K "
+           "(SPEC §4–5), for each dataset and V: mean ± standard deviation over the "
+           "repeated random partitions (leave-one-out has one partition, so no ±). "
+           "α_k: the cost-complexity parameter at which T_k becomes optimal; R(T_k): "
+           "resubstitution risk. Generated by `cartjit run`; the long table is "
+           "`results.csv`.", ""]
+    if not plots:
+        md += ["*(matplotlib is not installed: no plots; `pip install \"cartjit[plot]\"`.)*", ""]
+    for ds, st, group in _groups(df):
+        cell = first_cell[(ds, st)]
+        d = by_name[ds]
+        table = course_table(group)
+        slug = _slug(cell)
+        put(f"summary/{slug}.csv", format_csv(table))
+        repeats = sorted({int(v) for v in group.loc[~group["loo"], "repeat"]})
+        n_rep = len(repeats)
+        title = ds if not st else f"{ds} ({st})"
+        md += [f"## {title}", "",
+               f"N = {d.n_samples} cases, {d.n_features} features "
+               f"({', '.join(d.feature_names[:8])}{', …' if d.n_features > 8 else ''}), "
+               f"{d.task}; {_settings_text(cell)}"
+               + (f"; {n_rep} repeat{'s' if n_rep != 1 else ''} of each random partition"
+                  if n_rep else "") + (", stratified" if cell.stratify else "") + ".", ""]
+        md.append(course_markdown(table, n_rep, rules=rules, max_rows=max_rows))
+        if plots:
+            png = io.BytesIO()
+            plot_group(table, f"{title}: N = {d.n_samples}", png)
+            put(f"plots/{slug}.png", png.getvalue())
+            md += ["", f"![{title}](plots/{slug}.png)"]
+        md.append("")
+    put("summary.md", "\n".join(md))
+    return written
