@@ -69,8 +69,10 @@ def _check_cv_int(cv, n):
 def make_folds(cv, n, *, y=None, stratify=False, n_repeats=1, random_state=0):
     """The fold ids of every repeat (see :class:`FoldPlan`).
 
-    ``cv`` is V (an int), ``"loo"`` (V = n) or an array of n fold labels (any values;
-    each distinct value is one fold, as in rpart's ``xval`` vector). Random folds have
+    ``cv`` is V (an int), ``"loo"`` (V = n), an array of n fold labels (any values;
+    each distinct value is one fold, as in rpart's ``xval`` vector), or scikit-learn
+    style (train, test) index pairs / a splitter with ``split``, whose test sets must
+    partition the cases. Random folds have
     sizes differing by at most one; stratified folds deal each class's shuffled cases
     round-robin so every fold gets ⌊n_j/V⌋ or ⌈n_j/V⌉ of class j.
     """
@@ -78,6 +80,9 @@ def make_folds(cv, n, *, y=None, stratify=False, n_repeats=1, random_state=0):
         raise TypeError(f"n_repeats must be an int >= 1, got {n_repeats!r}")
     if n_repeats < 1:
         raise ValueError(f"n_repeats must be >= 1, got {n_repeats}")
+    if n < 2:
+        raise ValueError(f"cross-validation needs at least 2 cases, got {n} sample(s) "
+                         "(n_samples = 1 cannot be split into folds)")
     if isinstance(cv, str):
         if cv != "loo":
             raise ValueError(f"cv must be an int >= 2, 'loo' or an array of fold ids, got {cv!r}")
@@ -108,7 +113,12 @@ def make_folds(cv, n, *, y=None, stratify=False, n_repeats=1, random_state=0):
             else:
                 folds[r, rng.permutation(n)] = np.arange(n) % v
         return FoldPlan(folds, v, False)
-    ids = np.asarray(cv)
+    if hasattr(cv, "split") or _is_split_list(cv):
+        if hasattr(cv, "split"):
+            cv = list(cv.split(np.zeros((n, 1)), y))
+        ids = _folds_from_splits(cv, n)
+    else:
+        ids = np.asarray(cv)
     if ids.ndim != 1 or ids.shape[0] != n:
         raise ValueError(f"cv fold ids must be a 1-d array with one id per case ({n}), "
                          f"got shape {ids.shape}")
@@ -121,6 +131,38 @@ def make_folds(cv, n, *, y=None, stratify=False, n_repeats=1, random_state=0):
         raise ValueError("n_repeats > 1 needs random folds; with given fold ids use n_repeats=1")
     loo = labels.shape[0] == n
     return FoldPlan(folds.reshape(1, -1).astype(np.int64), int(labels.shape[0]), loo)
+
+
+def _is_split_list(cv):
+    """A list of (train, test) index pairs, as scikit-learn's splitters produce."""
+    if not isinstance(cv, (list, tuple)) or not cv:
+        return False
+    return all(isinstance(pair, (list, tuple)) and len(pair) == 2 for pair in cv)
+
+
+def _folds_from_splits(splits, n):
+    """Fold ids from (train, test) pairs whose test sets partition the n cases."""
+    folds = np.full(n, -1, dtype=np.int64)
+    for v, (train, test) in enumerate(splits):
+        test = np.asarray(test)
+        if test.dtype == bool:
+            test = np.flatnonzero(test)
+        if test.size and (test.min() < 0 or test.max() >= n):
+            raise ValueError(f"cv split {v}: test indices must lie in [0, {n})")
+        if np.any(folds[test] >= 0):
+            raise ValueError(f"cv split {v}: a case is in more than one test set; V-fold CV "
+                             "needs test sets that partition the cases")
+        folds[test] = v
+        train = np.asarray(train)
+        if train.dtype == bool:
+            train = np.flatnonzero(train)
+        expected = np.setdiff1d(np.arange(n), test)
+        if not np.array_equal(np.sort(train), expected):
+            raise ValueError(f"cv split {v}: the training set must be every case not in its "
+                             "test set")
+    if np.any(folds < 0):
+        raise ValueError("cv splits: every case must be in exactly one test set")
+    return folds
 
 
 def midpoints(alphas):

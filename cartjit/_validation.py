@@ -244,6 +244,13 @@ def check_y_reg(y, n_samples, name="y"):
         if np.isnan(arr).any():
             raise ValueError(f"Input {name} contains NaN")
         raise ValueError(f"Input {name} contains infinity or a value too large for dtype('float64')")
+    if arr.size:
+        spread = float(np.max(arr) - np.min(arr)) if np.isfinite(np.max(arr) - np.min(arr)) else np.inf
+        if spread * spread * arr.shape[0] > np.finfo(np.float64).max / 16:
+            raise ValueError(
+                f"{name} spans {np.min(arr):.3g} to {np.max(arr):.3g}: squared errors of such "
+                "values overflow float64, so no risk R(t) can be computed; rescale y "
+                "(e.g. divide it by a power of 10) before fitting")
     return arr
 
 

@@ -22,8 +22,8 @@ import numpy as np
 from . import _validation as V
 from ._builder import presort
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
-from ._cv import (grow_fold_trees, make_folds, midpoints, path_table, pruning_sequence,
-                  score_fold_trees, select_index)
+from ._cv import (_folds_from_splits, _is_split_list, grow_fold_trees, make_folds,
+                  path_table, pruning_sequence, score_fold_trees, select_index)
 from ._fit import Problem, Settings, fit_tree
 from ._predict import apply as _apply_kernel
 from ._tree import subtree
@@ -325,12 +325,11 @@ class _CVMixin:
 
     ccp_alpha = None  # the CV estimators choose α themselves
 
+    stratify = False  # CARTRegressorCV has no stratify parameter
+
     def _check_cv_params(self):
-        for name in ("stratify",):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.stratify and not self._is_classifier:
-            raise ValueError("stratify=True needs class labels: it is for CARTClassifierCV only")
+        if not isinstance(self.stratify, (bool, np.bool_)):
+            raise TypeError(f"stratify must be True or False, got {self.stratify!r}")
         if self.random_state is not None:
             V.check_int(self.random_state, "random_state", low=0)
         select_index(np.zeros(1), np.zeros(1), self.selection)  # validates selection
@@ -344,9 +343,16 @@ class _CVMixin:
         problem, settings, _, names, classes = self._prepare(X, y, sample_weight)
         n = problem.X.shape[0]
         cv = self.cv
-        if not isinstance(cv, (str, int, np.integer)) and self._kept_rows is not None:
+        if self._kept_rows is not None and not isinstance(cv, (str, int, np.integer)):
+            n_rows = self._kept_rows.shape[0]
+            if hasattr(cv, "split") or _is_split_list(cv):
+                labels = np.asarray(y) if self._is_classifier else None
+                if labels is not None and self.stratify is False:
+                    labels = None
+                splits = list(cv.split(np.zeros((n_rows, 1)), labels)) if hasattr(cv, "split") else cv
+                cv = _folds_from_splits(splits, n_rows)
             ids = np.asarray(cv)
-            if ids.ndim == 1 and ids.shape[0] == self._kept_rows.shape[0]:
+            if ids.ndim == 1 and ids.shape[0] == n_rows:
                 cv = ids[self._kept_rows]  # fold ids follow the cases that take part
         seed = 0 if self.random_state is None else self.random_state
         plan = make_folds(cv, n, y=problem.y_class if self.stratify else None,
@@ -533,9 +539,10 @@ class CARTRegressor(_BaseCART):
 _CV_DOC = """
     Cross-validation parameters
     ---------------------------
-    cv : int, "loo" or array of shape (n_samples,), default 10
-        V folds (2 <= V <= n), leave-one-out, or one fold id per case (any labels, like
-        rpart's ``xval`` vector).
+    cv : int, "loo", array of shape (n_samples,) or splits, default 10
+        V folds (2 <= V <= n), leave-one-out, one fold id per case (any labels, like
+        rpart's ``xval`` vector), or scikit-learn style (train, test) index pairs or a
+        splitter object whose test sets partition the cases.
     stratify : bool, default False
         Deal each class's cases round-robin over the folds (classification only).
     n_repeats : int, default 1
@@ -604,7 +611,6 @@ class CARTRegressorCV(_CVMixin, CARTRegressor):
                          max_leaf_nodes=max_leaf_nodes)
         del self.ccp_alpha
         self.cv = cv
-        self.stratify = False
         self.n_repeats = n_repeats
         self.selection = selection
         self.random_state = random_state

