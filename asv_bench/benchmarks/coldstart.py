@@ -1,0 +1,118 @@
+"""Cold start: what a new process pays before its first tree (STYLE 7).
+
+``timeraw_`` benchmarks: asv runs the returned code in a fresh interpreter and times
+the statement (not the setup code, which only sets environment variables before
+Numba is imported). The statement is what a user types::
+
+    import cartjit
+    from cartjit.datasets import load_iris
+    X, y = load_iris(return_X_y=True)
+    cartjit.CARTClassifier().fit(X, y)          # stage "fit"
+    # .predict(X) as well                       # stage "fit_predict"
+
+Cache modes, set through the environment of the fresh interpreter:
+
+``cold``  ``NUMBA_CACHE_DIR`` is a new empty directory for every sample: the first use
+          after installing (or after editing a kernel's source): every kernel is
+          compiled and written to the cache.
+``warm``  ``NUMBA_CACHE_DIR`` is a directory populated once in ``setup_cache`` by the
+          same code: every later process, kernels loaded from the cache.
+``off``   ``CARTJIT_CACHE=0`` (and an empty ``NUMBA_CACHE_DIR``): compiled in every
+          process, nothing written; what users who turn the cache off pay each time.
+
+The directories live in the working directory asv gives ``setup_cache``, which it
+removes afterwards.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+MODES = ("cold", "warm", "off")
+STAGES = ("fit", "fit_predict")
+
+_STATEMENT = {
+    "import": "import cartjit\n",
+    "fit": textwrap.dedent("""\
+        import cartjit
+        from cartjit.datasets import load_iris
+        X, y = load_iris(return_X_y=True)
+        cartjit.CARTClassifier().fit(X, y)
+        """),
+    "fit_predict": textwrap.dedent("""\
+        import cartjit
+        from cartjit.datasets import load_iris
+        X, y = load_iris(return_X_y=True)
+        cartjit.CARTClassifier().fit(X, y).predict(X)
+        """),
+}
+
+
+def _cartjit_root():
+    """The sys.path entry that the benchmark process imports cartjit from.
+
+    asv strips ``PYTHONPATH`` from the environment its benchmark processes pass on
+    (``ASV_PYTHONPATH`` reaches only the benchmark process itself), so the fresh
+    interpreter is told explicitly, to time the same cartjit.
+    """
+    spec = importlib.util.find_spec("cartjit")
+    return os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+
+
+def _env_setup(cache_dir, cache_on):
+    """Setup code of the fresh interpreter: path and environment before any import."""
+    return textwrap.dedent(f"""\
+        import os, sys
+        sys.path.insert(0, {_cartjit_root()!r})
+        os.environ["NUMBA_CACHE_DIR"] = {cache_dir!r}
+        os.environ["CARTJIT_CACHE"] = {"1" if cache_on else "0"!r}
+        """)
+
+
+class ColdStart:
+    """Import + first fit (+ first predict) of a classifier on iris, new interpreter."""
+
+    params = [list(MODES), list(STAGES)]
+    param_names = ["cache", "stage"]
+    # One sample is one fresh interpreter (tens of seconds when compiling on a busy
+    # machine): no warm-up sample, 2 to 5 samples, one round.
+    number = 1
+    repeat = (2, 5, 60.0)
+    rounds = 1
+    warmup_time = 0.0
+    timeout = 1200.0
+
+    def setup_cache(self):
+        root = os.path.abspath("cartjit-coldstart")
+        os.makedirs(root, exist_ok=True)
+        warm = os.path.join(root, "warm")
+        os.makedirs(warm, exist_ok=True)
+        code = _env_setup(warm, True) + _STATEMENT["fit_predict"]
+        subprocess.run([sys.executable, "-c", code], check=True)
+        return {"root": root, "warm": warm}
+
+    setup_cache.timeout = 1200.0
+
+    def timeraw_first_tree(self, dirs, cache, stage):
+        if cache == "warm":
+            setup = _env_setup(dirs["warm"], True)
+        else:
+            # A new empty directory for every sample (this runs once per sample).
+            fresh = tempfile.mkdtemp(prefix=f"{cache}-", dir=dirs["root"])
+            setup = _env_setup(fresh, cache == "cold")
+        return _STATEMENT[stage], setup
+
+
+class Import:
+    """``import cartjit`` alone in a fresh interpreter (nothing is compiled at import)."""
+
+    number = 1
+    repeat = (3, 10, 30.0)
+    warmup_time = 0.0
+
+    def timeraw_import(self):
+        return _STATEMENT["import"], f"import sys; sys.path.insert(0, {_cartjit_root()!r})"

@@ -1,0 +1,580 @@
+#!/usr/bin/env python
+"""Compare cartjit with scikit-learn's decision trees on the same data.
+
+Three reports, each printed as Markdown, headed by the machine (CPU model, cores, load),
+the versions of cartjit, scikit-learn, NumPy and Numba, and the exact command:
+
+default        one process: seeded data from :mod:`cartjit.datasets`, then both
+               libraries fit the same arrays ``--repeat`` times (interleaved, so that
+               a busy machine slows both alike); best fit time, tree size and depth,
+               best predict time on the training rows, agreement of the predictions
+               on the training rows and on held-out rows of the same draw.
+``--memory``   each fit in its own fresh interpreter: the RSS after imports, data
+               and warm-up is the baseline; the peak RSS during the fit minus it is
+               the fit's memory (Linux: the high-water mark is reset through
+               ``/proc/self/clear_refs`` just before the fit; elsewhere psutil polls).
+``--coldstart`` ``import`` + first fit (+ first predict) on iris in fresh interpreters:
+               cartjit with an empty Numba cache (a new ``NUMBA_CACHE_DIR``), again
+               with that cache populated, with ``CARTJIT_CACHE=0``; scikit-learn for
+               reference.
+
+Both libraries grow to purity with their defaults (``CARTClassifier(criterion="gini")``
+/ ``CARTRegressor()``; ``DecisionTreeClassifier(random_state=0)`` /
+``DecisionTreeRegressor(random_state=0)``). scikit-learn converts X to float32 in
+``fit`` and ``predict``; that copy is part of its times. ``--threads N`` sets
+``NUMBA_NUM_THREADS`` (cartjit's kernels and its thread pool) before Numba is imported;
+scikit-learn's tree builder is single-threaded whatever the setting.
+
+Examples::
+
+    python asv_bench/peers.py --n 100000
+    python asv_bench/peers.py --n 1000000 --task regression --repeat 3 --threads 8
+    python asv_bench/peers.py --n 1000000 --memory
+    python asv_bench/peers.py --coldstart
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+# Environment as given, before this script changes anything (for the command line).
+_ENV_AT_START = {k: v for k, v in os.environ.items()
+                 if k.startswith(("NUMBA_", "CARTJIT_", "OMP_", "MKL_", "OPENBLAS_"))}
+
+
+# --------------------------------------------------------------------------- arguments
+
+def _positive_int(text):
+    try:
+        value = int(float(text)) if "e" in text.lower() else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text):
+    return 0 if text.strip() == "0" else _positive_int(text)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        prog="peers.py",
+        description="cartjit against scikit-learn's DecisionTreeClassifier/Regressor on "
+                    "the same seeded data; prints Markdown.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--n", type=_positive_int, default=100_000,
+                   help="training rows (1e5 style accepted)")
+    p.add_argument("--features", type=_positive_int, default=20, help="features")
+    p.add_argument("--classes", type=_positive_int, default=3,
+                   help="classes (classification only)")
+    p.add_argument("--task", choices=("classification", "regression"),
+                   default="classification")
+    p.add_argument("--repeat", type=_positive_int, default=3,
+                   help="timed fits / predicts per library (best is reported); "
+                        "fresh interpreters per cache mode with --coldstart")
+    p.add_argument("--threads", type=_positive_int, default=None,
+                   help="NUMBA_NUM_THREADS for cartjit (default: Numba's, all cores)")
+    p.add_argument("--holdout", type=_non_negative_int, default=50_000,
+                   help="rows held out of the same draw for the agreement on new data "
+                        "(0: none)")
+    p.add_argument("--seed", type=int, default=0, help="random_state of the generator")
+    p.add_argument("--memory", action="store_true",
+                   help="peak RSS of each fit, each in a fresh interpreter")
+    p.add_argument("--coldstart", action="store_true",
+                   help="import + first fit on iris in fresh interpreters")
+    p.add_argument("--child", choices=("memory-cartjit", "memory-sklearn"),
+                   help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.classes < 2:
+        p.error(f"--classes must be >= 2, got {args.classes}")
+    return args
+
+
+# --------------------------------------------------------------------------- machine
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _mem_total_gib():
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("nan")
+
+
+def _cartjit_root():
+    """The sys.path entry cartjit is imported from (children are pointed at it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("cartjit")
+    return os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+
+
+def _git_state(root):
+    try:
+        commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, timeout=10)
+        if commit.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "cartjit"],
+                               capture_output=True, text=True, timeout=10)
+        state = commit.stdout.strip()
+        if dirty.stdout.strip():
+            state += " + uncommitted changes under cartjit/"
+        return state
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def header(title, argv):
+    """Markdown lines: title, machine, versions, command."""
+    import numba
+    import numpy
+    import sklearn
+
+    import cartjit
+
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = os.cpu_count()
+    try:
+        load = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    except OSError:
+        load = "n/a"
+    root = _cartjit_root()
+    git = _git_state(root)
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(_ENV_AT_START.items()))
+    command = shlex.join(["python", *argv])
+    lines = [
+        f"## {title}",
+        "",
+        f"- command: `{(env + ' ') if env else ''}{command}`",
+        f"- machine: {_cpu_model()}; nproc {affinity} (os.cpu_count {os.cpu_count()}); "
+        f"{_mem_total_gib():.1f} GiB RAM; load average {load} (at start); "
+        f"{platform.system()} {platform.release()}",
+        f"- versions: cartjit {cartjit.__version__} ({root}"
+        f"{', git ' + git if git else ''}), scikit-learn {sklearn.__version__}, "
+        f"numpy {numpy.__version__}, numba {numba.__version__}, "
+        f"python {platform.python_version()}",
+        f"- numba threads: {numba.get_num_threads()}"
+        f" (NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'unset')}); "
+        "scikit-learn's tree fit is single-threaded",
+    ]
+    return lines
+
+
+# --------------------------------------------------------------------------- models
+
+def _make_data(task, n, features, classes, seed):
+    from cartjit.datasets import make_classification, make_regression
+
+    if task == "classification":
+        return make_classification(n, features, classes, random_state=seed)
+    return make_regression(n, features, random_state=seed)
+
+
+def _draw(args):
+    """One draw of n + holdout rows (a draw of another size is another problem)."""
+    X, y = _make_data(args.task, args.n + args.holdout, args.features, args.classes,
+                      args.seed)
+    return X[:args.n], y[:args.n], X[args.n:], y[args.n:]
+
+
+def _cartjit_model(task):
+    from cartjit import CARTClassifier, CARTRegressor
+
+    return CARTClassifier(criterion="gini") if task == "classification" else CARTRegressor()
+
+
+def _sklearn_model(task):
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    if task == "classification":
+        return DecisionTreeClassifier(random_state=0)
+    return DecisionTreeRegressor(random_state=0)
+
+
+def _warm_up(task, lib, features, classes):
+    """First fit + predict on a tiny problem: JIT compile/cache load, lazy imports."""
+    X, y = _make_data(task, 300, features, classes, 12345)
+    model = (_cartjit_model if lib == "cartjit" else _sklearn_model)(task)
+    start = time.perf_counter()
+    model.fit(X, y).predict(X)
+    return time.perf_counter() - start
+
+
+def _size(model, lib):
+    if lib == "cartjit":
+        return int(model.tree_.n_leaves), int(model.tree_.max_depth)
+    return int(model.get_n_leaves()), int(model.get_depth())
+
+
+def _agree(task, a, b):
+    import numpy as np
+
+    if a.shape[0] == 0:
+        return float("nan")
+    if task == "classification":
+        return float(np.mean(a == b))
+    return float(np.mean(np.abs(a - b) <= 1e-9 * np.maximum(1.0, np.abs(b))))
+
+
+def _score(task, pred, y):
+    import numpy as np
+
+    if y.shape[0] == 0:
+        return float("nan")
+    if task == "classification":
+        return float(np.mean(pred == y))
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    return 1.0 - float(np.sum((y - pred) ** 2)) / ss_tot if ss_tot > 0 else float("nan")
+
+
+def _fmt_s(t):
+    return f"{t:.3f}" if t < 100 else f"{t:.1f}"
+
+
+def _ratio(a, b):
+    return f"{a / b:.2f}" if b > 0 else "n/a"
+
+
+# --------------------------------------------------------------------------- reports
+
+def report_timing(args, argv):
+    import cartjit.datasets  # noqa: F401  (imports Numba: not part of the draw's time)
+
+    t0 = time.perf_counter()
+    X, y, X_test, y_test = _draw(args)
+    t_data = time.perf_counter() - t0
+    warm = {lib: _warm_up(args.task, lib, args.features, args.classes)
+            for lib in ("cartjit", "sklearn")}
+    libs = ("cartjit", "sklearn")
+    make = {"cartjit": _cartjit_model, "sklearn": _sklearn_model}
+    fit_times = {lib: [] for lib in libs}
+    models = {}
+    for _ in range(args.repeat):
+        for lib in libs:  # interleaved: load on the machine hits both alike
+            model = make[lib](args.task)
+            gc.collect()
+            start = time.perf_counter()
+            model.fit(X, y)
+            fit_times[lib].append(time.perf_counter() - start)
+            models[lib] = model
+    pred_times = {lib: [] for lib in libs}
+    preds = {}
+    for _ in range(args.repeat):
+        for lib in libs:
+            start = time.perf_counter()
+            preds[lib] = models[lib].predict(X)
+            pred_times[lib].append(time.perf_counter() - start)
+    test_preds = {lib: (models[lib].predict(X_test) if X_test.shape[0] else y_test)
+                  for lib in libs}
+    size = {lib: _size(models[lib], lib) for lib in libs}
+    score_name = "accuracy" if args.task == "classification" else "R^2"
+    tol = "" if args.task == "classification" else " (tolerance below)"
+
+    lines = header(f"cartjit vs scikit-learn: {args.task}, n={args.n:,}, "
+                   f"{args.features} features"
+                   + (f", {args.classes} classes" if args.task == "classification" else ""),
+                   argv)
+    import numba
+    lines += [
+        f"- numba threading layer: {numba.threading_layer()}",
+        f"- data: cartjit.datasets.make_{args.task}(random_state={args.seed}), one draw of "
+        f"{args.n + args.holdout:,} rows: the first {args.n:,} train, the last "
+        f"{args.holdout:,} are held out; {_fmt_s(t_data)} s to draw",
+        f"- untimed warm-up fit+predict on 300 rows: cartjit {_fmt_s(warm['cartjit'])} s "
+        f"(JIT compile or cache load), scikit-learn {_fmt_s(warm['sklearn'])} s",
+        "",
+        "| | cartjit | scikit-learn | cartjit / sklearn |",
+        "|---|---:|---:|---:|",
+        f"| fit time (s), best of {args.repeat} | {_fmt_s(min(fit_times['cartjit']))} | "
+        f"{_fmt_s(min(fit_times['sklearn']))} | "
+        f"{_ratio(min(fit_times['cartjit']), min(fit_times['sklearn']))} |",
+        f"| leaves | {size['cartjit'][0]:,} | {size['sklearn'][0]:,} | "
+        f"{_ratio(size['cartjit'][0], size['sklearn'][0])} |",
+        f"| depth | {size['cartjit'][1]} | {size['sklearn'][1]} | |",
+        f"| predict time on the {args.n:,} training rows (s), best of {args.repeat} | "
+        f"{_fmt_s(min(pred_times['cartjit']))} | {_fmt_s(min(pred_times['sklearn']))} | "
+        f"{_ratio(min(pred_times['cartjit']), min(pred_times['sklearn']))} |",
+        f"| prediction agreement, training rows{tol} | "
+        f"{_agree(args.task, preds['cartjit'], preds['sklearn']):.4f} | | |",
+        f"| prediction agreement, {args.holdout:,} held-out rows{tol} | "
+        f"{_agree(args.task, test_preds['cartjit'], test_preds['sklearn']):.4f} | | |",
+        f"| held-out {score_name} | {_score(args.task, test_preds['cartjit'], y_test):.4f} | "
+        f"{_score(args.task, test_preds['sklearn'], y_test):.4f} | |",
+        "",
+    ]
+    if args.task == "regression":
+        lines += ["Tolerance: regression predictions agree when they differ by at most "
+                  "1e-9 · max(1, abs(scikit-learn's prediction)).", ""]
+    lines += [
+        "All fit times (s): " + "; ".join(
+            f"{lib} " + ", ".join(_fmt_s(t) for t in fit_times[lib]) for lib in libs),
+        "All predict times (s): " + "; ".join(
+            f"{lib} " + ", ".join(_fmt_s(t) for t in pred_times[lib]) for lib in libs),
+    ]
+    return lines
+
+
+# ---- memory
+
+def _status_kib(field):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def _reset_high_water_mark():
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return _status_kib("VmHWM") <= _status_kib("VmRSS") + 4
+    except (OSError, KeyError):
+        return False
+
+
+def _measure_peak(fn):
+    """(RSS before fn, peak RSS during fn, method), in bytes."""
+    gc.collect()
+    if _reset_high_water_mark():
+        before = 1024 * _status_kib("VmRSS")
+        fn()
+        return before, 1024 * _status_kib("VmHWM"), "VmHWM reset via /proc/self/clear_refs"
+    import psutil
+
+    proc = psutil.Process()
+    before = proc.memory_info().rss
+    peak = [before]
+    done = threading.Event()
+
+    def poll():
+        while not done.is_set():
+            peak[0] = max(peak[0], proc.memory_info().rss)
+            done.wait(0.0005)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    try:
+        fn()
+    finally:
+        done.set()
+        thread.join()
+    return before, max(peak[0], proc.memory_info().rss), "psutil polling every 0.5 ms"
+
+
+def child_memory(args):
+    """Runs in a fresh interpreter: one fit, its memory as JSON on stdout."""
+    import resource
+
+    lib = args.child.split("-", 1)[1]
+    X, y, _, _ = _draw(args)
+    _warm_up(args.task, lib, args.features, args.classes)
+    model = (_cartjit_model if lib == "cartjit" else _sklearn_model)(args.task)
+    start = time.perf_counter()
+    before, peak, method = _measure_peak(lambda: model.fit(X, y))
+    elapsed = time.perf_counter() - start
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    maxrss *= 1 if sys.platform == "darwin" else 1024
+    print(json.dumps({"lib": lib, "before": before, "peak": peak, "method": method,
+                      "process_peak": maxrss, "fit_s": elapsed,
+                      "x_bytes": int(X.nbytes), "leaves": _size(model, lib)[0]}))
+
+
+def _child_argv(args, child):
+    argv = [sys.executable, os.path.abspath(__file__), "--child", child,
+            "--n", str(args.n), "--features", str(args.features),
+            "--classes", str(args.classes), "--task", args.task,
+            "--holdout", str(args.holdout), "--seed", str(args.seed)]
+    return argv
+
+
+def _child_env(extra=None):
+    env = dict(os.environ)
+    root = _cartjit_root()
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(extra or {})
+    return env
+
+
+def report_memory(args, argv):
+    results = {}
+    for lib in ("cartjit", "sklearn"):
+        proc = subprocess.run(_child_argv(args, f"memory-{lib}"), capture_output=True,
+                              text=True, env=_child_env())
+        if proc.returncode != 0:
+            raise RuntimeError(f"memory child for {lib} failed:\n{proc.stderr}")
+        results[lib] = json.loads(proc.stdout.strip().splitlines()[-1])
+    mib = 2.0 ** 20
+    c, s = results["cartjit"], results["sklearn"]
+    inc = {k: r["peak"] - r["before"] for k, r in results.items()}
+    lines = header(f"Peak memory of one fit: {args.task}, n={args.n:,}, {args.features} "
+                   "features" + (f", {args.classes} classes"
+                                 if args.task == "classification" else ""), argv)
+    lines += [
+        f"- each fit in its own fresh interpreter; baseline = RSS after imports, the data "
+        f"({c['x_bytes'] / mib:.1f} MiB of float64 X for {args.n:,} training rows, one draw "
+        f"of {args.n + args.holdout:,}) and a warm-up fit on 300 rows; peak measured by "
+        f"{c['method']}",
+        "- the scikit-learn child imports cartjit too (the data come from cartjit.datasets)",
+        "",
+        "| | cartjit | scikit-learn | cartjit / sklearn |",
+        "|---|---:|---:|---:|",
+        f"| RSS before the fit (MiB) | {c['before'] / mib:.1f} | {s['before'] / mib:.1f} | |",
+        f"| peak RSS during the fit (MiB) | {c['peak'] / mib:.1f} | {s['peak'] / mib:.1f} | |",
+        f"| **fit's peak increase (MiB)** | {inc['cartjit'] / mib:.1f} | "
+        f"{inc['sklearn'] / mib:.1f} | {_ratio(inc['cartjit'], inc['sklearn'])} |",
+        f"| whole-process peak, ru_maxrss (MiB) | {c['process_peak'] / mib:.1f} | "
+        f"{s['process_peak'] / mib:.1f} | |",
+        f"| fit time in the child (s) | {_fmt_s(c['fit_s'])} | {_fmt_s(s['fit_s'])} | |",
+        f"| leaves | {c['leaves']:,} | {s['leaves']:,} | |",
+    ]
+    return lines
+
+
+# ---- cold start
+
+_COLD_CODE = """\
+import json, time
+t0 = time.perf_counter()
+{imports}
+t1 = time.perf_counter()
+{load}
+t2 = time.perf_counter()
+model = {model}.fit(X, y)
+t3 = time.perf_counter()
+model.predict(X)
+t4 = time.perf_counter()
+print(json.dumps({{"import": t1 - t0, "data": t2 - t1, "fit": t3 - t2, "predict": t4 - t3}}))
+"""
+
+
+def _cold_code(lib, iris_csv):
+    if lib == "cartjit":
+        return _COLD_CODE.format(
+            imports="import cartjit",
+            load="from cartjit.datasets import load_iris\nX, y = load_iris(return_X_y=True)",
+            model="cartjit.CARTClassifier()")
+    return _COLD_CODE.format(
+        imports="import sklearn.tree",
+        load=f"import pandas as pd\nframe = pd.read_csv({iris_csv!r})\n"
+             "X, y = frame.drop(columns='species'), frame['species']",
+        model="sklearn.tree.DecisionTreeClassifier(random_state=0)")
+
+
+def _run_cold(lib, iris_csv, env):
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _cold_code(lib, iris_csv)],
+                          capture_output=True, text=True, env=_child_env(env))
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"cold-start child ({lib}) failed:\n{proc.stderr}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out["wall"] = wall
+    return out
+
+
+def report_coldstart(args, argv):
+    from importlib import resources
+
+    iris_csv = str(resources.files("cartjit.datasets") / "data" / "iris.csv")
+    rows = {"cartjit, empty cache (cold)": [], "cartjit, populated cache (warm)": [],
+            "cartjit, CARTJIT_CACHE=0 (off)": [], "scikit-learn": []}
+    with tempfile.TemporaryDirectory(prefix="cartjit-coldstart-") as tmp:
+        for r in range(args.repeat):
+            cache = os.path.join(tmp, f"cache-{r}")
+            os.makedirs(cache)
+            on = {"NUMBA_CACHE_DIR": cache, "CARTJIT_CACHE": "1"}
+            rows["cartjit, empty cache (cold)"].append(_run_cold("cartjit", iris_csv, on))
+            rows["cartjit, populated cache (warm)"].append(_run_cold("cartjit", iris_csv, on))
+            off_dir = os.path.join(tmp, f"off-{r}")
+            os.makedirs(off_dir)
+            off = {"NUMBA_CACHE_DIR": off_dir, "CARTJIT_CACHE": "0"}
+            rows["cartjit, CARTJIT_CACHE=0 (off)"].append(_run_cold("cartjit", iris_csv, off))
+            rows["scikit-learn"].append(_run_cold("sklearn", iris_csv, None))
+
+    lines = header("Cold start: import + first fit + first predict on iris, fresh "
+                   "interpreters", argv)
+    lines += [
+        f"- {args.repeat} round(s); each round: a new empty NUMBA_CACHE_DIR (cold), the "
+        "same directory again (warm), CARTJIT_CACHE=0 with another empty directory (off), "
+        "scikit-learn; medians shown, all wall times listed below",
+        "- stage times measured inside the child; wall = the whole subprocess, "
+        "interpreter start-up included",
+        "",
+        "| | import (s) | load iris (s) | first fit (s) | first predict (s) | wall (s) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+
+    def median(values):
+        values = sorted(values)
+        k = len(values)
+        return values[k // 2] if k % 2 else 0.5 * (values[k // 2 - 1] + values[k // 2])
+
+    for name, runs in rows.items():
+        cells = [_fmt_s(median([run[key] for run in runs]))
+                 for key in ("import", "data", "fit", "predict", "wall")]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("All wall times (s): " + "; ".join(
+        f"{name} " + ", ".join(_fmt_s(run["wall"]) for run in runs)
+        for name, runs in rows.items()))
+    return lines
+
+
+# --------------------------------------------------------------------------- main
+
+def main(argv=None):
+    argv = sys.argv if argv is None else argv
+    args = parse_args(argv[1:])
+    if args.threads is not None:
+        # Numba reads NUMBA_NUM_THREADS once, when it is first imported: nothing above
+        # imports it, and the children inherit the variable.
+        if "numba" in sys.modules:
+            raise RuntimeError("--threads must be applied before numba is imported")
+        os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
+    if args.child:
+        child_memory(args)
+        return 0
+    sections = []
+    if args.memory:
+        sections.append(report_memory)
+    if args.coldstart:
+        sections.append(report_coldstart)
+    if not sections:
+        sections.append(report_timing)
+    for i, section in enumerate(sections):
+        if i:
+            print()
+        print("\n".join(section(args, argv)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
