@@ -425,7 +425,8 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
          n_threads=1):
     """Grow the tree on the cases in ``keys`` (see the module docstring).
 
-    Returns ``(inode, fnode, value)``: an int64 table with columns feature, left, right,
+    Returns ``(inode, fnode, value)`` (views into over-allocated tables): an int64 table
+    with columns feature, left, right,
     parent, depth, n_node_samples; a float64 table with columns threshold, weighted n,
     impurity, impurity decrease Δi of the node's split (0 at leaves); and the node
     values (weighted class counts, or the mean for regression). ``max_depth`` < 0 means
@@ -522,4 +523,6 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
         if pool is not None:
             pool.shutdown(wait=True)
 
-    return inode[:n_nodes].copy(), fnode[:n_nodes].copy(), value[:n_nodes].copy()
+    # Views of the first n_nodes rows: the caller copies what it keeps, column by column,
+    # so the over-allocated tables are never duplicated whole.
+    return inode[:n_nodes], fnode[:n_nodes], value[:n_nodes]

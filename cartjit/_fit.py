@@ -160,7 +160,7 @@ def fit_tree(problem, settings, presorted, n_threads=1):
     else:
         assert settings.criterion == SQUARED_ERROR
         w_root = fnode[0, F_WEIGHT]
-        risk = fnode[:, F_IMPURITY].clip(min=0.0) * fnode[:, F_WEIGHT] / w_root
+        risk = np.maximum(fnode[:, F_IMPURITY], 0.0) * fnode[:, F_WEIGHT] / w_root
         label = np.full(inode.shape[0], -1, dtype=np.int32)
         q_weight = fnode[:, F_WEIGHT] / w_root
     tree = Tree(
@@ -172,7 +172,7 @@ def fit_tree(problem, settings, presorted, n_threads=1):
         depth=inode[:, I_DEPTH].astype(np.int32),
         n_node_samples=inode[:, I_N].astype(np.int64),
         weighted_n_node_samples=fnode[:, F_WEIGHT].copy(),
-        value=value,
+        value=value.copy(),
         impurity=np.maximum(fnode[:, F_IMPURITY], 0.0),
         risk=risk,
         label=label,

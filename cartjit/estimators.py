@@ -330,6 +330,8 @@ class _CVMixin:
     def _check_cv_params(self):
         if not isinstance(self.stratify, (bool, np.bool_)):
             raise TypeError(f"stratify must be True or False, got {self.stratify!r}")
+        if self.stratify and not self._is_classifier:
+            raise ValueError("stratify=True needs class labels: it is for CARTClassifierCV only")
         if self.random_state is not None:
             V.check_int(self.random_state, "random_state", low=0)
         select_index(np.zeros(1), np.zeros(1), self.selection)  # validates selection
