@@ -25,15 +25,18 @@ Growing rules (cartjit's documented behaviour, which the kernels must match exac
   Δ > best_f + tol; across features (index order) a feature's best replaces the overall
   best only if Δ_f > best + tol.
 * Leaf if: pure; n < min_samples_split; depth >= max_depth; no candidate; best Δ <= tol;
-  p(t) Δ < min_impurity_decrease (p(t) = Q(t)/Q(root), or W(t)/W(root) in regression).
+  p(t) (Δ + tol) < min_impurity_decrease (p(t) = Q(t)/Q(root), or W(t)/W(root) in
+  regression; the tol makes p(t) Δ equal to the threshold a pass, whatever the rounding).
 * Recorded per node: n, weighted n, value (true-weight class counts N_j(t), or the
   weighted mean), i(t), the risk R(t) (true priors and costs: min_i Σ_j C(i|j) π(j)
-  N_j(t)/N_j; regression Σ w (y - ȳ)² / W(root)) and the label argmin_i (lowest on ties).
+  N_j(t)/N_j; regression Σ w (y - ȳ)² / W(root)) and the label argmin_i (lowest on ties;
+  computed exactly, with a 1e-12 relative tie tolerance, see ``label_and_risk``).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Optional, Sequence
 
 import numpy as np
@@ -43,6 +46,8 @@ __all__ = ["NaiveNode", "naive_grow", "naive_to_preorder", "naive_to_flat", "cou
 
 EPS = 2.220446049250313e-16
 TOL_FACTOR = 16 * EPS
+#: Relative tolerance (of p(t) · max C) within which two classes tie for the label.
+LABEL_TIE_REL = 1e-12
 
 
 @dataclass
@@ -132,6 +137,7 @@ class _Problem:
                 if len(pi) != J:
                     raise ValueError(f"priors must have {J} entries, got {len(pi)}")
             self.pi = pi
+            self.priors_kind = priors if isinstance(priors, str) else "given"
             if cost is None:
                 C = [[0.0 if i == j else 1.0 for i in range(J)] for j in range(J)]
                 default_cost = True
@@ -197,19 +203,43 @@ class _Problem:
         ys = [self.y[i] for i in idx]
         return max(ys) == min(ys)
 
+    def label_and_risk(self, idx):
+        """j*(t) and R(t) = min_i R_i(t), R_i(t) = Σ_j C(i|j) π(j) N_j(t) / N_j.
+
+        Computed in exact rational arithmetic on the given floats (weights, priors,
+        costs; "equal" priors are exactly 1/J and "empirical" ones exactly N_j/N), so that
+        a tie is a tie. Classes whose R_i(t) exceeds the minimum by at most
+        ``LABEL_TIE_REL`` · p(t) · max C are tied too (priors such as 1/3 and 2/6 given
+        as rounded floats); ties go to the lowest class index.
+        """
+        J = self.J
+        w = [Fraction(v) for v in self.w]
+        Nt = [sum((w[i] for i in idx if self.y[i] == j), Fraction(0)) for j in range(J)]
+        N = [sum((w[i] for i in range(len(w)) if self.y[i] == j), Fraction(0))
+             for j in range(J)]
+        if self.priors_kind == "empirical":
+            total = sum(N, Fraction(0))
+            pi = [N[j] / total for j in range(J)]
+        elif self.priors_kind == "equal":
+            pi = [Fraction(1, J)] * J
+        else:
+            pi = [Fraction(v) for v in self.pi]
+        C = [[Fraction(v) for v in row] for row in self.C]
+        p_jt = [pi[j] * Nt[j] / N[j] if N[j] > 0 else Fraction(0) for j in range(J)]
+        risks = [sum((C[j][i] * p_jt[j] for j in range(J)), Fraction(0)) for i in range(J)]
+        best = min(risks)
+        tol = Fraction(LABEL_TIE_REL) * sum(p_jt, Fraction(0)) * max(max(r) for r in C)
+        label = next(i for i in range(J) if risks[i] <= best + tol)
+        return label, float(best)
+
     def record(self, idx, depth) -> NaiveNode:
         W = math.fsum(self.w[i] for i in idx)
         i_t = self.impurity(idx)
         if self.task == "classification":
             counts = self.class_counts(idx)
-            J = self.J
-            # R_i(t) = Σ_j C(i|j) π(j) N_j(t) / N_j with the true priors and costs
-            risks = [math.fsum(self.C[j][i] * self.pi[j] * counts[j] / self.N_class[j]
-                               for j in range(J) if self.N_class[j] > 0)
-                     for i in range(J)]
-            label = min(range(J), key=lambda i: (risks[i], i))
+            label, risk = self.label_and_risk(idx)
             return NaiveNode(n=len(idx), weighted_n=W, value=np.array(counts, dtype=float),
-                             impurity=i_t, risk=risks[label], label=label, depth=depth)
+                             impurity=i_t, risk=risk, label=label, depth=depth)
         ys = [self.y[i] for i in idx]
         ws = [self.w[i] for i in idx]
         mean = math.fsum(w * y for y, w in zip(ys, ws)) / W
@@ -254,7 +284,8 @@ class _Problem:
         if d <= TOL_FACTOR * node.impurity:
             return node
         p_t = self.mass(idx) / self.root_mass
-        if p_t * d < self.min_impurity_decrease:
+        # p(t) Δ equal to the threshold up to the tie tolerance passes (cartjit's rule)
+        if p_t * (d + TOL_FACTOR * node.impurity) < self.min_impurity_decrease:
             return node
         node.feature, node.threshold, node.delta = m, c, d
         node.left = self.grow(left, depth + 1)

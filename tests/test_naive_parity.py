@@ -14,6 +14,7 @@ agreement with scikit-learn on data without ties, and the flat-tree contract.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -37,6 +38,14 @@ except ImportError:
 
 needs_estimators = pytest.mark.skipif(
     not HAVE_ESTIMATORS, reason="cartjit.CARTClassifier / CARTRegressor not available yet")
+
+#: Multiplies every max_examples below (e.g. CARTJIT_HYPOTHESIS_SCALE=20 for a long hunt).
+SCALE = float(os.environ.get("CARTJIT_HYPOTHESIS_SCALE", "1"))
+
+
+def examples(n):
+    return max(1, int(n * SCALE))
+
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                       HealthCheck.data_too_large])
@@ -83,7 +92,8 @@ def weights(draw, n):
     if kind == "int":
         w = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
     elif kind == "frac":
-        w = draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 2.75, 3.1, 0.1]),
+        w = draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 2.75, 3.1, 0.1,
+                                           0.3, 0.01, 100.0]),
                           min_size=n, max_size=n))
     else:
         w = draw(st.lists(st.one_of(st.just(0.0), st.floats(0.01, 10.0)),
@@ -122,7 +132,7 @@ def classification_problem(draw):
     codes = np.array(draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n)))
     # labels need not be 0..J-1: classes_ = np.unique(y) defines the class index
     label_set = draw(st.sampled_from([np.arange(k), np.array([-3, 2, 7, 40])[:k],
-                                      np.array([5.5, 1.25, 9.0, -2.0])[:k]]))
+                                      np.array(["virginica", "b", "zeta", "a"])[:k]]))
     y = label_set[codes]
     classes, yi = np.unique(y, return_inverse=True)
     J = classes.shape[0]
@@ -197,15 +207,15 @@ def naive_regressor(prob, **over):
     return naive_grow(prob["X"], prob["y"], prob["w"], task="regression", **kw)
 
 
-def assert_same_flat_trees(a, b, *, b_counts_are_weights=False, thresholds=True):
+def assert_same_flat_trees(a, b, *, b_weights_are_a_counts=False, thresholds=True):
     """Two cartjit trees are the same tree (same node numbering is not required)."""
     stack = [(0, 0, "root")]
     while stack:
         i, k, path = stack.pop()
         leaf_a, leaf_b = a.left[i] == -1, b.left[k] == -1
         assert leaf_a == leaf_b, f"{path}: leaf {leaf_a} vs {leaf_b}"
-        if b_counts_are_weights:
-            assert a.weighted_n_node_samples[i] == b.n_node_samples[k], path
+        if b_weights_are_a_counts:
+            assert b.weighted_n_node_samples[k] == a.n_node_samples[i], path
         else:
             assert a.n_node_samples[i] == b.n_node_samples[k], path
         np.testing.assert_allclose(a.weighted_n_node_samples[i],
@@ -351,7 +361,7 @@ def test_naive_ties_go_to_lowest_feature_then_threshold():
     assert root.threshold == 0.5
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(classification_problem())
 def test_naive_classifier_meets_contract(prob):
     root = naive_classifier(prob)
@@ -360,7 +370,7 @@ def test_naive_classifier_meets_contract(prob):
     assert_same_tree(flat, root)
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(regression_problem())
 def test_naive_regressor_meets_contract(prob):
     root = naive_regressor(prob)
@@ -407,7 +417,7 @@ def _decrease(y, left, criterion):
     return imp(y) - left.mean() * imp(y[left]) - (~left).mean() * imp(y[~left])
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=examples(100), **SETTINGS)
 @given(st.integers(0, 2 ** 32 - 1), st.sampled_from(["gini", "entropy", "squared_error"]))
 def test_naive_agrees_with_sklearn_without_ties(seed, criterion):
     """scikit-learn grows the same T_max, up to how exact ties between splits are broken.
@@ -489,7 +499,7 @@ def test_golf_and_potato_same_tree():
 
 
 @needs_estimators
-@settings(max_examples=400, **SETTINGS)
+@settings(max_examples=examples(800), **SETTINGS)
 @given(classification_problem())
 def test_classifier_same_tree_as_naive(prob):
     tree = fit_classifier(prob)
@@ -498,12 +508,62 @@ def test_classifier_same_tree_as_naive(prob):
 
 
 @needs_estimators
-@settings(max_examples=250, **SETTINGS)
+@settings(max_examples=examples(500), **SETTINGS)
 @given(regression_problem())
 def test_regressor_same_tree_as_naive(prob):
     tree = fit_regressor(prob)
     root = naive_regressor(prob)
     assert_same_tree(tree, root)
+
+
+# Known cartjit bug (found by the property tests above): the right child's sums are
+# taken as total - left, which cancels when the left side holds most of the (non-integer)
+# weight. The Δ of one partition then differs between the scan that sees it with the
+# heavy side on the left and the one that sees it on the right by more than the 16-ulp
+# tie tolerance, so an exact tie between two features is won by the higher one.
+# strict=True: these start to XPASS (and fail) once the kernels are fixed; then remove
+# the marker.
+CANCELLATION_BUG = pytest.mark.xfail(
+    strict=True, reason="cartjit: right-child sums as total - left break exact ties")
+
+
+@needs_estimators
+@CANCELLATION_BUG
+@pytest.mark.parametrize("criterion", ["gini", "entropy", "twoing"])
+def test_exact_tie_mirrored_feature_classification(criterion):
+    # x1 reverses x0, so both offer the partitions {0}|{1,2} and {0,1}|{2}; the best,
+    # {0,1}|{2}, is x0 <= 1.5 and x1 <= 0.5 with the same Δ: feature 0 must win.
+    X = np.array([[0.0, 2.0], [1.0, 1.0], [2.0, 0.0]])
+    y = np.array([0, 1, 0])
+    w = np.array([0.1, 0.3, 100.0])
+    tree = CARTClassifier(criterion=criterion).fit(X, y, w).tree_
+    assert_same_tree(tree, naive_grow(X, y, w, criterion=criterion))
+    assert (tree.feature[0], tree.threshold[0]) == (0, 1.5)
+
+
+@needs_estimators
+@CANCELLATION_BUG
+def test_exact_tie_pure_children_classification():
+    # The node of cases 0, 1, 2, 4 splits into a pure class-0 case and pure class 1 both
+    # by x0 <= 1.5 and by x1 <= -2.5; with x0 the class-1 count of the pure right child
+    # comes out as total - left != 0.
+    X = np.array([[1.0, -2.0], [2.0, -3.0], [0.0, -2.0], [0.0, 0.0],
+                  [0.0, -1.141522819409147]])
+    y = np.array([1, 0, 1, 0, 1])
+    w = np.array([8.265008721575201, 0.5, 6.0, 1.0, 2.3681658669650796])
+    tree = CARTClassifier().fit(X, y, w).tree_
+    assert_same_tree(tree, naive_grow(X, y, w))
+
+
+@needs_estimators
+@CANCELLATION_BUG
+def test_exact_tie_mirrored_feature_regression():
+    X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    y = np.array([1.0, 0.0])
+    w = np.array([2.0, 0.01])
+    tree = CARTRegressor().fit(X, y, w).tree_
+    assert_same_tree(tree, naive_grow(X, y, w, task="regression"))
+    assert (tree.feature[0], tree.threshold[0]) == (0, 0.5)
 
 
 # ----------------------------------------------------------------------------------------
@@ -527,7 +587,7 @@ def integer_weighted_problem(draw, task):
 
 
 @needs_estimators
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150), **SETTINGS)
 @given(integer_weighted_problem("classification"),
        st.sampled_from(["gini", "entropy", "twoing"]), st.sampled_from(["empirical", "equal"]))
 def test_integer_weights_equal_duplicated_rows_classification(data, criterion, priors):
@@ -538,11 +598,11 @@ def test_integer_weights_equal_duplicated_rows_classification(data, criterion, p
         np.repeat(X, reps, axis=0), np.repeat(y, reps)).tree_
     validate(weighted)
     validate(duplicated)
-    assert_same_flat_trees(duplicated, weighted, b_counts_are_weights=True)
+    assert_same_flat_trees(duplicated, weighted, b_weights_are_a_counts=True)
 
 
 @needs_estimators
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=examples(100), **SETTINGS)
 @given(integer_weighted_problem("regression"))
 def test_integer_weights_equal_duplicated_rows_regression(data):
     X, y, w = data
@@ -551,7 +611,7 @@ def test_integer_weights_equal_duplicated_rows_regression(data):
     duplicated = CARTRegressor().fit(np.repeat(X, reps, axis=0), np.repeat(y, reps)).tree_
     validate(weighted)
     validate(duplicated)
-    assert_same_flat_trees(duplicated, weighted, b_counts_are_weights=True)
+    assert_same_flat_trees(duplicated, weighted, b_weights_are_a_counts=True)
 
 
 MONOTONE = {
@@ -562,7 +622,7 @@ MONOTONE = {
 
 
 @needs_estimators
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150), **SETTINGS)
 @given(integer_weighted_problem("classification"), st.sampled_from(sorted(MONOTONE)),
        st.integers(0, 2), st.sampled_from(["gini", "entropy", "twoing", "regression"]))
 def test_monotone_transform_changes_no_split(data, fname, m, criterion):
@@ -582,6 +642,7 @@ def test_monotone_transform_changes_no_split(data, fname, m, criterion):
     validate(a)
     validate(b)
     assert_same_flat_trees(a, b, thresholds=False)
+    np.testing.assert_array_equal(a.left, b.left)  # same numbering: compare by node id
     # thresholds: the other features' are unchanged; feature m's is the midpoint of the
     # transformed pair of node values around the original threshold
     keep = w > 0
@@ -595,3 +656,20 @@ def test_monotone_transform_changes_no_split(data, fname, m, criterion):
         hi = vals[vals > a.threshold[i]].min()
         assert a.threshold[i] == midpoint(lo, hi)
         assert b.threshold[i] == midpoint(f(lo), f(hi))
+
+
+@needs_estimators
+@settings(max_examples=examples(300), **SETTINGS)
+@given(st.one_of(classification_problem(), regression_problem()), st.integers(0, 3),
+       st.booleans())
+def test_appended_copy_or_mirror_of_a_feature_changes_nothing(prob, m, mirror):
+    """A last feature that repeats (or reverses) feature m offers exactly the partitions
+    feature m offers, with the same Δ; ties go to the lower feature, so it never wins."""
+    X = prob["X"]
+    m = m % X.shape[1]
+    extra = -X[:, m] if mirror else X[:, m]
+    wider = dict(prob, X=np.column_stack([X, extra]))
+    fit = fit_classifier if "yi" in prob else fit_regressor
+    a, b = fit(prob), fit(wider)
+    assert np.all(b.feature < X.shape[1]), f"the appended copy of x{m} won a split"
+    assert_same_flat_trees(a, b)
