@@ -267,35 +267,56 @@ def _have_matplotlib():
         return False
 
 
+def _zoom_rows(table, Vs):
+    """Rows worth a close-up: trees whose best R^CV is within twice the overall minimum."""
+    values = np.vstack([table[f"V{V}_loo" if loo else f"V{V}_mean"].to_numpy()
+                        for V, loo in Vs])
+    best = np.nanmin(values)
+    rows = np.flatnonzero(np.nanmin(values, axis=0) <= 2.0 * best) if best > 0 else np.array([], int)
+    return rows if 2 <= rows.size < len(table) else None
+
+
 def plot_group(table, title, path):
-    """R^CV (±1 SE) against |T~_k|, one line per V, plus R(T_k); PNG to a path or file."""
+    """R^CV (±1 SE) against |T~_k|, one line per V, plus R(T_k); PNG to a path or file.
+
+    When the interesting trees sit in a narrow band of R^CV (as on iris, where the
+    one- and two-leaf trees have R^CV near 0.5-1 and the others near 0.05), a second
+    panel zooms on the trees whose best R^CV is within twice the overall minimum.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6.4, 4.2), dpi=110)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot(1, 1, 1)
     leaves = table["n_leaves"].to_numpy(dtype=float)
     Vs = [(int(c[1:].split("_")[0]), c.endswith("_loo")) for c in table.columns
           if c.startswith("V") and (c.endswith("_mean") or c.endswith("_loo"))]
+    zoom = _zoom_rows(table, Vs)
+    fig = Figure(figsize=(10.5 if zoom is not None else 6.4, 4.2), dpi=110)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2 if zoom is not None else 1, squeeze=False)[0]
     log_x = leaves.max() > 30
     n = len(Vs)
-    for i, (V, loo) in enumerate(Vs):
-        y = table[f"V{V}_loo" if loo else f"V{V}_mean"].to_numpy()
-        se = table[f"V{V}_loo_se" if loo else f"V{V}_se"].to_numpy()
-        shift = 1.0 + 0.012 * (i - (n - 1) / 2)  # small offsets keep the bars apart
-        x = leaves * shift if log_x else leaves + 0.06 * (i - (n - 1) / 2)
-        ax.errorbar(x, y, yerr=se, marker="o", markersize=3.5, linewidth=1.2, capsize=2.5,
-                    label=f"V = {V} (LOO)" if loo else f"V = {V}")
-    ax.plot(leaves, table["risk"].to_numpy(), color="0.5", linestyle="--", linewidth=1,
-            label="R(T_k) (resubstitution)")
-    if log_x:
-        ax.set_xscale("log")
-    ax.set_xlabel("number of leaves |T̃_k|")
-    ax.set_ylabel("cross-validated risk $R^{CV}(T_k)$")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    for panel, ax in enumerate(axes):
+        rows = np.arange(len(table)) if panel == 0 else zoom
+        for i, (V, loo) in enumerate(Vs):
+            y = table[f"V{V}_loo" if loo else f"V{V}_mean"].to_numpy()[rows]
+            se = table[f"V{V}_loo_se" if loo else f"V{V}_se"].to_numpy()[rows]
+            off = i - (n - 1) / 2  # small offsets keep the error bars apart
+            x = leaves[rows] * (1.0 + 0.012 * off) if log_x else leaves[rows] + 0.06 * off
+            ax.errorbar(x, y, yerr=se, marker="o", markersize=3.5, linewidth=1.2,
+                        capsize=2.5, color=f"C{i}",
+                        label=f"V = {V} (LOO)" if loo else f"V = {V}")
+        ax.plot(leaves[rows], table["risk"].to_numpy()[rows], color="0.5", linestyle="--",
+                linewidth=1, label="$R(T_k)$ (resubstitution)")
+        if log_x:
+            ax.set_xscale("log")
+        ax.set_xlabel("number of leaves $|\\tilde T_k|$")
+        ax.grid(True, alpha=0.3)
+        if panel == 0:
+            ax.set_ylabel("cross-validated risk $R^{CV}(T_k)$ (±1 SE)")
+            ax.set_title(title, fontsize=10)
+            ax.legend(fontsize=8)
+        else:
+            ax.set_title("close-up: trees with $R^{CV}$ within 2 × the minimum", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, format="png", metadata={"Software": None})
 

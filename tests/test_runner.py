@@ -278,15 +278,6 @@ def test_a_failing_cell_keeps_the_others(tmp_path, monkeypatch):
     assert len(result.computed) == 5 - saved and (tmp_path / "out" / "results.csv").exists()
 
 
-def test_dask_local_cluster_is_byte_identical(serial_run, tmp_path):
-    pytest.importorskip("distributed", reason="dask.distributed is not installed "
-                                              "(pip install 'cartjit[dask]')")
-    cfg, out, _ = serial_run
-    result = run_experiment(cfg, tmp_path / "dask", backend="dask", workers=2, quiet=True)
-    assert len(result.computed) == 5
-    assert table_without_wall_time(tmp_path / "dask") == table_without_wall_time(out)
-
-
 def test_format_csv_round_trips_floats_exactly():
     values = [0.1, 1 / 3, 2 / 150, 1e-300, float("inf"), 22 / 75, np.nextafter(1.0, 2.0)]
     df = pd.DataFrame({"x": values, "flag": [True] * 7, "n": range(7)})
