@@ -452,16 +452,26 @@ def _run_threads(pending, data, selection, on_result, on_error, workers):
             d = data[cell.dataset]
             futures[pool.submit(_compute_single_threaded, _cell_payload(cell), d.X, d.y,
                                 selection)] = cell
-        for fut in as_completed(futures):
-            cell = futures[fut]
-            exc = fut.exception()
-            if exc is not None:
-                on_error(cell, "".join(traceback.format_exception(exc)))
-            else:
-                on_result(cell, fut.result())
+        processed = set()
+        try:
+            for fut in as_completed(futures):
+                processed.add(fut)
+                cell = futures[fut]
+                exc = fut.exception()
+                if exc is not None:
+                    on_error(cell, "".join(traceback.format_exception(exc)))
+                else:
+                    on_result(cell, fut.result())
+        except KeyboardInterrupt:
+            # Ctrl-C: drop the queued cells, let the running ones finish (a kernel cannot
+            # be interrupted) and save them too, then stop
+            pool.shutdown(wait=True, cancel_futures=True)
+            for fut, cell in futures.items():
+                if (fut not in processed and fut.done() and not fut.cancelled()
+                        and fut.exception() is None):
+                    on_result(cell, fut.result())
+            raise
     finally:
-        # on Ctrl-C: drop the queued cells; the running ones finish (kernels cannot be
-        # interrupted) and are lost, but every cell written so far is kept
         pool.shutdown(wait=True, cancel_futures=True)
 
 
