@@ -1,0 +1,348 @@
+"""Slow, exact references for cost-complexity pruning (SPEC §4) and rpart's one-pass
+complexities (SPEC §7), shared by tests/test_pruning.py and tests/parity/test_rpart_cv.py.
+
+Nothing here imports cartjit. A tree is given as plain ``left``/``right`` child arrays
+(``-1`` at leaves, children after their parent, node 0 the root) and exact node risks
+R(t) as :class:`fractions.Fraction` (see :func:`class_node_risks`,
+:func:`regression_node_risks`), so every comparison below is exact.
+
+* :func:`all_pruned_subtrees` enumerates EVERY pruned subtree of the tree (at each
+  internal node: collapse it, or keep it and recurse). Exponential; small trees only.
+* :func:`min_risk_by_size` is the same minimisation compressed by leaf count (a
+  knapsack-style dynamic programme): for every m, the least R(T) over all pruned
+  subtrees with m leaves. Polynomial; it is checked against the enumeration on small
+  trees in tests/test_pruning.py and used for larger ones.
+* :func:`exact_sequence` derives from either the exact 0 = α_1 < … < α_K with |T~_k|
+  and R(T_k): the breakpoints of the lower envelope of the lines R*_m + α m;
+  :func:`merge_ties` applies SPEC §4's tie tolerance to it.
+* :func:`smallest_minimiser` is T(α) by the bottom-up rule "collapse t whenever
+  R(t) + α <= best value of its branch" (exact ties collapse, giving the smallest).
+* :func:`subtree_from_alpha` reads T(α) from per-node collapse α values by the
+  contract of cartjit/_tree.py, independently of cartjit's own code.
+* :func:`rpart_complexities` reproduces rpart 4.1.19's ``partition.c`` (one bottom-up
+  pass over children and grandchildren), ``fix_cp.c`` and ``make_cp_list.c`` /
+  ``make_cp_table.c`` on a given tree, in exact arithmetic.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from fractions import Fraction
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+__all__ = [
+    "Subtree", "node_masks", "class_node_risks", "regression_node_risks",
+    "all_pruned_subtrees", "min_risk_by_size", "exact_sequence", "merge_ties",
+    "smallest_minimiser", "subtree_from_alpha", "leaves_of", "subtree_risk", "rpart_complexities",
+    "rpart_cp_table", "geometric_midpoints",
+]
+
+
+class Subtree(NamedTuple):
+    """A pruned subtree: the internal nodes it keeps, its leaf count and R(T)."""
+
+    internal: frozenset
+    n_leaves: int
+    risk: Fraction
+
+
+# ----------------------------------------------------------------------------- node data
+
+def node_masks(left, right, feature, threshold, X) -> list[np.ndarray]:
+    """Boolean membership mask of every node for the rows of X (x <= c goes left)."""
+    n_nodes = len(left)
+    masks: list[np.ndarray | None] = [None] * n_nodes
+    masks[0] = np.ones(X.shape[0], dtype=bool)
+    for t in range(n_nodes):
+        if left[t] >= 0:
+            go_left = X[:, feature[t]] <= threshold[t]
+            masks[left[t]] = masks[t] & go_left
+            masks[right[t]] = masks[t] & ~go_left
+    return masks  # type: ignore[return-value]
+
+
+def _fr(v) -> Fraction:
+    return Fraction(float(v))
+
+
+def class_node_risks(masks, y, w, n_classes, priors=None, cost=None):
+    """Exact R(t) = min_i Σ_j C(i|j) π(j) N_j(t) / N_j (SPEC §1) and the labels j*(t).
+
+    ``y`` class indices, ``w`` case weights, ``priors`` π (None: empirical, N_j / N),
+    ``cost[j][i]`` = C(i|j) (None: 0-1). Labels break ties to the lowest index.
+    """
+    wf = [_fr(v) for v in w]
+    totals = [Fraction(0)] * n_classes
+    for yi, wi in zip(y, wf):
+        totals[int(yi)] += wi
+    big_n = sum(totals)
+    pri = [t / big_n for t in totals] if priors is None else [_fr(p) for p in priors]
+    if cost is None:
+        C = [[Fraction(int(i != j)) for i in range(n_classes)] for j in range(n_classes)]
+    else:
+        C = [[_fr(cost[j][i]) for i in range(n_classes)] for j in range(n_classes)]
+    scale = [pri[j] / totals[j] if totals[j] else Fraction(0) for j in range(n_classes)]
+    risks, labels = [], []
+    for m in masks:
+        cnt = [Fraction(0)] * n_classes
+        for i in np.flatnonzero(m):
+            cnt[int(y[i])] += wf[i]
+        p = [scale[j] * cnt[j] for j in range(n_classes)]
+        exp = [sum(C[j][i] * p[j] for j in range(n_classes)) for i in range(n_classes)]
+        best = min(exp)
+        risks.append(best)
+        labels.append(exp.index(best))
+    return risks, labels
+
+
+def regression_node_risks(masks, y, w):
+    """Exact R(t) = Σ_{i∈t} w_i (y_i - ȳ(t))² / W (SPEC §3) and the node means (float)."""
+    wf = [_fr(v) for v in w]
+    yf = [_fr(v) for v in y]
+    big_w = sum(wf)
+    risks, means = [], []
+    for m in masks:
+        sw = swy = swyy = Fraction(0)
+        for i in np.flatnonzero(m):
+            sw += wf[i]
+            swy += wf[i] * yf[i]
+            swyy += wf[i] * yf[i] * yf[i]
+        risks.append((swyy - swy * swy / sw) / big_w)
+        means.append(float(swy / sw))
+    return risks, means
+
+
+# ----------------------------------------------------------------------------- brute force
+
+def all_pruned_subtrees(left, right, risk, node: int = 0) -> list[Subtree]:
+    """Every pruned subtree of the branch at ``node``: collapse it, or keep and recurse."""
+    out = [Subtree(frozenset(), 1, risk[node])]
+    if left[node] >= 0:
+        for a in all_pruned_subtrees(left, right, risk, int(left[node])):
+            for b in all_pruned_subtrees(left, right, risk, int(right[node])):
+                out.append(Subtree(a.internal | b.internal | {node},
+                                   a.n_leaves + b.n_leaves, a.risk + b.risk))
+    return out
+
+
+def min_risk_by_size(left, right, risk) -> dict[int, Fraction]:
+    """min R(T) over all pruned subtrees T with m leaves, for every attainable m."""
+    n = len(left)
+    best: list[dict[int, Fraction] | None] = [None] * n
+    for t in range(n - 1, -1, -1):
+        table = {1: risk[t]}
+        if left[t] >= 0:
+            bl, br = best[int(left[t])], best[int(right[t])]
+            for ml, rl in bl.items():
+                for mr, rr in br.items():
+                    m, r = ml + mr, rl + rr
+                    if m not in table or r < table[m]:
+                        table[m] = r
+        best[t] = table
+    return best[0]
+
+
+class Step(NamedTuple):
+    alpha: Fraction
+    n_leaves: int
+    risk: Fraction
+
+
+def exact_sequence(best_by_size: dict[int, Fraction]) -> list[Step]:
+    """The exact (α_k, |T~_k|, R(T_k)) from the least risk per leaf count.
+
+    T(α) minimises R*_m + α m over m, the smallest m on ties. At α = 0 that is the
+    smallest m with R*_m = min R; then α_{k+1} = min over m < m_k of
+    (R*_m - R*_{m_k}) / (m_k - m), and m_{k+1} the smallest m attaining it.
+    """
+    r_min = min(best_by_size.values())
+    m = min(k for k, r in best_by_size.items() if r == r_min)
+    seq = [Step(Fraction(0), m, best_by_size[m])]
+    while m > 1:
+        cands = {k: (best_by_size[k] - best_by_size[m]) / (m - k)
+                 for k in best_by_size if k < m}
+        a = min(cands.values())
+        m = min(k for k, v in cands.items() if v == a)
+        seq.append(Step(a, m, best_by_size[m]))
+    return seq
+
+
+def merge_ties(seq: list[Step], rtol: float) -> list[Step]:
+    """``seq`` with steps whose α are within ``rtol`` (relative) of the previous step's
+    merged into one step: the first α, the last (smallest) tree.
+
+    SPEC §4 prunes "every node attaining the minimum (all ties, compared with a
+    tolerance)". Data given in decimal (y = 80.2, …) have ties in decimal arithmetic that
+    the binary representation turns into differences of ~1e-14; exact arithmetic on the
+    binary values sees two steps, the tolerance one.
+    """
+    out: list[Step] = []
+    for s in seq:
+        if out and s.alpha - out[-1].alpha <= rtol * s.alpha:
+            out[-1] = Step(out[-1].alpha, s.n_leaves, s.risk)
+        else:
+            out.append(s)
+    return out
+
+
+def smallest_minimiser(left, right, risk, alpha) -> tuple[Fraction, frozenset]:
+    """(min_T R(T) + α|T~|, the internal nodes of the smallest minimising subtree)."""
+    n = len(left)
+    val: list[Fraction | None] = [None] * n
+    keep: list[frozenset | None] = [None] * n
+    for t in range(n - 1, -1, -1):
+        collapse = risk[t] + alpha
+        if left[t] >= 0:
+            l, r = int(left[t]), int(right[t])
+            branch = val[l] + val[r]
+            if branch < collapse:
+                val[t] = branch
+                keep[t] = keep[l] | keep[r] | {t}
+                continue
+        val[t] = collapse
+        keep[t] = frozenset()
+    return val[0], keep[0]
+
+
+def subtree_from_alpha(left, parent, node_alpha, alpha) -> frozenset:
+    """Internal nodes of T(α) by the contract: t is in T(α) when every strict ancestor a
+    has node_alpha[a] > α, and internal when also node_alpha[t] > α."""
+    out = set()
+    for t in range(len(left)):
+        if left[t] < 0 or not node_alpha[t] > alpha:
+            continue
+        a, ok = parent[t], True
+        while a >= 0:
+            if not node_alpha[a] > alpha:
+                ok = False
+                break
+            a = parent[a]
+        if ok:
+            out.add(t)
+    return frozenset(out)
+
+
+def leaves_of(left, right, internal: frozenset) -> list[int]:
+    """Leaves of the pruned subtree keeping the splits ``internal``."""
+    out, stack = [], [0]
+    while stack:
+        t = stack.pop()
+        if t in internal:
+            stack.extend((int(right[t]), int(left[t])))
+        else:
+            out.append(t)
+    return sorted(out)
+
+
+def subtree_risk(left, right, risk, internal: frozenset) -> Fraction:
+    return sum((risk[t] for t in leaves_of(left, right, internal)), Fraction(0))
+
+
+# ----------------------------------------------------------------------------- rpart
+
+def rpart_complexities(left, right, risk) -> tuple[list[Fraction], frozenset]:
+    """rpart's node complexities for a given tree (``partition.c`` then ``fix_cp.c``).
+
+    ``partition`` computes each node's complexity bottom-up as if the node were the top
+    of the tree: (R(t) - R(branch)) / (#splits of the branch), where a child's branch
+    is first collapsed if the child's own complexity is below the node's (looking at
+    children and, through their complexities, grandchildren) instead of the exact
+    sequential loop. A node whose complexity is <= 0 (cp = 0) is collapsed ("all was in
+    vain"). ``fix_cp`` then caps every complexity by its parent's. Leaves get 0 (rpart
+    gives them ``rp.alpha`` = cp · R(root) = 0).
+
+    Returns the complexities and the internal nodes of rpart's tree (T_1 of the one-pass
+    rule). Nodes of zero risk are never split by rpart; cartjit's trees never split them
+    either (pure / constant nodes), so the given tree's leaves are used as they are.
+    """
+    n = len(left)
+    comp = [Fraction(0)] * n
+    sumrisk = [Fraction(0)] * n
+    nsplit = [0] * n
+    internal = set()
+
+    def part(t):
+        l, r = int(left[t]), int(right[t])
+        if l < 0 or risk[t] == 0:
+            comp[t] = Fraction(0)
+            sumrisk[t], nsplit[t] = risk[t], 0
+            return
+        part(l)
+        part(r)
+        lr, ls = sumrisk[l], nsplit[l]
+        rr, rs = sumrisk[r], nsplit[r]
+        temp = (risk[t] - (lr + rr)) / (ls + rs + 1)
+        if comp[r] > comp[l]:
+            if temp > comp[l]:        # left son collapses first
+                lr, ls = risk[l], 0
+                temp = (risk[t] - (lr + rr)) / (ls + rs + 1)
+                if temp > comp[r]:    # right one goes too
+                    rr, rs = risk[r], 0
+        elif temp > comp[r]:          # right son goes first
+            rr, rs = risk[r], 0
+            temp = (risk[t] - (lr + rr)) / (ls + rs + 1)
+            if temp > comp[l]:        # left one goes too
+                lr, ls = risk[l], 0
+        comp[t] = (risk[t] - (lr + rr)) / (ls + rs + 1)
+        if comp[t] <= 0:              # all was in vain: the node does not split
+            _drop(t)
+            sumrisk[t], nsplit[t] = risk[t], 0
+        else:
+            internal.add(t)
+            sumrisk[t], nsplit[t] = lr + rr, ls + rs + 1
+
+    def _drop(t):
+        stack = [t]
+        while stack:
+            u = stack.pop()
+            internal.discard(u)
+            if left[u] >= 0:
+                stack.extend((int(left[u]), int(right[u])))
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 10 * n + 100))
+    try:
+        part(0)
+    finally:
+        sys.setrecursionlimit(old)
+    # fix_cp: min(me, parent), top-down over rpart's tree (ids increase downwards).
+    for t in range(n):
+        if t in internal:
+            for c in (int(left[t]), int(right[t])):
+                comp[c] = min(comp[c], comp[t])
+    # rpart's leaves (including collapsed splits) carry rp.alpha = 0.
+    for t in range(n):
+        if t not in internal:
+            comp[t] = Fraction(0)
+    return comp, frozenset(internal)
+
+
+def rpart_cp_table(left, right, risk) -> list[tuple[Fraction, int, Fraction]]:
+    """rpart's cptable rows (cp in risk units, nsplit, R(T)) from its one-pass complexities.
+
+    ``make_cp_list``: the root's complexity, then every node complexity strictly below
+    its parent's (exact duplicates once), in decreasing order, down to 0; each row's
+    tree keeps the nodes whose complexity exceeds the row's cp (``make_cp_table``).
+    """
+    comp, internal = rpart_complexities(left, right, risk)
+    cps = {comp[0]}
+    stack = [(0, comp[0])]
+    while stack:
+        t, parent_cp = stack.pop()
+        if comp[t] < parent_cp:
+            cps.add(comp[t])
+        if t in internal:
+            stack.extend(((int(left[t]), comp[t]), (int(right[t]), comp[t])))
+    rows = []
+    for cp in sorted(cps, reverse=True):
+        # complexities never increase downwards after fix_cp: this set is a pruned subtree
+        kept = frozenset(t for t in internal if comp[t] > cp)
+        rows.append((cp, len(kept), subtree_risk(left, right, risk, kept)))
+    return rows
+
+
+def geometric_midpoints(values: Sequence[float]) -> list[float]:
+    """sqrt(a_k a_{k+1}) for consecutive values (floats)."""
+    return [math.sqrt(float(a) * float(b)) for a, b in zip(values[:-1], values[1:])]
