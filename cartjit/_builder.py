@@ -246,8 +246,8 @@ def _node_stats(row, start, end, y_class, y_reg, w, unit_weights, factor, criter
 
 @jit
 def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_sum, fnode,
-            value, y_class, y_reg, w, unit_weights, factor, criterion, min_samples_leaf,
-            scratch, pair_delta, pair_pos, c, n_chunks):
+            value, y_class, y_reg, w, unit_weights, exact_sums, factor, criterion,
+            min_samples_leaf, scratch, pair_delta, pair_pos, c, n_chunks):
     """Step 1: the best split of every (frontier node, feature) pair in chunk c."""
     p = keys.shape[0]
     n_pairs = f_node.shape[0] * p
@@ -260,12 +260,12 @@ def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_s
         rk = ranks[rank_row[f]] if rank_row[f] >= 0 else no_ranks
         if criterion != SQUARED_ERROR:
             d, pos = best_split_classification(
-                keys[f], rk, f_start[j], f_end[j], y_class, w, unit_weights, value[node],
-                factor, criterion, imp, tol, min_samples_leaf, scratch[c])
+                keys[f], rk, f_start[j], f_end[j], y_class, w, unit_weights, exact_sums,
+                value[node], factor, criterion, imp, tol, min_samples_leaf, scratch[c])
         else:
             d, pos = best_split_regression(
                 keys[f], rk, f_start[j], f_end[j], y_reg, w, unit_weights, f_mean[j],
-                fnode[node, F_WEIGHT], f_sum[j], tol, min_samples_leaf)
+                fnode[node, F_WEIGHT], f_sum[j], imp, tol, min_samples_leaf)
         pair_delta[k] = d
         pair_pos[k] = pos
 
@@ -448,7 +448,9 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
     inode = np.zeros((cap, _N_INT), dtype=np.int64)
     fnode = np.zeros((cap, _N_FLOAT), dtype=np.float64)
     value = np.zeros((cap, n_val), dtype=np.float64)
-    scratch = np.zeros((n_threads, 2 * max(n_classes, 1)), dtype=np.float64)
+    scratch = np.zeros((n_threads, 3 * max(n_classes, 1)), dtype=np.float64)
+    # Integer weights (with totals below 2**53) make running class counts exact.
+    exact_sums = bool(unit_weights or (np.all(w == np.floor(w)) and w.sum() < 2.0**53))
     goes_left = np.zeros(X.shape[0], dtype=np.uint8)
     buf = None
 
@@ -473,8 +475,8 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
             pair_pos = np.empty(m * p, dtype=np.int64)
             _run_chunks(pool, min(n_threads, m * p), _search, keys, ranks, rank_row, no_ranks,
                         f_node, f_start, f_end, f_mean, f_sum, fnode, value, y_class, y_reg, w,
-                        unit_weights, factor, criterion, min_samples_leaf, scratch, pair_delta,
-                        pair_pos)
+                        unit_weights, exact_sums, factor, criterion, min_samples_leaf, scratch,
+                        pair_delta, pair_pos)
 
             split_feat = np.empty(m, dtype=np.int64)
             split_pos = np.zeros(m, dtype=np.int64)

@@ -85,12 +85,14 @@ def make_folds(cv, n, *, y=None, stratify=False, n_repeats=1, random_state=0):
     if isinstance(cv, str):
         if cv != "loo":
             raise ValueError(f"cv must be an int >= 2, 'loo' or an array of fold ids, got {cv!r}")
-        if n < 2:
-            raise ValueError("leave-one-out needs at least 2 cases")
+        _warn_loo_repeats(n_repeats)
         return FoldPlan(np.arange(n, dtype=np.int64)[None, :], n, True)
+    if isinstance(cv, (float, np.floating)):
+        raise TypeError(f"cv must be an int >= 2, 'loo' or an array of fold ids, got {cv!r}")
     if isinstance(cv, (int, np.integer, bool, np.bool_)):
         v = _check_cv_int(cv, n)
         if v == n:  # leave-one-out: every partition is the same
+            _warn_loo_repeats(n_repeats)
             return FoldPlan(np.arange(n, dtype=np.int64)[None, :], n, True)
         if stratify and y is None:
             raise ValueError("stratify=True needs class labels (classification only)")
@@ -130,6 +132,13 @@ def make_folds(cv, n, *, y=None, stratify=False, n_repeats=1, random_state=0):
         raise ValueError("n_repeats > 1 needs random folds; with given fold ids use n_repeats=1")
     loo = labels.shape[0] == n
     return FoldPlan(folds.reshape(1, -1).astype(np.int64), int(labels.shape[0]), loo)
+
+
+def _warn_loo_repeats(n_repeats):
+    if n_repeats > 1:
+        warnings.warn(f"leave-one-out has a single partition: n_repeats={n_repeats} would repeat "
+                      "the same computation, so it runs once (cv_std is NaN)", UserWarning,
+                      stacklevel=4)
 
 
 def _is_split_list(cv):

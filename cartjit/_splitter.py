@@ -39,30 +39,31 @@ NEAR_TIE = 1e-11
 
 
 @jit
-def delta_from_counts(left, total, factor, criterion, node_impurity):
-    """Δi(s, t) of a classification split computed directly (no cancellation).
+def delta_from_counts(left, right, factor, criterion, node_impurity):
+    """Δi(s, t) of a classification split from both children's class counts.
 
     Gini uses Δi = p_L p_R Σ_j (p(j|t_L) - p(j|t_R))², entropy i(t) - p_L i(t_L) -
-    p_R i(t_R), twoing its definition. Used to settle near-ties of the proxy.
+    p_R i(t_R), twoing its definition: no cancellation between large terms. Used for the
+    best split of a feature and to settle near-ties of the proxy.
     """
     ql_sum = 0.0
     qr_sum = 0.0
-    for j in range(total.shape[0]):
+    for j in range(left.shape[0]):
         ql_sum += factor[j] * left[j]
-        qr_sum += factor[j] * (total[j] - left[j])
+        qr_sum += factor[j] * right[j]
     q = ql_sum + qr_sum
     pl = ql_sum / q
     pr = qr_sum / q
     if criterion == ENTROPY:
         il = 0.0
         ir = 0.0
-        for j in range(total.shape[0]):
+        for j in range(left.shape[0]):
             il -= xlogx(factor[j] * left[j] / ql_sum)
-            ir -= xlogx(factor[j] * (total[j] - left[j]) / qr_sum)
+            ir -= xlogx(factor[j] * right[j] / qr_sum)
         return node_impurity - pl * il - pr * ir
     acc = 0.0
-    for j in range(total.shape[0]):
-        d = factor[j] * left[j] / ql_sum - factor[j] * (total[j] - left[j]) / qr_sum
+    for j in range(left.shape[0]):
+        d = factor[j] * left[j] / ql_sum - factor[j] * right[j] / qr_sum
         acc += d * d if criterion == GINI else abs(d)
     if criterion == GINI:
         return pl * pr * acc
@@ -70,23 +71,49 @@ def delta_from_counts(left, total, factor, criterion, node_impurity):
 
 
 @jit
-def best_split_classification(keys, ranks, start, end, y, w, unit_weights, total, factor,
-                              criterion, node_impurity, tol, min_leaf, scratch):
+def _precise_class_delta(keys, pos, end, y, w, unit_weights, exact_sums, left, total,
+                         right, factor, criterion, node_impurity):
+    """Δi of the split at ``pos`` given the left child's counts.
+
+    With exact sums (integer weights) the right child's counts are ``total - left``;
+    otherwise they are summed directly over its cases, because ``total - left`` loses
+    the small counts of a lopsided split to cancellation and would break exact ties.
+    """
+    if exact_sums:
+        for j in range(left.shape[0]):
+            right[j] = total[j] - left[j]
+    else:
+        for j in range(left.shape[0]):
+            right[j] = 0.0
+        for i in range(pos, end):
+            case = keys[i]
+            right[y[case]] += 1.0 if unit_weights else w[case]
+    return delta_from_counts(left, right, factor, criterion, node_impurity)
+
+
+@jit
+def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact_sums,
+                              total, factor, criterion, node_impurity, tol, min_leaf,
+                              scratch):
     """Scan segment ``keys[start:end]`` for the best split of a classification node.
 
     ``total`` are the node's weighted class counts N_j(t), ``factor`` the c_j of
     :mod:`cartjit._criteria`, ``tol`` the tie tolerance on Δi; ``scratch`` has room for
-    2J numbers (running left counts, and the counts at the best split so far).
+    3J numbers (running left counts, the left counts at the best split so far, and the
+    right counts of a precise Δi). ``exact_sums`` says the weights are integers, so
+    that running counts are exact.
 
     Candidates are ranked by the proxy P(s) of :mod:`cartjit._criteria`, compared by
     cross-multiplication so that the loop does no division. A candidate whose proxy
     exceeds the best by more than the relative width ``NEAR_TIE`` replaces it; one
-    within that width is a near-tie, settled on Δi from :func:`delta_from_counts` with
-    the tie tolerance (so the lower threshold keeps a tie). Returns (Δi, pos).
+    within that width is a near-tie, settled on the precise Δi of
+    :func:`_precise_class_delta` with the tie tolerance (so the lower threshold keeps a
+    tie). The returned Δi of the best split is precise too. Returns (Δi, pos).
     """
     n_classes = total.shape[0]
     left = scratch[:n_classes]
     best_left = scratch[n_classes:2 * n_classes]
+    right = scratch[2 * n_classes:3 * n_classes]
     for j in range(n_classes):
         left[j] = 0.0
     n_node = end - start
@@ -172,15 +199,19 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, total
                 num = -(xlogx(ql_sum) - s_l) - (xlogx(qr_sum) - s_r)
                 den = 1.0
             else:
-                num = delta_from_counts(left, total, factor, criterion, node_impurity)
+                for j in range(n_classes):
+                    right[j] = total[j] - left[j]
+                num = delta_from_counts(left, right, factor, criterion, node_impurity)
                 den = 1.0
         if num > hi * den:
             best_delta = np.nan  # computed when needed
         elif num >= lo * den:
             if np.isnan(best_delta):
-                best_delta = delta_from_counts(best_left, total, factor, criterion,
-                                               node_impurity)
-            d = delta_from_counts(left, total, factor, criterion, node_impurity)
+                best_delta = _precise_class_delta(keys, best_pos, end, y, w, unit_weights,
+                                                  exact_sums, best_left, total, right,
+                                                  factor, criterion, node_impurity)
+            d = _precise_class_delta(keys, i + 1, end, y, w, unit_weights, exact_sums,
+                                     left, total, right, factor, criterion, node_impurity)
             if not d > best_delta + tol:
                 continue
             best_delta = d
@@ -195,23 +226,51 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, total
     if best_pos < 0:
         return -np.inf, -1
     if np.isnan(best_delta):
-        best_delta = delta_from_counts(best_left, total, factor, criterion, node_impurity)
+        best_delta = _precise_class_delta(keys, best_pos, end, y, w, unit_weights,
+                                          exact_sums, best_left, total, right, factor,
+                                          criterion, node_impurity)
     return best_delta, best_pos
 
 
 @jit
+def _precise_reg_delta(keys, pos, end, y, w, unit_weights, mean, w_left, s_left):
+    """Variance reduction of the split at ``pos`` given the left child's W and Σ w z.
+
+    The right child's sums are taken directly over its cases (z = y - node mean), not as
+    node total minus left, so that exact ties between features stay exact.
+    """
+    w_right = 0.0
+    s_right = 0.0
+    for i in range(pos, end):
+        case = keys[i]
+        wi = 1.0 if unit_weights else w[case]
+        w_right += wi
+        s_right += wi * (y[case] - mean)
+    w_node = w_left + w_right
+    s_node = s_left + s_right
+    return (s_left * s_left / w_left + s_right * s_right / w_right
+            - s_node * s_node / w_node) / w_node
+
+
+@jit
 def best_split_regression(keys, ranks, start, end, y, w, unit_weights, mean, w_total,
-                          s_total, tol, min_leaf):
+                          s_total, node_impurity, tol, min_leaf):
     """Scan ``keys[start:end]`` for the best variance-reducing split (SPEC §3).
 
     Sums are taken of z = y - ``mean`` (the node mean), which keeps the proxy free of
-    cancellation; ``w_total`` = W(t) and ``s_total`` = Σ w z over the node (zero up to
-    rounding). Returns (Δi, pos).
+    cancellation; ``w_total`` = W(t), ``s_total`` = Σ w z over the node (zero up to
+    rounding) and ``node_impurity`` its variance. Candidates are ranked by the proxy
+    S_L²/W_L + S_R²/W_R; near-ties (within ``NEAR_TIE`` of W(t) Var(t)) and the returned
+    best are settled on the precise Δi of :func:`_precise_reg_delta`. Returns (Δi, pos).
     """
     n_node = end - start
-    best_proxy = -np.inf
+    best_delta = np.nan
     best_pos = -1
-    tol_proxy = tol * w_total
+    best_wl = 0.0
+    best_sl = 0.0
+    hi = -np.inf
+    lo = -np.inf
+    scale = NEAR_TIE * w_total * node_impurity
     has_ties = ranks.shape[0] > 0
     n_left = 0
     w_left = 0.0
@@ -236,9 +295,27 @@ def best_split_regression(keys, ranks, start, end, y, w, unit_weights, mean, w_t
         if w_left <= 0.0 or w_right <= 0.0:
             continue
         proxy = s_left * s_left / w_left + s_right * s_right / w_right
-        if proxy > best_proxy + tol_proxy:
-            best_proxy = proxy
-            best_pos = i + 1
+        if proxy > hi:
+            best_delta = np.nan  # computed when needed
+        elif proxy >= lo:
+            if np.isnan(best_delta):
+                best_delta = _precise_reg_delta(keys, best_pos, end, y, w, unit_weights,
+                                                mean, best_wl, best_sl)
+            d = _precise_reg_delta(keys, i + 1, end, y, w, unit_weights, mean, w_left,
+                                   s_left)
+            if not d > best_delta + tol:
+                continue
+            best_delta = d
+        else:
+            continue
+        hi = proxy + scale
+        lo = proxy - scale
+        best_pos = i + 1
+        best_wl = w_left
+        best_sl = s_left
     if best_pos < 0:
         return -np.inf, -1
-    return (best_proxy - s_total * s_total / w_total) / w_total, best_pos
+    if np.isnan(best_delta):
+        best_delta = _precise_reg_delta(keys, best_pos, end, y, w, unit_weights, mean,
+                                        best_wl, best_sl)
+    return best_delta, best_pos

@@ -225,7 +225,8 @@ class _BaseCART:
         to ``alpha``, so refitting it reproduces the same tree.
         """
         self._check_fitted()
-        alpha = V.check_float(alpha, "alpha")
+        if not (isinstance(alpha, (float, np.floating)) and alpha == np.inf):
+            alpha = V.check_float(alpha, "alpha")  # +inf is allowed: T(inf) is the root
         pruned = copy.copy(self)
         pruned.ccp_alpha = alpha
         pruned.tree_ = _prune_tree(self.tree_max_, alpha)

@@ -426,7 +426,9 @@ def test_naive_agrees_with_sklearn_without_ties(seed, criterion):
     differently the two splits must have the same Δ (a tie, which scikit-learn breaks by
     a random feature order); the comparison stops there.
     """
-    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+    sklearn_tree = pytest.importorskip("sklearn.tree")
+    DecisionTreeClassifier = sklearn_tree.DecisionTreeClassifier
+    DecisionTreeRegressor = sklearn_tree.DecisionTreeRegressor
     rng = np.random.default_rng(seed)
     n, p = int(rng.integers(2, 40)), int(rng.integers(1, 4))
     X = rng.permutation(n * p).reshape(n, p).astype(np.float64) / 4 + rng.integers(0, 9, p)
@@ -523,12 +525,7 @@ def test_regressor_same_tree_as_naive(prob):
 # tie tolerance, so an exact tie between two features is won by the higher one.
 # strict=True: these start to XPASS (and fail) once the kernels are fixed; then remove
 # the marker.
-CANCELLATION_BUG = pytest.mark.xfail(
-    strict=True, reason="cartjit: right-child sums as total - left break exact ties")
-
-
 @needs_estimators
-@CANCELLATION_BUG
 @pytest.mark.parametrize("criterion", ["gini", "entropy", "twoing"])
 def test_exact_tie_mirrored_feature_classification(criterion):
     # x1 reverses x0, so both offer the partitions {0}|{1,2} and {0,1}|{2}; the best,
@@ -542,7 +539,6 @@ def test_exact_tie_mirrored_feature_classification(criterion):
 
 
 @needs_estimators
-@CANCELLATION_BUG
 def test_exact_tie_pure_children_classification():
     # The node of cases 0, 1, 2, 4 splits into a pure class-0 case and pure class 1 both
     # by x0 <= 1.5 and by x1 <= -2.5; with x0 the class-1 count of the pure right child
@@ -556,7 +552,6 @@ def test_exact_tie_pure_children_classification():
 
 
 @needs_estimators
-@CANCELLATION_BUG
 def test_exact_tie_mirrored_feature_regression():
     X = np.array([[1.0, 0.0], [0.0, 1.0]])
     y = np.array([1.0, 0.0])
