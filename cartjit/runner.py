@@ -75,7 +75,8 @@ from ._experiment_data import resolve
 
 __all__ = ["Cell", "RunError", "RunResult", "plan_cells", "cell_seed", "compute_cell",
            "run_experiment", "config_fingerprint", "CellStore", "BACKENDS",
-           "default_out_dir"]
+           "default_out_dir", "atomic_write", "versions", "Progress", "progress_enabled",
+           "ConfigError"]
 
 #: Version of the cell-file and run.json layout.
 FORMAT_VERSION = 1
@@ -650,6 +651,7 @@ def run_experiment(config_path, out=None, *, backend="threads", workers=None, sc
         "started": started, "ended": None, "status": "running", "invocations": []}
     invocation = len(meta["invocations"])
     meta["versions_now"] = versions()
+    meta["backend"] = backend  # of the latest invocation; each one is in "invocations"
     meta["status"] = "running"
     meta["ended"] = None
     meta["invocations"].append({
@@ -757,5 +759,3 @@ def _remove_run_skeleton(out):
     except OSError:
         pass
 
-
-__all__ += ["ConfigError", "atomic_write", "versions", "Progress", "progress_enabled"]
