@@ -53,6 +53,7 @@ Durability
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -225,11 +226,24 @@ def compute_cell(spec, X, y, selection):
     from ._cv import select_index
     est = _estimator(spec["task"], spec["settings"], "loo" if spec["loo"] else spec["V"],
                      spec["stratify"], spec["seed"])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        t0 = time.perf_counter()
-        est.fit(X, y)
-        wall = time.perf_counter() - t0
+    if getattr(warnings.showwarning, "_cartjit_router", False):
+        # warnings.catch_warnings is not thread-safe: under the run's router each
+        # thread collects its own cell's warnings
+        messages = []
+        _CELL_WARNINGS.messages = messages
+        try:
+            t0 = time.perf_counter()
+            est.fit(X, y)
+            wall = time.perf_counter() - t0
+        finally:
+            _CELL_WARNINGS.messages = None
+    else:  # one thread: the standard way
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            t0 = time.perf_counter()
+            est.fit(X, y)
+            wall = time.perf_counter() - t0
+        messages = [str(w.message) for w in caught]
     res = est.cv_results_
     cols = {}
     for name in CELL_COLUMNS:
@@ -240,7 +254,42 @@ def compute_cell(spec, X, y, selection):
     se = res["cv_se"].to_numpy()
     chosen = {selection_label(rule): int(select_index(risk, se, rule)) for rule in selection}
     return {"columns": cols, "chosen": chosen, "n_folds": int(est.n_folds_),
-            "warnings": sorted({str(w.message) for w in caught}), "wall_time_s": wall}
+            "warnings": sorted(set(messages)), "wall_time_s": wall}
+
+
+#: Per-thread list collecting the warnings of the cell that thread is running.
+_CELL_WARNINGS = threading.local()
+
+
+def _make_router(original):
+    def show(message, category, filename, lineno, file=None, line=None):
+        sink = getattr(_CELL_WARNINGS, "messages", None)
+        if sink is not None:
+            sink.append(str(message))
+        else:
+            original(message, category, filename, lineno, file, line)
+    show._cartjit_router = True
+    return show
+
+
+@contextlib.contextmanager
+def route_cell_warnings():
+    """While cells run: every warning goes to the list of the cell of its thread.
+
+    Entered once, in the main thread, around a backend; other warnings are shown as usual
+    (every time: the filter is "always" inside, so each cell records its own).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = _make_router(warnings.showwarning)
+        yield
+
+
+def _route_warnings_in_this_process():
+    """Install the router for good in a Dask worker process (its threads run cells)."""
+    if not getattr(warnings.showwarning, "_cartjit_router", False):
+        warnings.simplefilter("always")
+        warnings.showwarning = _make_router(warnings.showwarning)
 
 
 def _cell_payload(cell):
@@ -477,6 +526,7 @@ def _run_threads(pending, data, selection, on_result, on_error, workers):
 
 
 def _dask_cell(payload, X, y, selection):
+    _route_warnings_in_this_process()
     return _compute_single_threaded(payload, X, y, selection)
 
 
@@ -690,13 +740,16 @@ def run_experiment(config_path, out=None, *, backend="threads", workers=None, sc
     t_cells = time.perf_counter()
     try:
         if pending:
-            if backend == "serial":
-                _run_serial(pending, by_name, config.selection, on_result, on_error, workers)
-            elif backend == "threads":
-                _run_threads(pending, by_name, config.selection, on_result, on_error, workers)
-            else:
-                _run_dask(pending, by_name, config.selection, on_result, on_error,
-                          None if scheduler else workers, scheduler, quiet)
+            with route_cell_warnings():
+                if backend == "serial":
+                    _run_serial(pending, by_name, config.selection, on_result, on_error,
+                                workers)
+                elif backend == "threads":
+                    _run_threads(pending, by_name, config.selection, on_result, on_error,
+                                 workers)
+                else:
+                    _run_dask(pending, by_name, config.selection, on_result, on_error,
+                              None if scheduler else workers, scheduler, quiet)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"

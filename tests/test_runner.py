@@ -303,3 +303,27 @@ def test_iris_spec_sequences_in_a_run(tmp_path):
     d = load_dataset("iris")
     est = CARTClassifierCV(cv="loo").fit(d.frame[list(d.features)], d.frame[d.target])
     np.testing.assert_array_equal(table["V150_loo"], est.cv_results_["cv_risk"])
+
+
+def test_cell_warnings_are_recorded_per_cell_and_not_swallowed(tmp_path):
+    # a class of 2 cases with 3 stratified folds: make_folds warns in every cell
+    y = ["a"] * 20 + ["b"] * 20 + ["c"] * 2
+    pd.DataFrame({"x": np.arange(42.0), "y": y}).to_csv(tmp_path / "w.csv", index=False)
+    cfg = write(tmp_path, """
+        [cv]
+        V = 3
+        n_repeats = 6
+        stratify = true
+        [[datasets]]
+        name = "w"
+        path = "w.csv"
+        target = "y"
+    """)
+    run_experiment(cfg, tmp_path / "o", backend="threads", workers=2, quiet=True)
+    cells = pd.read_csv(tmp_path / "o" / "cells.csv")
+    assert cells["warnings"].str.contains("fewer than the 3 folds").all()
+    # the run restored the warning machinery: a later warning is shown, not lost
+    import warnings
+    with pytest.warns(UserWarning, match="still visible"):
+        warnings.warn("still visible", UserWarning)
+    assert not getattr(warnings.showwarning, "_cartjit_router", False)
