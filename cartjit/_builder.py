@@ -51,6 +51,10 @@ from ._splitter import (best_split_classification, best_split_regression,
 __all__ = ["Presorted", "presort", "subset_keys", "grow", "I_FEATURE", "I_LEFT", "I_RIGHT", "I_PARENT",
            "I_DEPTH", "I_N", "F_THRESHOLD", "F_WEIGHT", "F_IMPURITY", "F_IMPROVEMENT"]
 
+#: Below this many (case, feature) keys a fit runs on the calling thread only: a thread
+#: pool's start-up and hand-offs cost more than they save on small data.
+PARALLEL_MIN_KEYS = 1 << 16
+
 # Columns of the integer and float node tables returned by grow().
 I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_DEPTH, I_N = 0, 1, 2, 3, 4, 5
 F_THRESHOLD, F_WEIGHT, F_IMPURITY, F_IMPROVEMENT = 0, 1, 2, 3
@@ -122,6 +126,8 @@ def presort(X, n_threads=1):
         keys[f] = order
         tied[f] = _sorted_ties(col, order)
 
+    if n * p < PARALLEL_MIN_KEYS:
+        n_threads = 1
     _map(one, range(p), n_threads)
     rank_row = np.full(p, -1, dtype=np.int64)
     rank_row[tied] = np.arange(int(tied.sum()))
@@ -467,6 +473,8 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
     if not splittable:
         f_node = f_node[:0]
 
+    if n * p < PARALLEL_MIN_KEYS:
+        n_threads = 1
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
     try:
         while f_node.shape[0] > 0:

@@ -181,6 +181,11 @@ def midpoints(alphas):
     return out
 
 
+#: Below this many (case, feature) values the folds run on the calling thread: a small
+#: fold fit is mostly Python holding the GIL, so threads would only add hand-offs.
+FOLD_THREADS_MIN_VALUES = 1 << 14
+
+
 def _run_tasks(fn, tasks, n_threads):
     if n_threads > 1 and len(tasks) > 1:
         with ThreadPoolExecutor(min(n_threads, len(tasks))) as pool:
@@ -200,6 +205,8 @@ def grow_fold_trees(problem, settings, keys, plan, n_threads=1):
         return fit_tree(problem, settings, subset_keys(keys, in_train, 1), n_threads=1).tree
 
     tasks = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
+    if problem.X.size < FOLD_THREADS_MIN_VALUES:
+        n_threads = 1
     return _run_tasks(run, tasks, n_threads)
 
 
@@ -235,6 +242,8 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
                        alpha_prime, out_sum, out_sq)
         return out_sum, out_sq
 
+    if problem.X.size < FOLD_THREADS_MIN_VALUES:
+        n_threads = 1
     results = _run_tasks(run, list(range(len(tasks))), n_threads)
     K = alpha_prime.shape[0]
     cv_risk = np.zeros((n_rep, K))

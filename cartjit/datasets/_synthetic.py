@@ -88,11 +88,9 @@ def _make_rng(random_state):
     return np.random.default_rng(int(random_state))
 
 
-def _features(rng, n_samples, n_features, n_informative):
-    """Draw the standard normal design matrix and pick the informative columns."""
-    X = rng.standard_normal((n_samples, n_features), dtype=np.float64)
-    informative = np.sort(rng.choice(n_features, size=n_informative, replace=False))
-    return X, informative
+def _informative(rng, n_features, n_informative):
+    """Pick the informative columns (drawn before X: one seed, one problem for any n)."""
+    return np.sort(rng.choice(n_features, size=n_informative, replace=False))
 
 
 # ---------------------------------------------------------------------------
@@ -175,23 +173,29 @@ def make_classification(
     label_noise = _check_real("label_noise", label_noise, low=0.0, high=1.0)
     rng = _make_rng(random_state)
 
-    X, informative = _features(rng, n_samples, n_features, n_informative)
-
+    # The problem (informative columns, class directions, interactions) is drawn first,
+    # so that the same seed defines the same problem for every n_samples; X follows,
+    # and its first rows are the same for every n_samples too.
+    informative = _informative(rng, n_features, n_informative)
     # one oblique linear score per class over the informative features
     W = rng.standard_normal((n_informative, n_classes))
     W /= np.linalg.norm(W, axis=0, keepdims=True)
-    # zero rows for the noise features: one BLAS product, no copy of the columns
-    W_full = np.zeros((n_features, n_classes))
-    W_full[informative] = W
-    scores = X @ W_full  # (n_samples, n_classes)
-
-    # XOR-like sign interactions between pairs of distinct informative axes
     weights = rng.uniform(0.5, 1.5, size=n_classes)
+    pairs = []
     for k in range(n_classes):
         if n_informative >= 2:
             p, q = informative[rng.choice(n_informative, size=2, replace=False)]
         else:
             p = q = informative[0]  # degenerate: sign(z)**2 == 1, a constant shift
+        pairs.append((p, q))
+    X = rng.standard_normal((n_samples, n_features), dtype=np.float64)
+
+    # zero rows for the noise features: one BLAS product, no copy of the columns
+    W_full = np.zeros((n_features, n_classes))
+    W_full[informative] = W
+    scores = X @ W_full  # (n_samples, n_classes)
+    # XOR-like sign interactions between pairs of distinct informative axes
+    for k, (p, q) in enumerate(pairs):
         same_sign = np.signbit(X[:, p]) == np.signbit(X[:, q])
         scores[:, k] += np.where(same_sign, weights[k], -weights[k])
 
@@ -269,8 +273,10 @@ def make_regression(
     noise = _check_real("noise", noise, low=0.0)
     rng = _make_rng(random_state)
 
-    X, informative = _features(rng, n_samples, n_features, n_informative)
+    # the problem first (same for every n_samples), then X, then the noise
+    informative = _informative(rng, n_features, n_informative)
     coef = rng.uniform(1.0, 3.0, size=n_informative)
+    X = rng.standard_normal((n_samples, n_features), dtype=np.float64)
 
     terms = (
         lambda z: np.sin(2.0 * z),
