@@ -71,6 +71,17 @@ def delta_from_counts(left, right, factor, criterion, node_impurity):
 
 
 @jit
+def _count_left(keys, start, pos, y, w, unit_weights, out):
+    """Weighted class counts of the cases at positions [start, pos), summed in scan order
+    (the same order, hence the same rounding, as the scan's running counts)."""
+    for j in range(out.shape[0]):
+        out[j] = 0.0
+    for i in range(start, pos):
+        case = keys[i]
+        out[y[case]] += 1.0 if unit_weights else w[case]
+
+
+@jit
 def _precise_class_delta(keys, pos, end, y, w, unit_weights, exact_sums, left, total,
                          right, factor, criterion, node_impurity):
     """Δi of the split at ``pos`` given the left child's counts.
@@ -119,8 +130,14 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
     n_node = end - start
     best_delta = np.nan
     best_pos = -1
-    hi = -np.inf  # a proxy ratio above hi beats the best outright
-    lo = -np.inf  # one in [lo, hi] is a near-tie
+    # The best proxy is held as the fraction best_num / best_den (best_den > 0); with
+    # hi_num = best_num + scale best_den and lo_num = best_num - scale best_den, a
+    # candidate num / den beats it outright when num best_den > hi_num den and is a
+    # near-tie when it is >= lo_num den: no division per candidate.
+    best_den = 1.0
+    hi_num = -np.inf
+    lo_num = -np.inf
+    best_left_valid = False  # best_left holds the left counts at best_pos
     has_ties = ranks.shape[0] > 0
     n_left = 0
 
@@ -203,10 +220,14 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
                     right[j] = total[j] - left[j]
                 num = delta_from_counts(left, right, factor, criterion, node_impurity)
                 den = 1.0
-        if num > hi * den:
+        if num * best_den > hi_num * den:
             best_delta = np.nan  # computed when needed
-        elif num >= lo * den:
+            best_left_valid = False
+        elif num * best_den >= lo_num * den:
             if np.isnan(best_delta):
+                if not best_left_valid:
+                    _count_left(keys, start, best_pos, y, w, unit_weights, best_left)
+                    best_left_valid = True
                 best_delta = _precise_class_delta(keys, best_pos, end, y, w, unit_weights,
                                                   exact_sums, best_left, total, right,
                                                   factor, criterion, node_impurity)
@@ -215,17 +236,20 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
             if not d > best_delta + tol:
                 continue
             best_delta = d
+            for j in range(n_classes):
+                best_left[j] = left[j]
+            best_left_valid = True
         else:
             continue
-        ratio = num / den
-        hi = ratio + scale
-        lo = ratio - scale
+        best_den = den
+        hi_num = num + scale * den
+        lo_num = num - scale * den
         best_pos = i + 1
-        for j in range(n_classes):
-            best_left[j] = left[j]
     if best_pos < 0:
         return -np.inf, -1
     if np.isnan(best_delta):
+        if not best_left_valid:
+            _count_left(keys, start, best_pos, y, w, unit_weights, best_left)
         best_delta = _precise_class_delta(keys, best_pos, end, y, w, unit_weights,
                                           exact_sums, best_left, total, right, factor,
                                           criterion, node_impurity)
