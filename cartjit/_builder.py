@@ -339,14 +339,16 @@ def _partition(keys, sp_index, split_feat, f_start, f_end, goes_left, buffers, c
         row = keys[f]
         wl = f_start[j]
         wr = 0
+        # Branch-free: the side is a coin flip the CPU cannot predict, so every key is
+        # written to both places and only the matching write pointer advances
+        # (wl <= i, so the in-place write never overtakes the read).
         for i in range(f_start[j], f_end[j]):
             key = row[i]
-            if goes_left[key]:
-                row[wl] = key
-                wl += 1
-            else:
-                buf[wr] = key
-                wr += 1
+            g = np.int64(goes_left[key])
+            row[wl] = key
+            buf[wr] = key
+            wl += g
+            wr += 1 - g
         for i in range(wr):
             row[wl + i] = buf[i]
 
