@@ -518,13 +518,11 @@ def test_regressor_same_tree_as_naive(prob):
     assert_same_tree(tree, root)
 
 
-# Known cartjit bug (found by the property tests above): the right child's sums are
-# taken as total - left, which cancels when the left side holds most of the (non-integer)
-# weight. The Δ of one partition then differs between the scan that sees it with the
-# heavy side on the left and the one that sees it on the right by more than the 16-ulp
-# tie tolerance, so an exact tie between two features is won by the higher one.
-# strict=True: these start to XPASS (and fail) once the kernels are fixed; then remove
-# the marker.
+# Regression tests for a bug the property tests above found (fixed in fae19e7): the right
+# child's sums were taken as total - left, which cancels when the left side holds most of
+# the (non-integer) weight. The Δ of one partition then differed between the scan that
+# sees it with the heavy side on the left and the one that sees it on the right by more
+# than the 16-ulp tie tolerance, so an exact tie between two features went to the higher.
 @needs_estimators
 @pytest.mark.parametrize("criterion", ["gini", "entropy", "twoing"])
 def test_exact_tie_mirrored_feature_classification(criterion):
