@@ -456,7 +456,10 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
     inode = np.zeros((cap, _N_INT), dtype=np.int64)
     fnode = np.zeros((cap, _N_FLOAT), dtype=np.float64)
     value = np.zeros((cap, n_val), dtype=np.float64)
-    scratch = np.zeros((n_threads, 3 * max(n_classes, 1)), dtype=np.float64)
+    # Per-thread scratch rows (running class counts, written at every scan step) are
+    # padded to whole 128-byte blocks so two threads never write the same cache line.
+    row = -(-3 * max(n_classes, 1) // 16) * 16
+    scratch = np.zeros((n_threads, row), dtype=np.float64)
     # Integer weights (with totals below 2**53) make running class counts exact.
     exact_sums = bool(unit_weights or (np.all(w == np.floor(w)) and w.sum() < 2.0**53))
     goes_left = np.zeros(X.shape[0], dtype=np.uint8)
