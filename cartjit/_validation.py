@@ -17,7 +17,8 @@ import numpy as np
 
 __all__ = ["NotFittedError", "as_kernel_array", "check_X", "check_y_class", "check_y_reg",
            "check_sample_weight", "check_int", "check_float", "check_choice",
-           "check_priors", "check_cost", "data_conversion_warning", "not_fitted_error"]
+           "check_priors", "check_cost", "data_conversion_warning", "not_fitted_error",
+           "raise_non_finite"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -147,10 +148,13 @@ def _as_numeric_2d(X, name):
     return arr, feature_names
 
 
-def check_X(X, *, name="X", estimator=None, n_features=None, min_samples=1):
+def check_X(X, *, name="X", estimator=None, n_features=None, min_samples=1,
+            check_finite=True):
     """Return ``(X as C-contiguous float64, feature names or None)`` after checking it.
 
     With ``n_features`` given (predicting), the number of columns must match.
+    ``check_finite=False`` leaves the NaN/inf check to the caller (prediction does it
+    inside its kernel and calls :func:`raise_non_finite`).
     """
     arr, feature_names = _as_numeric_2d(X, name)
     n, p = arr.shape
@@ -167,14 +171,22 @@ def check_X(X, *, name="X", estimator=None, n_features=None, min_samples=1):
         raise ValueError(
             f"X has {p} features, but {who} is expecting {n_features} features as input")
     arr = as_kernel_array(arr, np.float64)
-    if not np.isfinite(arr).all():
-        if np.isnan(arr).any():
-            raise ValueError(f"Input {name} contains NaN: missing values are not supported")
-        raise ValueError(
-            f"Input {name} contains infinity or a value too large for dtype('float64')")
+    # NaN and ±inf propagate into a sum, which is much cheaper than isfinite(arr).all();
+    # only a non-finite sum (or an overflowing one) needs the full check.
+    if check_finite and not np.isfinite(np.add.reduce(arr, axis=None)):
+        raise_non_finite(arr, name)
     if n >= 2**31:
         raise ValueError(f"{name} has {n} rows; at most 2**31 - 1 are supported")
     return arr, feature_names
+
+
+def raise_non_finite(arr, name="X"):
+    """Raise the ValueError for NaN or infinite entries of ``arr``, if it has any."""
+    if np.isnan(arr).any():
+        raise ValueError(f"Input {name} contains NaN: missing values are not supported")
+    if not np.isfinite(arr).all():
+        raise ValueError(
+            f"Input {name} contains infinity or a value too large for dtype('float64')")
 
 
 def _as_1d(y, name, n_samples):

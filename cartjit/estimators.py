@@ -266,14 +266,18 @@ class _BaseCART:
             warnings.warn(
                 f"X does not have valid feature names, but {type(self).__name__} was "
                 "fitted with feature names", UserWarning, stacklevel=3)
-        arr, _ = V.check_X(X, estimator=self, n_features=self.n_features_in_)
+        arr, _ = V.check_X(X, estimator=self, n_features=self.n_features_in_,
+                           check_finite=False)  # checked by the apply kernel
         return arr
 
     def apply(self, X):
         """Index of the leaf of ``tree_`` that each row of X reaches."""
         X = self._check_predict_X(X)
         t = self.tree_
-        return _apply_kernel(t.feature, t.threshold, t.left, X)
+        leaves, n_bad = _apply_kernel(t.feature, t.threshold, t.left, X)
+        if n_bad:
+            V.raise_non_finite(X)
+        return leaves
 
     def decision_path(self, X):
         """Node indicator (scipy CSR matrix, n_samples × n_nodes) of each row's path.
