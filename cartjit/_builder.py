@@ -419,7 +419,7 @@ def _grow_tables(inode, fnode, value, needed):
     cap = inode.shape[0]
     if needed <= cap:
         return inode, fnode, value
-    new_cap = max(needed, 2 * cap)
+    new_cap = max(needed, cap + cap // 2)  # grow by half: less over-allocation
     grown = []
     for arr in (inode, fnode, value):
         new = np.zeros((new_cap, arr.shape[1]), dtype=arr.dtype)
@@ -433,7 +433,7 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
          n_threads=1):
     """Grow the tree on the cases in ``keys`` (see the module docstring).
 
-    Returns ``(inode, fnode, value)`` (views into over-allocated tables): an int64 table
+    Returns ``(inode, fnode, value)`` (views into over-allocated tables): an int32 table
     with columns feature, left, right,
     parent, depth, n_node_samples; a float64 table with columns threshold, weighted n,
     impurity, impurity decrease Δi of the node's split (0 at leaves); and the node
@@ -453,7 +453,7 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
     X = as_kernel_array(X, np.float64)
 
     cap = 64
-    inode = np.zeros((cap, _N_INT), dtype=np.int64)
+    inode = np.zeros((cap, _N_INT), dtype=np.int32)  # ids, depths, counts < 2**31
     fnode = np.zeros((cap, _N_FLOAT), dtype=np.float64)
     value = np.zeros((cap, n_val), dtype=np.float64)
     # Per-thread scratch rows (running class counts, written at every scan step) are
