@@ -178,7 +178,7 @@ class _BaseCART:
         """
         problem, settings, ccp_alpha, names, classes = self._prepare(X, y, sample_weight)
         n_threads = numba.get_num_threads()
-        fitted = fit_tree(problem, settings, presort(problem.X, n_threads), n_threads)
+        fitted = fit_tree(problem, settings, None, n_threads)  # presorts, frees the keys
         self._set_fitted(fitted, problem, settings, ccp_alpha, names, classes)
         return self
 
