@@ -81,13 +81,3 @@ def xlogx(x):
     if x > 0.0:
         return x * np.log2(x)
     return 0.0
-
-
-@jit
-def classification_offset(node_impurity, criterion):
-    """a(t) of the module docstring: Δi = a(t) + P / Q(t)."""
-    if criterion == GINI:
-        return node_impurity - 1.0
-    if criterion == ENTROPY:
-        return node_impurity
-    return 0.0
