@@ -173,8 +173,11 @@ def check_X(X, *, name="X", estimator=None, n_features=None, min_samples=1,
     arr = as_kernel_array(arr, np.float64)
     # NaN and ±inf propagate into a sum, which is much cheaper than isfinite(arr).all();
     # only a non-finite sum (or an overflowing one) needs the full check.
-    if check_finite and not np.isfinite(np.add.reduce(arr, axis=None)):
-        raise_non_finite(arr, name)
+    if check_finite:
+        with np.errstate(over="ignore", invalid="ignore"):  # huge finite values may overflow
+            total = np.add.reduce(arr, axis=None)
+        if not np.isfinite(total):
+            raise_non_finite(arr, name)  # raises only if an entry really is NaN or inf
     if n >= 2**31:
         raise ValueError(f"{name} has {n} rows; at most 2**31 - 1 are supported")
     return arr, feature_names
