@@ -156,7 +156,6 @@ class _BaseCART:
     def _set_fitted(self, fitted, problem, settings, ccp_alpha, names, classes):
         """Store the fitted tree (T_max and T(ccp_alpha)) and the fitted attributes."""
         self.tree_max_ = fitted.tree
-        self._improvement = fitted.improvement
         self.tree_ = fitted.tree if ccp_alpha is None else _prune_tree(fitted.tree, ccp_alpha)
         self.n_features_in_ = problem.X.shape[1]
         if names is not None:
