@@ -343,21 +343,8 @@ def report_timing(args, argv):
 
 # ---- memory
 
-def _status_kib(field):
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
-
-
-def _reset_high_water_mark():
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return _status_kib("VmHWM") <= _status_kib("VmRSS") + 4
-    except (OSError, KeyError):
-        return False
+# the same VmHWM reading as the asv memory benchmark (this script's folder is on sys.path)
+from benchmarks.memory import _reset_high_water_mark, _status_kib  # noqa: E402
 
 
 def _measure_peak(fn):

@@ -114,12 +114,7 @@ def make_folds(cv, n, *, y=None, stratify=False, n_repeats=1, random_state=0):
             else:
                 folds[r, rng.permutation(n)] = np.arange(n) % v
         return FoldPlan(folds, v, False)
-    if hasattr(cv, "split") or _is_split_list(cv):
-        if hasattr(cv, "split"):
-            cv = list(cv.split(np.zeros((n, 1)), y))
-        ids = _folds_from_splits(cv, n)
-    else:
-        ids = np.asarray(cv)
+    ids = np.asarray(fold_ids_from_splits(cv, n, y))
     if ids.ndim != 1 or ids.shape[0] != n:
         raise ValueError(f"cv fold ids must be a 1-d array with one id per case ({n}), "
                          f"got shape {ids.shape}")
@@ -146,6 +141,16 @@ def _is_split_list(cv):
     if not isinstance(cv, (list, tuple)) or not cv:
         return False
     return all(isinstance(pair, (list, tuple)) and len(pair) == 2 for pair in cv)
+
+
+def fold_ids_from_splits(cv, n, y=None):
+    """Fold ids for a scikit-learn splitter (``split(X, y)``) or a list of (train, test)
+    pairs over n cases; any other ``cv`` is returned unchanged."""
+    if hasattr(cv, "split"):
+        cv = list(cv.split(np.zeros((n, 1)), y))
+    if _is_split_list(cv):
+        return _folds_from_splits(cv, n)
+    return cv
 
 
 def _folds_from_splits(splits, n):

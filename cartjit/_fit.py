@@ -28,7 +28,8 @@ from ._criteria import SQUARED_ERROR
 from ._pruning import weakest_link
 from ._tree import LEAF, Tree, subtree
 
-__all__ = ["Problem", "Settings", "Fitted", "fit_tree", "class_risk", "with_alpha"]
+__all__ = ["Problem", "Settings", "Fitted", "fit_tree", "split_factor", "class_risk",
+           "with_alpha"]
 
 #: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
 #: (times the largest cost) are tied for the node label; the lower index wins (SPEC §1).
@@ -81,6 +82,19 @@ def class_priors(setting, counts):
             return counts / counts.sum()
         return np.full(n_classes, 1.0 / n_classes)
     return np.asarray(setting, dtype=np.float64)
+
+
+def split_factor(priors, class_totals, cost, default_cost):
+    """The per-class factors c_j = π'(j) / N_j of the split search (SPEC §2).
+
+    π' are the priors, altered to π'(j) ∝ π(j) Σ_i C(i|j) when the cost is not 0-1, and
+    renormalised over the classes present (N_j > 0); absent classes get c_j = 0. Then
+    Σ_j c_j N_j(t) = p(t) under the split-search priors.
+    """
+    split = priors if default_cost else priors * cost.sum(axis=1)
+    split = np.where(class_totals > 0, split, 0.0)
+    split = split / split.sum()
+    return np.divide(split, class_totals, out=np.zeros_like(split), where=class_totals > 0)
 
 
 def class_risk(value, priors, class_totals, cost):
@@ -143,11 +157,7 @@ def fit_tree(problem, settings, presorted, n_threads=1):
                              minlength=problem.n_classes).astype(np.float64)
         del cases
         priors = class_priors(settings.priors, counts)
-        split_priors = priors if settings.default_cost else priors * settings.cost.sum(axis=1)
-        split_priors = np.where(counts > 0, split_priors, 0.0)
-        split_priors = split_priors / split_priors.sum()
-        factor = np.divide(split_priors, counts, out=np.zeros_like(split_priors),
-                           where=counts > 0)
+        factor = split_factor(priors, counts, settings.cost, settings.default_cost)
         n_classes = problem.n_classes
     else:
         counts = priors = None

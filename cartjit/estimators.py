@@ -22,9 +22,9 @@ import numpy as np
 from . import _validation as V
 from ._builder import presort
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
-from ._cv import (_folds_from_splits, _is_split_list, grow_fold_trees, make_folds,
-                  path_table, pruning_sequence, score_fold_trees, select_index)
-from ._fit import Problem, Settings, fit_tree
+from ._cv import (fold_ids_from_splits, grow_fold_trees, make_folds, path_table,
+                  pruning_sequence, score_fold_trees, select_index)
+from ._fit import Problem, Settings, fit_tree, split_factor
 from ._predict import apply as _apply_kernel
 from ._tree import subtree
 
@@ -211,9 +211,8 @@ class _BaseCART:
         tree = self.tree_max_
         if not self._is_classifier:
             return tree.weighted_n_node_samples / tree.weighted_n_node_samples[0]
-        split = self.priors_ if self._split_cost_default else self.priors_ * self.cost_.sum(axis=1)
-        factor = np.divide(split / split.sum(), self.class_weight_totals_,
-                           out=np.zeros_like(split), where=self.class_weight_totals_ > 0)
+        factor = split_factor(self.priors_, self.class_weight_totals_, self.cost_,
+                              self._split_cost_default)
         return tree.value @ factor
 
     def prune(self, alpha):
@@ -351,13 +350,8 @@ class _CVMixin:
         cv = self.cv
         if self._kept_rows is not None and not isinstance(cv, (str, int, np.integer)):
             n_rows = self._kept_rows.shape[0]
-            if hasattr(cv, "split") or _is_split_list(cv):
-                labels = np.asarray(y) if self._is_classifier else None
-                if labels is not None and self.stratify is False:
-                    labels = None
-                splits = list(cv.split(np.zeros((n_rows, 1)), labels)) if hasattr(cv, "split") else cv
-                cv = _folds_from_splits(splits, n_rows)
-            ids = np.asarray(cv)
+            labels = np.asarray(y) if self._is_classifier and self.stratify else None
+            ids = np.asarray(fold_ids_from_splits(cv, n_rows, labels))
             if ids.ndim == 1 and ids.shape[0] == n_rows:
                 cv = ids[self._kept_rows]  # fold ids follow the cases that take part
         seed = 0 if self.random_state is None else self.random_state
