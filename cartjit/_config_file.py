@@ -298,18 +298,19 @@ def _cost_options(chk, value, where):
     return opts
 
 
-def _int_or_none_options(chk, value, where, low):
+def _int_or_word_options(chk, value, where, low, word, meaning):
+    """Options that are each an integer >= ``low`` or the string ``word`` (``meaning``)."""
+    allowed = f"an integer >= {low} or \"{word}\" ({meaning})"
     opts = []
     for i, v in enumerate(_options(value)):
         w = f"{where}[{i}]" if isinstance(value, list) else where
         if isinstance(v, str):
-            if v != "none":
-                chk.fail(w, f"must be an integer >= {low} or \"none\" (no limit), got {v!r}")
-            opts.append("none")
+            if v != word:
+                chk.fail(w, f"must be {allowed}, got {v!r}")
+            opts.append(word)
         else:
             if isinstance(v, bool) or not isinstance(v, int):
-                chk.fail(w, f"must be an integer >= {low} or \"none\" (no limit), got "
-                            f"{_type_name(v)} {v!r}")
+                chk.fail(w, f"must be {allowed}, got {_type_name(v)} {v!r}")
             opts.append(chk.integer(v, w, low=low))
     return opts
 
@@ -332,7 +333,8 @@ def _check_tree(chk, table, where, *, per_dataset_task=None):
         elif key == "cost":
             opts = _cost_options(chk, value, w)
         elif key in ("max_depth", "max_leaf_nodes"):
-            opts = _int_or_none_options(chk, value, w, low=0 if key == "max_depth" else 2)
+            opts = _int_or_word_options(chk, value, w, 0 if key == "max_depth" else 2,
+                                        "none", "no limit")
         elif key in ("min_samples_split", "min_samples_leaf"):
             low = 2 if key == "min_samples_split" else 1
             opts = [chk.integer(v, f"{w}[{i}]" if isinstance(value, list) else w, low=low)
@@ -360,18 +362,7 @@ def selection_label(rule) -> str:
 
 
 def _check_V(chk, value, where):
-    opts = []
-    for i, v in enumerate(_options(value)):
-        w = f"{where}[{i}]" if isinstance(value, list) else where
-        if isinstance(v, str):
-            if v != "loo":
-                chk.fail(w, f"must be an integer >= 2 or \"loo\" (leave-one-out), got {v!r}")
-            opts.append("loo")
-        else:
-            if isinstance(v, bool) or not isinstance(v, int):
-                chk.fail(w, "must be an integer >= 2 or \"loo\" (leave-one-out), got "
-                            f"{_type_name(v)} {v!r}")
-            opts.append(chk.integer(v, w, low=2))
+    opts = _int_or_word_options(chk, value, where, 2, "loo", "leave-one-out")
     if not opts:
         chk.fail(where, "must not be an empty array")
     _no_duplicates(chk, opts, where)
