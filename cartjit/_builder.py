@@ -44,8 +44,8 @@ import numpy as np
 
 from ._config import jit
 from ._validation import as_kernel_array
-from ._criteria import SQUARED_ERROR, impurity_from_counts, tie_tolerance
-from ._splitter import (best_split_classification, best_split_regression,
+from ._criteria import ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_tolerance
+from ._splitter import (_count_left, best_split_classification, best_split_regression,
                         threshold_between)
 
 __all__ = ["Presorted", "presort", "subset_keys", "grow", "I_FEATURE", "I_LEFT", "I_RIGHT", "I_PARENT",
@@ -185,16 +185,9 @@ def subset_keys(presorted, in_subset, n_threads=1):
 # --------------------------------------------------------------------------- node statistics
 
 @jit
-def _class_node_stats(row, start, end, y, w, unit_weights, counts):
+def _class_node_stats(row, start, end, y, w, unit_weights, shift, mask, counts):
     """Weighted class counts N_j(t) of a segment; returns how many classes occur."""
-    for j in range(counts.shape[0]):
-        counts[j] = 0.0
-    for i in range(start, end):
-        case = row[i]
-        if unit_weights:
-            counts[y[case]] += 1.0
-        else:
-            counts[y[case]] += w[case]
+    _count_left(row, start, end, y, w, unit_weights, shift, mask, counts)
     present = 0
     for j in range(counts.shape[0]):
         if counts[j] > 0.0:
@@ -232,15 +225,16 @@ def _reg_node_stats(row, start, end, y, w, unit_weights):
 
 
 @jit
-def _node_stats(row, start, end, y_class, y_reg, w, unit_weights, factor, criterion,
-                counts):
+def _node_stats(row, start, end, y_class, y_reg, w, unit_weights, shift, mask, factor,
+                criterion, counts):
     """Statistics of the node holding ``row[start:end]``.
 
     Returns ``(weight, impurity, mean, centred sum, may split by purity)``; for
     classification ``counts`` receives N_j(t), for regression ``counts[0]`` the mean.
     """
     if criterion != SQUARED_ERROR:
-        present = _class_node_stats(row, start, end, y_class, w, unit_weights, counts)
+        present = _class_node_stats(row, start, end, y_class, w, unit_weights, shift, mask,
+                                    counts)
         return (counts.sum(), impurity_from_counts(counts, factor, criterion), 0.0, 0.0,
                 present > 1)
     w_sum, mean, s_c, var, constant = _reg_node_stats(row, start, end, y_reg, w, unit_weights)
@@ -252,11 +246,18 @@ def _node_stats(row, start, end, y_class, y_reg, w, unit_weights, factor, criter
 
 @jit
 def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_sum, fnode,
-            value, y_class, y_reg, w, unit_weights, exact_sums, factor, criterion,
-            min_samples_leaf, scratch, pair_delta, pair_pos, c, n_chunks):
-    """Step 1: the best split of every (frontier node, feature) pair in chunk c."""
+            value, y_class, y_reg, w, unit_weights, exact_sums, shift, mask, factor,
+            criterion, min_samples_leaf, scratch, buffers, pair_delta, pair_pos, c,
+            n_chunks):
+    """Step 1: the best split of every (frontier node, feature) pair in chunk c.
+
+    Gini and entropy scan features without ties by runs of one class (see
+    :func:`best_split_classification`, with this chunk's row of ``buffers`` for the
+    candidates); twoing, and features with ties, case by case.
+    """
     p = keys.shape[0]
     n_pairs = f_node.shape[0] * p
+    runs_criterion = criterion == GINI or criterion == ENTROPY
     for k in range(c, n_pairs, n_chunks):
         j = k // p
         f = k - j * p
@@ -267,7 +268,8 @@ def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_s
         if criterion != SQUARED_ERROR:
             d, pos = best_split_classification(
                 keys[f], rk, f_start[j], f_end[j], y_class, w, unit_weights, exact_sums,
-                value[node], factor, criterion, imp, tol, min_samples_leaf, scratch[c])
+                shift, mask, value[node], factor, criterion, imp, tol, min_samples_leaf,
+                runs_criterion and rank_row[f] < 0, scratch[c], buffers[c])
         else:
             d, pos = best_split_regression(
                 keys[f], rk, f_start[j], f_end[j], y_reg, w, unit_weights, f_mean[j],
@@ -277,9 +279,9 @@ def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_s
 
 
 @jit
-def _choose(X, keys, f_node, f_start, f_end, inode, fnode, value, factor, criterion,
-            q_root, min_impurity_decrease, pair_delta, pair_pos, n_nodes, goes_left,
-            split_feat, split_pos, child_base):
+def _choose(X, keys, shift, f_node, f_start, f_end, inode, fnode, value, factor,
+            criterion, q_root, min_impurity_decrease, pair_delta, pair_pos, n_nodes,
+            goes_left, split_feat, split_pos, child_base):
     """Step 2: choose each frontier node's split, record it, mark its cases; count splits."""
     p = keys.shape[0]
     n_classes = value.shape[1]
@@ -318,14 +320,16 @@ def _choose(X, keys, f_node, f_start, f_end, inode, fnode, value, factor, criter
         inode[node, I_LEFT] = child_base[j]
         inode[node, I_RIGHT] = child_base[j] + 1
         fnode[node, F_IMPROVEMENT] = best
-        fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1], bf], X[row[pos], bf])
+        fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1] >> shift, bf],
+                                                     X[row[pos] >> shift, bf])
         for i in range(f_start[j], f_end[j]):
-            goes_left[row[i]] = 1 if i < pos else 0
+            goes_left[row[i] >> shift] = 1 if i < pos else 0
     return n_split
 
 
 @jit
-def _partition(keys, sp_index, split_feat, f_start, f_end, goes_left, buffers, c, n_chunks):
+def _partition(keys, shift, sp_index, split_feat, f_start, f_end, goes_left, buffers, c,
+               n_chunks):
     """Step 3: stable partition of the split nodes' segments, every non-split feature."""
     p = keys.shape[0]
     buf = buffers[c]
@@ -344,7 +348,7 @@ def _partition(keys, sp_index, split_feat, f_start, f_end, goes_left, buffers, c
         # (wl <= i, so the in-place write never overtakes the read).
         for i in range(f_start[j], f_end[j]):
             key = row[i]
-            g = np.int64(goes_left[key])
+            g = np.int64(goes_left[key >> shift])
             row[wl] = key
             buf[wr] = key
             wl += g
@@ -355,8 +359,8 @@ def _partition(keys, sp_index, split_feat, f_start, f_end, goes_left, buffers, c
 
 @jit
 def _children(keys, sp_index, f_node, f_start, f_end, split_feat, split_pos, child_base,
-              inode, fnode, value, y_class, y_reg, w, unit_weights, factor, criterion,
-              max_depth, min_samples_split, min_samples_leaf, c_start, c_end, c_mean,
+              inode, fnode, value, y_class, y_reg, w, unit_weights, shift, mask, factor,
+              criterion, max_depth, min_samples_split, min_samples_leaf, c_start, c_end, c_mean,
               c_sum, c_ok, c, n_chunks):
     """Step 4: write the children of the split nodes and decide which may split."""
     for t in range(c, 2 * sp_index.shape[0], n_chunks):
@@ -376,8 +380,8 @@ def _children(keys, sp_index, f_node, f_start, f_end, split_feat, split_pos, chi
         fnode[cid, F_THRESHOLD] = np.nan
         fnode[cid, F_IMPROVEMENT] = 0.0
         weight, imp, mean, s_c, mixed = _node_stats(
-            keys[split_feat[j]], s, e, y_class, y_reg, w, unit_weights, factor, criterion,
-            value[cid])
+            keys[split_feat[j]], s, e, y_class, y_reg, w, unit_weights, shift, mask, factor,
+            criterion, value[cid])
         fnode[cid, F_WEIGHT] = weight
         fnode[cid, F_IMPURITY] = imp
         c_start[t] = s
@@ -390,7 +394,17 @@ def _children(keys, sp_index, f_node, f_start, f_end, split_feat, split_pos, chi
 
 
 @jit
-def _root(keys, inode, fnode, value, y_class, y_reg, w, unit_weights, factor, criterion):
+def _pack_labels(keys, y, shift, c, n_chunks):
+    """Replace every key (a case) by ``case << shift | y[case]``, features of chunk c."""
+    for f in range(c, keys.shape[0], n_chunks):
+        row = keys[f]
+        for i in range(row.shape[0]):
+            row[i] = (row[i] << shift) | y[row[i]]
+
+
+@jit
+def _root(keys, inode, fnode, value, y_class, y_reg, w, unit_weights, shift, mask, factor,
+          criterion):
     """Write the root node; returns (Q(root) or W(root), mean, centred sum, may split)."""
     n = keys.shape[1]
     inode[0, I_FEATURE] = -1
@@ -402,7 +416,8 @@ def _root(keys, inode, fnode, value, y_class, y_reg, w, unit_weights, factor, cr
     fnode[0, F_THRESHOLD] = np.nan
     fnode[0, F_IMPROVEMENT] = 0.0
     weight, imp, mean, s_c, mixed = _node_stats(keys[0], 0, n, y_class, y_reg, w,
-                                                unit_weights, factor, criterion, value[0])
+                                                unit_weights, shift, mask, factor, criterion,
+                                                value[0])
     fnode[0, F_WEIGHT] = weight
     fnode[0, F_IMPURITY] = imp
     q_root = weight
@@ -428,17 +443,33 @@ def _grow_tables(inode, fnode, value, needed):
     return tuple(grown)
 
 
+#: Pack class labels into the keys when they fit (tests switch it off to cover the
+#: look-up path, which serves too many classes for the number of rows).
+PACK_LABELS = True
+
+
+def label_bits(n_classes, n_rows):
+    """Bits for the class label in a key; 0 when labels are not packed (see :func:`grow`)."""
+    if n_classes <= 0 or not PACK_LABELS:
+        return 0
+    bits = max(1, int(n_classes - 1).bit_length())
+    return bits if n_rows <= (1 << (31 - bits)) else 0
+
+
 def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
          max_depth, min_samples_split, min_samples_leaf, min_impurity_decrease,
          n_threads=1):
     """Grow the tree on the cases in ``keys`` (see the module docstring).
 
     Returns ``(inode, fnode, value)`` (views into over-allocated tables): an int32 table
-    with columns feature, left, right,
-    parent, depth, n_node_samples; a float64 table with columns threshold, weighted n,
-    impurity, impurity decrease Δi of the node's split (0 at leaves); and the node
-    values (weighted class counts, or the mean for regression). ``max_depth`` < 0 means
-    no limit. ``presorted.keys`` is consumed (partitioned in place).
+    with columns feature, left, right, parent, depth, n_node_samples; a float64 table
+    with columns threshold, weighted n, impurity, impurity decrease Δi of the node's
+    split (0 at leaves); and the node values (weighted class counts, or the mean for
+    regression). ``max_depth`` < 0 means no limit. ``presorted.keys`` is consumed:
+    for classification each key first becomes ``case << shift | class``
+    (:func:`label_bits`, when the row count leaves room), so that the scans read the
+    labels in sorted order instead of looking them up by case; then the keys are
+    partitioned in place.
     """
     keys, ranks, rank_row = presorted
     no_ranks = np.empty(0, dtype=np.int32)
@@ -446,6 +477,8 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
     is_class = criterion != SQUARED_ERROR
     n_val = n_classes if is_class else 1
     n_threads = max(1, int(n_threads))
+    if n * p < PARALLEL_MIN_KEYS:
+        n_threads = 1
     y_class = as_kernel_array(y_class, np.int32)
     y_reg = as_kernel_array(y_reg, np.float64)
     factor = as_kernel_array(factor, np.float64)
@@ -463,43 +496,42 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
     # Integer weights (with totals below 2**53) make running class counts exact.
     exact_sums = bool(unit_weights or (np.all(w == np.floor(w)) and w.sum() < 2.0**53))
     goes_left = np.zeros(X.shape[0], dtype=np.uint8)
-    buf = None
+    shift = label_bits(n_classes if is_class else 0, X.shape[0])
+    mask = (1 << shift) - 1
 
-    q_root, mean0, s0, mixed = _root(keys, inode, fnode, value, y_class, y_reg, w,
-                                     unit_weights, factor, criterion)
-    splittable = (mixed and n >= min_samples_split and n >= 2 * min_samples_leaf
-                  and max_depth != 0)
-    n_nodes = 1
-    f_node = np.zeros(1, dtype=np.int64)
-    f_start = np.zeros(1, dtype=np.int64)
-    f_end = np.full(1, n, dtype=np.int64)
-    f_mean = np.full(1, mean0)
-    f_sum = np.full(1, s0)
-    if not splittable:
-        f_node = f_node[:0]
-
-    if n * p < PARALLEL_MIN_KEYS:
-        n_threads = 1
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
     try:
+        if shift:
+            _run_chunks(pool, min(n_threads, p), _pack_labels, keys, y_class, shift)
+        q_root, mean0, s0, mixed = _root(keys, inode, fnode, value, y_class, y_reg, w,
+                                         unit_weights, shift, mask, factor, criterion)
+        splittable = (mixed and n >= min_samples_split and n >= 2 * min_samples_leaf
+                      and max_depth != 0)
+        n_nodes = 1
+        f_node = np.zeros(1 if splittable else 0, dtype=np.int64)
+        f_start = np.zeros(1, dtype=np.int64)
+        f_end = np.full(1, n, dtype=np.int64)
+        f_mean = np.full(1, mean0)
+        f_sum = np.full(1, s0)
+        # A row per thread: split candidates in the search, a side buffer in the partition.
+        buf = np.empty((n_threads, n), dtype=np.int32)
         while f_node.shape[0] > 0:
             m = f_node.shape[0]
             pair_delta = np.empty(m * p, dtype=np.float64)
             pair_pos = np.empty(m * p, dtype=np.int64)
             _run_chunks(pool, min(n_threads, m * p), _search, keys, ranks, rank_row, no_ranks,
                         f_node, f_start, f_end, f_mean, f_sum, fnode, value, y_class, y_reg, w,
-                        unit_weights, exact_sums, factor, criterion, min_samples_leaf, scratch,
-                        pair_delta, pair_pos)
+                        unit_weights, exact_sums, shift, mask, factor, criterion, min_samples_leaf,
+                        scratch, buf, pair_delta, pair_pos)
 
             split_feat = np.empty(m, dtype=np.int64)
             split_pos = np.zeros(m, dtype=np.int64)
             child_base = np.zeros(m, dtype=np.int64)
             # Capacity for the worst case (every frontier node splits).
             inode, fnode, value = _grow_tables(inode, fnode, value, n_nodes + 2 * m)
-            n_split = _choose(X, keys, f_node, f_start, f_end, inode, fnode, value, factor,
-                              criterion, q_root, min_impurity_decrease, pair_delta,
-                              pair_pos, n_nodes, goes_left, split_feat, split_pos,
-                              child_base)
+            n_split = _choose(X, keys, shift, f_node, f_start, f_end, inode, fnode, value,
+                              factor, criterion, q_root, min_impurity_decrease, pair_delta,
+                              pair_pos, n_nodes, goes_left, split_feat, split_pos, child_base)
             if n_split == 0:
                 break
             sp_index = np.flatnonzero(split_feat >= 0).astype(np.int64)
@@ -512,7 +544,7 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
             c_ok = np.zeros(n_child, dtype=np.uint8)
             _run_chunks(pool, min(n_threads, n_child), _children, keys, sp_index, f_node,
                         f_start, f_end, split_feat, split_pos, child_base, inode, fnode, value,
-                        y_class, y_reg, w, unit_weights, factor, criterion, max_depth,
+                        y_class, y_reg, w, unit_weights, shift, mask, factor, criterion, max_depth,
                         min_samples_split, min_samples_leaf, c_start, c_end, c_mean, c_sum,
                         c_ok)
 
@@ -520,10 +552,8 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
             needs = (c_ok[0::2] | c_ok[1::2]).astype(bool)
             part_index = sp_index[needs]
             if part_index.shape[0] > 0:
-                if buf is None:
-                    buf = np.empty((n_threads, n), dtype=np.int32)
                 _run_chunks(pool, min(n_threads, part_index.shape[0] * p), _partition, keys,
-                            part_index, split_feat, f_start, f_end, goes_left, buf)
+                            shift, part_index, split_feat, f_start, f_end, goes_left, buf)
             n_nodes += n_child
 
             ok = c_ok.astype(bool)
@@ -534,6 +564,7 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
             f_end = c_end[ok]
             f_mean = c_mean[ok]
             f_sum = c_sum[ok]
+
     finally:
         if pool is not None:
             pool.shutdown(wait=True)

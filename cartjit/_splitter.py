@@ -71,19 +71,19 @@ def delta_from_counts(left, right, factor, criterion, node_impurity):
 
 
 @jit
-def _count_left(keys, start, pos, y, w, unit_weights, out):
+def _count_left(keys, start, pos, y, w, unit_weights, shift, mask, out):
     """Weighted class counts of the cases at positions [start, pos), summed in scan order
     (the same order, hence the same rounding, as the scan's running counts)."""
     for j in range(out.shape[0]):
         out[j] = 0.0
     for i in range(start, pos):
-        case = keys[i]
-        out[y[case]] += 1.0 if unit_weights else w[case]
+        key = keys[i]
+        out[key & mask if mask else y[key]] += 1.0 if unit_weights else w[key >> shift]
 
 
 @jit
-def _precise_class_delta(keys, pos, end, y, w, unit_weights, exact_sums, left, total,
-                         right, factor, criterion, node_impurity):
+def _precise_class_delta(keys, pos, end, y, w, unit_weights, exact_sums, shift, mask, left,
+                         total, right, factor, criterion, node_impurity):
     """Δi of the split at ``pos`` given the left child's counts.
 
     With exact sums (integer weights) the right child's counts are ``total - left``;
@@ -97,65 +97,124 @@ def _precise_class_delta(keys, pos, end, y, w, unit_weights, exact_sums, left, t
         for j in range(left.shape[0]):
             right[j] = 0.0
         for i in range(pos, end):
-            case = keys[i]
-            right[y[case]] += 1.0 if unit_weights else w[case]
+            key = keys[i]
+            right[key & mask if mask else y[key]] += 1.0 if unit_weights else w[key >> shift]
     return delta_from_counts(left, right, factor, criterion, node_impurity)
+
+
+#: Per-class factors c_j equal to this relative width count as one factor (the Gini fast
+#: path). Empirical priors give c_j = (N_j / N) / N_j, equal to 1 / N up to an ulp or two;
+#: a relative error e in the factors moves every proxy by at most 2 e times its size,
+#: far inside the near-tie band (NEAR_TIE), where Δi is recomputed with the true factors.
+EQUAL_FACTORS_RTOL = 1e-13
+
+
+@jit
+def _near_tie(keys, start, end, pos, best_pos, best_delta, best_left_valid, y, w,
+              unit_weights, exact_sums, shift, mask, left, best_left, total, right, factor,
+              criterion, node_impurity, tol):
+    """Settle a candidate at ``pos`` whose proxy is within the near-tie band of the best.
+
+    Computes the best's precise Δi if not yet known (``best_left`` holds its left counts
+    when ``best_left_valid``), then the candidate's from ``left``. Returns the best Δi
+    after the comparison and whether the candidate won (by more than ``tol``); either
+    way ``best_left`` then holds the best's left counts.
+    """
+    if np.isnan(best_delta):
+        if not best_left_valid:
+            _count_left(keys, start, best_pos, y, w, unit_weights, shift, mask, best_left)
+        best_delta = _precise_class_delta(keys, best_pos, end, y, w, unit_weights,
+                                          exact_sums, shift, mask, best_left, total, right,
+                                          factor, criterion, node_impurity)
+    d = _precise_class_delta(keys, pos, end, y, w, unit_weights, exact_sums, shift, mask,
+                             left, total, right, factor, criterion, node_impurity)
+    if not d > best_delta + tol:
+        return best_delta, False
+    for j in range(left.shape[0]):
+        best_left[j] = left[j]
+    return d, True
 
 
 @jit
 def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact_sums,
-                              total, factor, criterion, node_impurity, tol, min_leaf,
-                              scratch):
+                              shift, mask, total, factor, criterion, node_impurity, tol,
+                              min_leaf, by_runs, scratch, cand):
     """Scan segment ``keys[start:end]`` for the best split of a classification node.
 
     ``total`` are the node's weighted class counts N_j(t), ``factor`` the c_j of
     :mod:`cartjit._criteria`, ``tol`` the tie tolerance on Δi; ``scratch`` has room for
     3J numbers (running left counts, the left counts at the best split so far, and the
     right counts of a precise Δi). ``exact_sums`` says the weights are integers, so
-    that running counts are exact.
+    that running counts are exact. A key is ``case << shift | class`` when ``mask``
+    (= 2**shift - 1) is not 0, else the case itself, whose class is ``y[case]``.
 
-    Candidates are ranked by the proxy P(s) of :mod:`cartjit._criteria`, compared by
-    cross-multiplication so that the loop does no division. A candidate whose proxy
-    exceeds the best by more than the relative width ``NEAR_TIE`` replaces it; one
-    within that width is a near-tie, settled on the precise Δi of
-    :func:`_precise_class_delta` with the tie tolerance (so the lower threshold keeps a
-    tie). The returned Δi of the best split is precise too. Returns (Δi, pos).
+    Candidates are the positions ``pos`` with at least ``min_leaf`` cases on each side
+    (and, where ``ranks`` is given, a change of value between ``pos - 1`` and ``pos``),
+    visited in increasing order. They are ranked by the proxy P(s) of
+    :mod:`cartjit._criteria`, compared by cross-multiplication so that the loop does no
+    division. A candidate whose proxy exceeds the best by more than the relative width
+    ``NEAR_TIE`` replaces it; one within that width is a near-tie, settled on the
+    precise Δi of :func:`_precise_class_delta` with the tie tolerance (so the lower
+    threshold keeps a tie). The returned Δi of the best split is precise too.
+
+    ``by_runs`` (Gini or entropy on a feature without ties; ``cand`` has room for the
+    segment's length) visits only the candidates where the proxy can be largest. Along
+    a run of consecutive cases of one class, moving them one by one from t_R to t_L
+    moves the counts along a line, and for a strictly concave φ the impurity decrease
+    is a strictly convex function of the number moved (the children's weighted
+    impurities Q φ(q / Q) are perspectives of φ, concave in the counts, and strictly so
+    along this line unless the node is pure). So a split strictly inside a run is
+    strictly worse than one at an end of it: the best split, and every exact tie with
+    it, lies where the class changes or at the first or last candidate. A branch-free
+    first pass lists those positions in ``cand``; the scan then updates the counts once
+    per run. Returns (Δi, pos), or (-inf, -1) when there is no candidate.
     """
     n_classes = total.shape[0]
     left = scratch[:n_classes]
     best_left = scratch[n_classes:2 * n_classes]
     right = scratch[2 * n_classes:3 * n_classes]
-    for j in range(n_classes):
-        left[j] = 0.0
     n_node = end - start
-    best_delta = np.nan
-    best_pos = -1
-    # The best proxy is held as the fraction best_num / best_den (best_den > 0); with
-    # hi_num = best_num + scale best_den and lo_num = best_num - scale best_den, a
-    # candidate num / den beats it outright when num best_den > hi_num den and is a
-    # near-tie when it is >= lo_num den: no division per candidate.
-    best_den = 1.0
-    hi_num = -np.inf
-    lo_num = -np.inf
-    best_left_valid = False  # best_left holds the left counts at best_pos
+    lo = start + min_leaf
+    hi = end - min_leaf
+    if lo > hi:
+        return -np.inf, -1
     has_ties = ranks.shape[0] > 0
-    n_left = 0
+    if by_runs:
+        # Pass 1: lo, every class change strictly between lo and hi, and hi.
+        cand[0] = lo
+        n_cand = 1
+        key = keys[lo]
+        prev = key & mask if mask else y[key]
+        for i in range(lo + 1, hi):
+            key = keys[i]
+            cls = key & mask if mask else y[key]
+            cand[n_cand] = i
+            n_cand += np.int64(cls != prev)
+            prev = cls
+        if hi > lo:
+            cand[n_cand] = hi
+            n_cand += 1
+    else:
+        n_cand = hi - lo + 1
 
-    equal_factors = True
+    # Fast path: with unit weights and one factor for all classes present the Gini
+    # proxy is proportional to Σ L_j² / n_L + Σ R_j² / n_R on integer counts, whose
+    # sums of squares are updated exactly in O(1) per case or run.
     q_total = 0.0
-    for j in range(n_classes):
-        q_total += factor[j] * total[j]
-        if factor[j] != factor[0]:
-            equal_factors = False
-    fast = criterion == GINI and unit_weights and equal_factors
-    # Fast path: with unit weights and one factor for all classes the Gini proxy is
-    # proportional to Σ L_j² / n_L + Σ R_j² / n_R on integer counts, whose sums of
-    # squares are updated exactly in O(1) per case. Proxies are held as num / den.
     sq_l = 0.0
     sq_r = 0.0
+    c_min = np.inf
+    c_max = 0.0
     for j in range(n_classes):
+        left[j] = 0.0
+        q_total += factor[j] * total[j]
         sq_r += total[j] * total[j]
-    # Magnitude of the proxy, which sets the width of the near-tie band.
+        if total[j] > 0.0:
+            c_min = min(c_min, factor[j])
+            c_max = max(c_max, factor[j])
+    fast = (criterion == GINI and unit_weights
+            and c_max - c_min <= EQUAL_FACTORS_RTOL * c_max)
+    # The size of the proxy sets the width of the near-tie band.
     if fast:
         scale = NEAR_TIE * n_node
     elif criterion == GINI:
@@ -164,27 +223,52 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
         scale = NEAR_TIE * 64.0 * q_total
     else:
         scale = NEAR_TIE
+    best_delta = np.nan
+    best_pos = -1
+    # The best proxy is held as the fraction best_num / best_den (best_den > 0); with
+    # hi_num = best_num + scale best_den and lo_num = best_num - scale best_den, a
+    # candidate num / den beats it outright when num best_den > hi_num den and is a
+    # near-tie when it is >= lo_num den.
+    best_den = 1.0
+    hi_num = -np.inf
+    lo_num = -np.inf
+    best_left_valid = False  # best_left holds the left counts at best_pos
 
-    for i in range(start, end - 1):
-        case = keys[i]
-        cls = y[case]
-        if fast:
-            l_c = left[cls]
-            sq_l += 2.0 * l_c + 1.0
-            sq_r -= 2.0 * (total[cls] - l_c) - 1.0
-            left[cls] = l_c + 1.0
-        elif unit_weights:
-            left[cls] += 1.0
+    cur = start  # left holds the counts of the cases [start, cur)
+    for b in range(n_cand):
+        pos = cand[b] if by_runs else lo + b
+        if by_runs and cur >= lo:  # cases [cur, pos) are one run of one class
+            if pos > cur:
+                key = keys[pos - 1]
+                cls = key & mask if mask else y[key]
+                l_c = left[cls]
+                if unit_weights:
+                    r = float(pos - cur)
+                    sq_l += r * (2.0 * l_c + r)
+                    sq_r -= r * (2.0 * (total[cls] - l_c) - r)
+                    left[cls] = l_c + r
+                else:
+                    for i in range(cur, pos):  # the case-by-case order of additions
+                        l_c += w[keys[i] >> shift]
+                    left[cls] = l_c
         else:
-            left[cls] += w[case]
-        n_left += 1
-        if has_ties and ranks[keys[i + 1]] == ranks[case]:
+            for i in range(cur, pos):
+                key = keys[i]
+                cls = key & mask if mask else y[key]
+                if fast:
+                    l_c = left[cls]
+                    sq_l += 2.0 * l_c + 1.0
+                    sq_r -= 2.0 * (total[cls] - l_c) - 1.0
+                    left[cls] = l_c + 1.0
+                elif unit_weights:
+                    left[cls] += 1.0
+                else:
+                    left[cls] += w[key >> shift]
+        cur = pos
+        if has_ties and ranks[keys[pos] >> shift] == ranks[keys[pos - 1] >> shift]:
             continue
-        if n_left < min_leaf:
-            continue
-        if n_node - n_left < min_leaf:
-            break
         if fast:
+            n_left = pos - start
             n_right = n_node - n_left
             num = sq_l * n_right + sq_r * n_left
             den = float(n_left) * float(n_right)
@@ -224,35 +308,27 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
             best_delta = np.nan  # computed when needed
             best_left_valid = False
         elif num * best_den >= lo_num * den:
-            if np.isnan(best_delta):
-                if not best_left_valid:
-                    _count_left(keys, start, best_pos, y, w, unit_weights, best_left)
-                    best_left_valid = True
-                best_delta = _precise_class_delta(keys, best_pos, end, y, w, unit_weights,
-                                                  exact_sums, best_left, total, right,
-                                                  factor, criterion, node_impurity)
-            d = _precise_class_delta(keys, i + 1, end, y, w, unit_weights, exact_sums,
-                                     left, total, right, factor, criterion, node_impurity)
-            if not d > best_delta + tol:
-                continue
-            best_delta = d
-            for j in range(n_classes):
-                best_left[j] = left[j]
+            best_delta, won = _near_tie(keys, start, end, pos, best_pos, best_delta,
+                                        best_left_valid, y, w, unit_weights, exact_sums,
+                                        shift, mask, left, best_left, total, right, factor,
+                                        criterion, node_impurity, tol)
             best_left_valid = True
+            if not won:
+                continue
         else:
             continue
         best_den = den
         hi_num = num + scale * den
         lo_num = num - scale * den
-        best_pos = i + 1
+        best_pos = pos
     if best_pos < 0:
         return -np.inf, -1
     if np.isnan(best_delta):
         if not best_left_valid:
-            _count_left(keys, start, best_pos, y, w, unit_weights, best_left)
+            _count_left(keys, start, best_pos, y, w, unit_weights, shift, mask, best_left)
         best_delta = _precise_class_delta(keys, best_pos, end, y, w, unit_weights,
-                                          exact_sums, best_left, total, right, factor,
-                                          criterion, node_impurity)
+                                          exact_sums, shift, mask, best_left, total, right,
+                                          factor, criterion, node_impurity)
     return best_delta, best_pos
 
 

@@ -509,6 +509,66 @@ def test_classifier_same_tree_as_naive(prob):
     assert_same_tree(tree, root)
 
 
+@st.composite
+def tie_free_classification_problem(draw):
+    """Features without ties, where Gini and entropy scan by runs of one class: labels
+    come in runs along x_0 (long runs, so that min_samples_leaf lands inside one)."""
+    n = draw(st.integers(2, 60))
+    p = draw(st.integers(1, 3))
+    k = draw(st.integers(2, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    X = np.column_stack([rng.permutation(n) * draw(st.sampled_from([1.0, -0.5, 1e-3]))
+                         + draw(st.sampled_from([0.0, 7.25])) for _ in range(p)])
+    runs = rng.integers(1, draw(st.integers(2, 12)), size=n)
+    labels = np.repeat(rng.integers(0, k, size=n), runs)[:n]
+    y = labels[np.argsort(np.argsort(X[:, 0]))]  # runs of one class in x_0 order
+    classes, yi = np.unique(y, return_inverse=True)
+    J = classes.shape[0]
+    w = _fix_weights(draw(weights(n)), yi)
+    priors = draw(st.sampled_from(["empirical", "empirical", "equal"]))
+    criterion = draw(st.sampled_from(["gini", "entropy"]))
+    stop = draw(stopping())
+    return dict(X=X, y=y, yi=yi, J=J, w=w, priors=priors, cost=None, criterion=criterion,
+                stop=stop)
+
+
+@needs_estimators
+@settings(max_examples=examples(300), **SETTINGS)
+@given(tie_free_classification_problem())
+def test_scan_by_class_runs_same_tree_as_naive(prob):
+    assert_same_tree(fit_classifier(prob), naive_classifier(prob))
+
+
+@needs_estimators
+@settings(max_examples=examples(200), **SETTINGS)
+@given(st.one_of(classification_problem(), tie_free_classification_problem()))
+def test_labels_looked_up_same_tree_as_packed(prob):
+    """Labels packed into the keys and labels looked up by case (the path for more
+    classes than the keys have room for) grow the same tree."""
+    from cartjit import _builder
+    packed = fit_classifier(prob)
+    _builder.PACK_LABELS = False
+    try:
+        looked_up = fit_classifier(prob)
+    finally:
+        _builder.PACK_LABELS = True
+    assert_same_flat_trees(packed, looked_up)
+
+
+def test_label_bits():
+    from cartjit._builder import label_bits
+    assert label_bits(0, 10) == 0  # regression
+    assert label_bits(2, 10) == 1
+    assert label_bits(3, 10) == 2
+    assert label_bits(4, 10) == 2
+    assert label_bits(5, 10) == 3
+    assert label_bits(256, 10) == 8
+    assert label_bits(3, 2**29) == 2  # the largest case index, 2**29 - 1, fits in 29 bits
+    assert label_bits(3, 2**29 + 1) == 0
+    assert label_bits(300, 2**22) == 9
+    assert label_bits(300, 2**22 + 1) == 0
+
+
 @needs_estimators
 @settings(max_examples=examples(500), **SETTINGS)
 @given(regression_problem())
