@@ -224,7 +224,7 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
     (n_repeats, K).
     """
     alpha_prime = midpoints(np.asarray(full_alpha_seq, dtype=np.float64))
-    w_total = float(problem.w.sum())
+    w_total = float(problem.X.shape[0] if problem.unit_weights else problem.w.sum())
     if problem.is_classification:
         class_scale = np.divide(priors * w_total, class_totals,
                                 out=np.zeros_like(priors), where=class_totals > 0)
@@ -243,7 +243,8 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         out_sq = np.zeros(alpha_prime.shape[0])
         label = t.label if problem.is_classification else np.empty(0, dtype=np.int32)
         heldout_losses(t.feature, t.threshold, t.left, t.alpha, label, t.value, problem.X,
-                       rows, problem.y_class, problem.y_reg, problem.w, class_scale, cost,
+                       rows, problem.y_class, problem.y_reg, problem.w, problem.unit_weights,
+                       class_scale, cost,
                        alpha_prime, out_sum, out_sq)
         return out_sum, out_sq
 

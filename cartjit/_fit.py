@@ -42,8 +42,8 @@ class Problem(NamedTuple):
     X: np.ndarray          # float64 (n, p), C-contiguous
     y_class: np.ndarray    # int32 class indices 0..J-1 (empty for regression)
     y_reg: np.ndarray      # float64 responses (empty for classification)
-    w: np.ndarray          # float64 case weights, > 0
-    unit_weights: bool     # every weight is 1
+    w: np.ndarray          # float64 case weights, > 0; empty when unit_weights
+    unit_weights: bool     # every weight is 1 (no weight array is kept)
     n_classes: int         # J; 0 for regression
 
     @property
@@ -149,13 +149,19 @@ def fit_tree(problem, settings, presorted, n_threads=1):
     Class totals, empirical priors and the root weight are those of these cases.
     """
     if presorted is None:
-        presorted = presort(problem.X, n_threads)
+        presorted = presort(problem.X)
     n_cases = presorted.keys.shape[1]
     if problem.is_classification:
-        cases = presorted.keys[0]
-        counts = np.bincount(problem.y_class[cases], weights=problem.w[cases],
+        w_cases = None if problem.unit_weights else problem.w
+        if n_cases == problem.X.shape[0]:  # every case: no index needed
+            y_cases = problem.y_class
+        else:
+            cases = presorted.keys[0]
+            y_cases = problem.y_class[cases]
+            w_cases = None if w_cases is None else w_cases[cases]
+        counts = np.bincount(y_cases, weights=w_cases,
                              minlength=problem.n_classes).astype(np.float64)
-        del cases
+        del y_cases, w_cases
         priors = class_priors(settings.priors, counts)
         factor = split_factor(priors, counts, settings.cost, settings.default_cost)
         n_classes = problem.n_classes

@@ -77,14 +77,15 @@ def apply(feature, threshold, left, X):
 
 @jit
 def heldout_losses(feature, threshold, left, alpha, label, value, X, rows, y_class,
-                   y_reg, w, class_scale, cost, alphas, out_sum, out_sq):
+                   y_reg, w, unit_weights, class_scale, cost, alphas, out_sum, out_sq):
     """Add each held-out row's weighted loss under T(α) for every α in ``alphas``.
 
     One descent per row of ``X[rows]`` (rpart's ``rundown``): at each node t on the
     row's path, the α in [alpha[t], α of the previous node) have t as the row's leaf in
     T(α) (``alphas`` increasing). The loss is ``class_scale[y] · cost[y, label[t]]``
     for classification (``label`` non-empty) and ``(y - value[t, 0])²`` for regression.
-    ``out_sum[k]`` receives Σ w·loss and ``out_sq[k]`` Σ w·loss² for α = ``alphas[k]``;
+    ``out_sum[k]`` receives Σ w·loss and ``out_sq[k]`` Σ w·loss² for α = ``alphas[k]``
+    (w = 1 with ``unit_weights``, when ``w`` may be empty);
     both are accumulated through difference arrays, so a row costs O(depth), not O(K).
     """
     n_alpha = alphas.shape[0]
@@ -105,10 +106,11 @@ def heldout_losses(feature, threshold, left, alpha, label, value, X, rows, y_cla
                 else:
                     e = y_reg[i] - value[node, 0]
                     loss = e * e
-                d_sum[lo] += w[i] * loss
-                d_sum[hi] -= w[i] * loss
-                d_sq[lo] += w[i] * loss * loss
-                d_sq[hi] -= w[i] * loss * loss
+                wi = 1.0 if unit_weights else w[i]
+                d_sum[lo] += wi * loss
+                d_sum[hi] -= wi * loss
+                d_sq[lo] += wi * loss * loss
+                d_sq[hi] -= wi * loss * loss
             hi = lo
             child = left[node]
             if hi == 0 or child < 0:

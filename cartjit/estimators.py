@@ -33,6 +33,9 @@ __all__ = ["CARTClassifier", "CARTRegressor", "CARTClassifierCV", "CARTRegressor
 
 NotFittedError = V.NotFittedError
 
+#: The weights of a fit with unit weights: none are stored (saves n doubles).
+_UNIT_WEIGHTS = np.empty(0, dtype=np.float64)
+
 
 class _BaseCART:
     """Shared parameter handling, fitting pipeline and tree queries."""
@@ -116,7 +119,12 @@ class _BaseCART:
     # -- fitting --------------------------------------------------------------------
     def _check_fit_input(self, X, y, sample_weight):
         X, names = V.check_X(X, estimator=self)
-        w, ones = V.check_sample_weight(sample_weight, X.shape[0])
+        if sample_weight is None:
+            w, ones = _UNIT_WEIGHTS, True
+        else:
+            w, ones = V.check_sample_weight(sample_weight, X.shape[0])
+            if ones:  # unit weights are not stored: the kernels take 1 for every case
+                w = _UNIT_WEIGHTS
         if self._is_classifier:
             classes, y_enc = V.check_y_class(y, X.shape[0])
         else:
@@ -138,7 +146,8 @@ class _BaseCART:
         X, names, y_enc, classes, w, ones = self._check_fit_input(X, y, sample_weight)
         if self._is_classifier:
             n_classes = classes.shape[0]
-            counts = np.bincount(y_enc, weights=w, minlength=n_classes).astype(np.float64)
+            counts = np.bincount(y_enc, weights=None if ones else w,
+                                 minlength=n_classes).astype(np.float64)
             priors = self.priors if isinstance(self.priors, str) else None
             checked = V.check_priors(self.priors, counts)
             cost, default_cost = V.check_cost(self.cost, n_classes)
@@ -358,7 +367,7 @@ class _CVMixin:
         plan = make_folds(cv, n, y=problem.y_class if self.stratify else None,
                           stratify=self.stratify, n_repeats=self.n_repeats, random_state=seed)
         n_threads = numba.get_num_threads()
-        keys = presort(problem.X, n_threads)
+        keys = presort(problem.X)
         fold_trees = grow_fold_trees(problem, settings, keys, plan, n_threads)
         fitted = fit_tree(problem, settings, keys, n_threads)
         alphas, n_leaves, tree_risk = pruning_sequence(fitted.tree)

@@ -638,3 +638,34 @@ def test_regression_targets_whose_squares_overflow_are_refused():
     validate(est.tree_)
     assert est.get_n_leaves() == 2
     np.testing.assert_allclose(est.predict(X), y * 1e140)
+
+
+def _same_tree_arrays(a, b):
+    for name in Tree._fields:
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+@pytest.mark.parametrize("est_cls", [CARTClassifier, CARTRegressor])
+def test_search_in_batches_grows_the_same_tree(monkeypatch, est_cls):
+    """Frontier nodes searched a few at a time (as the widest levels of large fits are)
+    give the same tree, node ids included."""
+    from cartjit import _builder
+    if est_cls is CARTClassifier:
+        X, y = make_classification(3000, 6, 3, random_state=4)
+    else:
+        X, y = make_regression(3000, 6, random_state=4)
+    whole = est_cls().fit(X, y).tree_
+    monkeypatch.setattr(_builder, "SEARCH_BATCH", 3)
+    batched = est_cls().fit(X, y).tree_
+    assert whole.n_nodes > 1000
+    _same_tree_arrays(whole, batched)
+
+
+@pytest.mark.parametrize("est_cls", [CARTClassifierCV, CARTRegressorCV])
+def test_unit_weights_given_or_not(est_cls, cls_data, reg_data):
+    """sample_weight of ones is the same fit as none (neither stores a weight array)."""
+    X, y = cls_data if est_cls is CARTClassifierCV else reg_data
+    a = est_cls(cv=5, random_state=1).fit(X, y)
+    b = est_cls(cv=5, random_state=1).fit(X, y, sample_weight=np.ones(len(y)))
+    _same_tree_arrays(a.tree_, b.tree_)
+    pd.testing.assert_frame_equal(a.cv_results_, b.cv_results_)
