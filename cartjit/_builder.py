@@ -45,7 +45,7 @@ import numpy as np
 from ._config import jit
 from ._validation import as_kernel_array
 from ._criteria import ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_tolerance
-from ._splitter import (_count_left, best_split_classification, best_split_regression,
+from ._splitter import (best_split_classification, best_split_regression, class_counts,
                         threshold_between)
 
 __all__ = ["Presorted", "presort", "subset_keys", "grow", "release_free_memory", "I_FEATURE", "I_LEFT", "I_RIGHT", "I_PARENT",
@@ -208,7 +208,7 @@ def subset_keys(presorted, in_subset, n_threads=1):
 @jit
 def _class_node_stats(row, start, end, y, w, unit_weights, shift, mask, counts):
     """Weighted class counts N_j(t) of a segment; returns how many classes occur."""
-    _count_left(row, start, end, y, w, unit_weights, shift, mask, counts)
+    class_counts(row, start, end, y, w, unit_weights, shift, mask, counts)
     present = 0
     for j in range(counts.shape[0]):
         if counts[j] > 0.0:

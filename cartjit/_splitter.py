@@ -22,7 +22,8 @@ import numpy as np
 from ._config import jit
 from ._criteria import ENTROPY, GINI, xlogx
 
-__all__ = ["threshold_between", "best_split_classification", "best_split_regression"]
+__all__ = ["threshold_between", "class_counts", "best_split_classification",
+           "best_split_regression"]
 
 
 @jit
@@ -71,9 +72,8 @@ def delta_from_counts(left, right, factor, criterion, node_impurity):
 
 
 @jit
-def _count_left(keys, start, pos, y, w, unit_weights, shift, mask, out):
-    """Weighted class counts of the cases at positions [start, pos), summed in scan order
-    (the same order, hence the same rounding, as the scan's running counts)."""
+def class_counts(keys, start, pos, y, w, unit_weights, shift, mask, out):
+    """Weighted class counts of the cases at positions [start, pos) into ``out``."""
     for j in range(out.shape[0]):
         out[j] = 0.0
     for i in range(start, pos):
@@ -110,19 +110,16 @@ EQUAL_FACTORS_RTOL = 1e-13
 
 
 @jit
-def _near_tie(keys, start, end, pos, best_pos, best_delta, best_left_valid, y, w,
-              unit_weights, exact_sums, shift, mask, left, best_left, total, right, factor,
-              criterion, node_impurity, tol):
+def _near_tie(keys, end, pos, best_pos, best_delta, y, w, unit_weights, exact_sums, shift,
+              mask, left, best_left, total, right, factor, criterion, node_impurity, tol):
     """Settle a candidate at ``pos`` whose proxy is within the near-tie band of the best.
 
-    Computes the best's precise Δi if not yet known (``best_left`` holds its left counts
-    when ``best_left_valid``), then the candidate's from ``left``. Returns the best Δi
-    after the comparison and whether the candidate won (by more than ``tol``); either
-    way ``best_left`` then holds the best's left counts.
+    Computes the best's precise Δi if not yet known (from ``best_left``, its left
+    counts), then the candidate's from ``left``. Returns the best Δi after the
+    comparison and whether the candidate won (by more than ``tol``), in which case
+    ``best_left`` receives ``left``.
     """
     if np.isnan(best_delta):
-        if not best_left_valid:
-            _count_left(keys, start, best_pos, y, w, unit_weights, shift, mask, best_left)
         best_delta = _precise_class_delta(keys, best_pos, end, y, w, unit_weights,
                                           exact_sums, shift, mask, best_left, total, right,
                                           factor, criterion, node_impurity)
@@ -232,7 +229,6 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
     best_den = 1.0
     hi_num = -np.inf
     lo_num = -np.inf
-    best_left_valid = False  # best_left holds the left counts at best_pos
 
     cur = start  # left holds the counts of the cases [start, cur)
     for b in range(n_cand):
@@ -306,13 +302,15 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
                 den = 1.0
         if num * best_den > hi_num * den:
             best_delta = np.nan  # computed when needed
-            best_left_valid = False
+            # Keeping the best's counts costs J copies per improvement; recounting them
+            # at the end rescanned half of every segment.
+            for j in range(n_classes):
+                best_left[j] = left[j]
         elif num * best_den >= lo_num * den:
-            best_delta, won = _near_tie(keys, start, end, pos, best_pos, best_delta,
-                                        best_left_valid, y, w, unit_weights, exact_sums,
-                                        shift, mask, left, best_left, total, right, factor,
-                                        criterion, node_impurity, tol)
-            best_left_valid = True
+            best_delta, won = _near_tie(keys, end, pos, best_pos, best_delta, y, w,
+                                        unit_weights, exact_sums, shift, mask, left,
+                                        best_left, total, right, factor, criterion,
+                                        node_impurity, tol)
             if not won:
                 continue
         else:
@@ -324,8 +322,6 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
     if best_pos < 0:
         return -np.inf, -1
     if np.isnan(best_delta):
-        if not best_left_valid:
-            _count_left(keys, start, best_pos, y, w, unit_weights, shift, mask, best_left)
         best_delta = _precise_class_delta(keys, best_pos, end, y, w, unit_weights,
                                           exact_sums, shift, mask, best_left, total, right,
                                           factor, criterion, node_impurity)
