@@ -27,8 +27,13 @@ Steps 1, 3 and 4 are cut into ``n_threads`` interleaved chunks of independent wo
 each with its own scratch buffer, run by a thread pool: the kernels are compiled with
 ``nogil=True``. Serial kernels driven from Python compile several times faster than one
 ``parallel=True`` grower (a cold start is a cost users pay, STYLE 7), and a few kernel
-calls per level cost microseconds next to the level's work. The node arrays are
-preallocated and doubled when full. The result never depends on the number of threads.
+calls per level cost microseconds next to the level's work. Steps 1 and 2 run on at
+most ``SEARCH_BATCH`` frontier nodes at a time. The node tables grow in place by a
+quarter when full. The result never depends on the number of threads.
+
+For classification the keys carry the class labels (``case << shift | class``, see
+:func:`grow`), so ``key >> shift`` is the case wherever a row of X, a weight or a mark
+is looked up.
 
 The same kernels grow classification trees (``criterion`` < ``SQUARED_ERROR``, labels in
 ``y_class``) and regression trees (``y_reg``), so one compiled signature serves both.
@@ -48,7 +53,8 @@ from ._criteria import ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_t
 from ._splitter import (best_split_classification, best_split_regression, class_counts,
                         threshold_between)
 
-__all__ = ["Presorted", "presort", "subset_keys", "grow", "release_free_memory", "I_FEATURE", "I_LEFT", "I_RIGHT", "I_PARENT",
+__all__ = ["Presorted", "presort", "subset_keys", "grow", "label_bits", "release_free_memory",
+           "I_FEATURE", "I_LEFT", "I_RIGHT", "I_PARENT",
            "I_DEPTH", "I_N", "F_THRESHOLD", "F_WEIGHT", "F_IMPURITY", "F_IMPROVEMENT"]
 
 #: Below this many (case, feature) keys a fit runs on the calling thread only: a thread
