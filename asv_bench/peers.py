@@ -43,7 +43,6 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 # Environment as given, before this script changes anything (for the command line).
@@ -343,37 +342,8 @@ def report_timing(args, argv):
 
 # ---- memory
 
-# the same VmHWM reading as the asv memory benchmark (this script's folder is on sys.path)
-from benchmarks.memory import _reset_high_water_mark, _status_kib  # noqa: E402
-
-
-def _measure_peak(fn):
-    """(RSS before fn, peak RSS during fn, method), in bytes."""
-    gc.collect()
-    if _reset_high_water_mark():
-        before = 1024 * _status_kib("VmRSS")
-        fn()
-        return before, 1024 * _status_kib("VmHWM"), "VmHWM reset via /proc/self/clear_refs"
-    import psutil
-
-    proc = psutil.Process()
-    before = proc.memory_info().rss
-    peak = [before]
-    done = threading.Event()
-
-    def poll():
-        while not done.is_set():
-            peak[0] = max(peak[0], proc.memory_info().rss)
-            done.wait(0.0005)
-
-    thread = threading.Thread(target=poll, daemon=True)
-    thread.start()
-    try:
-        fn()
-    finally:
-        done.set()
-        thread.join()
-    return before, max(peak[0], proc.memory_info().rss), "psutil polling every 0.5 ms"
+# the asv memory benchmark's measurement (this script's folder is on sys.path)
+from benchmarks.memory import measure_peak  # noqa: E402
 
 
 def child_memory(args):
@@ -385,7 +355,7 @@ def child_memory(args):
     _warm_up(args.task, lib, args.features, args.classes)
     model = (_cartjit_model if lib == "cartjit" else _sklearn_model)(args.task)
     start = time.perf_counter()
-    before, peak, method = _measure_peak(lambda: model.fit(X, y))
+    before, peak, method = measure_peak(lambda: model.fit(X, y))
     elapsed = time.perf_counter() - start
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     maxrss *= 1 if sys.platform == "darwin" else 1024

@@ -46,13 +46,13 @@ def _reset_high_water_mark():
         return False
 
 
-def peak_rss_increase(fn):
-    """Bytes by which the RSS peak during ``fn()`` exceeds the RSS just before it."""
+def measure_peak(fn):
+    """``(RSS before fn(), peak RSS during it, how the peak was read)``, in bytes."""
     gc.collect()
     if _reset_high_water_mark():
-        before = _status_kib("VmRSS")
+        before = 1024 * _status_kib("VmRSS")
         fn()
-        return 1024 * (_status_kib("VmHWM") - before)
+        return before, 1024 * _status_kib("VmHWM"), "VmHWM reset via /proc/self/clear_refs"
     import psutil
 
     proc = psutil.Process()
@@ -72,8 +72,13 @@ def peak_rss_increase(fn):
     finally:
         done.set()
         thread.join()
-    peak[0] = max(peak[0], proc.memory_info().rss)
-    return peak[0] - before
+    return before, max(peak[0], proc.memory_info().rss), "psutil polling every 0.5 ms"
+
+
+def peak_rss_increase(fn):
+    """Bytes by which the RSS peak during ``fn()`` exceeds the RSS just before it."""
+    before, peak, _ = measure_peak(fn)
+    return peak - before
 
 
 class FitMemory:
