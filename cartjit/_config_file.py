@@ -251,16 +251,8 @@ def _check_priors_option(chk, value, where):
                     f"class summing to 1, got {_type_name(value)} {value!r}")
 
 
-def _priors_options(chk, value, where):
-    # one vector of numbers is one option; otherwise an array of options
-    if isinstance(value, list) and value and not all(_is_number(v) for v in value):
-        opts = [_check_priors_option(chk, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    elif isinstance(value, list) and not value:
-        chk.fail(where, "must not be an empty array")
-    else:
-        opts = [_check_priors_option(chk, value, where)]
-    _no_duplicates(chk, opts, where)
-    return opts
+def _is_vector(v):
+    return all(_is_number(x) for x in v)
 
 
 def _is_matrix(v):
@@ -287,15 +279,13 @@ def _check_cost_option(chk, value, where):
                     f"true class, column i: predicted class), got {_type_name(value)} {value!r}")
 
 
-def _cost_options(chk, value, where):
-    if isinstance(value, list) and value and not _is_matrix(value):
-        opts = [_check_cost_option(chk, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    elif isinstance(value, list) and not value:
-        chk.fail(where, "must not be an empty array")
-    else:
-        opts = [_check_cost_option(chk, value, where)]
-    _no_duplicates(chk, opts, where)
-    return opts
+def _nested_options(chk, value, where, is_one, check_one):
+    """Options of a key whose one value may itself be an array (priors: a vector of
+    numbers; cost: a matrix): an array of anything else is a sweep over its entries.
+    The caller has refused an empty array and checks for duplicates."""
+    if isinstance(value, list) and not is_one(value):
+        return [check_one(chk, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return [check_one(chk, value, where)]
 
 
 def _int_or_word_options(chk, value, where, low, word, meaning):
@@ -329,9 +319,9 @@ def _check_tree(chk, table, where, *, per_dataset_task=None):
             opts = [chk.string(v, f"{w}[{i}]" if isinstance(value, list) else w, allowed)
                     for i, v in enumerate(_options(value))]
         elif key == "priors":
-            opts = _priors_options(chk, value, w)
+            opts = _nested_options(chk, value, w, _is_vector, _check_priors_option)
         elif key == "cost":
-            opts = _cost_options(chk, value, w)
+            opts = _nested_options(chk, value, w, _is_matrix, _check_cost_option)
         elif key in ("max_depth", "max_leaf_nodes"):
             opts = _int_or_word_options(chk, value, w, 0 if key == "max_depth" else 2,
                                         "none", "no limit")
