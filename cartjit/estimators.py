@@ -162,6 +162,15 @@ class _BaseCART:
                             priors, cost, default_cost)
         return problem, settings, params["ccp_alpha"], names, classes
 
+    def _score_inputs(self, X, y, sample_weight, dtype=None):
+        """``(predict(X), y as a 1-d array, checked weights)`` for :meth:`score`."""
+        pred = self.predict(X)
+        y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y, dtype=dtype).reshape(-1)
+        if y.shape[0] != pred.shape[0]:
+            raise ValueError(f"y has {y.shape[0]} entries but X has {pred.shape[0]} rows")
+        w, _ = V.check_sample_weight(sample_weight, pred.shape[0])
+        return pred, y, w
+
     def _set_fitted(self, fitted, problem, settings, ccp_alpha, names, classes):
         """Store the fitted tree (T_max and T(ccp_alpha)) and the fitted attributes."""
         self.tree_max_ = fitted.tree
@@ -492,11 +501,7 @@ class CARTClassifier(_BaseCART):
 
     def score(self, X, y, sample_weight=None):
         """(Weighted) accuracy of :meth:`predict` on (X, y)."""
-        pred = self.predict(X)
-        y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y).reshape(-1)
-        if y.shape[0] != pred.shape[0]:
-            raise ValueError(f"y has {y.shape[0]} entries but X has {pred.shape[0]} rows")
-        w, _ = V.check_sample_weight(sample_weight, pred.shape[0])
+        pred, y, w = self._score_inputs(X, y, sample_weight)
         return float(np.average(pred == y, weights=w))
 
 
@@ -530,11 +535,7 @@ class CARTRegressor(_BaseCART):
 
     def score(self, X, y, sample_weight=None):
         """Coefficient of determination R² of :meth:`predict` on (X, y)."""
-        pred = self.predict(X)
-        y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y, dtype=np.float64).reshape(-1)
-        if y.shape[0] != pred.shape[0]:
-            raise ValueError(f"y has {y.shape[0]} entries but X has {pred.shape[0]} rows")
-        w, _ = V.check_sample_weight(sample_weight, pred.shape[0])
+        pred, y, w = self._score_inputs(X, y, sample_weight, dtype=np.float64)
         ss_res = np.sum(w * (y - pred) ** 2)
         ss_tot = np.sum(w * (y - np.average(y, weights=w)) ** 2)
         if ss_tot == 0:
