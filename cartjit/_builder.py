@@ -601,7 +601,6 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
             f_end = c_end[ok]
             f_mean = c_mean[ok]
             f_sum = c_sum[ok]
-
     finally:
         if pool is not None:
             pool.shutdown(wait=True)

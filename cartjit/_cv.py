@@ -244,8 +244,7 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         label = t.label if problem.is_classification else np.empty(0, dtype=np.int32)
         heldout_losses(t.feature, t.threshold, t.left, t.alpha, label, t.value, problem.X,
                        rows, problem.y_class, problem.y_reg, problem.w, problem.unit_weights,
-                       class_scale, cost,
-                       alpha_prime, out_sum, out_sq)
+                       class_scale, cost, alpha_prime, out_sum, out_sq)
         return out_sum, out_sq
 
     if problem.X.size < FOLD_THREADS_MIN_VALUES:
