@@ -50,7 +50,10 @@ import numpy as np
 from ._config import jit
 from ._validation import as_kernel_array
 from ._criteria import ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_tolerance
-from ._splitter import (best_split_classification, best_split_regression, class_counts,
+from . import _config
+from ._simd import LANES, compress_partition
+from ._splitter import (best_split_classification, best_split_gini_runs,
+                        best_split_regression, class_counts, equal_factors,
                         threshold_between)
 
 __all__ = ["Presorted", "presort", "subset_keys", "grow", "label_bits", "release_free_memory",
@@ -274,33 +277,50 @@ def _node_stats(row, start, end, y_class, y_reg, w, unit_weights, shift, mask, f
 @jit
 def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_sum, fnode,
             value, y_class, y_reg, w, unit_weights, exact_sums, shift, mask, factor,
-            criterion, min_samples_leaf, scratch, buffers, pair_delta, pair_pos, c,
+            criterion, min_samples_leaf, simd, scratch, buffers, pair_delta, pair_pos, c,
             n_chunks):
     """Step 1: the best split of every (frontier node, feature) pair in chunk c.
 
     Gini and entropy scan features without ties by runs of one class (see
     :func:`best_split_classification`, with this chunk's row of ``buffers`` for the
-    candidates); twoing, and features with ties, case by case.
+    candidates); twoing, and features with ties, case by case. The common case (Gini,
+    unit weights, one factor, labels in the keys, no ties) runs the inlined
+    :func:`best_split_gini_runs`; a pair it leaves with a near-tie, and every other
+    pair, goes to the general function.
     """
     p = keys.shape[0]
     n_pairs = f_node.shape[0] * p
+    n_classes = value.shape[1]
     runs_criterion = criterion == GINI or criterion == ENTROPY
+    lean_ok = criterion == GINI and unit_weights and mask != 0
+    left = scratch[c, :n_classes]
+    best_left = scratch[c, n_classes:2 * n_classes]
+    cand = buffers[c]
     for k in range(c, n_pairs, n_chunks):
         j = k // p
         f = k - j * p
         node = f_node[j]
         imp = fnode[node, F_IMPURITY]
-        tol = tie_tolerance(imp)
-        rk = ranks[rank_row[f]] if rank_row[f] >= 0 else no_ranks
         if criterion != SQUARED_ERROR:
+            total = value[node]
+            if lean_ok and rank_row[f] < 0 and equal_factors(total, factor):
+                d, pos, near = best_split_gini_runs(
+                    keys[f], f_start[j], f_end[j], min_samples_leaf, total, factor, y_class,
+                    mask, simd, left, best_left, cand)
+                if not near:
+                    pair_delta[k] = d
+                    pair_pos[k] = pos
+                    continue
+            rk = ranks[rank_row[f]] if rank_row[f] >= 0 else no_ranks
             d, pos = best_split_classification(
                 keys[f], rk, f_start[j], f_end[j], y_class, w, unit_weights, exact_sums,
-                shift, mask, value[node], factor, criterion, imp, tol, min_samples_leaf,
-                runs_criterion and rank_row[f] < 0, scratch[c], buffers[c])
+                shift, mask, total, factor, criterion, imp, tie_tolerance(imp),
+                min_samples_leaf, runs_criterion and rank_row[f] < 0, simd, scratch[c], cand)
         else:
+            rk = ranks[rank_row[f]] if rank_row[f] >= 0 else no_ranks
             d, pos = best_split_regression(
                 keys[f], rk, f_start[j], f_end[j], y_reg, w, unit_weights, f_mean[j],
-                fnode[node, F_WEIGHT], f_sum[j], imp, tol, min_samples_leaf)
+                fnode[node, F_WEIGHT], f_sum[j], imp, tie_tolerance(imp), min_samples_leaf)
         pair_delta[k] = d
         pair_pos[k] = pos
 
@@ -355,9 +375,13 @@ def _choose(X, keys, shift, f_node, f_start, f_end, inode, fnode, value, factor,
 
 
 @jit
-def _partition(keys, shift, sp_index, split_feat, f_start, f_end, goes_left, buffers, c,
+def _partition(keys, shift, sp_index, split_feat, f_start, f_end, goes_left, simd, buffers, c,
                n_chunks):
-    """Step 3: stable partition of the split nodes' segments, every non-split feature."""
+    """Step 3: stable partition of the split nodes' segments, every non-split feature.
+
+    With ``simd``, blocks of 16 keys are split at once
+    (:func:`cartjit._simd.compress_partition`; ``goes_left`` is padded for it).
+    """
     p = keys.shape[0]
     buf = buffers[c]
     n_part = sp_index.shape[0] * p
@@ -370,10 +394,18 @@ def _partition(keys, shift, sp_index, split_feat, f_start, f_end, goes_left, buf
         row = keys[f]
         wl = f_start[j]
         wr = 0
+        i0 = f_start[j]
+        end = f_end[j]
+        if simd:
+            while i0 + LANES <= end:
+                n_left = compress_partition(row, i0, shift, goes_left, buf, wl, wr)
+                wl += n_left
+                wr += LANES - n_left
+                i0 += LANES
         # Branch-free: the side is a coin flip the CPU cannot predict, so every key is
         # written to both places and only the matching write pointer advances
         # (wl <= i, so the in-place write never overtakes the read).
-        for i in range(f_start[j], f_end[j]):
+        for i in range(i0, end):
             key = row[i]
             g = np.int64(goes_left[key >> shift])
             row[wl] = key
@@ -524,7 +556,9 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
     scratch = np.zeros((n_threads, row), dtype=np.float64)
     # Integer weights (with totals below 2**53) make running class counts exact.
     exact_sums = bool(unit_weights or (np.all(w == np.floor(w)) and w.sum() < 2.0**53))
-    goes_left = np.zeros(X.shape[0], dtype=np.uint8)
+    # Padded by 3 bytes: the 16-key partition reads each mark as a 4-byte word.
+    goes_left = np.zeros(X.shape[0] + 3, dtype=np.uint8)
+    simd = bool(_config.SIMD)
     shift = label_bits(n_classes if is_class else 0, X.shape[0])
     mask = (1 << shift) - 1
 
@@ -562,7 +596,7 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
                 _run_chunks(pool, min(n_threads, n_pairs), _search, keys, ranks, rank_row,
                             no_ranks, f_node[b], f_start[b], f_end[b], f_mean[b], f_sum[b],
                             fnode, value, y_class, y_reg, w, unit_weights, exact_sums, shift,
-                            mask, factor, criterion, min_samples_leaf, scratch, buf,
+                            mask, factor, criterion, min_samples_leaf, simd, scratch, buf,
                             pair_delta[:n_pairs], pair_pos[:n_pairs])
                 n_split += _choose(X, keys, shift, f_node[b], f_start[b], f_end[b], inode,
                                    fnode, value, factor, criterion, q_root,
@@ -590,7 +624,8 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
             part_index = sp_index[needs]
             if part_index.shape[0] > 0:
                 _run_chunks(pool, min(n_threads, part_index.shape[0] * p), _partition, keys,
-                            shift, part_index, split_feat, f_start, f_end, goes_left, buf)
+                            shift, part_index, split_feat, f_start, f_end, goes_left, simd,
+                            buf)
             n_nodes += n_child
 
             ok = c_ok.astype(bool)

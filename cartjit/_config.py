@@ -11,6 +11,11 @@ environment variables read once, at import time:
 ``CARTJIT_PARALLEL``
     ``1`` (default) compiles the ``prange`` loops of the parallel kernels as parallel
     loops; ``0`` compiles them serially (``prange`` becomes ``range``).
+``CARTJIT_SIMD``
+    ``auto`` (default) lets the split search and the partition handle 16 keys per
+    instruction (:mod:`cartjit._simd`) when Numba compiles for a CPU with AVX-512F;
+    ``1`` forces those blocks on any CPU (LLVM then expands them lane by lane: correct,
+    slower; the tests use it), ``0`` forces the scalar loops. Results are identical.
 
 ``fastmath`` is always off: exact comparisons of impurity decreases decide the splits
 (SPEC §2), and reassociated sums would change which split wins a tie. Every kernel is
@@ -26,7 +31,7 @@ import os
 
 from numba import njit
 
-__all__ = ["CACHE", "PARALLEL", "jit", "jit_parallel"]
+__all__ = ["CACHE", "PARALLEL", "SIMD", "jit", "jit_parallel"]
 
 
 def _env_flag(name: str, default: bool) -> bool:
@@ -41,8 +46,25 @@ def _env_flag(name: str, default: bool) -> bool:
     raise ValueError(f"environment variable {name} must be 0 or 1, got {raw!r}")
 
 
+def _target_has_avx512() -> bool:
+    """Whether Numba compiles for a CPU with AVX-512F (its target, not the host's)."""
+    from numba.core import config
+
+    if config.CPU_NAME:  # NUMBA_CPU_NAME: an explicit, perhaps portable, target
+        return "+avx512f" in (config.CPU_FEATURES or "")
+    try:
+        import llvmlite.binding as llvm
+
+        return bool(llvm.get_host_cpu_features().get("avx512f", False))
+    except Exception:  # noqa: BLE001 - no feature query: the scalar loops are always right
+        return False
+
+
 CACHE: bool = _env_flag("CARTJIT_CACHE", True)
 PARALLEL: bool = _env_flag("CARTJIT_PARALLEL", True)
+_SIMD_RAW = os.environ.get("CARTJIT_SIMD", "").strip().lower()
+SIMD: bool = (_target_has_avx512() if _SIMD_RAW in ("", "auto")
+              else _env_flag("CARTJIT_SIMD", False))
 
 _COMMON = dict(cache=CACHE, nogil=True, fastmath=False, error_model="numpy")
 

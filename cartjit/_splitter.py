@@ -21,9 +21,10 @@ import numpy as np
 
 from ._config import jit
 from ._criteria import ENTROPY, GINI, xlogx
+from ._simd import LANES, compress_class_changes
 
-__all__ = ["threshold_between", "class_counts", "best_split_classification",
-           "best_split_regression"]
+__all__ = ["threshold_between", "class_counts", "list_class_changes", "equal_factors",
+           "best_split_gini_runs", "best_split_classification", "best_split_regression"]
 
 
 @jit
@@ -132,10 +133,134 @@ def _near_tie(keys, end, pos, best_pos, best_delta, y, w, unit_weights, exact_su
     return d, True
 
 
+@jit(inline="always")
+def list_class_changes(keys, lo, hi, y, mask, simd, cand):
+    """Pass 1 of the scan by runs: list lo, every class change strictly between lo and hi,
+    and hi (when hi > lo) in ``cand``; returns how many.
+
+    A class change at i means the cases at i - 1 and i differ in class. Branch-free:
+    every position is written and only a change advances the count. With ``simd`` and
+    labels in the keys, blocks of 16 positions are compared and packed at once
+    (:func:`cartjit._simd.compress_class_changes`); the scalar loop finishes the tail.
+    Inlined into its callers, so the loop pays no call.
+    """
+    cand[0] = lo
+    n_cand = 1
+    i0 = lo + 1
+    if simd and mask:
+        while i0 + LANES <= hi:
+            n_cand += compress_class_changes(keys, i0, mask, cand, n_cand)
+            i0 += LANES
+    key = keys[i0 - 1]
+    prev = key & mask if mask else y[key]
+    for i in range(i0, hi):
+        key = keys[i]
+        cls = key & mask if mask else y[key]
+        cand[n_cand] = i
+        n_cand += np.int64(cls != prev)
+        prev = cls
+    if hi > lo:
+        cand[n_cand] = hi
+        n_cand += 1
+    return n_cand
+
+
+@jit(inline="always")
+def equal_factors(total, factor):
+    """Whether the classes present (N_j > 0) share one factor c_j, to EQUAL_FACTORS_RTOL."""
+    c_min = np.inf
+    c_max = 0.0
+    for j in range(total.shape[0]):
+        if total[j] > 0.0:
+            c_min = min(c_min, factor[j])
+            c_max = max(c_max, factor[j])
+    return c_max - c_min <= EQUAL_FACTORS_RTOL * c_max
+
+
+@jit(inline="always")
+def best_split_gini_runs(keys, start, end, min_leaf, total, factor, y, mask, simd, left,
+                         best_left, cand):
+    """The common case of :func:`best_split_classification`, lean and inlined.
+
+    Gini, unit weights, one factor for the classes present (:func:`equal_factors`),
+    labels in the keys (``mask`` > 0) and a feature without ties: the scan by runs with
+    the fast proxy, exactly as the general function does it, visiting the same
+    candidates in the same order with the same comparisons. It is inlined into the
+    builder's search loop because a call that passes this many arrays costs about as
+    much as scanning a small node, and its loop, free of the general function's other
+    modes, is shorter. A near-tie is not settled here: the function returns at the
+    first one with ``near`` set, and the caller repeats the scan with the general
+    function. Returns ``(Δi, pos, near)``; Δi is :func:`delta_from_counts`'s Gini,
+    computed with the same operations.
+    """
+    n_classes = total.shape[0]
+    n_node = end - start
+    lo = start + min_leaf
+    hi = end - min_leaf
+    if lo > hi:
+        return -np.inf, -1, False
+    n_cand = list_class_changes(keys, lo, hi, y, mask, simd, cand)
+    sq_l = 0.0
+    sq_r = 0.0
+    for j in range(n_classes):
+        left[j] = 0.0
+        sq_r += total[j] * total[j]
+    for i in range(start, lo):  # the cases before the first candidate, one by one
+        cls = keys[i] & mask
+        l_c = left[cls]
+        sq_l += 2.0 * l_c + 1.0
+        sq_r -= 2.0 * (total[cls] - l_c) - 1.0
+        left[cls] = l_c + 1.0
+    scale = NEAR_TIE * n_node
+    best_den = 1.0
+    hi_num = -np.inf
+    lo_num = -np.inf
+    best_pos = -1
+    cur = lo
+    for b in range(n_cand):
+        pos = cand[b]
+        if pos > cur:  # cases [cur, pos) are one run of one class
+            cls = keys[pos - 1] & mask
+            l_c = left[cls]
+            r = float(pos - cur)
+            sq_l += r * (2.0 * l_c + r)
+            sq_r -= r * (2.0 * (total[cls] - l_c) - r)
+            left[cls] = l_c + r
+            cur = pos
+        n_left = pos - start
+        n_right = n_node - n_left
+        num = sq_l * n_right + sq_r * n_left
+        den = float(n_left) * float(n_right)
+        if num * best_den > hi_num * den:
+            for j in range(n_classes):
+                best_left[j] = left[j]
+            best_den = den
+            hi_num = num + scale * den
+            lo_num = num - scale * den
+            best_pos = pos
+        elif num * best_den >= lo_num * den:
+            return np.nan, -1, True
+    if best_pos < 0:
+        return -np.inf, -1, False
+    # delta_from_counts(best_left, total - best_left, factor, GINI, ...), operation for
+    # operation (unit weights: the right counts are exact differences).
+    ql_sum = 0.0
+    qr_sum = 0.0
+    for j in range(n_classes):
+        ql_sum += factor[j] * best_left[j]
+        qr_sum += factor[j] * (total[j] - best_left[j])
+    q = ql_sum + qr_sum
+    acc = 0.0
+    for j in range(n_classes):
+        d = factor[j] * best_left[j] / ql_sum - factor[j] * (total[j] - best_left[j]) / qr_sum
+        acc += d * d
+    return (ql_sum / q) * (qr_sum / q) * acc, best_pos, False
+
+
 @jit
 def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact_sums,
                               shift, mask, total, factor, criterion, node_impurity, tol,
-                              min_leaf, by_runs, scratch, cand):
+                              min_leaf, by_runs, simd, scratch, cand):
     """Scan segment ``keys[start:end]`` for the best split of a classification node.
 
     ``total`` are the node's weighted class counts N_j(t), ``factor`` the c_j of
@@ -164,7 +289,8 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
     strictly worse than one at an end of it: the best split, and every exact tie with
     it, lies where the class changes or at the first or last candidate. A branch-free
     first pass lists those positions in ``cand``; the scan then updates the counts once
-    per run. Returns (Δi, pos), or (-inf, -1) when there is no candidate.
+    per run (``simd``: see :func:`list_class_changes`). Returns (Δi, pos), or (-inf, -1)
+    when there is no candidate.
     """
     n_classes = total.shape[0]
     left = scratch[:n_classes]
@@ -177,20 +303,7 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
         return -np.inf, -1
     has_ties = ranks.shape[0] > 0
     if by_runs:
-        # Pass 1: lo, every class change strictly between lo and hi, and hi.
-        cand[0] = lo
-        n_cand = 1
-        key = keys[lo]
-        prev = key & mask if mask else y[key]
-        for i in range(lo + 1, hi):
-            key = keys[i]
-            cls = key & mask if mask else y[key]
-            cand[n_cand] = i
-            n_cand += np.int64(cls != prev)
-            prev = cls
-        if hi > lo:
-            cand[n_cand] = hi
-            n_cand += 1
+        n_cand = list_class_changes(keys, lo, hi, y, mask, simd, cand)
     else:
         n_cand = hi - lo + 1
 
@@ -200,17 +313,11 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
     q_total = 0.0
     sq_l = 0.0
     sq_r = 0.0
-    c_min = np.inf
-    c_max = 0.0
     for j in range(n_classes):
         left[j] = 0.0
         q_total += factor[j] * total[j]
         sq_r += total[j] * total[j]
-        if total[j] > 0.0:
-            c_min = min(c_min, factor[j])
-            c_max = max(c_max, factor[j])
-    fast = (criterion == GINI and unit_weights
-            and c_max - c_min <= EQUAL_FACTORS_RTOL * c_max)
+    fast = criterion == GINI and unit_weights and equal_factors(total, factor)
     # The size of the proxy sets the width of the near-tie band.
     if fast:
         scale = NEAR_TIE * n_node
