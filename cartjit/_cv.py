@@ -20,8 +20,8 @@
 
 Fold trees use the same parameters as the full tree. With empirical priors a fold tree
 uses its own class proportions (what rpart does); with given priors, the given π.
-Fold fits run in parallel on ``n_threads`` threads (the kernels release the GIL); every
-fold is computed independently and the sums are reduced in fold order, so the results
+Fold fits and the full tree's fit run in parallel on ``n_threads`` threads (the kernels
+release the GIL, :func:`grow_cv_trees`); every fold is computed independently and the sums are reduced in fold order, so the results
 are identical whatever the number of threads. Repeated CV draws a new partition per
 repeat from ``SeedSequence([random_state, repeat])``.
 """
@@ -38,7 +38,7 @@ from ._fit import fit_tree
 from ._predict import heldout_losses
 from ._pruning import weakest_link
 
-__all__ = ["make_folds", "FoldPlan", "grow_fold_trees", "score_fold_trees", "select_index",
+__all__ = ["make_folds", "FoldPlan", "grow_cv_trees", "score_fold_trees", "select_index",
            "midpoints", "path_table", "pruning_sequence", "SELECTION_TIE_RTOL"]
 
 #: R^CV values within this relative distance of the minimum count as ties (the
@@ -198,21 +198,32 @@ def _run_tasks(fn, tasks, n_threads):
     return [fn(t) for t in tasks]
 
 
-def grow_fold_trees(problem, settings, keys, plan, n_threads=1):
-    """T_max^(v) with its pruning sequence for every (repeat, fold), in that order.
+def grow_cv_trees(problem, settings, keys, plan, n_threads=1):
+    """T_max and T_max^(v) for every (repeat, fold): ``(fit_tree result, fold trees)``.
 
-    ``keys`` are the full sample's presorted keys; they are only read (each fold's
-    keys are filtered from them), so the full tree can be grown from them afterwards.
+    The fold trees come in (repeat, fold) order, each with its pruning sequence. ``keys``
+    (the full sample's :func:`cartjit._builder.presort`) are never written while other
+    trees read them: each fold grows from its own filtered copy, and the full tree
+    either consumes them last (one thread) or grows from a copy of its own. On threads
+    the full tree, the largest task, is started first and runs beside the folds, so no
+    thread idles while it grows.
     """
     def run(task):
+        if task is None:
+            own = keys if n_threads == 1 else keys._replace(keys=keys.keys.copy())
+            return fit_tree(problem, settings, own, n_threads=1)
         r, v = task
         in_train = plan.folds[r] != v
         return fit_tree(problem, settings, subset_keys(keys, in_train, 1), n_threads=1).tree
 
-    tasks = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
+    folds = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
     if problem.X.size < FOLD_THREADS_MIN_VALUES:
         n_threads = 1
-    return _run_tasks(run, tasks, n_threads)
+    tasks = folds + [None] if n_threads == 1 else [None] + folds
+    results = _run_tasks(run, tasks, n_threads)
+    if n_threads == 1:
+        return results[-1], results[:-1]
+    return results[0], results[1:]
 
 
 def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, priors=None,

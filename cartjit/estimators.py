@@ -22,7 +22,7 @@ import numpy as np
 from . import _validation as V
 from ._builder import presort
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
-from ._cv import (fold_ids_from_splits, grow_fold_trees, make_folds, path_table,
+from ._cv import (fold_ids_from_splits, grow_cv_trees, make_folds, path_table,
                   pruning_sequence, score_fold_trees, select_index)
 from ._fit import Problem, Settings, fit_tree, split_factor
 from ._predict import apply as _apply_kernel
@@ -377,8 +377,7 @@ class _CVMixin:
                           stratify=self.stratify, n_repeats=self.n_repeats, random_state=seed)
         n_threads = numba.get_num_threads()
         keys = presort(problem.X)
-        fold_trees = grow_fold_trees(problem, settings, keys, plan, n_threads)
-        fitted = fit_tree(problem, settings, keys, n_threads)
+        fitted, fold_trees = grow_cv_trees(problem, settings, keys, plan, n_threads)
         alphas, n_leaves, tree_risk = pruning_sequence(fitted.tree)
         cv_risk, cv_se = score_fold_trees(problem, settings, fold_trees, plan, alphas,
                                           priors=fitted.priors,
