@@ -34,16 +34,20 @@ from numba import njit
 __all__ = ["CACHE", "PARALLEL", "SIMD", "jit", "jit_parallel"]
 
 
-def _env_flag(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
+def _parse_flag(name: str, raw: str, allowed: str = "0 or 1") -> bool:
     value = raw.strip().lower()
     if value in ("1", "true", "yes", "on"):
         return True
     if value in ("0", "false", "no", "off"):
         return False
-    raise ValueError(f"environment variable {name} must be 0 or 1, got {raw!r}")
+    raise ValueError(f"environment variable {name} must be {allowed}, got {raw!r}")
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return _parse_flag(name, raw)
 
 
 def _target_has_avx512() -> bool:
@@ -62,9 +66,16 @@ def _target_has_avx512() -> bool:
 
 CACHE: bool = _env_flag("CARTJIT_CACHE", True)
 PARALLEL: bool = _env_flag("CARTJIT_PARALLEL", True)
-_SIMD_RAW = os.environ.get("CARTJIT_SIMD", "").strip().lower()
-SIMD: bool = (_target_has_avx512() if _SIMD_RAW in ("", "auto")
-              else _env_flag("CARTJIT_SIMD", False))
+
+
+def _simd_flag(raw) -> bool:
+    """``CARTJIT_SIMD``: ``auto`` (or unset) follows the target CPU, else 0 or 1."""
+    if raw is None or raw.strip().lower() in ("", "auto"):
+        return _target_has_avx512()
+    return _parse_flag("CARTJIT_SIMD", raw, "auto, 0 or 1")
+
+
+SIMD: bool = _simd_flag(os.environ.get("CARTJIT_SIMD"))
 
 _COMMON = dict(cache=CACHE, nogil=True, fastmath=False, error_model="numpy")
 

@@ -555,6 +555,24 @@ def test_labels_looked_up_same_tree_as_packed(prob):
     assert_same_flat_trees(packed, looked_up)
 
 
+@needs_estimators
+@settings(max_examples=examples(200), **SETTINGS)
+@given(st.one_of(classification_problem(), tie_free_classification_problem()))
+def test_blocks_of_16_same_tree_as_scalar(prob):
+    """The 16-key compress blocks of the search and the partition (cartjit._simd) and
+    the scalar loops grow the same tree."""
+    from cartjit import _config
+    saved = _config.SIMD
+    try:
+        _config.SIMD = True
+        blocks = fit_classifier(prob)
+        _config.SIMD = False
+        scalar = fit_classifier(prob)
+    finally:
+        _config.SIMD = saved
+    assert_same_flat_trees(blocks, scalar)
+
+
 def test_label_bits():
     from cartjit._builder import label_bits
     assert label_bits(0, 10) == 0  # regression

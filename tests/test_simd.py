@@ -1,0 +1,194 @@
+"""The 16-key blocks (cartjit._simd) and the lean Gini scan give what the scalar code gives.
+
+Both paths are compiled on every machine: on a CPU without AVX-512, LLVM expands the
+compress-store intrinsics lane by lane, so these tests check the block logic there too.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, _config
+from cartjit._builder import _partition
+from cartjit._config import _simd_flag
+from cartjit._criteria import GINI, impurity_from_counts, tie_tolerance
+from cartjit._splitter import (best_split_classification, best_split_gini_runs,
+                               list_class_changes)
+
+
+@njit
+def _list(keys, lo, hi, mask, simd, cand):
+    return list_class_changes(keys, lo, hi, keys, mask, simd, cand)
+
+
+def _reference_changes(keys, lo, hi, mask):
+    cls = keys & mask
+    inner = [i for i in range(lo + 1, hi) if cls[i] != cls[i - 1]]
+    return [lo] + inner + ([hi] if hi > lo else [])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 5])
+def test_class_change_listing_matches_reference(n_classes):
+    rng = np.random.default_rng(n_classes)
+    bits = max(1, (n_classes - 1).bit_length())
+    n = 200
+    runs = np.repeat(rng.integers(0, n_classes, n), rng.integers(1, 6, n))[:n]
+    keys = ((rng.permutation(n) << bits) | runs).astype(np.int32)
+    mask = (1 << bits) - 1
+    cand = np.empty(n, np.int32)
+    for lo in (1, 2, 7, 16, 17, 33):
+        for length in list(range(0, 40)) + [63, 64, 65, 150]:
+            hi = lo + length
+            if hi >= n:
+                continue
+            expected = _reference_changes(keys, lo, hi, mask)
+            for simd in (False, True):
+                cand[:] = -7
+                m = _list(keys, lo, hi, mask, simd, cand)
+                assert list(cand[:m]) == expected, (lo, hi, simd)
+                assert np.all(cand[m:] == -7) or simd  # scalar writes at most one extra
+
+
+def _partition_reference(row, start, end, goes_left, shift):
+    seg = row[start:end]
+    side = goes_left[seg >> shift].astype(bool)
+    return np.concatenate([seg[side], seg[~side]])
+
+
+@pytest.mark.parametrize("shift", [0, 2])
+def test_partition_blocks_match_scalar_and_reference(shift):
+    rng = np.random.default_rng(7 + shift)
+    n, p = 300, 4
+    keys = np.empty((p, n), np.int32)
+    for f in range(p):
+        keys[f] = (rng.permutation(n) << shift) | rng.integers(0, 1 << shift, n)
+    goes_left = np.zeros(n + 3, np.uint8)
+    goes_left[:n] = rng.random(n) < 0.4
+    goes_left[n:] = 1  # the padding is never taken for a mark
+    # Segments of every length class around the block size; feature 1 is "the split
+    # feature" of the second node and stays as it is.
+    f_start = np.array([0, 5, 40, 57, 140], np.int64)
+    f_end = np.array([5, 40, 57, 140, 300], np.int64)
+    split_feat = np.array([0, 1, 2, 3, 0], np.int64)
+    sp_index = np.arange(5, dtype=np.int64)
+    results = {}
+    for simd in (False, True):
+        out = keys.copy()
+        buffers = np.empty((1, n), np.int32)
+        _partition(out, shift, sp_index, split_feat, f_start, f_end, goes_left, simd,
+                   buffers, 0, 1)
+        results[simd] = out
+        for j in range(5):
+            for f in range(p):
+                s, e = f_start[j], f_end[j]
+                expected = (keys[f, s:e] if f == split_feat[j]
+                            else _partition_reference(keys[f], s, e, goes_left, shift))
+                assert np.array_equal(out[f, s:e], expected), (simd, j, f)
+    assert np.array_equal(results[False], results[True])
+
+
+@njit
+def _both_scans(keys, start, end, min_leaf, total, factor, y, mask, simd, scratch, cand):
+    imp = impurity_from_counts(total, factor, GINI)
+    d1, p1, near = best_split_gini_runs(keys, start, end, min_leaf, total, factor, y, mask,
+                                        simd, scratch[:total.shape[0]],
+                                        scratch[total.shape[0]:2 * total.shape[0]], cand)
+    d2, p2 = best_split_classification(keys, keys[:0], start, end, y, y[:0].astype(np.float64),
+                                       True, True, 0, mask, total, factor, GINI, imp,
+                                       tie_tolerance(imp), min_leaf, True, simd, scratch,
+                                       cand)
+    return d1, p1, near, d2, p2
+
+
+def test_lean_gini_scan_equals_general_scan():
+    """Same split and bit-identical Δi, or a near-tie handed back (then the builder
+    uses the general scan)."""
+    rng = np.random.default_rng(3)
+    n_near = 0
+    n_checked = 0
+    for trial in range(400):
+        n = int(rng.integers(2, 120))
+        k = int(rng.integers(2, 5))
+        bits = max(1, (k - 1).bit_length())
+        if trial % 4 == 0:  # symmetric class patterns: exact ties between splits
+            half = rng.integers(0, k, max(1, n // 2))
+            labels = np.concatenate([half, half[::-1]])[:n]
+            n = labels.shape[0]
+        else:
+            labels = np.repeat(rng.integers(0, k, n), rng.integers(1, 8, n))[:n]
+        keys = ((np.arange(n) << bits) | labels).astype(np.int32)
+        y = labels.astype(np.int32)
+        total = np.bincount(labels, minlength=k).astype(np.float64)
+        factor = np.full(k, 1.0 / n)
+        min_leaf = int(rng.integers(1, 4))
+        for simd in (False, True):
+            d1, p1, near, d2, p2 = _both_scans(keys, 0, n, min_leaf, total, factor, y,
+                                               (1 << bits) - 1, simd, np.zeros(3 * k),
+                                               np.empty(n, np.int32))
+            if near:
+                n_near += 1
+                continue
+            n_checked += 1
+            assert p1 == p2, (trial, simd)
+            assert d1 == d2 or (np.isinf(d1) and np.isinf(d2)), (trial, simd, d1, d2)
+    assert n_near > 0 and n_checked > 300  # both outcomes occurred
+
+
+def _data(n, p, k, seed, tied=False):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    if tied:
+        X[:, 0] = np.round(X[:, 0], 1)
+    y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(scale=0.7, size=n) > 0.3).astype(int)
+    y += (X[:, 2] > 1.0).astype(int) * (k - 2)
+    return X, y
+
+
+def _same_tree(a, b):
+    for name in ("feature", "threshold", "left", "right", "n_node_samples", "value",
+                 "impurity", "alpha"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+@pytest.mark.parametrize("params", [
+    {},
+    {"min_samples_leaf": 3},
+    {"criterion": "entropy"},
+    {"criterion": "twoing"},
+    {"priors": [0.2, 0.3, 0.5]},
+    {"weights": True},
+    {"tied": True},
+])
+def test_whole_trees_identical_with_and_without_blocks(params, monkeypatch):
+    params = dict(params)
+    X, y = _data(3000, 5, 3, seed=11, tied=params.pop("tied", False))
+    w = np.random.default_rng(0).integers(1, 4, X.shape[0]).astype(float) \
+        if params.pop("weights", False) else None
+    trees = {}
+    for simd in (False, True):
+        monkeypatch.setattr(_config, "SIMD", simd)
+        trees[simd] = CARTClassifier(**params).fit(X, y, sample_weight=w).tree_
+    _same_tree(trees[False], trees[True])
+
+
+def test_regression_and_cv_identical_with_and_without_blocks(monkeypatch):
+    X, y = _data(2000, 4, 3, seed=5)
+    yr = X[:, 0] * 2.0 + np.sin(X[:, 1])
+    out = {}
+    for simd in (False, True):
+        monkeypatch.setattr(_config, "SIMD", simd)
+        reg = CARTRegressor().fit(X, yr).tree_
+        cv = CARTClassifierCV(cv=5, random_state=1).fit(X, y)
+        out[simd] = (reg, cv.tree_, cv.cv_results_)
+    _same_tree(out[False][0], out[True][0])
+    _same_tree(out[False][1], out[True][1])
+    np.testing.assert_array_equal(out[False][2]["cv_risk"], out[True][2]["cv_risk"])
+
+
+def test_simd_flag_values(monkeypatch):
+    assert _simd_flag("1") is True and _simd_flag(" on ") is True
+    assert _simd_flag("0") is False and _simd_flag("no") is False
+    assert _simd_flag("auto") == _simd_flag(None) == _simd_flag("")
+    with pytest.raises(ValueError, match="CARTJIT_SIMD must be auto, 0 or 1"):
+        _simd_flag("maybe")
