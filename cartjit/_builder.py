@@ -284,7 +284,7 @@ def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_s
     Gini and entropy scan features without ties by runs of one class (see
     :func:`best_split_classification`, with this chunk's row of ``buffers`` for the
     candidates); twoing, and features with ties, case by case. The common case (Gini,
-    unit weights, one factor, labels in the keys, no ties) runs the inlined
+    unit weights, one factor, labels in the keys, no ties) runs
     :func:`best_split_gini_runs`; a pair it leaves with a near-tie, and every other
     pair, goes to the general function.
     """
