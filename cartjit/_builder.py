@@ -285,8 +285,7 @@ def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_s
     :func:`best_split_classification`, with this chunk's row of ``buffers`` for the
     candidates); twoing, and features with ties, case by case. The common case (Gini,
     unit weights, one factor, labels in the keys, no ties) runs
-    :func:`best_split_gini_runs`; a pair it leaves with a near-tie, and every other
-    pair, goes to the general function.
+    :func:`best_split_gini_runs`, every other pair the general function.
     """
     p = keys.shape[0]
     n_pairs = f_node.shape[0] * p
@@ -295,6 +294,7 @@ def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_s
     lean_ok = criterion == GINI and unit_weights and mask != 0
     left = scratch[c, :n_classes]
     best_left = scratch[c, n_classes:2 * n_classes]
+    right = scratch[c, 2 * n_classes:3 * n_classes]
     cand = buffers[c]
     for k in range(c, n_pairs, n_chunks):
         j = k // p
@@ -304,13 +304,12 @@ def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_s
         if criterion != SQUARED_ERROR:
             total = value[node]
             if lean_ok and rank_row[f] < 0 and equal_factors(total, factor):
-                d, pos, near = best_split_gini_runs(
-                    keys[f], f_start[j], f_end[j], min_samples_leaf, total, factor, y_class,
-                    mask, simd, left, best_left, cand)
-                if not near:
-                    pair_delta[k] = d
-                    pair_pos[k] = pos
-                    continue
+                d, pos = best_split_gini_runs(
+                    keys[f], f_start[j], f_end[j], min_samples_leaf, total, factor, imp,
+                    tie_tolerance(imp), y_class, w, mask, simd, left, best_left, right, cand)
+                pair_delta[k] = d
+                pair_pos[k] = pos
+                continue
             rk = ranks[rank_row[f]] if rank_row[f] >= 0 else no_ranks
             d, pos = best_split_classification(
                 keys[f], rk, f_start[j], f_end[j], y_class, w, unit_weights, exact_sums,
