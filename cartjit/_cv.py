@@ -199,9 +199,10 @@ def _run_tasks(fn, tasks, n_threads):
 
 
 def grow_cv_trees(problem, settings, keys, plan, n_threads=1):
-    """T_max and T_max^(v) for every (repeat, fold): ``(fit_tree result, fold trees)``.
+    """T_max and T_max^(v) for every (repeat, fold): :func:`fit_tree`'s results.
 
-    The fold trees come in (repeat, fold) order, each with its pruning sequence. ``keys``
+    Returns ``(full, folds)``, the folds in (repeat, fold) order; each result carries its
+    tree (with the per-node collapse α) and its pruning sequence. ``keys``
     (the full sample's :func:`cartjit._builder.presort`) are never written while other
     trees read them: each fold grows from its own filtered copy, and the full tree
     either consumes them last (one thread) or grows from a copy of its own. On threads
@@ -214,7 +215,7 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1):
             return fit_tree(problem, settings, own, n_threads=1)
         r, v = task
         in_train = plan.folds[r] != v
-        return fit_tree(problem, settings, subset_keys(keys, in_train, 1), n_threads=1).tree
+        return fit_tree(problem, settings, subset_keys(keys, in_train, 1), n_threads=1)
 
     folds = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
     if problem.X.size < FOLD_THREADS_MIN_VALUES:

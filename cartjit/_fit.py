@@ -72,6 +72,7 @@ class Fitted(NamedTuple):
     improvement: np.ndarray        # Δi of each node's split (0 at leaves)
     priors: np.ndarray | None      # π used for risks and labels
     class_totals: np.ndarray | None  # N_j of the cases the tree was grown on
+    path: tuple                    # (α_k, |T~_k|, R(T_k)) of its weakest-link sequence
 
 
 def class_priors(setting, counts):
@@ -135,9 +136,11 @@ def _best_first(tree, improvement, q_weight, max_leaf_nodes):
 
 
 def with_alpha(tree):
-    """``tree`` with ``alpha`` set to the per-node collapse α of SPEC §4."""
-    alpha, _, _, _ = weakest_link(tree.left, tree.right, tree.parent, tree.risk)
-    return tree._replace(alpha=alpha)
+    """``tree`` with ``alpha`` set to the per-node collapse α of SPEC §4, and the
+    sequence ``(α_k, |T~_k|, R(T_k))`` that the same weakest-link pass gives."""
+    alpha, alphas, n_leaves, tree_risk = weakest_link(tree.left, tree.right, tree.parent,
+                                                      tree.risk)
+    return tree._replace(alpha=alpha), (alphas, n_leaves, tree_risk)
 
 
 def fit_tree(problem, settings, presorted, n_threads=1):
@@ -207,4 +210,5 @@ def fit_tree(problem, settings, presorted, n_threads=1):
         tree, old = subtree(tree, keep, return_index=True)
         improvement = np.where(tree.left != LEAF, improvement[old], 0.0)
     assert tree.n_node_samples[0] == n_cases
-    return Fitted(with_alpha(tree), improvement, priors, counts)
+    tree, path = with_alpha(tree)
+    return Fitted(tree, improvement, priors, counts, path)

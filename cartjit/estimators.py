@@ -377,8 +377,9 @@ class _CVMixin:
                           stratify=self.stratify, n_repeats=self.n_repeats, random_state=seed)
         n_threads = numba.get_num_threads()
         keys = presort(problem.X)
-        fitted, fold_trees = grow_cv_trees(problem, settings, keys, plan, n_threads)
-        alphas, n_leaves, tree_risk = pruning_sequence(fitted.tree)
+        fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads)
+        fold_trees = [f.tree for f in fold_fits]
+        alphas, n_leaves, tree_risk = fitted.path
         cv_risk, cv_se = score_fold_trees(problem, settings, fold_trees, plan, alphas,
                                           priors=fitted.priors,
                                           class_totals=fitted.class_totals,
@@ -411,7 +412,7 @@ class _CVMixin:
             folds = full
         self.folds_ = folds
         n_rep, n_f = plan.folds.shape[0], plan.n_folds
-        self.fold_alphas_ = [[pruning_sequence(fold_trees[r * n_f + v])[0] for v in range(n_f)]
+        self.fold_alphas_ = [[fold_fits[r * n_f + v].path[0] for v in range(n_f)]
                              for r in range(n_rep)]
         return self
 
