@@ -294,7 +294,6 @@ def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_s
     lean_ok = criterion == GINI and unit_weights and mask != 0
     left = scratch[c, :n_classes]
     best_left = scratch[c, n_classes:2 * n_classes]
-    right = scratch[c, 2 * n_classes:3 * n_classes]
     cand = buffers[c]
     for k in range(c, n_pairs, n_chunks):
         j = k // p
@@ -305,8 +304,8 @@ def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_s
             total = value[node]
             if lean_ok and rank_row[f] < 0 and equal_factors(total, factor):
                 d, pos = best_split_gini_runs(
-                    keys[f], f_start[j], f_end[j], min_samples_leaf, total, factor, imp,
-                    tie_tolerance(imp), y_class, w, mask, simd, left, best_left, right, cand)
+                    keys[f], f_start[j], f_end[j], min_samples_leaf, total, factor,
+                    tie_tolerance(imp), y_class, mask, simd, left, best_left, cand)
                 pair_delta[k] = d
                 pair_pos[k] = pos
                 continue

@@ -94,9 +94,8 @@ def _both_scans(keys, start, end, min_leaf, total, factor, y, mask, simd, scratc
     imp = impurity_from_counts(total, factor, GINI)
     tol = tie_tolerance(imp)
     no_w = np.empty(0)
-    d1, p1 = best_split_gini_runs(keys, start, end, min_leaf, total, factor, imp, tol, y,
-                                  no_w, mask, simd, scratch[:k], scratch[k:2 * k],
-                                  scratch[2 * k:], cand)
+    d1, p1 = best_split_gini_runs(keys, start, end, min_leaf, total, factor, tol, y, mask,
+                                  simd, scratch[:k], scratch[k:2 * k], cand)
     d2, p2 = best_split_classification(keys, keys[:0], start, end, y, no_w, True, True, 0,
                                        mask, total, factor, GINI, imp, tol, min_leaf, True,
                                        simd, scratch, cand)
