@@ -472,7 +472,7 @@ def _root(keys, inode, fnode, value, y_class, y_reg, w, unit_weights, shift, mas
     inode[0, I_N] = n
     fnode[0, F_THRESHOLD] = np.nan
     fnode[0, F_IMPROVEMENT] = 0.0
-    weight, imp, mean, s_c, mixed = _node_stats(keys[0], 0, n, y_class, y_reg, w,
+    weight, imp, mean, s_c, mixed = _node_stats(keys[0], np.int64(0), n, y_class, y_reg, w,
                                                 unit_weights, shift, mask, factor, criterion,
                                                 value[0])
     fnode[0, F_WEIGHT] = weight

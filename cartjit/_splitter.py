@@ -176,11 +176,11 @@ def equal_factors(total, factor):
     return c_max - c_min <= EQUAL_FACTORS_RTOL * c_max
 
 
-@jit(inline="always")
+@jit
 def _gini_delta_exact_right(left, total, factor):
     """:func:`delta_from_counts` for Gini with right counts ``total - left`` (exact sums),
     operation for operation, so that the lean scan gives the general scan's Δi bit for
-    bit; inlined (Numba IR) into it, so that its loop holds no call."""
+    bit."""
     ql_sum = 0.0
     qr_sum = 0.0
     for j in range(left.shape[0]):
@@ -231,7 +231,7 @@ def best_split_gini_runs(keys, start, end, min_leaf, total, factor, tol, y, mask
     best_den = 1.0
     hi_num = -np.inf
     lo_num = -np.inf
-    best_pos = -1
+    best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
     best_delta = np.nan  # the best's precise Δi, once a near-tie has needed it
     cur = lo
     # Unsigned indices spare the loop Numba's negative-index wrap-around (13 % faster).
@@ -347,7 +347,7 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
     else:
         scale = NEAR_TIE
     best_delta = np.nan
-    best_pos = -1
+    best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
     # The best proxy is held as the fraction best_num / best_den (best_den > 0); with
     # hi_num = best_num + scale best_den and lo_num = best_num - scale best_den, a
     # candidate num / den beats it outright when num best_den > hi_num den and is a
@@ -487,7 +487,7 @@ def best_split_regression(keys, ranks, start, end, y, w, unit_weights, mean, w_t
     """
     n_node = end - start
     best_delta = np.nan
-    best_pos = -1
+    best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
     best_wl = 0.0
     best_sl = 0.0
     hi = -np.inf

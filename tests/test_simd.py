@@ -185,3 +185,38 @@ def test_simd_flag_values(monkeypatch):
     assert _simd_flag("auto") == _simd_flag(None) == _simd_flag("")
     with pytest.raises(ValueError, match="CARTJIT_SIMD must be auto, 0 or 1"):
         _simd_flag("maybe")
+
+
+_ONE_SIGNATURE_SCRIPT = """
+import sys
+import numpy as np
+from numba.core.registry import CPUDispatcher
+import cartjit
+from cartjit.datasets import load_iris
+
+X, y = load_iris(return_X_y=True)
+X, y = np.asarray(X), np.asarray(y)
+cartjit.CARTClassifierCV(cv=5).fit(X, y).predict_proba(X)
+cartjit.CARTClassifier(criterion="entropy", priors="equal").fit(
+    X, y, sample_weight=np.full(150, 2.0)).prune(0.01)
+cartjit.CARTRegressorCV(cv=5).fit(X[:, :3], X[:, 3]).predict(X[:, :3])
+for name, mod in list(sys.modules.items()):
+    if name.startswith("cartjit"):
+        for attr, obj in vars(mod).items():
+            if (isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == name
+                    and len(obj.signatures) > 1):
+                print(name, attr, obj.signatures)
+"""
+
+
+def test_each_kernel_compiles_one_signature():
+    """A literal argument (``0``, ``-1``) in a kernel-to-kernel call makes Numba compile
+    the callee a second time, for the literal's type: compile time users pay on a cold
+    start. A fresh process fitting classifiers, regressors and CV compiles (or loads)
+    every kernel once."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _ONE_SIGNATURE_SCRIPT], capture_output=True,
+                         text=True, timeout=600, check=True)
+    assert out.stdout.strip() == "", out.stdout
