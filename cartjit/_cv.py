@@ -220,11 +220,9 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1):
     folds = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
     if problem.X.size < FOLD_THREADS_MIN_VALUES:
         n_threads = 1
-    tasks = folds + [None] if n_threads == 1 else [None] + folds
-    results = _run_tasks(run, tasks, n_threads)
-    if n_threads == 1:
-        return results[-1], results[:-1]
-    return results[0], results[1:]
+    at = len(folds) if n_threads == 1 else 0  # where the full tree's task goes
+    results = _run_tasks(run, folds[:at] + [None] + folds[at:], n_threads)
+    return results.pop(at), results
 
 
 def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, priors=None,

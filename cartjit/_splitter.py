@@ -180,7 +180,9 @@ def equal_factors(total, factor):
 def _gini_delta_exact_right(left, total, factor):
     """:func:`delta_from_counts` for Gini with right counts ``total - left`` (exact sums),
     operation for operation, so that the lean scan gives the general scan's Δi bit for
-    bit."""
+    bit. A twin on purpose: the lean scan calling the general :func:`_near_tie` and
+    :func:`_precise_class_delta` instead (many array arguments) made the search of the
+    deep levels 10-45 % slower."""
     ql_sum = 0.0
     qr_sum = 0.0
     for j in range(left.shape[0]):
