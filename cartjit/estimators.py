@@ -344,6 +344,17 @@ class _BaseCART:
 class _CVMixin:
     """V-fold cross-validation of the pruning sequence (SPEC §5), shared by the CV estimators."""
 
+    def select_k(self, selection):
+        """Row position in ``cv_results_`` of the subtree a selection rule chooses.
+
+        ``selection`` is what the ``selection`` parameter takes: ``"min"``, ``"1se"`` or a
+        number m (the m-SE rule), applied to the fitted ``cv_risk`` and ``cv_se`` columns;
+        ties go to the smaller tree. The fitted tree is the one of ``self.selection``.
+        """
+        self._check_fitted()
+        res = self.cv_results_
+        return select_index(res["cv_risk"].to_numpy(), res["cv_se"].to_numpy(), selection)
+
     ccp_alpha = None  # the CV estimators choose α themselves
 
     stratify = False  # CARTRegressorCV has no stratify parameter
@@ -420,6 +431,11 @@ class _CVMixin:
 def _prune_tree(tree, alpha):
     """T(α) as a new Tree: keep the splits of nodes whose collapse α exceeds ``alpha``."""
     return subtree(tree, tree.alpha > alpha)
+
+
+#: The criterion names each kind of tree accepts (the ``criterion`` parameter).
+CLASSIFIER_CRITERIA = tuple(CLASSIFICATION_CRITERIA)
+REGRESSOR_CRITERIA = tuple(REGRESSION_CRITERIA)
 
 
 # --------------------------------------------------------------------------- classifier
