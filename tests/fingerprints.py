@@ -22,6 +22,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 STORE = HERE / "data" / "fingerprints.json"
+if __name__ == "__main__":  # measure this checkout, not whichever cartjit is installed
+    sys.path.insert(0, str(HERE.parent))
 
 TREE_FIELDS = ("feature", "threshold", "left", "right", "parent", "depth",
                "n_node_samples", "weighted_n_node_samples", "value", "impurity", "risk",
@@ -153,6 +155,8 @@ def compare(current, stored):
 
 
 def main(argv):
+    import cartjit
+    print("cartjit from", Path(cartjit.__file__).parent)
     current = corpus()
     if "--write" in argv:
         STORE.parent.mkdir(exist_ok=True)
