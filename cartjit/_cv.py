@@ -1,5 +1,8 @@
 """Choosing the pruned subtree by V-fold cross-validation, docs/maths.md §5.
 
+:func:`cross_validate` is the entry point (the CV estimators call nothing else here): it
+presorts, grows the trees, scores them, selects k* and returns a :class:`CVResult`.
+
 1. T_max is grown on all of L; its weakest-link sequence gives α_1 < … < α_K and
    T_1 > … > T_K, and the geometric midpoints α'_k = sqrt(α_k α_{k+1}) (α'_K = +∞).
 2. L is split into V folds (:func:`make_folds`: a seeded random permutation, optionally
@@ -21,8 +24,9 @@
 Fold trees use the same parameters as the full tree. With empirical priors a fold tree
 uses its own class proportions (what rpart does); with given priors, the given π.
 Fold fits and the full tree's fit run in parallel on ``n_threads`` threads (the kernels
-release the GIL, :func:`grow_cv_trees`); every fold is computed independently and the sums are reduced in fold order, so the results
-are identical whatever the number of threads. Repeated CV draws a new partition per
+release the GIL, :func:`grow_cv_trees`); every fold is computed independently and the
+sums are reduced in fold order, so the results are identical whatever the number of
+threads. Repeated CV draws a new partition per
 repeat from ``SeedSequence([random_state, repeat])``.
 """
 from __future__ import annotations
