@@ -41,12 +41,10 @@ from ._builder import presort
 from ._builder import subset_keys
 from ._fit import fit_tree
 from ._predict import heldout_losses
-from ._pruning import midpoints, path_table, pruning_sequence
+from ._pruning import midpoints, path_table
 
 __all__ = ["cross_validate", "CVResult", "make_folds", "FoldPlan", "grow_cv_trees",
-           "score_fold_trees", "select_index", "SELECTION_TIE_RTOL",
-           # re-exported from cartjit._pruning, where they live
-           "midpoints", "path_table", "pruning_sequence"]
+           "score_fold_trees", "select_index", "SELECTION_TIE_RTOL"]
 
 #: R^CV values within this relative distance of the minimum count as ties (the
 #: smaller tree wins).

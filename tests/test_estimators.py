@@ -885,3 +885,16 @@ def test_bad_class_weight(unbalanced, params, exc, match):
     for cls in (CARTClassifier, CARTClassifierCV):
         with pytest.raises(exc, match=match):
             cls(**params).fit(X, y)
+
+
+def test_estimators_reach_no_kernel_module():
+    """Layering: the estimators import the validation, fit, CV, pruning and tree modules
+    only; presorting, the criteria tables and the prediction kernels sit below them."""
+    import ast
+    from cartjit import estimators
+    tree = ast.parse(inspect.getsource(estimators))
+    local = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            local |= {node.module} if node.module else {a.name for a in node.names}
+    assert local == {"_validation", "_cv", "_fit", "_pruning", "_tree"}
