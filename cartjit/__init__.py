@@ -8,8 +8,9 @@ from __future__ import annotations
 from ._tree import Tree, validate
 from ._validation import NotFittedError
 from .estimators import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
+from .export import export_text
 
 __version__ = "0.1.0"
 
 __all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
-           "NotFittedError", "Tree", "validate", "__version__"]
+           "NotFittedError", "Tree", "export_text", "validate", "__version__"]

@@ -1,4 +1,7 @@
-"""Choosing the pruned subtree by V-fold cross-validation, SPEC §5.
+"""Choosing the pruned subtree by V-fold cross-validation, docs/maths.md §5.
+
+:func:`cross_validate` is the entry point (the CV estimators call nothing else here): it
+presorts, grows the trees, scores them, selects k* and returns a :class:`CVResult`.
 
 1. T_max is grown on all of L; its weakest-link sequence gives α_1 < … < α_K and
    T_1 > … > T_K, and the geometric midpoints α'_k = sqrt(α_k α_{k+1}) (α'_K = +∞).
@@ -21,8 +24,9 @@
 Fold trees use the same parameters as the full tree. With empirical priors a fold tree
 uses its own class proportions (what rpart does); with given priors, the given π.
 Fold fits and the full tree's fit run in parallel on ``n_threads`` threads (the kernels
-release the GIL, :func:`grow_cv_trees`); every fold is computed independently and the sums are reduced in fold order, so the results
-are identical whatever the number of threads. Repeated CV draws a new partition per
+release the GIL, :func:`grow_cv_trees`); every fold is computed independently and the
+sums are reduced in fold order, so the results are identical whatever the number of
+threads. Repeated CV draws a new partition per
 repeat from ``SeedSequence([random_state, repeat])``.
 """
 from __future__ import annotations
@@ -33,13 +37,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._builder import presort
 from ._builder import subset_keys
 from ._fit import fit_tree
 from ._predict import heldout_losses
-from ._pruning import weakest_link
+from ._pruning import midpoints, path_table
 
-__all__ = ["make_folds", "FoldPlan", "grow_cv_trees", "score_fold_trees", "select_index",
-           "midpoints", "path_table", "pruning_sequence", "SELECTION_TIE_RTOL"]
+__all__ = ["cross_validate", "CVResult", "make_folds", "FoldPlan", "grow_cv_trees",
+           "score_fold_trees", "select_index", "SELECTION_TIE_RTOL"]
 
 #: R^CV values within this relative distance of the minimum count as ties (the
 #: smaller tree wins).
@@ -52,6 +57,89 @@ class FoldPlan(NamedTuple):
     folds: np.ndarray      # int64 (n_repeats, n)
     n_folds: int
     loo: bool
+
+
+class CVResult(NamedTuple):
+    """What :func:`cross_validate` computes (the CV estimators' fitted attributes)."""
+
+    fitted: object           # cartjit._fit.Fitted: T_max on every case, with its sequence
+    table: object            # pandas.DataFrame, one row per k (``cv_results_``)
+    cv_risk: np.ndarray      # (n_repeats, K): R^CV(T_k) of each repeat
+    cv_se: np.ndarray        # (n_repeats, K): its standard error
+    best_index: int          # row k* of the selected subtree (0-based)
+    alpha: float             # α_{k*}
+    n_folds: int             # V
+    folds: np.ndarray        # int64 (n_repeats, n_rows): fold of each row, -1: no part
+    fold_alphas: list        # [repeat][fold]: the α sequence of each fold tree
+
+
+def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_repeats=1,
+                   random_state=0, rows=None, labels=None, n_threads=1):
+    """Grow T_max, cross-validate its pruning sequence and select k* (steps 1-5 above).
+
+    ``problem`` holds the cases that take part (positive weight). ``rows`` is a boolean
+    mask over the caller's rows marking them (``None``: every row takes part), and
+    ``labels`` the caller's targets of all its rows, handed to a scikit-learn splitter's
+    ``split`` (``None``: the class indices of ``problem``). Fold ids or splits given in
+    ``cv`` are over the caller's rows; the rows that take no part are dropped from them.
+
+    An integer V larger than the number of cases is an error, except when zero weights
+    alone leave fewer than V cases: then V is capped at their number (leave-one-out)
+    with a warning, so that a weighting never turns a valid ``cv`` into an error.
+
+    Presorting happens here (the full sample's keys are sorted once and filtered for
+    every fold). Returns a :class:`CVResult`.
+    """
+    n = problem.X.shape[0]
+    n_rows = n if rows is None else rows.shape[0]
+    if labels is None and rows is None and problem.is_classification:
+        labels = problem.y_class
+    if not isinstance(cv, (str, int, np.integer)):
+        ids = fold_ids_from_splits(cv, n_rows, labels)
+        if rows is not None:
+            ids = np.asarray(ids)
+            if ids.ndim == 1 and ids.shape[0] == n_rows:
+                ids = ids[rows]  # fold ids follow the cases that take part
+        cv = ids
+    elif (isinstance(cv, (int, np.integer)) and not isinstance(cv, (bool, np.bool_))
+            and n < cv <= n_rows and n >= 2):
+        warnings.warn(
+            f"cv = {int(cv)} folds but only {n} of the {n_rows} cases have a positive "
+            f"weight: using {n} folds (leave-one-out)", UserWarning, stacklevel=3)
+        cv = n
+    plan = make_folds(cv, n, y=problem.y_class if stratify else None, stratify=stratify,
+                      n_repeats=n_repeats, random_state=random_state)
+    keys = presort(problem.X)
+    fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads)
+    del keys
+    alphas, n_leaves, tree_risk = fitted.path
+    cv_risk, cv_se = score_fold_trees(problem, settings, [f.tree for f in fold_fits], plan,
+                                      alphas, priors=fitted.priors,
+                                      class_totals=fitted.class_totals, n_threads=n_threads)
+    risk_mean = cv_risk.mean(axis=0)
+    se_mean = cv_se.mean(axis=0)
+    std = (cv_risk.std(axis=0, ddof=1) if cv_risk.shape[0] > 1
+           else np.full_like(risk_mean, np.nan))
+    k = select_index(risk_mean, se_mean, selection)
+
+    root = float(fitted.tree.risk[0])
+    table = path_table(alphas, n_leaves, tree_risk, root)
+    table["cv_risk"] = risk_mean
+    table["cv_se"] = se_mean
+    table["cv_std"] = std
+    table["xerror"] = risk_mean / root if root > 0 else np.nan
+    table["xstd"] = se_mean / root if root > 0 else np.nan
+    table["selected"] = np.arange(len(table)) == k
+
+    folds = plan.folds
+    if rows is not None:
+        folds = np.full((plan.folds.shape[0], n_rows), -1, dtype=np.int64)
+        folds[:, rows] = plan.folds
+    n_rep, n_f = plan.folds.shape[0], plan.n_folds
+    fold_alphas = [[fold_fits[r * n_f + v].path[0] for v in range(n_f)]
+                   for r in range(n_rep)]
+    return CVResult(fitted, table, cv_risk, cv_se, int(k), float(alphas[k]), plan.n_folds,
+                    folds, fold_alphas)
 
 
 def _check_cv_int(cv, n):
@@ -178,14 +266,6 @@ def _folds_from_splits(splits, n):
     return folds
 
 
-def midpoints(alphas):
-    """α'_k = sqrt(α_k α_{k+1}) for k < K and α'_K = +∞ (SPEC §5)."""
-    out = np.empty_like(alphas)
-    out[:-1] = np.sqrt(alphas[:-1] * alphas[1:])
-    out[-1] = np.inf
-    return out
-
-
 #: Below this many (case, feature) values the folds run on the calling thread: a small
 #: fold fit is mostly Python holding the GIL, so threads would only add hand-offs.
 FOLD_THREADS_MIN_VALUES = 1 << 14
@@ -295,25 +375,3 @@ def select_index(cv_risk, cv_se, selection):
         return k_min
     bound = cv_risk[k_min] + m * cv_se[k_min]
     return int(np.flatnonzero(cv_risk <= bound + SELECTION_TIE_RTOL * abs(bound))[-1])
-
-
-def path_table(alphas, n_leaves, risk, root_risk):
-    """The pruning sequence as a DataFrame: k, alpha, alpha_prime, n_leaves, risk, cp."""
-    import pandas as pd  # imported here: pandas costs ~0.35 s at `import cartjit`
-    cp = alphas / root_risk if root_risk > 0 else np.zeros_like(alphas)
-    return pd.DataFrame({
-        "k": np.arange(1, alphas.shape[0] + 1),
-        "alpha": alphas,
-        "alpha_prime": midpoints(alphas),
-        "n_leaves": n_leaves,
-        "risk": risk,
-        "cp": cp,
-        "rel_error": risk / root_risk if root_risk > 0 else np.zeros_like(risk),
-    })
-
-
-def pruning_sequence(tree, risk=None):
-    """(α_k, |T~_k|, R(T_k)) of ``tree``'s weakest-link sequence, optionally on other R(t)."""
-    _, alphas, n_leaves, tree_risk = weakest_link(
-        tree.left, tree.right, tree.parent, tree.risk if risk is None else risk)
-    return alphas, n_leaves, tree_risk

@@ -25,7 +25,7 @@ import numpy as np
 from ._builder import (F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, I_DEPTH,
                        I_FEATURE, I_LEFT, I_N, I_PARENT, I_RIGHT, grow, presort)
 from ._criteria import SQUARED_ERROR
-from ._pruning import weakest_link
+from ._pruning import with_alpha
 from ._tree import LEAF, Tree, subtree
 
 __all__ = ["Problem", "Settings", "Fitted", "fit_tree", "split_factor", "class_risk",
@@ -133,14 +133,6 @@ def _best_first(tree, improvement, q_weight, max_leaf_nodes):
             if tree.left[c] != LEAF:
                 heapq.heappush(heap, (-q_weight[c] * improvement[c], c))
     return keep
-
-
-def with_alpha(tree):
-    """``tree`` with ``alpha`` set to the per-node collapse α of SPEC §4, and the
-    sequence ``(α_k, |T~_k|, R(T_k))`` that the same weakest-link pass gives."""
-    alpha, alphas, n_leaves, tree_risk = weakest_link(tree.left, tree.right, tree.parent,
-                                                      tree.risk)
-    return tree._replace(alpha=alpha), (alphas, n_leaves, tree_risk)
 
 
 def fit_tree(problem, settings, presorted, n_threads=1):

@@ -1,11 +1,23 @@
-"""Cost-complexity (weakest-link) pruning, SPEC §4.
+"""Cost-complexity (weakest-link) pruning, docs/maths.md §4: the one place it lives.
 
 For a tree T and α >= 0, R_α(T) = R(T) + α |T~|. The sequence of smallest minimising
 subtrees T_1 > T_2 > … > T_K = {root} and the thresholds 0 = α_1 < α_2 < … < α_K are
 computed once, and stored as one number per node, ``alpha[t]``: the α at which t
 becomes a leaf (see :mod:`cartjit._tree`). T(α) for any α is then a mask, never a refit.
 
-:func:`weakest_link` implements the sequential loop of SPEC §4 exactly, without rescans:
+Everything about pruning is here:
+
+* :func:`weakest_link`, the kernel: one loop gives both the per-node α and the
+  sequence (α_k, |T~_k|, R(T_k));
+* :func:`with_alpha` stores that per-node α on a fitted tree (the fit calls it);
+  :func:`pruning_sequence` runs the same loop on other node risks (the impurity mode);
+* :func:`prune_tree` reads T(α) off the stored α, with the tolerance
+  :data:`ALPHA_RTOL`/:data:`ALPHA_ATOL` documented at :func:`keeps_split`;
+* :func:`midpoints` (α'_k of the cross-validation) and :func:`path_table` (the
+  sequence as a DataFrame).
+
+:func:`weakest_link` implements the sequential loop of docs/maths.md §4 exactly,
+without rescans:
 
 1. one bottom-up pass (children have larger ids) gives R(T_t) = R(T_tL) + R(T_tR) and
    |T~_t| for every node;
@@ -28,8 +40,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._config import jit
+from ._tree import subtree
 
-__all__ = ["ALPHA_RTOL", "ALPHA_ATOL", "weakest_link"]
+__all__ = ["ALPHA_RTOL", "ALPHA_ATOL", "weakest_link", "with_alpha", "pruning_sequence",
+           "keeps_split", "prune_tree", "midpoints", "path_table"]
 
 ALPHA_RTOL = 1e-9
 ALPHA_ATOL = 1e-12
@@ -75,7 +89,7 @@ def _sift_down(heap, pos, g, i, size):
 
 @jit
 def weakest_link(left, right, parent, risk):
-    """Per-node collapse α and the sequence α_1 < … < α_K of SPEC §4.
+    """Per-node collapse α and the sequence α_1 < … < α_K of docs/maths.md §4.
 
     Returns ``(alpha, alphas, n_leaves, tree_risk)``: the per-node collapse α, and for
     k = 1..K the sequence α_k (``alphas[0] == 0``), |T~_k| and R(T_k). The internal
@@ -178,3 +192,76 @@ def weakest_link(left, right, parent, risk):
     seq_risk[n_steps - 1] = branch[0]
     return (alpha, alphas[:n_steps].copy(), seq_leaves[:n_steps].copy(),
             seq_risk[:n_steps].copy())
+
+
+# --------------------------------------------------------------------------- Python level
+
+
+def with_alpha(tree):
+    """``tree`` with ``alpha`` set to the per-node collapse α of docs/maths.md §4, and the
+    sequence ``(α_k, |T~_k|, R(T_k))`` that the same weakest-link pass gives."""
+    alpha, alphas, n_leaves, tree_risk = weakest_link(tree.left, tree.right, tree.parent,
+                                                      tree.risk)
+    return tree._replace(alpha=alpha), (alphas, n_leaves, tree_risk)
+
+
+def pruning_sequence(tree, risk=None):
+    """(α_k, |T~_k|, R(T_k)) of ``tree``'s weakest-link sequence, optionally on other R(t).
+
+    The same loop as :func:`with_alpha` (which stores its per-node α); with ``risk``
+    given (one value per node) it runs on those node risks instead of ``tree.risk``.
+    """
+    _, alphas, n_leaves, tree_risk = weakest_link(
+        tree.left, tree.right, tree.parent, tree.risk if risk is None else risk)
+    return alphas, n_leaves, tree_risk
+
+
+def keeps_split(tree, alpha):
+    """Mask of the nodes whose split T(α) keeps: ``alpha[t] > α (1 + ALPHA_RTOL) +
+    ALPHA_ATOL R(root)``.
+
+    The stored α_k are sums and quotients of rounded risks: the iris petal tree stores
+    α_3 = 0.013333333333333336 for the exact 1/75 = 0.013333333333333334. A value of α
+    typed from the path, from a book or from an rpart ``cp`` (α = cp · R(root)) is
+    therefore compared with the relative slack ``ALPHA_RTOL`` (1e-9) plus the absolute
+    ``ALPHA_ATOL`` (1e-12) times R(root) — the tolerance under which the weakest-link
+    loop itself treats two values of g as one step, so no two steps of a sequence are
+    ever closer than it. An α within that slack above α_k gives T_k, as exact arithmetic
+    would; an α meant to lie strictly between two steps is unaffected.
+    """
+    if not np.isfinite(alpha):
+        return np.zeros(tree.n_nodes, dtype=bool)  # T(+inf) is the root
+    bound = alpha + ALPHA_RTOL * alpha + ALPHA_ATOL * abs(float(tree.risk[0]))
+    return tree.alpha > bound
+
+
+def prune_tree(tree, alpha):
+    """T(α) as a new Tree: the splits of the nodes :func:`keeps_split` keeps.
+
+    ``tree`` carries the per-node α (:func:`with_alpha`); α >= 0, +inf gives the root.
+    """
+    return subtree(tree, keeps_split(tree, alpha))
+
+
+def midpoints(alphas):
+    """α'_k = sqrt(α_k α_{k+1}) for k < K and α'_K = +∞ (docs/maths.md §5)."""
+    out = np.empty_like(alphas)
+    out[:-1] = np.sqrt(alphas[:-1] * alphas[1:])
+    out[-1] = np.inf
+    return out
+
+
+def path_table(alphas, n_leaves, risk, root_risk):
+    """The pruning sequence as a DataFrame: k, alpha, alpha_prime, n_leaves, risk, cp,
+    rel_error (cp = α_k / R(root) and rel_error = R(T_k) / R(root), rpart's scaling)."""
+    import pandas as pd  # imported here: pandas costs ~0.35 s at `import cartjit`
+    cp = alphas / root_risk if root_risk > 0 else np.zeros_like(alphas)
+    return pd.DataFrame({
+        "k": np.arange(1, alphas.shape[0] + 1),
+        "alpha": alphas,
+        "alpha_prime": midpoints(alphas),
+        "n_leaves": n_leaves,
+        "risk": risk,
+        "cp": cp,
+        "rel_error": risk / root_risk if root_risk > 0 else np.zeros_like(risk),
+    })

@@ -10,7 +10,7 @@ Node ``i`` is described by row ``i`` of every array.
 * ``left[i] == LEAF`` (-1) marks a leaf; then ``right[i] == LEAF``,
   ``feature[i] == LEAF`` and ``threshold[i]`` is NaN.
 * An internal node ``i`` sends a case with ``x[feature[i]] <= threshold[i]`` to
-  ``left[i]`` and every other case to ``right[i]`` (SPEC §2). ``threshold[i]`` is the
+  ``left[i]`` and every other case to ``right[i]`` (docs/maths.md §2). ``threshold[i]`` is the
   midpoint of two consecutive distinct values of that feature among the node's
   learning cases, never equal to the larger of the two.
 * Children have larger ids than their parent, ``right[i] == left[i] + 1``,
@@ -26,12 +26,12 @@ Node ``i`` is described by row ``i`` of every array.
   Gini index), computed with the priors used by the split search; for regression the
   weighted variance of y in the node.
 * ``risk[i]``: R(t) = r(t) p(t) with the true priors and costs for classification, and
-  Σ w (y - ȳ(t))² / W for regression (SPEC §1, §3). ``risk[i] >= risk[left[i]] +
+  Σ w (y - ȳ(t))² / W for regression (docs/maths.md §1, §3). ``risk[i] >= risk[left[i]] +
   risk[right[i]]`` up to rounding.
 * ``label[i]``: the class index j*(t) = argmin_i Σ_j C(i|j) p(j|t) (lowest index on
   ties) for classification; -1 for regression.
 * ``alpha[i]``: the cost-complexity parameter at which node ``i`` becomes a leaf of the
-  pruned subtree T(α) (SPEC §4): 0 for the leaves of T_max and for splits removed in
+  pruned subtree T(α) (docs/maths.md §4): 0 for the leaves of T_max and for splits removed in
   T_1; for the other internal nodes the α_k of the weakest-link step that prunes them.
   Along any root-to-leaf path ``alpha`` never increases. Node ``i`` belongs to T(α) when
   every strict ancestor ``a`` has ``alpha[a] > α``, and is a leaf of T(α) when it
@@ -46,7 +46,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["LEAF", "Tree", "validate", "subtree"]
+__all__ = ["LEAF", "Tree", "validate", "subtree", "apply"]
 
 LEAF = -1
 
@@ -208,3 +208,17 @@ def subtree(tree: Tree, keep_internal: np.ndarray, *, return_index: bool = False
     if return_index:
         return Tree(**fields), old
     return Tree(**fields)
+
+
+def apply(tree: Tree, X: np.ndarray) -> np.ndarray:
+    """Leaf id of ``tree`` reached by every row of X (C-contiguous float64, checked shape).
+
+    Raises ``ValueError`` if X holds NaN or infinity (checked while the rows are read).
+    """
+    from ._predict import apply as leaves_of  # the batch kernel
+    from ._validation import raise_non_finite
+
+    leaves, n_bad = leaves_of(tree.feature, tree.threshold, tree.left, X)
+    if n_bad:
+        raise_non_finite(X)
+    return leaves

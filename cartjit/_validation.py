@@ -15,10 +15,17 @@ import warnings
 
 import numpy as np
 
+from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
+
+#: The criterion names each kind of tree accepts (the ``criterion`` parameter).
+CLASSIFIER_CRITERIA = tuple(CLASSIFICATION_CRITERIA)
+REGRESSOR_CRITERIA = tuple(REGRESSION_CRITERIA)
+
 __all__ = ["NotFittedError", "as_kernel_array", "check_X", "check_y_class", "check_y_reg",
            "check_sample_weight", "check_int", "check_float", "check_choice",
-           "check_priors", "check_cost", "data_conversion_warning", "not_fitted_error",
-           "raise_non_finite"]
+           "check_priors", "check_cost", "check_class_weight", "check_criterion",
+           "check_feature_names", "data_conversion_warning", "not_fitted_error",
+           "raise_non_finite", "CLASSIFIER_CRITERIA", "REGRESSOR_CRITERIA"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -375,3 +382,77 @@ def check_cost(cost, n_classes):
             "cost of being misclassified")
     default = bool(np.array_equal(arr, np.ones((n_classes, n_classes)) - np.eye(n_classes)))
     return arr, default
+
+
+def check_criterion(criterion, is_classifier):
+    """The kernels' integer code of ``criterion`` for a classifier or a regressor."""
+    table = CLASSIFICATION_CRITERIA if is_classifier else REGRESSION_CRITERIA
+    return table[check_choice(criterion, "criterion", table)]
+
+
+def check_class_weight(class_weight, labels, classes, counts):
+    """Priors π(j) ∝ w_j N_j for ``class_weight`` (``"balanced"`` or ``{label: w_j}``).
+
+    ``labels`` are every label of y (a key must be one of them), ``classes`` the labels
+    of the classes that take part, in order, and ``counts`` their weighted totals N_j.
+    A class missing from the dict has w_j = 1. ``"balanced"`` (w_j = W / (J N_j)) gives
+    equal priors, returned as ``"equal"``. Weighting every case of class j by w_j and
+    keeping empirical priors would grow the same tree: π ∝ w_j N_j are its priors.
+    """
+    if isinstance(class_weight, str):
+        check_choice(class_weight, "class_weight", ("balanced",))
+        return "equal"
+    if not isinstance(class_weight, dict):
+        raise TypeError(
+            "class_weight must be None, 'balanced' or a dict {label: weight}, got "
+            f"{class_weight!r} ({_type_name(class_weight)})")
+    known = set(np.asarray(labels).tolist())
+    unknown = [k for k in class_weight if (k.item() if hasattr(k, "item") else k) not in known]
+    if unknown:
+        raise ValueError(
+            f"class_weight has labels {unknown!r} that are not classes of y; the classes "
+            f"are {sorted(known)!r}")
+    w = np.ones(counts.shape[0])
+    for key, value in class_weight.items():
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
+                or not np.isfinite(value) or value <= 0:
+            raise ValueError(f"class_weight[{key!r}] must be a finite number > 0, got {value!r}")
+        key = key.item() if hasattr(key, "item") else key
+        hit = np.flatnonzero(np.asarray([c == key for c in classes.tolist()]))
+        if hit.size:  # a class that takes no part (zero weights) is ignored
+            w[hit[0]] = float(value)
+    priors = w * counts
+    return priors / priors.sum()
+
+
+def check_feature_names(X, fitted_names, estimator_name):
+    """Compare the column names of X with those seen in fit (scikit-learn's rules).
+
+    A DataFrame whose string column names differ from the fitted ones (set or order) is
+    a ``ValueError``; names on one side only give a ``UserWarning``.
+    """
+    has_names = hasattr(X, "columns") and hasattr(X, "dtypes")
+    if has_names:
+        cols = list(X.columns)
+        str_names = bool(cols) and all(isinstance(c, str) for c in cols)
+        if fitted_names is None and str_names:
+            warnings.warn(
+                f"X has feature names, but {estimator_name} was fitted without "
+                "feature names", UserWarning, stacklevel=4)
+        elif fitted_names is not None and str_names and (
+                len(cols) != len(fitted_names)
+                or np.any(np.asarray(cols, dtype=object) != fitted_names)):
+            unexpected = [c for c in cols if c not in set(fitted_names)]
+            missing = [c for c in fitted_names if c not in set(cols)]
+            msg = "The feature names should match those that were passed during fit.\n"
+            if unexpected:
+                msg += f"Feature names unseen at fit time:\n- {unexpected}\n"
+            if missing:
+                msg += f"Feature names seen at fit time, yet now missing:\n- {missing}\n"
+            if not unexpected and not missing:
+                msg += "Feature names must be in the same order as they were in fit.\n"
+            raise ValueError(msg)
+    elif fitted_names is not None:
+        warnings.warn(
+            f"X does not have valid feature names, but {estimator_name} was "
+            "fitted with feature names", UserWarning, stacklevel=4)

@@ -1,110 +1,142 @@
-"""scikit-learn style CART estimators: :class:`CARTClassifier` and :class:`CARTRegressor`.
+"""scikit-learn estimators for CART: :class:`CARTClassifier`, :class:`CARTRegressor` and
+their cross-validated variants :class:`CARTClassifierCV` and :class:`CARTRegressorCV`.
 
-Thin Python over the kernels: parameters are stored untouched by ``__init__`` and
-checked in ``fit``; ``fit`` validates and converts the data (:mod:`cartjit._validation`),
-presorts and grows T_max (:mod:`cartjit._builder`), computes the risks R(t), the node
-labels and the weakest-link pruning sequence (:mod:`cartjit._pruning`), and keeps the
-flat tree as ``tree_`` (:mod:`cartjit._tree`). No Numba code lives here.
+Thin Python over two modules: ``fit`` checks the parameters and the data
+(:mod:`cartjit._validation`) and hands them to :func:`cartjit._fit.fit_tree` (which
+presorts, grows T_max, computes the risks R(t), the labels and the weakest-link
+sequence) or to :func:`cartjit._cv.cross_validate`; pruning is :mod:`cartjit._pruning`.
+The fitted flat tree is kept as ``tree_`` (:mod:`cartjit._tree`). No Numba code lives
+here, and no kernel is called from here.
 
-The estimators follow scikit-learn's conventions (``get_params``/``set_params``, fitted
-attributes ending in ``_``, ``fit`` returning ``self``) without importing scikit-learn:
-it is a test dependency, not a runtime one.
+When scikit-learn is installed the estimators are scikit-learn estimators: they derive
+from ``sklearn.base.BaseEstimator`` and ``ClassifierMixin``/``RegressorMixin`` (tags,
+HTML repr, ``clone``, metadata routing of ``sample_weight``), and pass
+``sklearn.utils.estimator_checks.check_estimator``. Without it cartjit still imports
+and works: a small base class gives ``get_params``/``set_params`` and the repr.
 """
 from __future__ import annotations
 
 import copy
 import inspect
-import warnings
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from . import _validation as V
-from ._builder import presort
-from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
-from ._cv import (fold_ids_from_splits, grow_cv_trees, make_folds, path_table,
-                  pruning_sequence, score_fold_trees, select_index)
+from ._cv import cross_validate, select_index
 from ._fit import Problem, Settings, fit_tree, split_factor
-from ._predict import apply as _apply_kernel
-from ._tree import subtree
+from ._pruning import path_table, prune_tree, pruning_sequence
+from ._tree import apply as _apply_tree
+
+try:  # scikit-learn is optional: a run-time dependency only if the user has it
+    from sklearn.base import BaseEstimator as _Base
+    from sklearn.base import ClassifierMixin as _ClassifierMixin
+    from sklearn.base import RegressorMixin as _RegressorMixin
+except ImportError:  # pragma: no cover - exercised by a subprocess test without sklearn
+    _Base = _ClassifierMixin = _RegressorMixin = None
 
 __all__ = ["CARTClassifier", "CARTRegressor", "CARTClassifierCV", "CARTRegressorCV",
-           "NotFittedError"]
+           "NotFittedError", "CLASSIFIER_CRITERIA", "REGRESSOR_CRITERIA", "HAVE_SKLEARN"]
 
 NotFittedError = V.NotFittedError
+
+#: The criterion names each kind of tree accepts (the ``criterion`` parameter).
+CLASSIFIER_CRITERIA = V.CLASSIFIER_CRITERIA
+REGRESSOR_CRITERIA = V.REGRESSOR_CRITERIA
+
+#: Whether the estimators derive from scikit-learn's base classes.
+HAVE_SKLEARN = _Base is not None
 
 #: The weights of a fit with unit weights: none are stored (saves n doubles).
 _UNIT_WEIGHTS = np.empty(0, dtype=np.float64)
 
 
-class _BaseCART:
+if _Base is None:
+    class _Base:
+        """``get_params``/``set_params`` and the repr, when scikit-learn is absent."""
+
+        @classmethod
+        def _get_param_names(cls):
+            sig = inspect.signature(cls.__init__)
+            return sorted(p.name for p in sig.parameters.values()
+                          if p.name != "self" and p.kind != p.VAR_KEYWORD)
+
+        def get_params(self, deep=True):
+            """Parameters of this estimator, as passed to ``__init__``."""
+            return {name: getattr(self, name) for name in self._get_param_names()}
+
+        def set_params(self, **params):
+            """Set parameters by name; returns ``self``. Unknown names raise ``ValueError``."""
+            valid = self._get_param_names()
+            for key, value in params.items():
+                if key not in valid:
+                    raise ValueError(
+                        f"Invalid parameter {key!r} for estimator {type(self).__name__}. "
+                        f"Valid parameters are: {valid!r}.")
+                setattr(self, key, value)
+            return self
+
+        def __repr__(self):
+            defaults = {p.name: p.default
+                        for p in inspect.signature(type(self).__init__).parameters.values()
+                        if p.name != "self"}
+            parts = []
+            for name in self._get_param_names():
+                value = getattr(self, name)
+                default = defaults.get(name)
+                same = value is default
+                if not same:
+                    try:
+                        same = bool(value == default)
+                    except Exception:  # arrays and the like
+                        same = False
+                if not same:
+                    parts.append(f"{name}={value!r}")
+            return f"{type(self).__name__}({', '.join(parts)})"
+
+    class _ClassifierMixin:
+        _estimator_type = "classifier"
+
+    class _RegressorMixin:
+        _estimator_type = "regressor"
+
+
+class _Prepared(NamedTuple):
+    """Checked parameters and data of one ``fit``."""
+
+    problem: Problem
+    settings: Settings
+    ccp_alpha: float | None
+    names: np.ndarray | None     # feature names (DataFrame input)
+    classes: np.ndarray | None   # labels of the classes that take part
+    rows: np.ndarray | None      # mask of the rows with positive weight; None: every row
+    labels: np.ndarray | None    # y of every row (classification), for CV splitters
+
+
+class _BaseCART(_Base):
     """Shared parameter handling, fitting pipeline and tree queries."""
 
-    _criteria: dict = {}
     _is_classifier = False
-
-    # -- scikit-learn protocol ------------------------------------------------------
-    @classmethod
-    def _param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return sorted(p.name for p in sig.parameters.values()
-                      if p.name != "self" and p.kind != p.VAR_KEYWORD)
-
-    def get_params(self, deep=True):
-        """Parameters of this estimator, as passed to ``__init__``."""
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params):
-        """Set parameters by name; returns ``self``. Unknown names raise ``ValueError``."""
-        valid = self._param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(
-                    f"Invalid parameter {key!r} for estimator {type(self).__name__}. "
-                    f"Valid parameters are: {valid!r}.")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self):
-        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
-                    if p.name != "self"}
-        parts = []
-        for name in self._param_names():
-            value = getattr(self, name)
-            default = defaults.get(name)
-            same = value is default
-            if not same:
-                try:
-                    same = bool(value == default)
-                except Exception:  # arrays and the like
-                    same = False
-            if not same:
-                parts.append(f"{name}={value!r}")
-        return f"{type(self).__name__}({', '.join(parts)})"
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "tree_")
 
     def __sklearn_tags__(self):
-        from sklearn.utils import (ClassifierTags, InputTags, RegressorTags, Tags,
-                                   TargetTags)
-        return Tags(
-            estimator_type="classifier" if self._is_classifier else "regressor",
-            target_tags=TargetTags(required=True, one_d_labels=True, two_d_labels=False,
-                                   positive_only=False, multi_output=False,
-                                   single_output=True),
-            classifier_tags=ClassifierTags(multi_class=True, multi_label=False)
-            if self._is_classifier else None,
-            regressor_tags=None if self._is_classifier else RegressorTags(),
-            input_tags=InputTags(allow_nan=False, sparse=False, two_d_array=True),
-        )
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = False
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"requires_y": True, "allow_nan": False}
 
     # -- parameters -----------------------------------------------------------------
     def _check_params(self):
-        criterion = V.check_choice(self.criterion, "criterion", self._criteria)
         max_depth = V.check_int(self.max_depth, "max_depth", low=0, allow_none=True)
         return dict(
-            criterion=self._criteria[criterion],
+            criterion=V.check_criterion(self.criterion, self._is_classifier),
             # A depth beyond int64 is no limit; capping keeps it a valid kernel argument.
             max_depth=-1 if max_depth is None else min(max_depth, 2**62),
             min_samples_split=V.check_int(self.min_samples_split, "min_samples_split", low=2),
@@ -117,7 +149,9 @@ class _BaseCART:
         )
 
     # -- fitting --------------------------------------------------------------------
-    def _check_fit_input(self, X, y, sample_weight):
+    def _prepare(self, X, y, sample_weight):
+        """Check the parameters and the data; return a :class:`_Prepared`."""
+        params = self._check_params()
         X, names = V.check_X(X, estimator=self)
         if sample_weight is None:
             w, ones = _UNIT_WEIGHTS, True
@@ -126,41 +160,47 @@ class _BaseCART:
             if ones:  # unit weights are not stored: the kernels take 1 for every case
                 w = _UNIT_WEIGHTS
         if self._is_classifier:
-            classes, y_enc = V.check_y_class(y, X.shape[0])
+            labels, y_enc = V.check_y_class(y, X.shape[0])
+            classes = labels
         else:
-            classes, y_enc = None, V.check_y_reg(y, X.shape[0])
-        self._kept_rows = None
+            labels = classes = None
+            y_enc = V.check_y_reg(y, X.shape[0])
+        rows = None
         if not ones and np.any(w == 0):
-            keep = w > 0  # zero-weight cases take no part in the fit
-            self._kept_rows = keep
-            X, y_enc, w = np.ascontiguousarray(X[keep]), y_enc[keep], w[keep]
+            rows = w > 0  # zero-weight cases take no part in the fit
+            X, y_enc, w = np.ascontiguousarray(X[rows]), y_enc[rows], w[rows]
             if self._is_classifier:
                 present, y_enc = np.unique(y_enc, return_inverse=True)
-                classes = classes[present]
+                classes = labels[present]
                 y_enc = np.ascontiguousarray(y_enc.reshape(-1), dtype=np.int32)
-        return X, names, y_enc, classes, w, ones
-
-    def _prepare(self, X, y, sample_weight):
-        """Check parameters and data; return (Problem, Settings, ccp_alpha, names, classes)."""
-        params = self._check_params()
-        X, names, y_enc, classes, w, ones = self._check_fit_input(X, y, sample_weight)
         if self._is_classifier:
             n_classes = classes.shape[0]
             counts = np.bincount(y_enc, weights=None if ones else w,
                                  minlength=n_classes).astype(np.float64)
-            priors = self.priors if isinstance(self.priors, str) else None
-            checked = V.check_priors(self.priors, counts)
+            priors = self.priors
+            class_weight = getattr(self, "class_weight", None)
+            if class_weight is not None:
+                if not (isinstance(priors, str) and priors == "empirical"):
+                    raise ValueError(
+                        "class_weight and priors both set the class priors: give one of "
+                        f"them (priors={priors!r}, class_weight={class_weight!r})")
+                priors = V.check_class_weight(class_weight, labels, classes, counts)
+            checked = V.check_priors(priors, counts)
             cost, default_cost = V.check_cost(self.cost, n_classes)
             problem = Problem(X, y_enc, np.empty(0), w, ones, n_classes)
-            priors = priors if priors is not None else checked
+            # "empirical"/"equal" stay names: fold trees take their own proportions
+            priors = priors if isinstance(priors, str) else checked
+            y_rows = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y).reshape(-1)
         else:
             problem = Problem(X, np.empty(0, dtype=np.int32), y_enc, w, ones, 0)
             priors, cost, default_cost = None, None, True
+            y_rows = None
         settings = Settings(params["criterion"], params["max_depth"],
                             params["min_samples_split"], params["min_samples_leaf"],
                             params["min_impurity_decrease"], params["max_leaf_nodes"],
                             priors, cost, default_cost)
-        return problem, settings, params["ccp_alpha"], names, classes
+        return _Prepared(problem, settings, params["ccp_alpha"], names, classes, rows,
+                         y_rows)
 
     def _score_inputs(self, X, y, sample_weight, dtype=None):
         """``(predict(X), y as a 1-d array, checked weights)`` for :meth:`score`."""
@@ -171,32 +211,31 @@ class _BaseCART:
         w, _ = V.check_sample_weight(sample_weight, pred.shape[0])
         return pred, y, w
 
-    def _set_fitted(self, fitted, problem, settings, ccp_alpha, names, classes):
-        """Store the fitted tree (T_max and T(ccp_alpha)) and the fitted attributes."""
+    def _set_fitted(self, fitted, prep, alpha):
+        """Store T_max and T(alpha) (T_max for ``None``) and the fitted attributes."""
         self.tree_max_ = fitted.tree
-        self.tree_ = fitted.tree if ccp_alpha is None else _prune_tree(fitted.tree, ccp_alpha)
-        self.n_features_in_ = problem.X.shape[1]
-        if names is not None:
-            self.feature_names_in_ = names
+        self.tree_ = fitted.tree if alpha is None else prune_tree(fitted.tree, alpha)
+        self.n_features_in_ = prep.problem.X.shape[1]
+        if prep.names is not None:
+            self.feature_names_in_ = prep.names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         if self._is_classifier:
-            self.classes_ = classes
-            self.n_classes_ = classes.shape[0]
+            self.classes_ = prep.classes
+            self.n_classes_ = prep.classes.shape[0]
             self.priors_ = fitted.priors
-            self.cost_ = settings.cost
+            self.cost_ = prep.settings.cost
             self.class_weight_totals_ = fitted.class_totals
-            self._split_cost_default = settings.default_cost
+            self._split_cost_default = prep.settings.default_cost
 
     def fit(self, X, y, sample_weight=None):
         """Grow T_max on (X, y) with optional case weights (then prune to ``ccp_alpha``).
 
         Returns ``self``.
         """
-        problem, settings, ccp_alpha, names, classes = self._prepare(X, y, sample_weight)
-        n_threads = numba.get_num_threads()
-        fitted = fit_tree(problem, settings, None, n_threads)  # presorts, frees the keys
-        self._set_fitted(fitted, problem, settings, ccp_alpha, names, classes)
+        prep = self._prepare(X, y, sample_weight)
+        fitted = fit_tree(prep.problem, prep.settings, None, numba.get_num_threads())
+        self._set_fitted(fitted, prep, prep.ccp_alpha)
         return self
 
     # -- pruning --------------------------------------------------------------------
@@ -207,7 +246,8 @@ class _BaseCART:
         sqrt(α_k α_{k+1}) used by cross-validation, +inf for k = K), ``n_leaves``
         (|T~_k|), ``risk`` (R(T_k): misclassification cost for classifiers, mean squared
         error for regressors), ``cp`` (rpart's CP = α_k / R(root)) and ``rel_error``
-        (R(T_k) / R(root)).
+        (R(T_k) / R(root)). Any ``alpha`` of this table (or ``cp`` times R(root)) given
+        to :meth:`prune` or ``ccp_alpha`` gives the tree of its row.
 
         ``risk="impurity"`` runs the same weakest-link loop with R(t) = p(t) i(t), the
         impurity-weighted risk that scikit-learn's ``cost_complexity_pruning_path``
@@ -236,16 +276,22 @@ class _BaseCART:
     def prune(self, alpha):
         """A copy of this fitted estimator whose ``tree_`` is T(alpha), without refitting.
 
-        T(α) is the smallest subtree of ``tree_max_`` minimising R(T) + α |T~| (SPEC
-        §4), read off the stored per-node collapse α. The copy's ``ccp_alpha`` is set
-        to ``alpha``, so refitting it reproduces the same tree.
+        T(α) is the smallest subtree of ``tree_max_`` minimising R(T) + α |T~|
+        (docs/maths.md §4), read off the stored per-node collapse α: a split is kept iff
+        its α exceeds ``alpha · (1 + 1e-9) + 1e-12 · R(root)``. This relative slack (the
+        weakest-link loop's own tie tolerance, far below the gap between two steps) lets
+        an α typed from the path, from a book or from an rpart ``cp`` (α = cp · R(root))
+        give the tree of that step although the stored α_k carries rounding: on the iris
+        petal tree, ``prune(1/75)`` gives the 3 leaves of α_3 = 1/75. ``alpha`` may be
+        +inf (the root). The copy's ``ccp_alpha`` is set to ``alpha``, so refitting it
+        reproduces the same tree.
         """
         self._check_fitted()
         if not (isinstance(alpha, (float, np.floating)) and alpha == np.inf):
             alpha = V.check_float(alpha, "alpha")  # +inf is allowed: T(inf) is the root
         pruned = copy.copy(self)
         pruned.ccp_alpha = alpha
-        pruned.tree_ = _prune_tree(self.tree_max_, alpha)
+        pruned.tree_ = prune_tree(self.tree_max_, alpha)
         return pruned
 
     # -- queries --------------------------------------------------------------------
@@ -257,57 +303,33 @@ class _BaseCART:
 
     def _check_predict_X(self, X):
         self._check_fitted()
-        has_names = hasattr(X, "columns") and hasattr(X, "dtypes")
-        fitted_names = getattr(self, "feature_names_in_", None)
-        if has_names:
-            cols = list(X.columns)
-            str_names = bool(cols) and all(isinstance(c, str) for c in cols)
-            if fitted_names is None and str_names:
-                warnings.warn(
-                    f"X has feature names, but {type(self).__name__} was fitted without "
-                    "feature names", UserWarning, stacklevel=3)
-            elif fitted_names is not None and str_names and (
-                    len(cols) != len(fitted_names) or np.any(np.asarray(cols, dtype=object) != fitted_names)):
-                unexpected = [c for c in cols if c not in set(fitted_names)]
-                missing = [c for c in fitted_names if c not in set(cols)]
-                msg = "The feature names should match those that were passed during fit.\n"
-                if unexpected:
-                    msg += f"Feature names unseen at fit time:\n- {unexpected}\n"
-                if missing:
-                    msg += f"Feature names seen at fit time, yet now missing:\n- {missing}\n"
-                if not unexpected and not missing:
-                    msg += "Feature names must be in the same order as they were in fit.\n"
-                raise ValueError(msg)
-        elif fitted_names is not None:
-            warnings.warn(
-                f"X does not have valid feature names, but {type(self).__name__} was "
-                "fitted with feature names", UserWarning, stacklevel=3)
+        V.check_feature_names(X, getattr(self, "feature_names_in_", None),
+                              type(self).__name__)
         arr, _ = V.check_X(X, estimator=self, n_features=self.n_features_in_,
-                           check_finite=False)  # checked by the apply kernel
+                           check_finite=False)  # checked while the rows are read
         return arr
 
     def apply(self, X):
         """Index of the leaf of ``tree_`` that each row of X reaches."""
-        X = self._check_predict_X(X)
-        t = self.tree_
-        leaves, n_bad = _apply_kernel(t.feature, t.threshold, t.left, X)
-        if n_bad:
-            V.raise_non_finite(X)
-        return leaves
+        X = self._check_predict_X(X)  # first: it raises NotFittedError before fit
+        return _apply_tree(self.tree_, X)
 
     def decision_path(self, X):
         """Node indicator (scipy CSR matrix, n_samples × n_nodes) of each row's path.
 
-        Needs scipy (installed with scikit-learn); :meth:`decision_path_arrays` gives the
-        same information as plain ``(indptr, indices)`` arrays.
+        Needs scipy (``pip install scipy``, or cartjit's ``sklearn`` extra);
+        :meth:`decision_path_arrays` gives the same information as plain
+        ``(indptr, indices)`` arrays without it.
         """
         indptr, indices = self.decision_path_arrays(X)
         try:
             from scipy.sparse import csr_matrix
-        except ImportError as exc:  # pragma: no cover - scipy is present with sklearn
+        except ImportError as exc:
             raise ImportError(
-                "decision_path returns a scipy.sparse matrix and needs scipy; install it "
-                "(pip install scipy) or use decision_path_arrays()") from exc
+                "decision_path returns a scipy.sparse matrix and needs scipy, which is not "
+                "installed: pip install scipy (or pip install 'cartjit[sklearn]'), or use "
+                "decision_path_arrays(), which returns the same paths as numpy arrays"
+            ) from exc
         data = np.ones(indices.shape[0], dtype=np.int64)
         return csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, self.tree_.n_nodes))
 
@@ -342,7 +364,12 @@ class _BaseCART:
 
 
 class _CVMixin:
-    """V-fold cross-validation of the pruning sequence (SPEC §5), shared by the CV estimators."""
+    """V-fold cross-validation of the pruning sequence (docs/maths.md §5), shared by the
+    CV estimators; the work is :func:`cartjit._cv.cross_validate`."""
+
+    ccp_alpha = None  # the CV estimators choose α themselves
+
+    stratify = False  # CARTRegressorCV has no stratify parameter
 
     def select_k(self, selection):
         """Row position in ``cv_results_`` of the subtree a selection rule chooses.
@@ -354,10 +381,6 @@ class _CVMixin:
         self._check_fitted()
         res = self.cv_results_
         return select_index(res["cv_risk"].to_numpy(), res["cv_se"].to_numpy(), selection)
-
-    ccp_alpha = None  # the CV estimators choose α themselves
-
-    stratify = False  # CARTRegressorCV has no stratify parameter
 
     def _check_cv_params(self):
         if not isinstance(self.stratify, (bool, np.bool_)):
@@ -374,82 +397,47 @@ class _CVMixin:
         Returns ``self``.
         """
         self._check_cv_params()
-        problem, settings, _, names, classes = self._prepare(X, y, sample_weight)
-        n = problem.X.shape[0]
-        cv = self.cv
-        if self._kept_rows is not None and not isinstance(cv, (str, int, np.integer)):
-            n_rows = self._kept_rows.shape[0]
-            labels = np.asarray(y) if self._is_classifier and self.stratify else None
-            ids = np.asarray(fold_ids_from_splits(cv, n_rows, labels))
-            if ids.ndim == 1 and ids.shape[0] == n_rows:
-                cv = ids[self._kept_rows]  # fold ids follow the cases that take part
-        seed = 0 if self.random_state is None else self.random_state
-        plan = make_folds(cv, n, y=problem.y_class if self.stratify else None,
-                          stratify=self.stratify, n_repeats=self.n_repeats, random_state=seed)
-        n_threads = numba.get_num_threads()
-        keys = presort(problem.X)
-        fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads)
-        fold_trees = [f.tree for f in fold_fits]
-        alphas, n_leaves, tree_risk = fitted.path
-        cv_risk, cv_se = score_fold_trees(problem, settings, fold_trees, plan, alphas,
-                                          priors=fitted.priors,
-                                          class_totals=fitted.class_totals,
-                                          n_threads=n_threads)
-        risk_mean = cv_risk.mean(axis=0)
-        se_mean = cv_se.mean(axis=0)
-        std = cv_risk.std(axis=0, ddof=1) if cv_risk.shape[0] > 1 else np.full_like(risk_mean, np.nan)
-        k = select_index(risk_mean, se_mean, self.selection)
-
-        self._set_fitted(fitted, problem, settings, float(alphas[k]), names, classes)
-        root = float(fitted.tree.risk[0])
-        table = path_table(alphas, n_leaves, tree_risk, root)
-        table["cv_risk"] = risk_mean
-        table["cv_se"] = se_mean
-        table["cv_std"] = std
-        table["xerror"] = risk_mean / root if root > 0 else np.nan
-        table["xstd"] = se_mean / root if root > 0 else np.nan
-        table["selected"] = np.arange(len(table)) == k
-        self.cv_results_ = table
-        self.cv_risk_repeats_ = cv_risk
-        self.cv_se_repeats_ = cv_se
-        self.alpha_ = float(alphas[k])
-        self.best_index_ = int(k)
-        self.n_folds_ = plan.n_folds
-        self.n_repeats_ = plan.folds.shape[0]
-        folds = plan.folds
-        if self._kept_rows is not None:
-            full = np.full((folds.shape[0], self._kept_rows.shape[0]), -1, dtype=np.int64)
-            full[:, self._kept_rows] = folds
-            folds = full
-        self.folds_ = folds
-        n_rep, n_f = plan.folds.shape[0], plan.n_folds
-        self.fold_alphas_ = [[fold_fits[r * n_f + v].path[0] for v in range(n_f)]
-                             for r in range(n_rep)]
+        prep = self._prepare(X, y, sample_weight)
+        res = cross_validate(
+            prep.problem, prep.settings, self.cv, selection=self.selection,
+            stratify=bool(self.stratify), n_repeats=self.n_repeats,
+            random_state=0 if self.random_state is None else self.random_state,
+            rows=prep.rows, labels=prep.labels, n_threads=numba.get_num_threads())
+        self._set_fitted(res.fitted, prep, res.alpha)
+        self.cv_results_ = res.table
+        self.cv_risk_repeats_ = res.cv_risk
+        self.cv_se_repeats_ = res.cv_se
+        self.alpha_ = res.alpha
+        self.best_index_ = res.best_index
+        self.n_folds_ = res.n_folds
+        self.n_repeats_ = res.folds.shape[0]
+        self.folds_ = res.folds
+        self.fold_alphas_ = res.fold_alphas
         return self
-
-
-def _prune_tree(tree, alpha):
-    """T(α) as a new Tree: keep the splits of nodes whose collapse α exceeds ``alpha``."""
-    return subtree(tree, tree.alpha > alpha)
-
-
-#: The criterion names each kind of tree accepts (the ``criterion`` parameter).
-CLASSIFIER_CRITERIA = tuple(CLASSIFICATION_CRITERIA)
-REGRESSOR_CRITERIA = tuple(REGRESSION_CRITERIA)
 
 
 # --------------------------------------------------------------------------- classifier
 
-class CARTClassifier(_BaseCART):
+class CARTClassifier(_ClassifierMixin, _BaseCART):
     """CART classification tree (Breiman, Friedman, Olshen & Stone 1984).
 
     Parameters
     ----------
     criterion : {"gini", "entropy", "twoing"}, default "gini"
-        Impurity used by the split search (SPEC §2).
+        Impurity used by the split search (docs/maths.md §2).
     priors : "empirical", "equal" or array of shape (n_classes,), default "empirical"
         Class priors π(j). Given priors must be positive and sum to 1, in the order of
-        ``classes_``.
+        ``classes_``. With "empirical" (π(j) = N_j / N) a cross-validation fold tree
+        takes its own fold's proportions, as rpart does; "equal" and given priors are
+        the same for every fold.
+    class_weight : "balanced", dict {label: weight} or None, default None
+        The scikit-learn way to set priors: π(j) ∝ class_weight_j × N_j, N_j the
+        weighted count of class j (a class missing from the dict has weight 1), which
+        grows the tree that weighting each case of class j by class_weight_j would.
+        "balanced" (class_weight_j = N / (J N_j)) therefore gives equal priors; unlike
+        scikit-learn, whose "balanced" counts cases, N_j includes ``sample_weight``. The
+        resulting π is fixed for the cross-validation folds. Setting both ``priors``
+        (other than "empirical") and ``class_weight`` is an error.
     cost : array of shape (n_classes, n_classes) or None
         Misclassification costs, ``cost[j, i]`` = C(i|j), the cost of predicting class
         i for a case of true class j (rows: true class, columns: predicted), zero
@@ -468,8 +456,11 @@ class CARTClassifier(_BaseCART):
         Best-first growth: expand nodes in decreasing order of p(t) Δi until this many
         leaves.
     ccp_alpha : float or None, default None
-        ``None`` keeps T_max; a number α >= 0 keeps the pruned subtree T(α) (SPEC §4;
-        ``0.0`` gives T_1, which drops splits that do not lower the risk).
+        ``None`` keeps T_max; a number α >= 0 keeps the pruned subtree T(α)
+        (docs/maths.md §4; ``0.0`` gives T_1, which drops splits that do not lower the
+        risk). α is compared with the stored per-node α with a relative slack of 1e-9
+        (see :meth:`prune`), so an α_k of the path or a book's fraction such as 1/75
+        gives the tree of that step.
 
     Attributes
     ----------
@@ -481,14 +472,14 @@ class CARTClassifier(_BaseCART):
     priors_ (π), cost_ (C), class_weight_totals_ (N_j, weighted class totals).
     """
 
-    _criteria = CLASSIFICATION_CRITERIA
     _is_classifier = True
 
-    def __init__(self, criterion="gini", *, priors="empirical", cost=None, max_depth=None,
-                 min_samples_split=2, min_samples_leaf=1, min_impurity_decrease=0.0,
-                 max_leaf_nodes=None, ccp_alpha=None):
+    def __init__(self, criterion="gini", *, priors="empirical", class_weight=None, cost=None,
+                 max_depth=None, min_samples_split=2, min_samples_leaf=1,
+                 min_impurity_decrease=0.0, max_leaf_nodes=None, ccp_alpha=None):
         self.criterion = criterion
         self.priors = priors
+        self.class_weight = class_weight
         self.cost = cost
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -502,7 +493,8 @@ class CARTClassifier(_BaseCART):
         return scaled / scaled.sum(axis=1, keepdims=True)
 
     def predict(self, X):
-        """Class j*(t) of the leaf each row reaches (minimum expected cost, SPEC §1)."""
+        """Class j*(t) of the leaf each row reaches (minimum expected cost,
+        docs/maths.md §1)."""
         leaves = self.apply(X)
         return self.classes_[self.tree_.label[leaves]]
 
@@ -523,15 +515,14 @@ class CARTClassifier(_BaseCART):
 
 # --------------------------------------------------------------------------- regressor
 
-class CARTRegressor(_BaseCART):
-    """CART regression tree: least-squares splits (variance reduction), SPEC §3.
+class CARTRegressor(_RegressorMixin, _BaseCART):
+    """CART regression tree: least-squares splits (variance reduction), docs/maths.md §3.
 
     Parameters are those of :class:`CARTClassifier` without ``priors`` and ``cost``;
     ``criterion`` is ``"squared_error"``. R(t) = Σ_{i∈t} w_i (y_i - ȳ(t))² / W, so R(T)
     is the resubstitution mean squared error, and ``ccp_alpha`` is on that scale.
     """
 
-    _criteria = REGRESSION_CRITERIA
 
     def __init__(self, criterion="squared_error", *, max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
@@ -568,7 +559,10 @@ _CV_DOC = """
     cv : int, "loo", array of shape (n_samples,) or splits, default 10
         V folds (2 <= V <= n), leave-one-out, one fold id per case (any labels, like
         rpart's ``xval`` vector), or scikit-learn style (train, test) index pairs or a
-        splitter object whose test sets partition the cases.
+        splitter object whose test sets partition the cases (a classifier's splitter is
+        given y, so ``StratifiedKFold`` works). Cases of zero weight take no part; if
+        they leave fewer cases than V (but at least 2), V is capped at that number
+        (leave-one-out) with a warning.
     stratify : bool, default False
         Deal each class's cases round-robin over the folds (classification only).
     n_repeats : int, default 1
@@ -599,16 +593,17 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
     __doc__ = ("""CART classifier pruned by V-fold cross-validation of the pruning sequence.
 
     Grows T_max, computes its weakest-link sequence, cross-validates every T_k as in
-    SPEC §5 (fold trees grown once each from the presorted sample, scored for all α'_k
-    in one descent per held-out case) and keeps the selected subtree. Tree parameters
+    docs/maths.md §5 (fold trees grown once each from the presorted sample, scored for
+    all α'_k in one descent per held-out case) and keeps the selected subtree. Tree parameters
     are those of :class:`CARTClassifier` (without ``ccp_alpha``).
     """ + _CV_DOC)
 
-    def __init__(self, criterion="gini", *, priors="empirical", cost=None, max_depth=None,
-                 min_samples_split=2, min_samples_leaf=1, min_impurity_decrease=0.0,
-                 max_leaf_nodes=None, cv=10, stratify=False, n_repeats=1, selection="1se",
-                 random_state=0):
-        super().__init__(criterion, priors=priors, cost=cost, max_depth=max_depth,
+    def __init__(self, criterion="gini", *, priors="empirical", class_weight=None, cost=None,
+                 max_depth=None, min_samples_split=2, min_samples_leaf=1,
+                 min_impurity_decrease=0.0, max_leaf_nodes=None, cv=10, stratify=False,
+                 n_repeats=1, selection="1se", random_state=0):
+        super().__init__(criterion, priors=priors, class_weight=class_weight, cost=cost,
+                         max_depth=max_depth,
                          min_samples_split=min_samples_split,
                          min_samples_leaf=min_samples_leaf,
                          min_impurity_decrease=min_impurity_decrease,
@@ -622,7 +617,7 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
 
 
 class CARTRegressorCV(_CVMixin, CARTRegressor):
-    __doc__ = ("""CART regression tree pruned by V-fold cross-validation (SPEC §5).
+    __doc__ = ("""CART regression tree pruned by V-fold cross-validation (docs/maths.md §5).
 
     R^CV is the weighted mean squared held-out error; R(T) the resubstitution MSE.
     Tree parameters are those of :class:`CARTRegressor` (without ``ccp_alpha``).

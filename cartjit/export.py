@@ -12,7 +12,7 @@ the node's id in the flat arrays (:mod:`cartjit._tree`), leaves marked with ``*`
 
 For a classifier the counts are the weighted class counts N_j(t) in the order of
 ``classes_`` and the class is the node label j*(t); for a regressor each node shows
-the weighted mean ȳ(t). R is the node risk R(t) of SPEC §1/§3 (so the R of the leaves
+the weighted mean ȳ(t). R is the node risk R(t) of docs/maths.md §1 and §3 (so the R of the leaves
 add up to R(T)).
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
     max_depth : int, optional
         Print nodes down to this depth only; a cut branch ends with ``...``.
     show_alpha : bool, default False
-        Also print, for each split, the α at which it is pruned away (SPEC §4).
+        Also print, for each split, the α at which it is pruned away (docs/maths.md §4).
 
     Returns
     -------

@@ -1,6 +1,6 @@
 """A slow, obviously-correct CART grower: the reference the Numba kernels are tested against.
 
-Everything here is plain Python over lists, written to be read next to SPEC.md §1–3; it
+Everything here is plain Python over lists, written to be read next to docs/maths.md §1–3; it
 is exhaustive (every feature, every candidate threshold, every node is recomputed from
 scratch) and recursive. Nothing is clever and nothing is fast. Sums use ``math.fsum`` so
 that the reference is as close to the real-number answer as a float can be.

@@ -1,5 +1,5 @@
-"""Slow, exact references for cost-complexity pruning (SPEC §4) and rpart's one-pass
-complexities (SPEC §7), shared by tests/test_pruning.py and tests/parity/test_rpart_cv.py.
+"""Slow, exact references for cost-complexity pruning (docs/maths.md §4) and rpart's one-pass
+complexities (docs/maths.md §7), shared by tests/test_pruning.py and tests/parity/test_rpart_cv.py.
 
 Nothing here imports cartjit. A tree is given as plain ``left``/``right`` child arrays
 (``-1`` at leaves, children after their parent, node 0 the root) and exact node risks
@@ -14,7 +14,7 @@ R(t) as :class:`fractions.Fraction` (see :func:`class_node_risks`,
   trees in tests/test_pruning.py and used for larger ones.
 * :func:`exact_sequence` derives from either the exact 0 = α_1 < … < α_K with |T~_k|
   and R(T_k): the breakpoints of the lower envelope of the lines R*_m + α m;
-  :func:`merge_ties` applies SPEC §4's tie tolerance to it.
+  :func:`merge_ties` applies docs/maths.md §4's tie tolerance to it.
 * :func:`smallest_minimiser` is T(α) by the bottom-up rule "collapse t whenever
   R(t) + α <= best value of its branch" (exact ties collapse, giving the smallest).
 * :func:`subtree_from_alpha` reads T(α) from per-node collapse α values by the
@@ -68,7 +68,7 @@ def _fr(v) -> Fraction:
 
 
 def class_node_risks(masks, y, w, n_classes, priors=None, cost=None):
-    """Exact R(t) = min_i Σ_j C(i|j) π(j) N_j(t) / N_j (SPEC §1) and the labels j*(t).
+    """Exact R(t) = min_i Σ_j C(i|j) π(j) N_j(t) / N_j (docs/maths.md §1) and the labels j*(t).
 
     ``y`` class indices, ``w`` case weights, ``priors`` π (None: empirical, N_j / N),
     ``cost[j][i]`` = C(i|j) (None: 0-1). Labels break ties to the lowest index.
@@ -98,7 +98,7 @@ def class_node_risks(masks, y, w, n_classes, priors=None, cost=None):
 
 
 def regression_node_risks(masks, y, w):
-    """Exact R(t) = Σ_{i∈t} w_i (y_i - ȳ(t))² / W (SPEC §3) and the node means (float)."""
+    """Exact R(t) = Σ_{i∈t} w_i (y_i - ȳ(t))² / W (docs/maths.md §3) and the node means (float)."""
     wf = [_fr(v) for v in w]
     yf = [_fr(v) for v in y]
     big_w = sum(wf)
@@ -173,7 +173,7 @@ def merge_ties(seq: list[Step], rtol: float) -> list[Step]:
     """``seq`` with steps whose α are within ``rtol`` (relative) of the previous step's
     merged into one step: the first α, the last (smallest) tree.
 
-    SPEC §4 prunes "every node attaining the minimum (all ties, compared with a
+    docs/maths.md §4 prunes "every node attaining the minimum (all ties, compared with a
     tolerance)". Data given in decimal (y = 80.2, …) have ties in decimal arithmetic that
     the binary representation turns into differences of ~1e-14; exact arithmetic on the
     binary values sees two steps, the tolerance one.

@@ -1,4 +1,4 @@
-"""Bad input gets a clear ValueError / TypeError naming the argument (STYLE habit 12).
+"""Bad input gets a clear ValueError / TypeError naming the argument.
 
 Never a Numba typing error, a crash inside a kernel or a silently wrong fit. Every test
 matches the name of the offending argument in the message. ``cartjit.NotFittedError``

@@ -1,4 +1,4 @@
-"""Choosing the subtree by V-fold cross-validation, SPEC §5.
+"""Choosing the subtree by V-fold cross-validation, docs/maths.md §5.
 
 The reference is slow and explicit: for every fold, a ``CARTClassifier`` /
 ``CARTRegressor`` is fitted on the training part; for every α'_k = sqrt(α_k α_{k+1})
@@ -254,6 +254,7 @@ def _run_with_threads(n):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_results_identical_whatever_the_number_of_threads():
     one, two = _run_with_threads(1), _run_with_threads(2)
     assert one["threads"] == 1 and two["threads"] == 2
@@ -370,8 +371,7 @@ def test_min_rule_ties_go_to_the_smaller_tree():
         at_min = np.flatnonzero(np.isclose(r, r.min(), rtol=1e-12, atol=0))
         if len(at_min) >= 2:
             assert est.best_index_ == at_min[-1]
-            assert est.tree_.n_leaves == est.cv_results_["n_leaves"].min() or \
-                est.tree_.n_leaves == est.cv_results_["n_leaves"].iloc[at_min[-1]]
+            assert est.tree_.n_leaves == est.cv_results_["n_leaves"].iloc[at_min[-1]]
             assert est.tree_.n_leaves < est.cv_results_["n_leaves"].iloc[at_min[0]]
             return
     pytest.fail("no tie at the minimum found in 200 seeds")
@@ -481,3 +481,38 @@ def test_bad_random_state(small):
     X, y = small
     with pytest.raises(ValueError, match="random_state"):
         CARTClassifierCV(cv=3, random_state=-1).fit(X, y)
+
+
+def test_zero_weights_leaving_fewer_cases_than_folds_cap_v():
+    """V = 10 with 10 rows of which 5 have positive weight: V is capped at 5 with a
+    warning, which is leave-one-out on the 5 cases that take part (the same as fitting
+    those 5 rows alone with cv='loo'); V above the number of rows is still an error."""
+    X, y = class_data(seed=3, n=10, n_classes=2)
+    w = np.array([1.0, 0, 2, 0, 1, 0, 3, 0, 1, 0])
+    keep = w > 0
+    with pytest.warns(UserWarning, match=r"cv = 10 folds but only 5 of the 10 cases"):
+        est = CARTClassifierCV(cv=10).fit(X, y, sample_weight=w)
+    ref = CARTClassifierCV(cv="loo").fit(X[keep], y[keep], sample_weight=w[keep])
+    assert est.n_folds_ == 5
+    pd.testing.assert_frame_equal(est.cv_results_, ref.cv_results_)
+    np.testing.assert_array_equal(est.folds_[0, ~keep], -1)
+    np.testing.assert_array_equal(est.folds_[0, keep], ref.folds_[0])
+    with pytest.warns(UserWarning, match="leave-one-out"):
+        CARTRegressorCV(cv=7).fit(X, y.astype(float), sample_weight=w)
+    with pytest.raises(ValueError, match=r"\bcv\b"):
+        CARTClassifierCV(cv=11).fit(X, y, sample_weight=w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no cap, no warning: 5 folds on 5 cases
+        CARTClassifierCV(cv=5).fit(X, y, sample_weight=w)
+
+
+def test_one_class_left_by_the_weights_predicts_it():
+    """scikit-learn's one-label check: weights that keep one class leave a root-only
+    tree predicting it (V capped at the 5 cases that take part)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(10, 10))
+    y = np.arange(10) % 2
+    with pytest.warns(UserWarning, match="leave-one-out"):
+        est = CARTClassifierCV().fit(X, y, sample_weight=y.astype(float))
+    np.testing.assert_array_equal(est.classes_, [1])
+    np.testing.assert_array_equal(est.predict(rng.uniform(size=(10, 10))), np.ones(10))

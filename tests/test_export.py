@@ -38,7 +38,7 @@ def test_iris_tree_text(iris_tree):
 
 
 def test_leaf_risks_add_up_to_the_tree_risk(iris_tree):
-    # 1/150 <= 0.01 < 1/75: T(0.01) = T_3, 4 leaves, R(T_3) = 4/150 (SPEC §6)
+    # 1/150 <= 0.01 < 1/75: T(0.01) = T_3, 4 leaves, R(T_3) = 4/150 (docs/maths.md §6)
     text = export_text(iris_tree.prune(0.01), decimals=6)
     leaves = [line for line in node_lines(text) if line.endswith(" *")]
     assert len(leaves) == 4
@@ -85,3 +85,12 @@ def test_weighted_counts():
 def test_not_fitted():
     with pytest.raises(NotFittedError):
         export_text(CARTClassifier())
+
+
+def test_export_text_is_importable_from_the_package():
+    import cartjit
+    assert "export_text" in cartjit.__all__
+    assert cartjit.export_text is export_text
+    X, y = load_iris(return_X_y=True)
+    text = cartjit.export_text(CARTClassifier(max_depth=1).fit(X, y))
+    assert text.splitlines()[2].startswith("0) root: n=150, counts [50, 50, 50]")

@@ -8,7 +8,7 @@ stopping parameters; the fitted flat tree must equal the naive tree node by node
 Invariance properties (integer weights = duplicated rows, monotone transforms of a
 feature) and ``cartjit._tree.validate`` are checked on every fitted tree.
 
-The naive grower is itself checked first, without cartjit: the worked examples of SPEC §6,
+The naive grower is itself checked first, without cartjit: the worked examples of docs/maths.md §6,
 agreement with scikit-learn on data without ties, and the flat-tree contract.
 """
 from __future__ import annotations
@@ -30,14 +30,9 @@ except ImportError:  # tests/ imported as a package
     from tests.naive import (assert_same_tree, count_leaves, naive_grow, naive_to_flat,
                              naive_to_preorder)
 
-try:
-    from cartjit import CARTClassifier, CARTRegressor
-    HAVE_ESTIMATORS = True
-except ImportError:
-    HAVE_ESTIMATORS = False
-
-needs_estimators = pytest.mark.skipif(
-    not HAVE_ESTIMATORS, reason="cartjit.CARTClassifier / CARTRegressor not available yet")
+# Imported unconditionally: if the estimators cannot be imported, every test here fails
+# (an import error is a defect to report, never a reason to skip).
+from cartjit import CARTClassifier, CARTRegressor
 
 #: Multiplies every max_examples below (e.g. CARTJIT_HYPOTHESIS_SCALE=20 for a long hunt).
 SCALE = float(os.environ.get("CARTJIT_HYPOTHESIS_SCALE", "1"))
@@ -289,7 +284,7 @@ def test_naive_iris_petal_features():
     assert (root.left.n, root.right.n) == (50, 100) and root.left.is_leaf
     assert root.risk == pytest.approx(2 / 3)
     # T_max has 8 leaves; one split (46 cases [0, 1, 45] -> [0, 1, 2] + [0, 0, 43]) does
-    # not lower the risk, so T_1 = T(0) has the 7 leaves quoted in SPEC §6.
+    # not lower the risk, so T_1 = T(0) has the 7 leaves quoted in docs/maths.md §6.
     assert count_leaves(root) == 8
     no_gain = [nd for nd in naive_to_preorder(root) if not nd.is_leaf
                and math.isclose(nd.risk, nd.left.risk + nd.right.risk, abs_tol=1e-12)]
@@ -463,7 +458,6 @@ def test_naive_agrees_with_sklearn_without_ties(seed, criterion):
 # cartjit against the naive grower
 
 
-@needs_estimators
 @pytest.mark.parametrize("criterion", ["gini", "entropy", "twoing"])
 @pytest.mark.parametrize("features", [slice(2, 4), slice(0, 4)])
 def test_iris_same_tree(criterion, features):
@@ -477,7 +471,6 @@ def test_iris_same_tree(criterion, features):
     assert_same_tree(tree, root, names)
 
 
-@needs_estimators
 def test_iris_priors_and_cost_same_tree():
     X, y = iris()
     cost = np.array([[0, 1, 1], [1, 0, 4], [2, 1, 0]], float)
@@ -488,7 +481,6 @@ def test_iris_priors_and_cost_same_tree():
                                           cost=cost))
 
 
-@needs_estimators
 def test_golf_and_potato_same_tree():
     X, y = play_golf()
     tree = CARTClassifier(criterion="entropy").fit(X, y).tree_
@@ -500,7 +492,7 @@ def test_golf_and_potato_same_tree():
     assert_same_tree(tree, naive_grow(X, y, task="regression"), ["rainfall"])
 
 
-@needs_estimators
+@pytest.mark.slow
 @settings(max_examples=examples(800), **SETTINGS)
 @given(classification_problem())
 def test_classifier_same_tree_as_naive(prob):
@@ -532,14 +524,13 @@ def tie_free_classification_problem(draw):
                 stop=stop)
 
 
-@needs_estimators
+@pytest.mark.slow
 @settings(max_examples=examples(300), **SETTINGS)
 @given(tie_free_classification_problem())
 def test_scan_by_class_runs_same_tree_as_naive(prob):
     assert_same_tree(fit_classifier(prob), naive_classifier(prob))
 
 
-@needs_estimators
 @settings(max_examples=examples(200), **SETTINGS)
 @given(st.one_of(classification_problem(), tie_free_classification_problem()))
 def test_labels_looked_up_same_tree_as_packed(prob):
@@ -555,7 +546,6 @@ def test_labels_looked_up_same_tree_as_packed(prob):
     assert_same_flat_trees(packed, looked_up)
 
 
-@needs_estimators
 @settings(max_examples=examples(200), **SETTINGS)
 @given(st.one_of(classification_problem(), tie_free_classification_problem()))
 def test_blocks_of_16_same_tree_as_scalar(prob):
@@ -587,7 +577,7 @@ def test_label_bits():
     assert label_bits(300, 2**22 + 1) == 0
 
 
-@needs_estimators
+@pytest.mark.slow
 @settings(max_examples=examples(500), **SETTINGS)
 @given(regression_problem())
 def test_regressor_same_tree_as_naive(prob):
@@ -601,7 +591,6 @@ def test_regressor_same_tree_as_naive(prob):
 # the (non-integer) weight. The Δ of one partition then differed between the scan that
 # sees it with the heavy side on the left and the one that sees it on the right by more
 # than the 16-ulp tie tolerance, so an exact tie between two features went to the higher.
-@needs_estimators
 @pytest.mark.parametrize("criterion", ["gini", "entropy", "twoing"])
 def test_exact_tie_mirrored_feature_classification(criterion):
     # x1 reverses x0, so both offer the partitions {0}|{1,2} and {0,1}|{2}; the best,
@@ -614,7 +603,6 @@ def test_exact_tie_mirrored_feature_classification(criterion):
     assert (tree.feature[0], tree.threshold[0]) == (0, 1.5)
 
 
-@needs_estimators
 def test_exact_tie_pure_children_classification():
     # The node of cases 0, 1, 2, 4 splits into a pure class-0 case and pure class 1 both
     # by x0 <= 1.5 and by x1 <= -2.5; with x0 the class-1 count of the pure right child
@@ -627,7 +615,6 @@ def test_exact_tie_pure_children_classification():
     assert_same_tree(tree, naive_grow(X, y, w))
 
 
-@needs_estimators
 def test_exact_tie_mirrored_feature_regression():
     X = np.array([[1.0, 0.0], [0.0, 1.0]])
     y = np.array([1.0, 0.0])
@@ -657,7 +644,6 @@ def integer_weighted_problem(draw, task):
     return X, y, w
 
 
-@needs_estimators
 @settings(max_examples=examples(150), **SETTINGS)
 @given(integer_weighted_problem("classification"),
        st.sampled_from(["gini", "entropy", "twoing"]), st.sampled_from(["empirical", "equal"]))
@@ -672,7 +658,6 @@ def test_integer_weights_equal_duplicated_rows_classification(data, criterion, p
     assert_same_flat_trees(duplicated, weighted, b_weights_are_a_counts=True)
 
 
-@needs_estimators
 @settings(max_examples=examples(100), **SETTINGS)
 @given(integer_weighted_problem("regression"))
 def test_integer_weights_equal_duplicated_rows_regression(data):
@@ -692,7 +677,6 @@ MONOTONE = {
 }
 
 
-@needs_estimators
 @settings(max_examples=examples(150), **SETTINGS)
 @given(integer_weighted_problem("classification"), st.sampled_from(sorted(MONOTONE)),
        st.integers(0, 2), st.sampled_from(["gini", "entropy", "twoing", "regression"]))
@@ -729,7 +713,7 @@ def test_monotone_transform_changes_no_split(data, fname, m, criterion):
         assert b.threshold[i] == midpoint(f(lo), f(hi))
 
 
-@needs_estimators
+@pytest.mark.slow
 @settings(max_examples=examples(300), **SETTINGS)
 @given(st.one_of(classification_problem(), regression_problem()), st.integers(0, 3),
        st.booleans())

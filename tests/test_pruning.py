@@ -1,4 +1,4 @@
-"""Cost-complexity (weakest-link) pruning, SPEC §4 (and the worked example of §6).
+"""Cost-complexity (weakest-link) pruning, docs/maths.md §4 (and the worked example of §6).
 
 The expectations come from outside cartjit:
 
@@ -9,7 +9,7 @@ The expectations come from outside cartjit:
   the contract of cartjit/_tree.py must be a minimiser of R(T) + α|T~| and the smallest
   one, at each α_k, between them, just below them and above α_K;
 * scikit-learn's ``cost_complexity_pruning_path`` for the impurity-weighted mode;
-* SPEC §6's iris sequences as fractions.
+* docs/maths.md §6's iris sequences as fractions.
 """
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ ALPHA_RTOL = 1e-9
 # Dyadic priors, integer or dyadic responses: values with a finite binary expansion, so
 # that ties in the data stay exact ties in floating point (a decimal 0.2 + 0.3 = 0.5 is not
 # one for the binary 0.2, 0.3 and 0.5, and would show as two steps 1e-14 apart in exact
-# arithmetic but one within SPEC's tie tolerance). Real-valued weights are random.
+# arithmetic but one within the weakest-link loop's tie tolerance). Real-valued weights
+# are random.
 PRIOR_CHOICES = {2: [(0.25, 0.75), (0.5, 0.5), (0.625, 0.375)],
                  3: [(0.125, 0.375, 0.5), (0.5, 0.25, 0.25)]}
 
@@ -417,7 +418,12 @@ def test_path_risk_argument():
 
 # ----------------------------------------------------------------------------- scikit-learn
 
-sklearn_tree = pytest.importorskip("sklearn.tree")
+try:
+    from sklearn import tree as sklearn_tree
+except ImportError:  # only the two tests below need it
+    sklearn_tree = None
+
+needs_sklearn = pytest.mark.skipif(sklearn_tree is None, reason="needs scikit-learn")
 
 
 def _float32_normal(rng, shape):
@@ -439,6 +445,7 @@ def _merge_close(values, rtol=1e-9):
     return np.array(out)
 
 
+@needs_sklearn
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 @pytest.mark.parametrize("criterion", ["gini", "entropy"])
 def test_impurity_mode_matches_sklearn_classifier(seed, criterion):
@@ -458,6 +465,7 @@ def test_impurity_mode_matches_sklearn_classifier(seed, criterion):
     np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-14)
 
 
+@needs_sklearn
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_impurity_mode_matches_sklearn_regressor(seed, weighted):
@@ -478,10 +486,9 @@ def test_impurity_mode_matches_sklearn_regressor(seed, weighted):
     np.testing.assert_allclose(est.cost_complexity_path()["alpha"], ours, rtol=1e-9, atol=1e-15)
 
 
-# ----------------------------------------------------------------------------- SPEC §6
+# ----------------------------------------------------------------------------- worked examples
 
-
-@pytest.mark.parametrize("features, alphas, leaves", [
+IRIS_SEQUENCES = [  # docs/maths.md §6: (features, α_k as fractions, |T~_k|)
     (["petal_length", "petal_width"],
      [Fraction(0), Fraction(1, 150), Fraction(1, 75), Fraction(22, 75), Fraction(1, 3)],
      [7, 4, 3, 2, 1]),
@@ -489,8 +496,11 @@ def test_impurity_mode_matches_sklearn_regressor(seed, weighted):
      [Fraction(0), Fraction(1, 300), Fraction(1, 150), Fraction(1, 75), Fraction(22, 75),
       Fraction(1, 3)],
      [9, 7, 4, 3, 2, 1]),
-])
-def test_spec_iris_sequences(features, alphas, leaves):
+]
+
+
+@pytest.mark.parametrize("features, alphas, leaves", IRIS_SEQUENCES)
+def test_iris_sequences(features, alphas, leaves):
     X, y = load_iris(return_X_y=True)
     if features is not None:
         X = X[features]
@@ -504,3 +514,48 @@ def test_spec_iris_sequences(features, alphas, leaves):
     for k, n_leaves in enumerate(leaves):
         hi = float(alphas[k + 1]) if k + 1 < len(alphas) else float(alphas[k]) + 1
         assert est.prune(float(alphas[k] + (Fraction(hi) - alphas[k]) / 2)).get_n_leaves() == n_leaves
+
+
+@pytest.mark.parametrize("features, alphas, leaves", IRIS_SEQUENCES)
+def test_typed_alphas_give_the_tree_of_their_step(features, alphas, leaves):
+    """α_k typed as the book's fraction (float(Fraction)), as the path's stored value or
+    as an rpart cp (α = cp · R(root), R(root) = 2/3) gives T_k, through prune() and
+    through ccp_alpha. The stored α_k carry rounding (1/75 is stored as
+    0.013333333333333336, two ulps above float(1/75)): T(α) reads them with the
+    documented relative slack, so the typed value is not taken as "just below α_k"."""
+    X, y = load_iris(return_X_y=True)
+    if features is not None:
+        X = X[features]
+    est = CARTClassifier().fit(X, y)
+    stored = est.cost_complexity_path()["alpha"].to_numpy()
+    root = Fraction(2, 3)
+    for k, (alpha, n_leaves) in enumerate(zip(alphas, leaves)):
+        cp = alpha / root  # rpart's complexity parameter of this step, e.g. 1/50 for 1/75
+        typed = {"fraction": float(alpha), "stored": float(stored[k]),
+                 "cp": float(cp) * float(est.tree_max_.risk[0]),
+                 "cp_rounded": round(float(cp), 12) * (2 / 3)}
+        for how, a in typed.items():
+            assert est.prune(a).get_n_leaves() == n_leaves, (k, how, a)
+            assert CARTClassifier(ccp_alpha=a).fit(X, y).get_n_leaves() == n_leaves, (k, how)
+        # just below the step (beyond the slack) is still the previous, larger tree
+        if k > 0:
+            below = float(alpha) * (1 - 1e-6)
+            assert est.prune(below).get_n_leaves() == leaves[k - 1], (k, below)
+    if features is not None:
+        assert stored[2] != float(Fraction(1, 75))  # the case the tolerance is for
+
+
+def test_prune_tolerance_is_relative():
+    """The slack scales with α: a regression tree on a scale of 1e6 and the same tree on
+    a scale of 1e-6 prune at their own α_k alike, and a relative step of 1e-6 above or
+    below α_k is outside the slack."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(80, 2))
+    y = np.round(X[:, 0] * 3 + rng.normal(size=80), 1)
+    for scale in (1e-6, 1.0, 1e6):
+        est = CARTRegressor().fit(X, y * scale)
+        path = est.cost_complexity_path()
+        for a, n_leaves in zip(path["alpha"].iloc[1:], path["n_leaves"].iloc[1:]):
+            assert est.prune(a * (1 + 1e-12)).get_n_leaves() == n_leaves
+            assert est.prune(a * (1 - 1e-12)).get_n_leaves() == n_leaves
+            assert est.prune(a * (1 - 1e-6)).get_n_leaves() > n_leaves

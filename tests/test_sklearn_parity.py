@@ -1,6 +1,6 @@
 """cartjit's unpruned trees equal scikit-learn's on continuous data without ties.
 
-CART's split search (SPEC §2) and scikit-learn's ``DecisionTreeClassifier`` /
+CART's split search (docs/maths.md §2) and scikit-learn's ``DecisionTreeClassifier`` /
 ``DecisionTreeRegressor`` (``splitter="best"``, all features) are the same algorithm: the
 exhaustive search over the midpoints between consecutive distinct values, maximising the
 weighted impurity decrease, with the same stopping rules for ``max_depth``,
@@ -13,7 +13,7 @@ so that both libraries see the same values (sklearn then computes the midpoint i
 as cartjit does).
 
 Ties. The one legitimate difference is the choice among splits whose improvement is
-exactly equal: cartjit takes the lowest feature index (SPEC §2), sklearn the first feature
+exactly equal: cartjit takes the lowest feature index (docs/maths.md §2), sklearn the first feature
 of a random permutation. Two kinds of ties occur:
 
 * Different features inducing the *same* partition of the node's cases (e.g. a node of two
@@ -26,7 +26,7 @@ of a random permutation. Two kinds of ties occur:
   classification tests therefore give both libraries the same random continuous case
   weights, which make equal improvements of different partitions essentially impossible,
   and assert that no such tie occurs. A separate unit-weight test allows them but checks by
-  brute force that every divergence is a genuine tie that cartjit breaks by SPEC's rule.
+  brute force that every divergence is a genuine tie that cartjit breaks by the rule of docs/maths.md §2.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def dyadic_weights(rng, n):
     yet every sum of up to a few thousand of them is exact in float64. Exact sums matter:
     with arbitrary float weights sklearn's Gini of a *pure* node can come out as 4e-16
     (class total and node total summed in different orders), above its EPSILON, and
-    sklearn then splits the pure node with zero improvement; SPEC §2 (and cartjit) make a
+    sklearn then splits the pure node with zero improvement; docs/maths.md §2 (and cartjit) make a
     pure node a leaf.
     """
     return rng.integers(2**19, 2**21, size=n) / 2.0**20
@@ -100,7 +100,7 @@ def impurity(y, w, kind, n_classes):
 
 
 def improvement(y, w, go_left, kind, n_classes):
-    """Δi(s, t) = i(t) - p_L i(t_L) - p_R i(t_R) (SPEC §2/§3) by brute force."""
+    """Δi(s, t) = i(t) - p_L i(t_L) - p_R i(t_R) (docs/maths.md §2/§3) by brute force."""
     W = w.sum()
     wl, wr = w[go_left].sum(), w[~go_left].sum()
     return (impurity(y, w, kind, n_classes)
@@ -114,7 +114,7 @@ def walk(cj_tree, sk_tree, X, y, w, kind, n_classes):
     At every pair of corresponding nodes the two hold the same learning cases (asserted).
     Equal features with thresholds equal within 1e-6 relative must induce the same
     partition. A different feature is accepted when the partition is identical and
-    cartjit's feature index is the lower one (a tie, broken by SPEC's rule). Different
+    cartjit's feature index is the lower one (a tie, broken by the rule of docs/maths.md §2). Different
     partitions are returned as ``divergences`` (node pairs with both improvements), not
     descended into.
     """
@@ -138,7 +138,7 @@ def walk(cj_tree, sk_tree, X, y, w, kind, n_classes):
         fb, tb = int(sk_tree.feature[b]), float(sk_tree.threshold[b])
         left_a = X[idx, fa] <= ta
         left_b = X[idx, fb] <= tb
-        # SPEC §2: the threshold is the midpoint of the two consecutive distinct values of
+        # docs/maths.md §2: the threshold is the midpoint of the two consecutive distinct values of
         # the node's cases on either side of the cut.
         lo, hi = X[idx[left_a], fa].max(), X[idx[~left_a], fa].min()
         assert math.isclose(ta, (lo + hi) / 2, rel_tol=1e-15, abs_tol=1e-300), (
@@ -292,7 +292,7 @@ def test_unit_weight_classifier_differs_only_at_genuine_ties(seed, criterion):
     """Without weights, different partitions with equal Δi occur in small nodes.
 
     Where the trees diverge, both splits must have the same improvement (checked by brute
-    force), and cartjit's must come first in SPEC's order (lowest feature, then lowest
+    force), and cartjit's must come first in the order of docs/maths.md §2 (lowest feature, then lowest
     threshold). The nodes above the first divergence must agree exactly, and with
     max_depth=3 on 1000 cases (nodes of >= ~100 cases) there must be no divergence at all.
     """

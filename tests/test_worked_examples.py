@@ -1,11 +1,11 @@
-"""The worked examples of SPEC §6: Fisher's iris, potato yield and play golf.
+"""The worked examples of docs/maths.md §6: Fisher's iris, potato yield and play golf.
 
-Every expected number here comes from SPEC §6 (or is recomputed in the test by brute
-force), never from a run of cartjit.
+Every expected number here comes from docs/maths.md §6 (or is recomputed in the test by
+brute force), never from a run of cartjit.
 
 Reading the pruning sequence. ``tree_.alpha[t]`` is the α at which node t becomes a leaf
-(SPEC §4, the contract in ``cartjit._tree``): the α_k are 0 and the distinct values of
-alpha at the internal nodes; node t is in T(α) when every strict ancestor a has
+(docs/maths.md §4, the contract in ``cartjit._tree``): the α_k are 0 and the distinct
+values of alpha at the internal nodes; node t is in T(α) when every strict ancestor a has
 alpha[a] > α, and is a leaf of T(α) when it is in T(α) and alpha[t] <= α.
 """
 from __future__ import annotations
@@ -118,8 +118,8 @@ def test_iris_petal_features():
     assert_root_is_petal_length_2_45(clf)
     tree = clf.tree_
 
-    # SPEC §6 says "T_max has 7 leaves"; that is T_1 = T(0). The grown maximal tree has 8
-    # leaves: one split has two children that both predict virginica, so it does not
+    # docs/maths.md §6 says "T_max has 7 leaves"; that is T_1 = T(0). The grown maximal
+    # tree has 8 leaves: one split has two children that both predict virginica, so it does not
     # lower the misclassification risk (R(t) = R(t_L) + R(t_R)) and T_1 drops it.
     assert clf.get_n_leaves() == 8
     assert len(leaves_of_pruned(tree, 0.0)) == 7
@@ -162,7 +162,7 @@ POTATO = [(206, 29), (188, 25), (219, 31), (372, 25), (345, 29), (231, 30), (203
           (324, 30)]
 
 
-def test_potato_yield_data_is_spec():
+def test_potato_yield_data_is_the_worked_example():
     X, y = load_potato_yield(return_X_y=True)
     assert list(zip(X["rainfall_mm"], y)) == [(float(a), float(b)) for a, b in POTATO]
 
@@ -173,7 +173,7 @@ def test_potato_yield_root_is_mean_and_best_split_brute_force():
     yy = np.array([v for _, v in POTATO], dtype=float)
 
     # Brute force: every midpoint of consecutive distinct rainfall values; the variance
-    # reduction Var(t) - p_L Var(t_L) - p_R Var(t_R) (SPEC §3).
+    # reduction Var(t) - p_L Var(t_L) - p_R Var(t_R) (docs/maths.md §3).
     values = np.unique(x)
     best = None
     for lo, hi in zip(values[:-1], values[1:]):
@@ -233,7 +233,7 @@ def split_gain(tree, t):
     return tree.impurity[t] - w[l] / w[t] * tree.impurity[l] - w[r] / w[t] * tree.impurity[r]
 
 
-def test_play_golf_counts_are_spec():
+def test_play_golf_counts_are_the_worked_example():
     frame = load_play_golf()
     counts = frame.groupby(["temperature", "humidity", "play"]).size().to_dict()
     assert counts == {("high", "high", "no"): 3, ("normal", "high", "yes"): 2,
@@ -246,7 +246,7 @@ def test_play_golf_entropy_tree():
     clf = CARTClassifier(criterion="entropy").fit(X, y)
     tree = clf.tree_
     validate(tree)
-    # Expected gains from SPEC §6, recomputed from the counts: 6 yes / 4 no at the root;
+    # Expected gains from docs/maths.md §6, recomputed from the counts: 6 yes / 4 no at the root;
     # humidity high: 2 yes / 4 no, normal: 4 yes; temperature high: 2/3, normal: 4/1.
     root = entropy_bits([6, 4])
     humidity_gain = root - 0.6 * entropy_bits([2, 4])
@@ -270,7 +270,7 @@ def test_play_golf_entropy_tree():
         entropy_bits([2, 4]) - 0.5 * entropy_bits([2, 1]), rel=1e-12)
     assert clf.get_n_leaves() == 3  # (normal, high) holds 2 yes / 1 no with identical X
 
-    # Temperature alone: the root gain is the ≈ 0.125 bits of SPEC §6.
+    # Temperature alone: the root gain is the ≈ 0.125 bits of docs/maths.md §6.
     temp = CARTClassifier(criterion="entropy", max_depth=1).fit(X[["temperature"]], y)
     assert split_gain(temp.tree_, 0) == pytest.approx(temperature_gain, rel=1e-12)
     assert split_gain(temp.tree_, 0) == pytest.approx(0.125, abs=5e-4)
