@@ -1,6 +1,6 @@
 """Run R's ``rpart`` through ``Rscript`` and bring its results back as pandas objects.
 
-This is the test oracle for the parity tests (SPEC §7). Nothing here imports cartjit.
+This is the test oracle for the parity tests (docs/maths.md §8). Nothing here imports cartjit.
 
 Public API
 ----------
@@ -372,6 +372,18 @@ if (!is.null(fr$yval2)) {
   .write_df(cbind(data.frame(node = nodes), as.data.frame(y2)), "yval2.csv")
 }
 .write_df(data.frame(node = nodes[fit$where]), "where.csv")
+if (.xpred) {
+  # rpart's own cross-validated predictions with the same folds, at +Inf for the first
+  # row of the CP table and at the geometric mean of consecutive CPs for the others
+  .cps <- fit$cptable[, "CP"]
+  .pts <- c(Inf, sqrt(.cps[-1L] * .cps[-length(.cps)]))
+  .xv <- if (.fold_vector) d[[.FCOL]] else .ctrl$xval
+  if (!is.null(.seed)) set.seed(.seed)
+  .xp <- xpred.rpart(fit, xval = .xv, cp = .pts)
+  .xp <- matrix(as.numeric(.xp), nrow = nrow(d))
+  colnames(.xp) <- paste0("p", seq_len(ncol(.xp)))
+  .write_df(as.data.frame(.xp), "xpred.csv")
+}
 .write_df(data.frame(level = if (is.null(attr(fit, "ylevels"))) character(0) else attr(fit, "ylevels")),
           "ylevels.csv")
 """
@@ -440,6 +452,7 @@ def run_rpart(
     seed: int | None = None,
     class_levels: Sequence[Any] | None = None,
     echo_data: bool = False,
+    xpred: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> dict[str, Any]:
     """Fit ``rpart(target ~ f1 + f2 + ..., data=df, method=method, ...)`` in R.
@@ -471,6 +484,10 @@ def run_rpart(
         the sorted unique labels (``np.unique`` order, as cartjit's ``classes_``).
     echo_data
         Also return the data as R decoded it (``result["data"]``), to check transfer.
+    xpred
+        Also return rpart's own cross-validated predictions (``xpred.rpart`` with the
+        folds of ``xval_folds``) for every row of the CP table: at +Inf for the first
+        row and at the geometric mean of consecutive CPs for the others.
 
     Returns
     -------
@@ -492,10 +509,14 @@ def run_rpart(
         ``"ylevels"``: list of class labels (as strings) for classification.
         ``"csplit"``: ``fit$csplit`` as a DataFrame, or None.
         ``"data"``: the decoded data when ``echo_data`` (else absent).
+        ``"xpred"``: when ``xpred``, a float array (n, rows of the CP table): the
+        predicted class (1-based, as ``yval``) or response of each case at each row.
     """
     features = list(features)
     if not features:
         raise ValueError("features must not be empty")
+    if xpred and xval_folds is None:
+        raise ValueError("xpred needs xval_folds")
     for col in [target, *features]:
         if col not in df.columns:
             raise KeyError(f"column {col!r} not in the data frame")
@@ -557,6 +578,7 @@ def run_rpart(
         f".fold_vector <- {'TRUE' if fold_vector else 'FALSE'}",
         f".seed <- {_r_scalar(int(seed)) if seed is not None else 'NULL'}",
         f".echo <- {'TRUE' if echo_data else 'FALSE'}",
+        f".xpred <- {'TRUE' if xpred else 'FALSE'}",
         f".WCOL <- {_r_string(_WCOL)}",
         f".FCOL <- {_r_string(_FCOL)}",
     ]
@@ -595,6 +617,8 @@ def run_rpart(
             "ylevels": ylevels,
             "csplit": csplit,
         }
+        if xpred:
+            result["xpred"] = _read_r_csv(work / "xpred.csv").to_numpy(dtype=np.float64)
         if echo_data:
             strs = [c for c in [target, *features] if types[c] == "str"]
             ints = [c for c in [target, *features] if types[c] == "int"]
