@@ -194,7 +194,8 @@ def fit_case(case: Case) -> Fitted:
     if case.loss is not None:
         parms["loss"] = np.array(case.loss, dtype=float)  # rows: true class, as cartjit's cost
     rp = rpart_runner.run_rpart(df, case.target, features, case.method, parms=parms or None,
-                                control=GROW, xval_folds=folds, xpred=True)
+                                control=GROW, xval_folds=folds, xpred=True,
+                                fold_fits=True)
     if case.method == "class":
         kw = dict(criterion=case.criterion, priors=_priors_arg(case), cost=_cost_arg(case))
         est = CARTClassifierCV(cv=folds, selection="min", **kw).fit(X, df[case.target].to_numpy())
@@ -408,38 +409,6 @@ REFIT_DIFFERS: dict[str, tuple] = {
 }
 
 
-@functools.lru_cache(maxsize=None)
-def rpart_fold_trees(case: Case) -> dict:
-    """rpart fitted on L - L_v for every fold v, with the case's settings and xval = 0.
-
-    With empirical priors a fold fit weighs every case 1, as rpart's cross-validation
-    does (π(j)/f(j) = 1 for the full sample's f); with given priors or a loss matrix the
-    cases use exactly stratified folds, where the fold's class frequencies are the full
-    sample's, so the fold fit's case weights π(j)/f(j) are those of rpart's
-    cross-validation too."""
-    f = fit_case(case)
-    df = _dataset(case.dataset)
-    parms: dict[str, Any] = {}
-    if case.criterion == "entropy":
-        parms["split"] = "information"
-    if case.priors is not None:
-        parms["prior"] = list(case.priors)
-    if case.loss is not None:
-        parms["loss"] = np.array(case.loss, dtype=float)
-    out = {}
-    for v in np.unique(f.folds):
-        tr = f.folds != v
-        rp = rpart_runner.run_rpart(df[tr].reset_index(drop=True), case.target, f.features,
-                                    case.method, parms=parms or None, control=GROW,
-                                    class_levels=rp_levels(f))
-        out[int(v)] = rp
-    return out
-
-
-def rp_levels(f):
-    return None if f.classes is None else [str(c) for c in f.classes]
-
-
 @pytest.mark.parametrize("case", PARAMS)
 def test_xerror_vs_rpart(case):
     """Per-case losses along a ladder from cartjit's CV to rpart's, one difference at a
@@ -507,7 +476,6 @@ def test_xerror_vs_rpart(case):
             return rpart_unit_risks(masks, f.y[tr], J, pof, C)
         return regression_node_risks(masks, f.y[tr], np.ones(tr.sum()))[0]
 
-    rfolds = rpart_fold_trees(case)
     for v in np.unique(f.folds):
         tr, te = f.folds != v, f.folds == v
         # cartjit's fold tree
@@ -523,7 +491,7 @@ def test_xerror_vs_rpart(case):
             fold_risks(node_masks(ft.left, ft.right, ft.feature, ft.threshold, f.X[tr]), tr))
         # rpart's fold tree: its leaves must hold the cases rpart says they hold, and its
         # complexities by rule 1 must be the ones rpart reports
-        rfit = rfolds[int(v)]
+        rfit = rp["fold_fits"][int(v)]
         rt = rules.tree_from_rpart(rfit, f.features, case.method)
         rmasks = rules.membership(rt, f.X[tr], strict=True)
         leaf_of = np.full(int(tr.sum()), -1)
