@@ -100,13 +100,13 @@ CASES = [
          priors=(1 / 3, 1 / 3, 1 / 3), min_compared=4),
     Case("iris-given-priors-strat5", "iris", "Species", "class", "strat:5",
          priors=(0.2, 0.3, 0.5), min_compared=5),
-    # a symmetric loss: rpart's transposed reading in ginipred (see test_xerror_vs_rpart)
+    # a symmetric loss: rpart's transposed reading of the loss (see test_xerror_vs_rpart)
     # changes nothing; an asymmetric one: every row differs from cartjit's
     Case("iris-symmetric-loss-strat5", "iris", "Species", "class", "strat:5",
          loss=((0, 1, 2), (1, 0, 3), (2, 3, 0)), min_compared=3),
     Case("iris-asymmetric-loss-strat5", "iris", "Species", "class", "strat:5",
          loss=((0, 1, 2), (1, 0, 1), (3, 2, 0)), min_compared=0),
-    # random (not stratified) folds: rpart's ginipred uses the full sample's frequencies
+    # random (not stratified) folds: rpart scores with the full sample's frequencies
     Case("kyphosis-gini-random10", "kyphosis", "Kyphosis", "class", "random:10:1",
          min_compared=6),
     Case("kyphosis-entropy-random5", "kyphosis", "Kyphosis", "class", "random:5:2",
@@ -125,12 +125,12 @@ def _dataset(name: str) -> pd.DataFrame:
     return rpart_runner.r_dataset(name)
 
 
-def fold_ids(spec: str, y: np.ndarray) -> np.ndarray:
-    """Fold ids 1..V (rpart's xval.c holds out ``x_grp == v`` for v = 1..V)."""
+def fold_ids(how: str, y: np.ndarray) -> np.ndarray:
+    """Fold ids 1..V (rpart's ``xval`` vector: fold v holds out the cases with id v)."""
     n = len(y)
-    if spec == "loo":
+    if how == "loo":
         return np.arange(1, n + 1)
-    kind, v, *seed = spec.split(":")
+    kind, v, *seed = how.split(":")
     v = int(v)
     rng = np.random.default_rng(int(seed[0]) if seed else 0)
     if kind == "random":
@@ -222,7 +222,7 @@ def _close(a, b, rtol=RTOL, atol=0.0):
 def merged_rpart_rows(cp: pd.DataFrame) -> pd.DataFrame:
     """rpart's cptable with consecutive rows of equal CP (to RTOL) merged into the first.
 
-    ``make_cp_list`` merges complexities only when they are bit-identical; two nodes with
+    rpart merges complexities only when they are bit-identical; two nodes with
     the same complexity in exact arithmetic but different rounding give two rows whose
     CPs differ in the last bits (the second, larger tree then "wins" on an interval of a
     few ulps)."""
