@@ -1,6 +1,6 @@
 """Run R's ``rpart`` through ``Rscript`` and bring its results back as pandas objects.
 
-This is the test oracle for the parity tests (SPEC §7). Nothing here imports cartjit.
+This is the test oracle for the parity tests (docs/maths.md §8). Nothing here imports cartjit.
 
 Public API
 ----------
@@ -372,6 +372,49 @@ if (!is.null(fr$yval2)) {
   .write_df(cbind(data.frame(node = nodes), as.data.frame(y2)), "yval2.csv")
 }
 .write_df(data.frame(node = nodes[fit$where]), "where.csv")
+if (.xpred) {
+  # rpart's own cross-validated predictions with the same folds, at +Inf for the first
+  # row of the CP table and at the geometric mean of consecutive CPs for the others
+  .cps <- fit$cptable[, "CP"]
+  .pts <- c(Inf, sqrt(.cps[-1L] * .cps[-length(.cps)]))
+  .xv <- if (.fold_vector) d[[.FCOL]] else .ctrl$xval
+  if (!is.null(.seed)) set.seed(.seed)
+  .xp <- xpred.rpart(fit, xval = .xv, cp = .pts)
+  .xp <- matrix(as.numeric(.xp), nrow = nrow(d))
+  colnames(.xp) <- paste0("p", seq_len(ncol(.xp)))
+  .write_df(as.data.frame(.xp), "xpred.csv")
+}
+if (.fold_fits) {
+  # after xpred.rpart: with rpart 4.1.19, other rpart fits run between the main fit
+  # and xpred.rpart made xpred.rpart return garbage (values like 1e+257)
+  # rpart fitted separately on the training part of every fold (xval = 0)
+  .c0 <- .control
+  .c0$xval <- 0L
+  .c0 <- do.call(rpart.control, .c0)
+  for (.v in sort(unique(d[[.FCOL]]))) {
+    .a <- .args
+    .a$data <- d[d[[.FCOL]] != .v, , drop = FALSE]
+    .a$control <- .c0
+    .f <- do.call("rpart", .a)
+    .fr <- .f$frame
+    .nd <- as.numeric(rownames(.fr))
+    .vs <- as.character(.fr$var)
+    .in <- .vs != "<leaf>"
+    .pre <- paste0("fold", .v, "_")
+    .write_df(data.frame(node = .nd, var = .vs, n = .fr$n, wt = .fr$wt, dev = .fr$dev,
+                         yval = .fr$yval, complexity = .fr$complexity),
+              paste0(.pre, "frame.csv"))
+    # primary splits: the first row of each internal node's block in .f$splits
+    .nr <- 1L + .fr$ncompete[.in] + .fr$nsurrogate[.in]
+    .st <- cumsum(c(1L, .nr))[seq_along(.nr)]
+    .sp <- .f$splits
+    .write_df(data.frame(node = .nd[.in], var = if (any(.in)) rownames(.sp)[.st] else character(0),
+                         threshold = if (any(.in)) .sp[.st, "index"] else numeric(0),
+                         ncat = if (any(.in)) .sp[.st, "ncat"] else numeric(0)),
+              paste0(.pre, "splits.csv"))
+    .write_df(data.frame(node = .nd[.f$where]), paste0(.pre, "where.csv"))
+  }
+}
 .write_df(data.frame(level = if (is.null(attr(fit, "ylevels"))) character(0) else attr(fit, "ylevels")),
           "ylevels.csv")
 """
@@ -440,6 +483,8 @@ def run_rpart(
     seed: int | None = None,
     class_levels: Sequence[Any] | None = None,
     echo_data: bool = False,
+    xpred: bool = False,
+    fold_fits: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> dict[str, Any]:
     """Fit ``rpart(target ~ f1 + f2 + ..., data=df, method=method, ...)`` in R.
@@ -471,6 +516,13 @@ def run_rpart(
         the sorted unique labels (``np.unique`` order, as cartjit's ``classes_``).
     echo_data
         Also return the data as R decoded it (``result["data"]``), to check transfer.
+    xpred
+        Also return rpart's own cross-validated predictions (``xpred.rpart`` with the
+        folds of ``xval_folds``) for every row of the CP table: at +Inf for the first
+        row and at the geometric mean of consecutive CPs for the others.
+    fold_fits
+        Also fit rpart (same settings, ``xval = 0``) on the training part of every fold
+        of ``xval_folds`` (a vector), in the same R session.
 
     Returns
     -------
@@ -492,10 +544,19 @@ def run_rpart(
         ``"ylevels"``: list of class labels (as strings) for classification.
         ``"csplit"``: ``fit$csplit`` as a DataFrame, or None.
         ``"data"``: the decoded data when ``echo_data`` (else absent).
+        ``"xpred"``: when ``xpred``, a float array (n, rows of the CP table): the
+        predicted class (1-based, as ``yval``) or response of each case at each row.
+        ``"fold_fits"``: when ``fold_fits``, a dict fold id -> dict with ``"frame"``
+        (node, var, n, wt, dev, yval, complexity), ``"splits"`` (node, var, threshold,
+        ncat: primary splits, as above) and ``"where"`` of that fold's separate fit.
     """
     features = list(features)
     if not features:
         raise ValueError("features must not be empty")
+    if xpred and xval_folds is None:
+        raise ValueError("xpred needs xval_folds")
+    if fold_fits and (xval_folds is None or np.ndim(xval_folds) == 0):
+        raise ValueError("fold_fits needs xval_folds as a vector of fold ids")
     for col in [target, *features]:
         if col not in df.columns:
             raise KeyError(f"column {col!r} not in the data frame")
@@ -557,6 +618,8 @@ def run_rpart(
         f".fold_vector <- {'TRUE' if fold_vector else 'FALSE'}",
         f".seed <- {_r_scalar(int(seed)) if seed is not None else 'NULL'}",
         f".echo <- {'TRUE' if echo_data else 'FALSE'}",
+        f".xpred <- {'TRUE' if xpred else 'FALSE'}",
+        f".fold_fits <- {'TRUE' if fold_fits else 'FALSE'}",
         f".WCOL <- {_r_string(_WCOL)}",
         f".FCOL <- {_r_string(_FCOL)}",
     ]
@@ -595,6 +658,20 @@ def run_rpart(
             "ylevels": ylevels,
             "csplit": csplit,
         }
+        if fold_fits:
+            result["fold_fits"] = {}
+            for v in sorted({int(u) for u in np.asarray(xval_folds)}):
+                pre = f"fold{v}_"
+                result["fold_fits"][v] = {
+                    "frame": _read_r_csv(work / f"{pre}frame.csv", string_cols=["var"],
+                                         int_cols=["node", "n"]),
+                    "splits": _read_r_csv(work / f"{pre}splits.csv", string_cols=["var"],
+                                          int_cols=["node", "ncat"]),
+                    "where": _read_r_csv(work / f"{pre}where.csv",
+                                         int_cols=["node"])["node"].to_numpy(),
+                }
+        if xpred:
+            result["xpred"] = _read_r_csv(work / "xpred.csv").to_numpy(dtype=np.float64)
         if echo_data:
             strs = [c for c in [target, *features] if types[c] == "str"]
             ints = [c for c in [target, *features] if types[c] == "int"]

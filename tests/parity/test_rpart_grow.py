@@ -1,4 +1,4 @@
-"""Parity of tree growing with R's rpart (SPEC §2, §7).
+"""Parity of tree growing with R's rpart (docs/maths.md §2, §8).
 
 The check: on data frames from R's ``datasets`` package (and ``kyphosis`` from rpart),
 ``rpart(..., cp=0, minsplit=2, minbucket=1, maxcompete=0, maxsurrogate=0, xval=0)``
@@ -18,14 +18,14 @@ cartjit's own T_1 (``alpha > 0``), and the two T_1 must coincide whenever the wa
 covered all of rpart's tree.
 
 At every matched node (leaves included) the node's case weight, its risk
-(rpart's ``dev`` / root weight == cartjit's R(t), SPEC §1, §3) and its prediction (the
-class label, or the mean for regression) are compared too.
+(rpart's ``dev`` / root weight == cartjit's R(t), docs/maths.md §1, §3) and its
+prediction (the class label, or the mean for regression) are compared too.
 
 Ties. rpart keeps the first best split it meets (variables in formula order, thresholds
 increasing) under exact comparisons of its own floating-point sums, which it accumulates
 in a different order for every variable; cartjit takes the lowest feature, then the
-lowest threshold, among splits equal up to a few ulps (SPEC §2). So where two splits are
-tied in real arithmetic rpart's rounding may pick the later one. Whenever the trees
+lowest threshold, among splits equal up to a few ulps (docs/maths.md §2). So where two
+splits are tied in real arithmetic rpart's rounding may pick the later one. Whenever the trees
 disagree at a node, the comparison classifies the difference (the impurity decreases
 p(t)Δi of both splits are computed in exact rational arithmetic for Gini and squared
 error, in floating point for entropy):
@@ -57,7 +57,7 @@ from . import rpart_runner
 
 pytestmark = pytest.mark.parity
 
-#: rpart settings that grow T_max and keep T_1 = T(0) (SPEC §7), primary splits only.
+#: rpart settings that grow T_max and keep T_1 = T(0) (docs/maths.md §8), primary splits only.
 GROW = {"cp": 0, "minsplit": 2, "minbucket": 1, "maxcompete": 0, "maxsurrogate": 0,
         "maxdepth": 30, "xval": 0}
 
@@ -128,7 +128,7 @@ class Problem:
 
     @functools.cached_property
     def _split_priors(self) -> list[Fraction]:
-        """pi'(j) ∝ pi(j) Σ_i C(i|j) (SPEC §2), normalised."""
+        """pi'(j) ∝ pi(j) Σ_i C(i|j) (docs/maths.md §2), normalised."""
         pri = [p * sum(row) for p, row in zip(self._true_priors, self._cost)]
         s = sum(pri)
         return [p / s for p in pri]
@@ -299,7 +299,7 @@ def compare_trees(case: str, problem: Problem, tree, rp: dict[str, Any]) -> Comp
             if problem.node_impurity(mask) == 0:
                 # e.g. three cases with y = 5.4: rpart's mean 5.400000000000001 leaves a
                 # sum of squares of 2e-30 > 0, and the "split" survives cp = 0. cartjit
-                # (SPEC §2, §3) makes a pure / constant node a leaf.
+                # (docs/maths.md §2, §3) makes a pure / constant node a leaf.
                 out.tolerated.append(("constant node", msg + " whose responses are all "
                                       "equal (rpart's rounding gives it a tiny positive deviance)"))
             else:
@@ -323,8 +323,9 @@ def compare_trees(case: str, problem: Problem, tree, rp: dict[str, Any]) -> Comp
                     f"{_describe_cartjit_split(tree, c, features)}")
             r_key = (features.index(sp.var), float(sp.threshold))
             c_key = (f, thr)
-            tie_rule = (" -- but SPEC §2 breaks ties by the lowest feature index, then the "
-                        "lowest threshold, which is rpart's split here")
+            tie_rule = (" -- but cartjit (docs/maths.md §2) breaks ties by the lowest "
+                        "feature index, then the lowest threshold, which is rpart's split "
+                        "here")
             if np.array_equal(r_first, c_left) or np.array_equal(r_first, mask & ~c_left):
                 # Different variables (or thresholds) inducing one partition: rpart's
                 # choice follows its own rounding, cartjit's the lowest feature index.
@@ -489,7 +490,8 @@ def fit_both(case: Case):
 #: (``-p * log(p)`` guarded only for ``p == 0``) becomes NaN, so ``temp < best`` is false
 #: for every later threshold of that variable. In kyphosis with these weights, at node 2
 #: (Start >= 8.5, n = 62) rpart therefore never sees Start < 14.5 (p(t)Δi = 0.04385,
-#: bits) and keeps Start < 12.5 (0.04081). cartjit (exact SPEC §2 search) picks 14.5.
+#: bits) and keeps Start < 12.5 (0.04081). cartjit (the exact search of docs/maths.md §2)
+#: picks 14.5.
 #: Integer weights (exact subtraction) and Gini (no log) are unaffected; see the
 #: "intweights" and "gini-realweights" cases.
 RPART_NAN_ENTROPY = Case("kyphosis-entropy-realweights", "kyphosis", "Kyphosis", "class",
@@ -518,7 +520,7 @@ def test_rpart_cp0_tree_is_pruned_subtree_of_tmax(case):
     n_rpart = len(rp["splits"])
     # Ties only cut off a few branches: most of rpart's tree is compared.
     assert cmp.matched_splits + n_same >= 0.8 * n_rpart, cmp.report()
-    # SPEC §7: rpart's cp = 0 tree is T_1. Every matched cartjit split survives in
+    # docs/maths.md §8: rpart's cp = 0 tree is T_1. Every matched cartjit split survives in
     # cartjit's T_1 (alpha > 0); when no branch was cut off, the two T_1 coincide.
     t = est.tree_
     t1 = set(np.flatnonzero((t.left != -1) & (t.alpha > 0)).tolist())
@@ -533,7 +535,7 @@ def test_rpart_cp0_tree_is_pruned_subtree_of_tmax(case):
 
 
 def test_spec_iris_root_split_agrees_with_rpart():
-    """SPEC §6: root split petal length <= 2.45 (rpart: Petal.Length < 2.45, n = 150)."""
+    """docs/maths.md §6: root split petal length <= 2.45 (rpart: Petal.Length < 2.45, n = 150)."""
     iris = dataset("iris")
     rp = rpart_runner.run_rpart(iris, "Species", list(IRIS4), "class", control=GROW)
     root = rp["splits"].iloc[0]
