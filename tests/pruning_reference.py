@@ -1,5 +1,5 @@
-"""Slow, exact references for cost-complexity pruning (docs/maths.md §4) and rpart's one-pass
-complexities (docs/maths.md §7), shared by tests/test_pruning.py and tests/parity/test_rpart_cv.py.
+"""Slow, exact references for cost-complexity pruning (docs/maths.md §4), shared by
+tests/test_pruning.py and tests/parity/.
 
 Nothing here imports cartjit. A tree is given as plain ``left``/``right`` child arrays
 (``-1`` at leaves, children after their parent, node 0 the root) and exact node risks
@@ -19,14 +19,9 @@ R(t) as :class:`fractions.Fraction` (see :func:`class_node_risks`,
   R(t) + α <= best value of its branch" (exact ties collapse, giving the smallest).
 * :func:`subtree_from_alpha` reads T(α) from per-node collapse α values by the
   contract of cartjit/_tree.py, independently of cartjit's own code.
-* :func:`rpart_complexities` reproduces rpart 4.1.19's ``partition.c`` (one bottom-up
-  pass over children and grandchildren), ``fix_cp.c`` and ``make_cp_list.c`` /
-  ``make_cp_table.c`` on a given tree, in exact arithmetic.
 """
 from __future__ import annotations
 
-import math
-import sys
 from fractions import Fraction
 from typing import NamedTuple, Sequence
 
@@ -35,8 +30,7 @@ import numpy as np
 __all__ = [
     "Subtree", "node_masks", "class_node_risks", "regression_node_risks",
     "all_pruned_subtrees", "min_risk_by_size", "exact_sequence", "merge_ties",
-    "smallest_minimiser", "subtree_from_alpha", "leaves_of", "subtree_risk", "rpart_complexities",
-    "rpart_cp_table", "geometric_midpoints",
+    "smallest_minimiser", "subtree_from_alpha", "leaves_of", "subtree_risk",
 ]
 
 
@@ -238,111 +232,3 @@ def leaves_of(left, right, internal: frozenset) -> list[int]:
 
 def subtree_risk(left, right, risk, internal: frozenset) -> Fraction:
     return sum((risk[t] for t in leaves_of(left, right, internal)), Fraction(0))
-
-
-# ----------------------------------------------------------------------------- rpart
-
-def rpart_complexities(left, right, risk) -> tuple[list[Fraction], frozenset]:
-    """rpart's node complexities for a given tree (``partition.c`` then ``fix_cp.c``).
-
-    ``partition`` computes each node's complexity bottom-up as if the node were the top
-    of the tree: (R(t) - R(branch)) / (#splits of the branch), where a child's branch
-    is first collapsed if the child's own complexity is below the node's (looking at
-    children and, through their complexities, grandchildren) instead of the exact
-    sequential loop. A node whose complexity is <= 0 (cp = 0) is collapsed ("all was in
-    vain"). ``fix_cp`` then caps every complexity by its parent's. Leaves get 0 (rpart
-    gives them ``rp.alpha`` = cp · R(root) = 0).
-
-    Returns the complexities and the internal nodes of rpart's tree (T_1 of the one-pass
-    rule). Nodes of zero risk are never split by rpart; cartjit's trees never split them
-    either (pure / constant nodes), so the given tree's leaves are used as they are.
-    """
-    n = len(left)
-    comp = [Fraction(0)] * n
-    sumrisk = [Fraction(0)] * n
-    nsplit = [0] * n
-    internal = set()
-
-    def part(t):
-        l, r = int(left[t]), int(right[t])
-        if l < 0 or risk[t] == 0:
-            comp[t] = Fraction(0)
-            sumrisk[t], nsplit[t] = risk[t], 0
-            return
-        part(l)
-        part(r)
-        lr, ls = sumrisk[l], nsplit[l]
-        rr, rs = sumrisk[r], nsplit[r]
-        temp = (risk[t] - (lr + rr)) / (ls + rs + 1)
-        if comp[r] > comp[l]:
-            if temp > comp[l]:        # left son collapses first
-                lr, ls = risk[l], 0
-                temp = (risk[t] - (lr + rr)) / (ls + rs + 1)
-                if temp > comp[r]:    # right one goes too
-                    rr, rs = risk[r], 0
-        elif temp > comp[r]:          # right son goes first
-            rr, rs = risk[r], 0
-            temp = (risk[t] - (lr + rr)) / (ls + rs + 1)
-            if temp > comp[l]:        # left one goes too
-                lr, ls = risk[l], 0
-        comp[t] = (risk[t] - (lr + rr)) / (ls + rs + 1)
-        if comp[t] <= 0:              # all was in vain: the node does not split
-            _drop(t)
-            sumrisk[t], nsplit[t] = risk[t], 0
-        else:
-            internal.add(t)
-            sumrisk[t], nsplit[t] = lr + rr, ls + rs + 1
-
-    def _drop(t):
-        stack = [t]
-        while stack:
-            u = stack.pop()
-            internal.discard(u)
-            if left[u] >= 0:
-                stack.extend((int(left[u]), int(right[u])))
-
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, 10 * n + 100))
-    try:
-        part(0)
-    finally:
-        sys.setrecursionlimit(old)
-    # fix_cp: min(me, parent), top-down over rpart's tree (ids increase downwards).
-    for t in range(n):
-        if t in internal:
-            for c in (int(left[t]), int(right[t])):
-                comp[c] = min(comp[c], comp[t])
-    # rpart's leaves (including collapsed splits) carry rp.alpha = 0.
-    for t in range(n):
-        if t not in internal:
-            comp[t] = Fraction(0)
-    return comp, frozenset(internal)
-
-
-def rpart_cp_table(left, right, risk) -> list[tuple[Fraction, int, Fraction]]:
-    """rpart's cptable rows (cp in risk units, nsplit, R(T)) from its one-pass complexities.
-
-    ``make_cp_list``: the root's complexity, then every node complexity strictly below
-    its parent's (exact duplicates once), in decreasing order, down to 0; each row's
-    tree keeps the nodes whose complexity exceeds the row's cp (``make_cp_table``).
-    """
-    comp, internal = rpart_complexities(left, right, risk)
-    cps = {comp[0]}
-    stack = [(0, comp[0])]
-    while stack:
-        t, parent_cp = stack.pop()
-        if comp[t] < parent_cp:
-            cps.add(comp[t])
-        if t in internal:
-            stack.extend(((int(left[t]), comp[t]), (int(right[t]), comp[t])))
-    rows = []
-    for cp in sorted(cps, reverse=True):
-        # complexities never increase downwards after fix_cp: this set is a pruned subtree
-        kept = frozenset(t for t in internal if comp[t] > cp)
-        rows.append((cp, len(kept), subtree_risk(left, right, risk, kept)))
-    return rows
-
-
-def geometric_midpoints(values: Sequence[float]) -> list[float]:
-    """sqrt(a_k a_{k+1}) for consecutive values (floats)."""
-    return [math.sqrt(float(a) * float(b)) for a, b in zip(values[:-1], values[1:])]
