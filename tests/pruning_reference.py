@@ -23,7 +23,7 @@ R(t) as :class:`fractions.Fraction` (see :func:`class_node_risks`,
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
