@@ -42,9 +42,16 @@ def table_without_wall_time(out):
     return "\n".join(line.rsplit(",", 1)[0] for line in lines)
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def child_env():
+    """Environment of a child process: this checkout's cartjit first (also for the
+    console script, which an editable install may point at another checkout)."""
     env = dict(os.environ, CI="1")
     env.pop("PYTHONHASHSEED", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in
+                                                       env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
 
 
@@ -259,7 +266,7 @@ def test_show_prints_the_tree_and_the_pruning_table(capsys):
     text = capsys.readouterr().out
     assert "0) root: n=150, counts [50, 50, 50] -> setosa" in text
     assert "1) petal_length <= 2.45: n=50, counts [50, 0, 0] -> setosa, R=0 *" in text
-    assert text.count(" *\n") == 9  # T_max has 9 leaves (SPEC §6)
+    assert text.count(" *\n") == 9  # T_max has 9 leaves (docs/maths.md §6)
     assert "Pruning sequence" in text and "rel_error" in text
 
     assert main(["show", "iris_petal", "--cv", "10", "--selection", "min"]) == 0
@@ -273,7 +280,7 @@ def test_show_prints_the_tree_and_the_pruning_table(capsys):
 
 def test_show_errors(capsys):
     assert main(["show", "nope"]) == 2
-    assert "DATASET must be one of" in capsys.readouterr().err
+    assert "DATASET must be a bundled dataset" in capsys.readouterr().err
     assert main(["show", "play_golf"]) == 2
     assert "not numeric" in capsys.readouterr().err
     assert main(["show", "iris", "--features", "petal_size"]) == 2

@@ -12,12 +12,13 @@ import pandas as pd
 import pytest
 
 from cartjit import CARTClassifierCV
-from cartjit._config_file import read_config
-from cartjit._experiment_data import resolve
 from cartjit.datasets import load_dataset
-from cartjit.reports import format_csv
-from cartjit.runner import (CellStore, RunError, atomic_write, cell_seed, compute_cell,
-                            plan_cells, run_experiment)
+from cartjit.experiments.cells import cell_seed, compute_cell, plan_cells
+from cartjit.experiments.config import read_config
+from cartjit.experiments.data import resolve
+from cartjit.experiments.reports import format_csv
+from cartjit.experiments.run import RunError, run_experiment
+from cartjit.experiments.store import CellStore, atomic_write
 
 HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -146,11 +147,11 @@ def test_run_writes_every_output(serial_run):
         assert (out / "plots/iris_petal.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_course_table_layout_and_values(serial_run):
+def test_summary_table_layout_and_values(serial_run):
     _, out, _ = serial_run
     df = pd.read_csv(out / "results.csv")
     table = pd.read_csv(out / "summary/iris_petal.csv")
-    # SPEC §6: alpha = 0, 1/150, 1/75, 22/75, 1/3 with 7, 4, 3, 2, 1 leaves
+    # docs/maths.md §6: alpha = 0, 1/150, 1/75, 22/75, 1/3 with 7, 4, 3, 2, 1 leaves
     assert table["n_leaves"].tolist() == [7, 4, 3, 2, 1]
     assert [Fraction(a).limit_denominator(1000) for a in table["alpha"]] == [
         0, Fraction(1, 150), Fraction(1, 75), Fraction(22, 75), Fraction(1, 3)]
@@ -247,14 +248,14 @@ def test_unreadable_cell_file_is_recomputed(serial_run, tmp_path):
     shutil.copytree(out, copy)
     victim = sorted((copy / "cells").glob("*.json"))[0]
     victim.write_text('{"truncated": ')
-    with pytest.warns(RuntimeWarning, match="unreadable cell file"):
+    with pytest.warns(RuntimeWarning, match="damaged file .*not valid JSON"):
         result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True)
     assert result.computed == [victim.stem]
     assert table_without_wall_time(copy) == table_without_wall_time(out)
 
 
 def test_a_failing_cell_keeps_the_others(tmp_path, monkeypatch):
-    import cartjit.runner as runner
+    import cartjit.experiments.cells as runner
 
     cfg = write(tmp_path)
     real = runner.compute_cell
@@ -296,7 +297,7 @@ def test_iris_spec_sequences_in_a_run(tmp_path):
     """)
     run_experiment(cfg, tmp_path / "o", backend="serial", quiet=True)
     table = pd.read_csv(tmp_path / "o" / "summary" / "iris.csv")
-    # SPEC §6, all four features: 9 leaves, alpha = 0, 1/300, 1/150, 1/75, 22/75, 1/3
+    # docs/maths.md §6, all four features: 9 leaves, alpha = 0, 1/300, 1/150, 1/75, 22/75, 1/3
     assert table["n_leaves"].tolist() == [9, 7, 4, 3, 2, 1]
     np.testing.assert_allclose(table["alpha"], [0, 1 / 300, 1 / 150, 1 / 75, 22 / 75, 1 / 3],
                                rtol=1e-12, atol=1e-15)
