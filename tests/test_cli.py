@@ -292,3 +292,52 @@ def test_datasets_lists_the_registry(capsys):
     text = capsys.readouterr().out
     for name in ("iris", "iris_petal", "play_golf", "potato_yield"):
         assert name in text
+
+
+# --------------------------------------------------------------------------- show FILE
+
+def test_show_fits_a_csv_or_parquet_file(tmp_path, capsys):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(60)
+    frame = pd.DataFrame({"x": x, "z": rng.standard_normal(60),
+                          "label": np.where(x > 0.3, "hi", "lo"), "y": 2.0 * x})
+    frame.drop(columns="y").to_csv(tmp_path / "c.csv", index=False)
+    assert main(["show", str(tmp_path / "c.csv"), "--target", "label"]) == 0
+    text = capsys.readouterr().out
+    assert "N = 60, features: x, z; target: label" in text
+    assert "1) x <= " in text  # the label is a threshold on x: the root splits on x
+    assert "CARTClassifier" in text and "Pruning sequence" in text
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        pytest.skip("Parquet needs pyarrow")
+    frame.drop(columns="label").to_parquet(tmp_path / "r.parquet")
+    assert main(["show", str(tmp_path / "r.parquet"), "--target", "y", "--cv", "5"]) == 0
+    text = capsys.readouterr().out
+    assert "CARTRegressor" in text and "cv_risk" in text
+
+
+def test_show_file_errors_exit_2_with_a_message(tmp_path, capsys):
+    pd.DataFrame({"a": [1.0, 2.0, 3.0], "y": [0, 1, 0]}).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "h.csv").write_text("a,y\n")
+    cases = [
+        (["show", str(tmp_path / "missing.csv"), "--target", "y"], "no such file"),
+        (["show", str(tmp_path / "d.csv")], "give --target"),
+        (["show", str(tmp_path / "d.csv"), "--target", "q"], "column 'q' is not in"),
+        (["show", str(tmp_path / "h.csv"), "--target", "y"], "no data rows"),
+        (["show", "iris", "--target", "species"], "--target and --task are for files"),
+    ]
+    for argv, words in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err, (argv, err)
+
+
+# --------------------------------------------------------------------------- compile
+
+def test_compile_says_how_long_and_where(capsys):
+    assert main(["compile"]) == 0
+    out = capsys.readouterr().out
+    assert "cartjit compile:" in out and " s" in out and "cache" in out

@@ -509,3 +509,17 @@ def test_entropy_helper_sanity():
     assert _entropy(["a", "b"]) == pytest.approx(1.0)
     assert _entropy(["a"] * 4) == 0.0
     assert math.isclose(_entropy(["a", "a", "b", "b", "c", "c", "d", "d"]), 2.0)
+
+
+@pytest.mark.parametrize("gen, kwargs", [
+    ("make_classification", dict(n_samples=9 * 10**12)),
+    ("make_classification", dict(n_samples=1000, n_classes=10**9)),
+    ("make_regression", dict(n_samples=10**6, n_features=10**8)),
+])
+def test_generators_refuse_sizes_over_the_memory_limit(monkeypatch, gen, kwargs):
+    import cartjit.datasets as ds
+    from cartjit._limits import MemoryLimitError
+
+    monkeypatch.setenv("CARTJIT_MEMORY_LIMIT", "8G")
+    with pytest.raises(MemoryLimitError, match="n_samples=.*memory limit"):
+        getattr(ds, gen)(**kwargs)

@@ -285,7 +285,9 @@ def run_experiment(config_path, out=None, *, backend="threads", workers=None, sc
     except OSError as exc:
         if created:
             _remove_run_skeleton(out)
-        raise RunError("--out", f"cannot create the lock file in {out}: {exc.strerror or exc}")
+        raise RunError("--out", f"cannot create the lock file {out / LOCK_FILE}: "
+                                f"{exc.strerror or exc}; if it is not a file left by "
+                                "cartjit, move it away")
     try:
         return _run_locked(config_path, config, data, by_name, cells, config_doc, config_hash,
                            out, created, lock, backend, workers, scheduler, resume, quiet,
