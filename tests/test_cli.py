@@ -50,8 +50,8 @@ def child_env():
     console script, which an editable install may point at another checkout)."""
     env = dict(os.environ, CI="1")
     env.pop("PYTHONHASHSEED", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in
-                                                       env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *paths])
     return env
 
 
@@ -122,6 +122,7 @@ def test_default_out_dir_and_dry_run(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.slow
 def test_backends_are_byte_identical(tmp_path):
     cfg = write(tmp_path)
     tables = {}
@@ -209,6 +210,7 @@ KILL = """
 """
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_loses_nothing_and_computes_nothing_twice(tmp_path):
     cfg = write(tmp_path, KILL, name="kill.toml")
     total = 120

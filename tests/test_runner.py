@@ -179,7 +179,7 @@ def test_summary_table_layout_and_values(serial_run):
 
 def test_leave_one_out_is_deterministic(serial_run, tmp_path):
     cfg, out, _ = serial_run
-    run_experiment(cfg, tmp_path / "again", backend="serial", quiet=True)
+    run_experiment(cfg, tmp_path / "again", backend="serial", quiet=True, warmup=False)
     a = pd.read_csv(out / "results.csv")
     b = pd.read_csv(tmp_path / "again" / "results.csv")
     pd.testing.assert_frame_equal(a.drop(columns="wall_time_s"), b.drop(columns="wall_time_s"))
@@ -187,7 +187,8 @@ def test_leave_one_out_is_deterministic(serial_run, tmp_path):
 
 def test_threads_backend_is_byte_identical(serial_run, tmp_path):
     cfg, out, _ = serial_run
-    run_experiment(cfg, tmp_path / "threads", backend="threads", workers=2, quiet=True)
+    run_experiment(cfg, tmp_path / "threads", backend="threads", workers=2, quiet=True,
+                   warmup=False)
     assert table_without_wall_time(tmp_path / "threads") == table_without_wall_time(out)
     assert (tmp_path / "threads" / "summary.md").read_bytes() == (out / "summary.md").read_bytes()
     for name in ("summary/iris_petal.csv", "cells.csv"):
@@ -201,18 +202,18 @@ def test_refuses_non_empty_dir_and_changed_config(serial_run, tmp_path):
     cfg, out, _ = serial_run
     before = sorted(p.name for p in out.rglob("*"))
     with pytest.raises(RunError, match="not empty.*--resume") as info:
-        run_experiment(cfg, out, backend="serial", quiet=True)
+        run_experiment(cfg, out, backend="serial", quiet=True, warmup=False)
     assert info.value.option == "--out"
     changed = write(tmp_path, SMALL.replace("seed = 7", "seed = 8"))
     with pytest.raises(RunError, match="config .* has changed") as info:
-        run_experiment(changed, out, backend="serial", resume=True, quiet=True)
+        run_experiment(changed, out, backend="serial", resume=True, quiet=True, warmup=False)
     assert info.value.option == "--resume"
     assert sorted(p.name for p in out.rglob("*")) == before
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     with pytest.raises(RunError, match="not a cartjit run directory"):
-        run_experiment(cfg, other, backend="serial", resume=True, quiet=True)
+        run_experiment(cfg, other, backend="serial", resume=True, quiet=True, warmup=False)
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
 
 
@@ -228,7 +229,8 @@ def test_resume_computes_only_missing_cells(serial_run, tmp_path):
         p.unlink()
     kept = {p.name: p.read_bytes() for p in cells[2:]}
     (copy / "results.csv").unlink()
-    result = run_experiment(cfg, copy, backend="threads", workers=2, resume=True, quiet=True)
+    result = run_experiment(cfg, copy, backend="threads", workers=2, resume=True, quiet=True,
+                            warmup=False)
     assert set(result.computed) == removed and result.reused == 3
     assert {p.name: p.read_bytes() for p in (copy / "cells").glob("*.json")
             if p.stem not in removed} == kept
@@ -237,7 +239,7 @@ def test_resume_computes_only_missing_cells(serial_run, tmp_path):
     assert [inv["resume"] for inv in meta["invocations"]] == [False, True]
     assert meta["invocations"][1]["computed"] == result.computed
     # nothing left to do: a second resume computes nothing
-    assert run_experiment(cfg, copy, resume=True, quiet=True).computed == []
+    assert run_experiment(cfg, copy, resume=True, quiet=True, warmup=False).computed == []
 
 
 def test_unreadable_cell_file_is_recomputed(serial_run, tmp_path):
@@ -249,7 +251,7 @@ def test_unreadable_cell_file_is_recomputed(serial_run, tmp_path):
     victim = sorted((copy / "cells").glob("*.json"))[0]
     victim.write_text('{"truncated": ')
     with pytest.warns(RuntimeWarning, match="damaged file .*not valid JSON"):
-        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True)
+        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
     assert result.computed == [victim.stem]
     assert table_without_wall_time(copy) == table_without_wall_time(out)
 
@@ -269,13 +271,14 @@ def test_a_failing_cell_keeps_the_others(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "compute_cell", flaky)
     with pytest.raises(RunError, match="(?s)failed.*boom"):
-        run_experiment(cfg, tmp_path / "out", backend="serial", quiet=True)
+        run_experiment(cfg, tmp_path / "out", backend="serial", quiet=True, warmup=False)
     saved = len(list((tmp_path / "out" / "cells").glob("*.json")))
     assert 0 < saved < 5
     assert not (tmp_path / "out" / "results.csv").exists()
     assert json.loads((tmp_path / "out" / "run.json").read_text())["status"] == "failed"
     monkeypatch.setattr(runner, "compute_cell", real)
-    result = run_experiment(cfg, tmp_path / "out", backend="serial", resume=True, quiet=True)
+    result = run_experiment(cfg, tmp_path / "out", backend="serial", resume=True, quiet=True,
+                            warmup=False)
     assert len(result.computed) == 5 - saved and (tmp_path / "out" / "results.csv").exists()
 
 
@@ -295,7 +298,7 @@ def test_iris_spec_sequences_in_a_run(tmp_path):
         [[datasets]]
         bundled = "iris"
     """)
-    run_experiment(cfg, tmp_path / "o", backend="serial", quiet=True)
+    run_experiment(cfg, tmp_path / "o", backend="serial", quiet=True, warmup=False)
     table = pd.read_csv(tmp_path / "o" / "summary" / "iris.csv")
     # docs/maths.md §6, all four features: 9 leaves, alpha = 0, 1/300, 1/150, 1/75, 22/75, 1/3
     assert table["n_leaves"].tolist() == [9, 7, 4, 3, 2, 1]
@@ -320,7 +323,7 @@ def test_cell_warnings_are_recorded_per_cell_and_not_swallowed(tmp_path):
         path = "w.csv"
         target = "y"
     """)
-    run_experiment(cfg, tmp_path / "o", backend="threads", workers=2, quiet=True)
+    run_experiment(cfg, tmp_path / "o", backend="threads", workers=2, quiet=True, warmup=False)
     cells = pd.read_csv(tmp_path / "o" / "cells.csv")
     assert cells["warnings"].str.contains("fewer than the 3 folds").all()
     # the run restored the warning machinery: a later warning is shown, not lost
@@ -478,7 +481,7 @@ def test_a_cell_file_of_the_wrong_shape_is_recomputed_with_a_warning(tiny_run, t
     victim = sorted((copy / "cells").glob("*.json"))[1]
     victim.write_text(json.dumps(SHAPES[damage](_cell_doc(victim))))
     with pytest.warns(RuntimeWarning, match=re.escape(str(victim))):
-        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True)
+        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
     assert result.computed == [victim.stem]
     assert table_without_wall_time(copy) == table_without_wall_time(out)
     # the damaged file is kept aside, never deleted
@@ -494,7 +497,7 @@ def test_a_directory_where_a_cell_file_should_be(tiny_run, tmp_path):
     victim.mkdir()
     (victim / "x").write_text("user data")
     with pytest.warns(RuntimeWarning, match=re.escape(str(victim))):
-        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True)
+        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
     assert result.computed == [victim.stem] and victim.is_file()
     moved = list((copy / "damaged").iterdir())
     assert len(moved) == 1 and (moved[0] / "x").read_text() == "user data"
@@ -522,7 +525,7 @@ def test_a_damaged_run_json_is_rebuilt(tiny_run, tmp_path, damage):
         run_json.unlink()
         run_json.mkdir()
     with pytest.warns(RuntimeWarning, match="run.json"):
-        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True)
+        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
     assert result.computed == [] and result.reused == 3
     meta = json.loads(run_json.read_text())
     assert meta["status"] == "complete" and "rebuilt" in meta
@@ -535,7 +538,7 @@ def test_resume_needs_a_run_json_or_a_cells_directory(tiny_run, tmp_path):
     other.mkdir()
     (other / "run.json").write_text("garbage")
     with pytest.raises(RunError, match="does not look like a cartjit run") as info:
-        run_experiment(cfg, other, backend="serial", resume=True, quiet=True)
+        run_experiment(cfg, other, backend="serial", resume=True, quiet=True, warmup=False)
     assert info.value.option == "--resume"
     assert [p.name for p in other.iterdir()] == ["run.json"]
 
@@ -574,7 +577,7 @@ def test_disk_full_stops_the_run_clearly_and_resume_completes_it(tiny_run, tmp_p
     assert not [p for p in (target / "cells").iterdir() if p.name.endswith(".tmp")]
     assert json.loads((target / "run.json").read_text())["status"] == "failed"
     monkeypatch.undo()
-    result = run_experiment(cfg, target, backend="serial", resume=True, quiet=True)
+    result = run_experiment(cfg, target, backend="serial", resume=True, quiet=True, warmup=False)
     assert len(result.computed) == 2 and result.reused == 1
     assert table_without_wall_time(target) == table_without_wall_time(out)
 
@@ -584,7 +587,7 @@ def test_any_oserror_writing_the_store_is_reported_with_the_file(tiny_run, tmp_p
     cfg, _ = tiny_run
     _fail_writes_after(monkeypatch, 0, PermissionError(13, "Permission denied"))
     with pytest.raises(RunError, match=r"(?s)cannot write .*cells.*Permission denied.*--resume"):
-        run_experiment(cfg, tmp_path / "o", backend="threads", workers=2, quiet=True)
+        run_experiment(cfg, tmp_path / "o", backend="threads", workers=2, quiet=True, warmup=False)
 
 
 # --------------------------------------------------------------------------- lock
@@ -601,12 +604,13 @@ def test_a_second_run_on_a_locked_directory_is_refused(tiny_run, tmp_path):
         before = (copy / "run.json").read_bytes()
         with pytest.raises(RunError, match=f"in use by another cartjit run .*process "
                                            f"{os.getpid()}") as info:
-            run_experiment(cfg, copy, backend="serial", resume=True, quiet=True)
+            run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
         assert info.value.option == "--out"
         assert (copy / "run.json").read_bytes() == before
     finally:
         held.release()
-    assert run_experiment(cfg, copy, backend="serial", resume=True, quiet=True).reused == 3
+    again = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
+    assert again.reused == 3
 
 
 def test_a_lock_held_by_another_process_and_a_stale_one(tiny_run, tmp_path, capsys):
@@ -624,7 +628,7 @@ def test_a_lock_held_by_another_process_and_a_stale_one(tiny_run, tmp_path, caps
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(RunError, match=f"process {holder.pid}"):
-            run_experiment(cfg, copy, backend="serial", resume=True, quiet=True)
+            run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
     finally:
         holder.kill()
         holder.wait()
