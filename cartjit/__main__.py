@@ -42,7 +42,7 @@ output (in --out):
   cells/*.json                  one file per finished cell (what --resume reuses)
   damaged/                      files --resume found damaged and set aside
 
-The first run after installing compiles the kernels (10-20 s, said on stderr and timed
+The first run after installing compiles the kernels (10-30 s, said on stderr and timed
 apart from the cells); 'cartjit compile' does it ahead. The config format is
 documented in docs/experiments.md."""
 
@@ -170,7 +170,7 @@ def build_parser():
                     "problems of every kind (classification with each criterion, priors, "
                     "costs, case weights, regression), and say how long it took and where "
                     "the cache is. The first fit after installing otherwise compiles them "
-                    "(10-20 s); later processes load them from the cache.")
+                    "(10-30 s); later processes load them from the cache.")
     return parser
 
 
@@ -328,7 +328,7 @@ def _announce_compile():
     from .experiments.warmup import cache_dir, cache_state
     if cache_state() != "present":
         print(f"cartjit: compiling the kernels into {cache_dir()} (once after installing or "
-              "upgrading cartjit, 10-20 s; 'cartjit compile' does it ahead) ...",
+              "upgrading cartjit, 10-30 s; 'cartjit compile' does it ahead) ...",
               file=sys.stderr, flush=True)
 
 

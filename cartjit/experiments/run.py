@@ -32,7 +32,7 @@ from .reports import write_reports
 from .store import (CELLS_DIR, CONFIG_COPY, DAMAGED_DIR, FORMAT_VERSION, KEY_FORMAT,
                     LOCK_FILE, RUN_JSON, CellStore, LockError, RunLock, StoreError,
                     atomic_write, now, quarantine, read_run_json, write_run_json)
-from .warmup import warm_up
+from .warmup import compile_for_cells, warm_up
 
 __all__ = ["RunError", "RunResult", "run_experiment", "config_fingerprint",
            "default_out_dir", "versions", "Progress", "progress_enabled", "BACKENDS",
@@ -361,7 +361,8 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
     compiled = None
     t_compile = time.perf_counter()
     if pending and warmup:
-        compiled = warm_up(announce=None if quiet else lambda m: _log(False, m))
+        compiled = warm_up(announce=None if quiet else lambda m: _log(False, m),
+                           work=lambda: compile_for_cells(pending))
         if compiled.compiled and not quiet:
             _log(quiet, f"cartjit: kernels compiled in {compiled.seconds:.1f} s (cached in "
                         f"{compiled.cache_dir}; later runs load them)")

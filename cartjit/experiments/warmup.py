@@ -1,13 +1,16 @@
 """Compiling the kernels ahead: ``cartjit compile`` and the runner's warm-up.
 
 The first fit after installing (or upgrading) cartjit compiles the Numba kernels, which
-takes 10-20 s; later processes load them from Numba's on-disk cache in well under a
+takes 10-30 s; later processes load them from Numba's on-disk cache in well under a
 second. :func:`compile_kernels` fits and cross-validates tiny problems of every kind
 (classification with each criterion, given priors and a cost matrix, case weights,
 regression, stratified and repeated CV, prediction), so that every kernel signature the
-estimators use is compiled and cached. ``cartjit run`` calls it before the cells and
-reports its time apart from the cells' (``compile`` in ``run.json`` and ``timings.md``),
-so the first cells are not charged for the compilation.
+estimators use is compiled and cached (``cartjit compile``). ``cartjit run`` warms up
+with :func:`compile_for_cells` before the cells, one tiny fit per distinct kind of cell
+of its plan (the same estimator, settings, stratification and leave-one-out or not), which
+compiles or loads exactly the kernels its cells use, and reports that time apart from the
+cells' (``compile`` in ``run.json`` and ``timings.md``), so the first cells are not charged
+for the compilation.
 
 Whether anything was compiled is read from the dispatchers' own statistics
 (``Dispatcher.stats.cache_misses``) after the warm-up. Whether compilation is *about* to
@@ -16,15 +19,18 @@ file of cartjit's kernels there, or one older than its source file, means compil
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CompileReport", "compile_kernels", "cache_dir", "cache_state", "warm_up"]
+__all__ = ["CompileReport", "compile_kernels", "compile_for_cells", "cache_dir", "cache_state",
+           "warm_up"]
 
 
 @dataclass
@@ -141,8 +147,42 @@ def compile_kernels():
         CARTRegressorCV(criterion, cv="loo").fit(X[:20], yr[:20])
 
 
-def warm_up(announce=None, delay=3.0):
-    """Compile (or load) every kernel now; returns a :class:`CompileReport`.
+def compile_for_cells(cells):
+    """One tiny fit per distinct kind of cell: compiles (or loads) what the cells use.
+
+    Best effort: a kind whose tiny fit fails (say, settings that need more cases) is
+    skipped; its cells then compile what they need themselves.
+    """
+    from .cells import _estimator
+    rng = np.random.default_rng(0)
+    n = 40
+    X = np.ascontiguousarray(rng.standard_normal((n, 3)))
+    seen = set()
+    for cell in cells:
+        kind = (cell.task, json.dumps(cell.settings, sort_keys=True), cell.stratify, cell.loo)
+        if kind in seen:
+            continue
+        seen.add(kind)
+        s = cell.settings
+        if cell.task == "classification":
+            J = len(s["priors"]) if not isinstance(s["priors"], str) else \
+                len(s["cost"]) if not isinstance(s["cost"], str) else 3
+            y = np.arange(n, dtype=np.int64) % J
+        else:
+            y = X[:, 0] + 0.5 * X[:, 1]
+        est = _estimator(cell.task, s, "loo" if cell.loo else 3, cell.stratify, 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                est.fit(X, y)
+            except Exception:  # noqa: BLE001 - best effort, see the docstring
+                pass
+
+
+def warm_up(announce=None, delay=3.0, work=None):
+    """Compile (or load) the kernels now; returns a :class:`CompileReport`.
+
+    ``work`` is what to run (default :func:`compile_kernels`, every kernel).
 
     ``announce(text)`` (e.g. a print to stderr) is called once when compilation is
     expected (:func:`cache_state` is not ``present``), or after ``delay`` seconds of a
@@ -152,7 +192,7 @@ def warm_up(announce=None, delay=3.0):
     directory = cache_dir()
     said = threading.Event()
     message = (f"cartjit: compiling the kernels into {directory} (once after installing or "
-               "upgrading cartjit, 10-20 s; 'cartjit compile' does it ahead) ...")
+               "upgrading cartjit, 10-30 s; 'cartjit compile' does it ahead) ...")
 
     def say():
         if announce is not None and not said.is_set():
@@ -169,7 +209,7 @@ def warm_up(announce=None, delay=3.0):
     before = _misses()
     t0 = time.perf_counter()
     try:
-        compile_kernels()
+        (work or compile_kernels)()
     finally:
         if timer is not None:
             timer.cancel()
