@@ -748,7 +748,7 @@ def test_summary_and_plot_say_what_their_plus_minus_is(serial_run):
     assert "R^CV(T_k) per V: mean ± sd over the 2 repeats" in md
     if HAVE_MATPLOTLIB:
         assert "bars ± 1 SE" in md and "not the ± sd of the table" in md
-    assert "SPEC" not in md
+    assert "docs/maths.md §4–5" in md
 
 
 # --------------------------------------------------------------------------- corruption
