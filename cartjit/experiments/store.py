@@ -295,8 +295,10 @@ def quarantine(out, path, reason, consequence):
         while os.path.lexists(target):
             n += 1
             target = target_dir / f"{path.name}.{stamp}.{n}"
-        os.replace(path, target) if not path.is_dir() or path.is_symlink() \
-            else shutil.move(str(path), str(target))
+        if path.is_dir() and not path.is_symlink():
+            shutil.move(str(path), str(target))
+        else:
+            os.replace(path, target)
         moved = target
     except OSError:
         pass
