@@ -3,16 +3,21 @@
 Subcommands:
 
 ``cartjit run CONFIG``
-    Run the cross-validation sweep described by a TOML file (:mod:`cartjit.runner`),
-    writing the long table, the course-layout summaries, plots and ``run.json``.
-``cartjit show DATASET``
-    Fit a tree on a bundled dataset and print it (:func:`cartjit.export.export_text`)
-    with its pruning sequence (or its cross-validation table with ``--cv``).
+    Run the cross-validation sweep described by a TOML file
+    (:mod:`cartjit.experiments`), writing the long table, the monograph-layout
+    summaries, plots and ``run.json``.
+``cartjit show DATASET`` / ``cartjit show FILE --target COL``
+    Fit a tree on a bundled dataset or a CSV/Parquet file and print it
+    (:func:`cartjit.export.export_text`) with its pruning sequence (or its
+    cross-validation table with ``--cv``).
+``cartjit compile``
+    Compile every kernel ahead (Numba's on-disk cache), saying how long it took.
 ``cartjit datasets``
     List the bundled datasets.
 
-Exit status: 0 on success, 1 when a run fails, 2 for a bad config or bad options,
-130 when interrupted (finished cells are kept: rerun with ``--resume``).
+Exit status: 0 on success, 1 when a run fails (failed cells, or a store that cannot be
+written, e.g. a full disk), 2 for a bad config, bad options or bad input, 130 when
+interrupted (finished cells are kept: rerun with ``--resume``).
 """
 from __future__ import annotations
 
@@ -30,13 +35,16 @@ examples:
 
 output (in --out):
   results.csv, results.parquet  long table, one row per (cell, k)
-  summary.md, summary/*.csv     course-layout tables (rows k, columns V)
+  summary.md, summary/*.csv     monograph-layout tables (rows k, columns V)
   plots/*.png                   R^CV against leaves, one line per V (needs matplotlib)
   cells.csv, timings.md         one row per cell; wall times
   run.json, config.toml         versions, config and its hash, times, backend
   cells/*.json                  one file per finished cell (what --resume reuses)
+  damaged/                      files --resume found damaged and set aside
 
-The config format is documented in docs/experiments.md."""
+The first run after installing compiles the kernels (10-30 s, said on stderr and timed
+apart from the cells); 'cartjit compile' does it ahead. The config format is
+documented in docs/experiments.md."""
 
 
 def _int_at_least(low):
@@ -83,7 +91,7 @@ def build_parser():
     run = sub.add_parser(
         "run", help="run a cross-validation sweep described by a TOML config",
         description="Run the sweep of CONFIG: every (dataset, V, repeat, tree settings) "
-                    "cell is one V-fold cross-validation of the pruning sequence (SPEC §5). "
+                    "cell is one V-fold cross-validation of the pruning sequence (docs/maths.md §5). "
                     "Each finished cell is saved at once, so an interrupted run loses no "
                     "finished cell and --resume computes only what is missing. Results are "
                     "identical whatever the backend or the number of workers.",
@@ -118,16 +126,24 @@ def build_parser():
                           "process (costs a few ms per cell)")
 
     show = sub.add_parser(
-        "show", help="fit a tree on a bundled dataset and print it",
-        description="Fit CARTClassifier / CARTRegressor on a bundled dataset and print the "
-                    "tree as indented text (split rules, n, class counts or means, node "
-                    "risk R(t); * marks leaves) followed by its pruning sequence. With --cv "
-                    "the subtree is chosen by cross-validation and the CV table is printed.",
+        "show", help="fit a tree on a bundled dataset or a CSV/Parquet file and print it",
+        description="Fit CARTClassifier / CARTRegressor on a bundled dataset, or on a CSV "
+                    "or Parquet file with --target COL, and print the tree as indented text "
+                    "(split rules, n, class counts or means, node risk R(t); * marks "
+                    "leaves) followed by its pruning sequence. With --cv the subtree is "
+                    "chosen by cross-validation and the CV table is printed.",
         epilog="examples:\n  cartjit show iris\n  cartjit show iris_petal --cv 10 "
-               "--selection min\n  cartjit show potato_yield --max-depth 2",
+               "--selection min\n  cartjit show potato_yield --max-depth 2\n"
+               "  cartjit show data.csv --target y --max-depth 3",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("dataset", metavar="DATASET",
-                      help="a bundled dataset (see 'cartjit datasets')")
+                      help="a bundled dataset (see 'cartjit datasets'), or the path of a "
+                           ".csv or .parquet file (then give --target)")
+    show.add_argument("--target", metavar="COL",
+                      help="with a file: the column to predict (the others are features)")
+    show.add_argument("--task", choices=("classification", "regression"),
+                      help="with a file: the kind of tree (default: regression for a "
+                           "float target, classification otherwise)")
     show.add_argument("--features", nargs="+", metavar="NAME",
                       help="use only these feature columns")
     show.add_argument("--criterion", help="gini, entropy or twoing (classification; default "
@@ -148,12 +164,18 @@ def build_parser():
 
     sub.add_parser("datasets", help="list the bundled datasets",
                    description="List the bundled datasets with their size and task.")
+    sub.add_parser(
+        "compile", help="compile every kernel ahead (Numba's on-disk cache)",
+        description="Compile every Numba kernel ahead by fitting and cross-validating tiny "
+                    "problems of every kind (classification with each criterion, priors, "
+                    "costs, case weights, regression), and say how long it took and where "
+                    "the cache is. The first fit after installing otherwise compiles them "
+                    "(10-30 s); later processes load them from the cache.")
     return parser
 
 
 def _cmd_run(args):
-    from ._config_file import ConfigError
-    from .runner import RunError, run_experiment
+    from .experiments import ConfigError, RunError, run_experiment
 
     try:
         result = run_experiment(args.config, args.out, backend=args.backend,
@@ -163,6 +185,10 @@ def _cmd_run(args):
     except ConfigError as exc:
         print(f"cartjit run: error in config {exc}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("cartjit run: error: out of memory; lower the size of the sweep or of its "
+              "data (see CARTJIT_MEMORY_LIMIT in docs/experiments.md)", file=sys.stderr)
+        return 1
     except RunError as exc:
         print(f"cartjit run: error: {exc}", file=sys.stderr)
         return 2 if exc.option else 1
@@ -178,15 +204,13 @@ def _cmd_run(args):
 def _cmd_show(args):
     import numpy as np
 
-    from .datasets import list_datasets, load_dataset
     from .estimators import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
     from .export import export_text
 
-    if args.dataset not in list_datasets():
-        print(f"cartjit show: error: DATASET must be one of {', '.join(list_datasets())}, got "
-              f"{args.dataset!r}", file=sys.stderr)
-        return 2
-    ds = load_dataset(args.dataset)
+    loaded = _show_data(args)
+    if isinstance(loaded, int):
+        return loaded
+    ds = loaded
     features = list(ds.features)
     if args.features:
         bad = [f for f in args.features if f not in features]
@@ -203,7 +227,18 @@ def _cmd_show(args):
               "yet)", file=sys.stderr)
         return 2
     y = ds.frame[ds.target]
+    used = [*features, ds.target]
+    if ds.frame[used].isna().any().any():
+        col = next(c for c in used if ds.frame[c].isna().any())
+        print(f"cartjit show: error: {args.dataset}: column {col!r} has missing values; "
+              "cartjit needs complete data", file=sys.stderr)
+        return 2
     classification = ds.task == "classification"
+    if not classification and y.dtype.kind not in "biuf":
+        print(f"cartjit show: error: --task regression needs a numeric target, but "
+              f"{ds.target!r} has dtype {y.dtype}", file=sys.stderr)
+        return 2
+    _announce_compile()
     criterion = args.criterion or ("gini" if classification else "squared_error")
     params = dict(max_depth=args.max_depth, min_samples_leaf=args.min_samples_leaf)
     selection = args.selection
@@ -238,9 +273,76 @@ def _cmd_show(args):
         table = est.cost_complexity_path()
         note = f"; T(alpha={args.alpha}) printed above" if args.alpha is not None else \
             "; T_max printed above"
-        print(f"Pruning sequence (weakest link, SPEC §4){note}:")
+        print(f"Pruning sequence (weakest link, docs/maths.md §4){note}:")
     with np.printoptions(precision=args.decimals):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.{max(args.decimals, 4)}g}"))
+    return 0
+
+
+def _show_data(args):
+    """The :class:`~cartjit.datasets.Dataset` to show, or an exit status after a message."""
+    import os
+
+    from .datasets import Dataset, list_datasets, load_dataset
+
+    def fail(message):
+        print(f"cartjit show: error: {message}", file=sys.stderr)
+        return 2
+
+    name = args.dataset
+    ext = os.path.splitext(name)[1].lower()
+    is_file = ext in (".csv", ".parquet", ".pq") or os.sep in name or os.path.exists(name)
+    if not is_file:
+        if name not in list_datasets():
+            return fail(f"DATASET must be a bundled dataset ({', '.join(list_datasets())}) "
+                        f"or a .csv/.parquet file, got {name!r}")
+        if args.target is not None or args.task is not None:
+            return fail(f"--target and --task are for files; the bundled dataset {name!r} "
+                        "has its own target")
+        return load_dataset(name)
+    from .experiments.data import infer_task, read_table, table_problem
+    fmt = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(ext)
+    if not os.path.exists(name):
+        return fail(f"{name!r}: no such file")
+    if fmt is None:
+        return fail(f"{name!r}: cannot tell the format from the extension; use a .csv or "
+                    ".parquet file")
+    if args.target is None:
+        return fail(f"{name!r} is a file: give --target COL, the column to predict")
+    try:
+        frame = read_table(name, fmt)
+    except ValueError as exc:
+        return fail(str(exc))
+    problem = table_problem(frame, name, args.target)
+    if problem is not None:
+        return fail(f"--target: {problem}" if args.target not in frame.columns else problem)
+    task = args.task or infer_task(frame[args.target])
+    features = tuple(c for c in frame.columns if c != args.target)
+    if not features:
+        return fail(f"{name!r} has no feature columns besides the target {args.target!r}")
+    return Dataset(name, frame, args.target, features, task, f"{fmt.upper()} file {name}")
+
+
+def _announce_compile():
+    """Say on stderr, once, that the kernels are being compiled (only when they are)."""
+    from .experiments.warmup import cache_dir, cache_state
+    if cache_state() != "present":
+        print(f"cartjit: compiling the kernels into {cache_dir()} (once after installing or "
+              "upgrading cartjit, 10-30 s; 'cartjit compile' does it ahead) ...",
+              file=sys.stderr, flush=True)
+
+
+def _cmd_compile(args):
+    from .experiments.warmup import cache_state, warm_up
+
+    before = cache_state()
+    report = warm_up(announce=lambda m: print(m, file=sys.stderr, flush=True))
+    if report.compiled:
+        print(f"cartjit compile: compiled {report.n_compiled} kernel signature(s) in "
+              f"{report.seconds:.1f} s; cached in {report.cache_dir}")
+    else:
+        print(f"cartjit compile: every kernel was already compiled (cache {before}); loading "
+              f"and checking them took {report.seconds:.1f} s; cache in {report.cache_dir}")
     return 0
 
 
@@ -267,6 +369,8 @@ def main(argv=None):
         return _cmd_run(args)
     if args.command == "show":
         return _cmd_show(args)
+    if args.command == "compile":
+        return _cmd_compile(args)
     return _cmd_datasets(args)
 
 

@@ -42,9 +42,16 @@ def table_without_wall_time(out):
     return "\n".join(line.rsplit(",", 1)[0] for line in lines)
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def child_env():
+    """Environment of a child process: this checkout's cartjit first (also for the
+    console script, which an editable install may point at another checkout)."""
     env = dict(os.environ, CI="1")
     env.pop("PYTHONHASHSEED", None)
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *paths])
     return env
 
 
@@ -115,6 +122,7 @@ def test_default_out_dir_and_dry_run(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.slow
 def test_backends_are_byte_identical(tmp_path):
     cfg = write(tmp_path)
     tables = {}
@@ -202,6 +210,7 @@ KILL = """
 """
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_loses_nothing_and_computes_nothing_twice(tmp_path):
     cfg = write(tmp_path, KILL, name="kill.toml")
     total = 120
@@ -259,7 +268,7 @@ def test_show_prints_the_tree_and_the_pruning_table(capsys):
     text = capsys.readouterr().out
     assert "0) root: n=150, counts [50, 50, 50] -> setosa" in text
     assert "1) petal_length <= 2.45: n=50, counts [50, 0, 0] -> setosa, R=0 *" in text
-    assert text.count(" *\n") == 9  # T_max has 9 leaves (SPEC §6)
+    assert text.count(" *\n") == 9  # T_max has 9 leaves (docs/maths.md §6)
     assert "Pruning sequence" in text and "rel_error" in text
 
     assert main(["show", "iris_petal", "--cv", "10", "--selection", "min"]) == 0
@@ -273,7 +282,7 @@ def test_show_prints_the_tree_and_the_pruning_table(capsys):
 
 def test_show_errors(capsys):
     assert main(["show", "nope"]) == 2
-    assert "DATASET must be one of" in capsys.readouterr().err
+    assert "DATASET must be a bundled dataset" in capsys.readouterr().err
     assert main(["show", "play_golf"]) == 2
     assert "not numeric" in capsys.readouterr().err
     assert main(["show", "iris", "--features", "petal_size"]) == 2
@@ -285,3 +294,52 @@ def test_datasets_lists_the_registry(capsys):
     text = capsys.readouterr().out
     for name in ("iris", "iris_petal", "play_golf", "potato_yield"):
         assert name in text
+
+
+# --------------------------------------------------------------------------- show FILE
+
+def test_show_fits_a_csv_or_parquet_file(tmp_path, capsys):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(60)
+    frame = pd.DataFrame({"x": x, "z": rng.standard_normal(60),
+                          "label": np.where(x > 0.3, "hi", "lo"), "y": 2.0 * x})
+    frame.drop(columns="y").to_csv(tmp_path / "c.csv", index=False)
+    assert main(["show", str(tmp_path / "c.csv"), "--target", "label"]) == 0
+    text = capsys.readouterr().out
+    assert "N = 60, features: x, z; target: label" in text
+    assert "1) x <= " in text  # the label is a threshold on x: the root splits on x
+    assert "CARTClassifier" in text and "Pruning sequence" in text
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        pytest.skip("Parquet needs pyarrow")
+    frame.drop(columns="label").to_parquet(tmp_path / "r.parquet")
+    assert main(["show", str(tmp_path / "r.parquet"), "--target", "y", "--cv", "5"]) == 0
+    text = capsys.readouterr().out
+    assert "CARTRegressor" in text and "cv_risk" in text
+
+
+def test_show_file_errors_exit_2_with_a_message(tmp_path, capsys):
+    pd.DataFrame({"a": [1.0, 2.0, 3.0], "y": [0, 1, 0]}).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "h.csv").write_text("a,y\n")
+    cases = [
+        (["show", str(tmp_path / "missing.csv"), "--target", "y"], "no such file"),
+        (["show", str(tmp_path / "d.csv")], "give --target"),
+        (["show", str(tmp_path / "d.csv"), "--target", "q"], "column 'q' is not in"),
+        (["show", str(tmp_path / "h.csv"), "--target", "y"], "no data rows"),
+        (["show", "iris", "--target", "species"], "--target and --task are for files"),
+    ]
+    for argv, words in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err, (argv, err)
+
+
+# --------------------------------------------------------------------------- compile
+
+def test_compile_says_how_long_and_where(capsys):
+    assert main(["compile"]) == 0
+    out = capsys.readouterr().out
+    assert "cartjit compile:" in out and " s" in out and "cache" in out

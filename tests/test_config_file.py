@@ -7,9 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cartjit._config_file import ConfigError, read_config
-from cartjit._experiment_data import resolve
-from cartjit.runner import config_fingerprint, plan_cells
+from cartjit.experiments.cells import plan_cells
+from cartjit.experiments.config import ConfigError, read_config
+from cartjit.experiments.data import resolve
+from cartjit.experiments.run import config_fingerprint
 
 
 def write(tmp_path, text, name="exp.toml"):

@@ -22,7 +22,7 @@ from cartjit.datasets import (
 
 IRIS_COLUMNS = ["sepal_length", "sepal_width", "petal_length", "petal_width", "species"]
 
-# SPEC §6, in order
+# docs/maths.md §6, in order
 POTATO = [
     (206, 29), (188, 25), (219, 31), (372, 25), (345, 29), (231, 30), (203, 26),
     (170, 23), (55, 12), (91, 15), (292, 28), (141, 24), (129, 23), (170, 22), (324, 30),
@@ -115,7 +115,7 @@ def test_iris_column_sums_and_class_means_match_r():
 
 
 def test_iris_root_split_separates_setosa():
-    # SPEC §6: root split petal length <= 2.45 (midpoint of 1.9 and 3.0)
+    # docs/maths.md §6: root split petal length <= 2.45 (midpoint of 1.9 and 3.0)
     df = load_iris()
     setosa = df["species"] == "setosa"
     assert df.loc[setosa, "petal_length"].max() == 1.9
@@ -509,3 +509,17 @@ def test_entropy_helper_sanity():
     assert _entropy(["a", "b"]) == pytest.approx(1.0)
     assert _entropy(["a"] * 4) == 0.0
     assert math.isclose(_entropy(["a", "a", "b", "b", "c", "c", "d", "d"]), 2.0)
+
+
+@pytest.mark.parametrize("gen, kwargs", [
+    ("make_classification", dict(n_samples=9 * 10**12)),
+    ("make_classification", dict(n_samples=1000, n_classes=10**9)),
+    ("make_regression", dict(n_samples=10**6, n_features=10**8)),
+])
+def test_generators_refuse_sizes_over_the_memory_limit(monkeypatch, gen, kwargs):
+    import cartjit.datasets as ds
+    from cartjit._limits import MemoryLimitError
+
+    monkeypatch.setenv("CARTJIT_MEMORY_LIMIT", "8G")
+    with pytest.raises(MemoryLimitError, match="n_samples=.*memory limit"):
+        getattr(ds, gen)(**kwargs)

@@ -12,12 +12,13 @@ import pandas as pd
 import pytest
 
 from cartjit import CARTClassifierCV
-from cartjit._config_file import read_config
-from cartjit._experiment_data import resolve
 from cartjit.datasets import load_dataset
-from cartjit.reports import format_csv
-from cartjit.runner import (CellStore, RunError, atomic_write, cell_seed, compute_cell,
-                            plan_cells, run_experiment)
+from cartjit.experiments.cells import cell_seed, compute_cell, plan_cells
+from cartjit.experiments.config import read_config
+from cartjit.experiments.data import resolve
+from cartjit.experiments.reports import format_csv
+from cartjit.experiments.run import RunError, run_experiment
+from cartjit.experiments.store import CellStore, atomic_write
 
 HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -146,11 +147,11 @@ def test_run_writes_every_output(serial_run):
         assert (out / "plots/iris_petal.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_course_table_layout_and_values(serial_run):
+def test_summary_table_layout_and_values(serial_run):
     _, out, _ = serial_run
     df = pd.read_csv(out / "results.csv")
     table = pd.read_csv(out / "summary/iris_petal.csv")
-    # SPEC §6: alpha = 0, 1/150, 1/75, 22/75, 1/3 with 7, 4, 3, 2, 1 leaves
+    # docs/maths.md §6: alpha = 0, 1/150, 1/75, 22/75, 1/3 with 7, 4, 3, 2, 1 leaves
     assert table["n_leaves"].tolist() == [7, 4, 3, 2, 1]
     assert [Fraction(a).limit_denominator(1000) for a in table["alpha"]] == [
         0, Fraction(1, 150), Fraction(1, 75), Fraction(22, 75), Fraction(1, 3)]
@@ -178,7 +179,7 @@ def test_course_table_layout_and_values(serial_run):
 
 def test_leave_one_out_is_deterministic(serial_run, tmp_path):
     cfg, out, _ = serial_run
-    run_experiment(cfg, tmp_path / "again", backend="serial", quiet=True)
+    run_experiment(cfg, tmp_path / "again", backend="serial", quiet=True, warmup=False)
     a = pd.read_csv(out / "results.csv")
     b = pd.read_csv(tmp_path / "again" / "results.csv")
     pd.testing.assert_frame_equal(a.drop(columns="wall_time_s"), b.drop(columns="wall_time_s"))
@@ -186,7 +187,8 @@ def test_leave_one_out_is_deterministic(serial_run, tmp_path):
 
 def test_threads_backend_is_byte_identical(serial_run, tmp_path):
     cfg, out, _ = serial_run
-    run_experiment(cfg, tmp_path / "threads", backend="threads", workers=2, quiet=True)
+    run_experiment(cfg, tmp_path / "threads", backend="threads", workers=2, quiet=True,
+                   warmup=False)
     assert table_without_wall_time(tmp_path / "threads") == table_without_wall_time(out)
     assert (tmp_path / "threads" / "summary.md").read_bytes() == (out / "summary.md").read_bytes()
     for name in ("summary/iris_petal.csv", "cells.csv"):
@@ -200,18 +202,18 @@ def test_refuses_non_empty_dir_and_changed_config(serial_run, tmp_path):
     cfg, out, _ = serial_run
     before = sorted(p.name for p in out.rglob("*"))
     with pytest.raises(RunError, match="not empty.*--resume") as info:
-        run_experiment(cfg, out, backend="serial", quiet=True)
+        run_experiment(cfg, out, backend="serial", quiet=True, warmup=False)
     assert info.value.option == "--out"
     changed = write(tmp_path, SMALL.replace("seed = 7", "seed = 8"))
     with pytest.raises(RunError, match="config .* has changed") as info:
-        run_experiment(changed, out, backend="serial", resume=True, quiet=True)
+        run_experiment(changed, out, backend="serial", resume=True, quiet=True, warmup=False)
     assert info.value.option == "--resume"
     assert sorted(p.name for p in out.rglob("*")) == before
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     with pytest.raises(RunError, match="not a cartjit run directory"):
-        run_experiment(cfg, other, backend="serial", resume=True, quiet=True)
+        run_experiment(cfg, other, backend="serial", resume=True, quiet=True, warmup=False)
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
 
 
@@ -227,7 +229,8 @@ def test_resume_computes_only_missing_cells(serial_run, tmp_path):
         p.unlink()
     kept = {p.name: p.read_bytes() for p in cells[2:]}
     (copy / "results.csv").unlink()
-    result = run_experiment(cfg, copy, backend="threads", workers=2, resume=True, quiet=True)
+    result = run_experiment(cfg, copy, backend="threads", workers=2, resume=True, quiet=True,
+                            warmup=False)
     assert set(result.computed) == removed and result.reused == 3
     assert {p.name: p.read_bytes() for p in (copy / "cells").glob("*.json")
             if p.stem not in removed} == kept
@@ -236,7 +239,7 @@ def test_resume_computes_only_missing_cells(serial_run, tmp_path):
     assert [inv["resume"] for inv in meta["invocations"]] == [False, True]
     assert meta["invocations"][1]["computed"] == result.computed
     # nothing left to do: a second resume computes nothing
-    assert run_experiment(cfg, copy, resume=True, quiet=True).computed == []
+    assert run_experiment(cfg, copy, resume=True, quiet=True, warmup=False).computed == []
 
 
 def test_unreadable_cell_file_is_recomputed(serial_run, tmp_path):
@@ -247,14 +250,14 @@ def test_unreadable_cell_file_is_recomputed(serial_run, tmp_path):
     shutil.copytree(out, copy)
     victim = sorted((copy / "cells").glob("*.json"))[0]
     victim.write_text('{"truncated": ')
-    with pytest.warns(RuntimeWarning, match="unreadable cell file"):
-        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True)
+    with pytest.warns(RuntimeWarning, match="damaged file .*not valid JSON"):
+        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
     assert result.computed == [victim.stem]
     assert table_without_wall_time(copy) == table_without_wall_time(out)
 
 
 def test_a_failing_cell_keeps_the_others(tmp_path, monkeypatch):
-    import cartjit.runner as runner
+    import cartjit.experiments.cells as runner
 
     cfg = write(tmp_path)
     real = runner.compute_cell
@@ -268,13 +271,14 @@ def test_a_failing_cell_keeps_the_others(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "compute_cell", flaky)
     with pytest.raises(RunError, match="(?s)failed.*boom"):
-        run_experiment(cfg, tmp_path / "out", backend="serial", quiet=True)
+        run_experiment(cfg, tmp_path / "out", backend="serial", quiet=True, warmup=False)
     saved = len(list((tmp_path / "out" / "cells").glob("*.json")))
     assert 0 < saved < 5
     assert not (tmp_path / "out" / "results.csv").exists()
     assert json.loads((tmp_path / "out" / "run.json").read_text())["status"] == "failed"
     monkeypatch.setattr(runner, "compute_cell", real)
-    result = run_experiment(cfg, tmp_path / "out", backend="serial", resume=True, quiet=True)
+    result = run_experiment(cfg, tmp_path / "out", backend="serial", resume=True, quiet=True,
+                            warmup=False)
     assert len(result.computed) == 5 - saved and (tmp_path / "out" / "results.csv").exists()
 
 
@@ -294,9 +298,9 @@ def test_iris_spec_sequences_in_a_run(tmp_path):
         [[datasets]]
         bundled = "iris"
     """)
-    run_experiment(cfg, tmp_path / "o", backend="serial", quiet=True)
+    run_experiment(cfg, tmp_path / "o", backend="serial", quiet=True, warmup=False)
     table = pd.read_csv(tmp_path / "o" / "summary" / "iris.csv")
-    # SPEC §6, all four features: 9 leaves, alpha = 0, 1/300, 1/150, 1/75, 22/75, 1/3
+    # docs/maths.md §6, all four features: 9 leaves, alpha = 0, 1/300, 1/150, 1/75, 22/75, 1/3
     assert table["n_leaves"].tolist() == [9, 7, 4, 3, 2, 1]
     np.testing.assert_allclose(table["alpha"], [0, 1 / 300, 1 / 150, 1 / 75, 22 / 75, 1 / 3],
                                rtol=1e-12, atol=1e-15)
@@ -319,7 +323,7 @@ def test_cell_warnings_are_recorded_per_cell_and_not_swallowed(tmp_path):
         path = "w.csv"
         target = "y"
     """)
-    run_experiment(cfg, tmp_path / "o", backend="threads", workers=2, quiet=True)
+    run_experiment(cfg, tmp_path / "o", backend="threads", workers=2, quiet=True, warmup=False)
     cells = pd.read_csv(tmp_path / "o" / "cells.csv")
     assert cells["warnings"].str.contains("fewer than the 3 folds").all()
     # the run restored the warning machinery: a later warning is shown, not lost
@@ -327,3 +331,485 @@ def test_cell_warnings_are_recorded_per_cell_and_not_swallowed(tmp_path):
     with pytest.warns(UserWarning, match="still visible"):
         warnings.warn("still visible", UserWarning)
     assert not getattr(warnings.showwarning, "_cartjit_router", False)
+
+
+# --------------------------------------------------------------------------- layout
+
+def _imports_of(path, root):
+    """Modules a file under the package directory ``root`` imports (relative resolved)."""
+    import ast
+
+    package = ["cartjit", *path.relative_to(root).parent.parts]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+                if node.module is None:
+                    found |= {f"{mod}.{a.name}" for a in node.names}
+                else:
+                    found.add(mod)
+            else:
+                found.add(node.module)
+    return found
+
+
+def test_runner_layout_has_no_cycle_and_engine_never_imports_it():
+    from pathlib import Path
+
+    import cartjit
+    root = Path(cartjit.__file__).parent
+    runner = {f"cartjit.experiments.{p.stem}": _imports_of(p, root)
+              for p in (root / "experiments").glob("*.py") if p.stem != "__init__"}
+    assert set(runner) >= {f"cartjit.experiments.{m}" for m in
+                           ("config", "data", "cells", "backends", "store", "reports", "run")}
+    # the runner uses the public engine only (estimators, datasets, the memory limit)
+    engine_used = {m for deps in runner.values() for m in deps
+                   if m.startswith("cartjit.") and not m.startswith("cartjit.experiments")}
+    assert engine_used <= {"cartjit.estimators", "cartjit.datasets", "cartjit._limits",
+                           "cartjit.__version__"}, engine_used
+    # no cycle among the runner's modules
+    graph = {m: {d for d in deps if d in runner} for m, deps in runner.items()}
+    state = {}
+
+    def visit(m, stack):
+        state[m] = "open"
+        for d in graph[m]:
+            assert state.get(d) != "open", f"import cycle: {' -> '.join(stack + [m, d])}"
+            if d not in state:
+                visit(d, stack + [m])
+        state[m] = "done"
+
+    for m in graph:
+        if m not in state:
+            visit(m, [])
+    # nothing imported upward: no engine module imports the runner
+    for p in root.glob("*.py"):
+        if p.name == "__main__.py":
+            continue
+        assert not {m for m in _imports_of(p, root)
+                    if m.startswith("cartjit.experiments")}, p.name
+    for old in ("runner", "reports", "_config_file", "_experiment_data"):
+        assert not (root / f"{old}.py").exists(), old
+
+
+# --------------------------------------------------------------------------- damaged store
+
+TINY = """
+    [cv]
+    V = [2, 3, 5]
+    seed = 3
+    [[datasets]]
+    bundled = "iris_petal"
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A finished run of three cells, never modified (tests copy it)."""
+    tmp = tmp_path_factory.mktemp("tiny")
+    cfg = write(tmp, TINY, name="tiny.toml")
+    run_experiment(cfg, tmp / "out", backend="serial", quiet=True)
+    return cfg, tmp / "out"
+
+
+def _copy(src, dst):
+    import shutil
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _cell_doc(path):
+    return json.loads(path.read_text())
+
+
+def _reseal(doc):
+    from cartjit.experiments.store import seal
+    return seal({k: v for k, v in doc.items() if k != "sha256"})
+
+
+def _short_column(doc):
+    doc["result"]["columns"]["cv_risk"] = doc["result"]["columns"]["cv_risk"][:-1]
+    return _reseal(doc)
+
+
+def _wrong_type(doc):
+    doc["result"]["n_folds"] = "five"
+    return _reseal(doc)
+
+
+def _missing_key(doc):
+    del doc["result"]["chosen"]
+    return _reseal(doc)
+
+
+def _null_column(doc):
+    doc["result"]["columns"]["alpha"] = None
+    return _reseal(doc)
+
+
+def _edited_value(doc):  # not resealed: the seal catches it
+    doc["result"]["columns"]["cv_risk"][0] += 0.125
+    return doc
+
+
+def _other_cells_key(doc):
+    doc["key"]["repeat"] = 99
+    return _reseal(doc)
+
+
+SHAPES = {
+    "null": lambda doc: None,
+    "a list": lambda doc: [doc],
+    "an empty object": lambda doc: {},
+    "a column one entry short": _short_column,
+    "a field of the wrong type": _wrong_type,
+    "a missing key": _missing_key,
+    "a null column": _null_column,
+    "an edited value": _edited_value,
+    "another cell's key": _other_cells_key,
+}
+
+
+@pytest.mark.parametrize("damage", list(SHAPES))
+def test_a_cell_file_of_the_wrong_shape_is_recomputed_with_a_warning(tiny_run, tmp_path, damage):
+    cfg, out = tiny_run
+    copy = _copy(out, tmp_path / "copy")
+    victim = sorted((copy / "cells").glob("*.json"))[1]
+    victim.write_text(json.dumps(SHAPES[damage](_cell_doc(victim))))
+    with pytest.warns(RuntimeWarning, match=re.escape(str(victim))):
+        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
+    assert result.computed == [victim.stem]
+    assert table_without_wall_time(copy) == table_without_wall_time(out)
+    # the damaged file is kept aside, never deleted
+    assert len(list((copy / "damaged").iterdir())) == 1
+    assert _cell_doc(victim)["sha256"]  # the recomputed cell is sealed again
+
+
+def test_a_directory_where_a_cell_file_should_be(tiny_run, tmp_path):
+    cfg, out = tiny_run
+    copy = _copy(out, tmp_path / "copy")
+    victim = sorted((copy / "cells").glob("*.json"))[0]
+    victim.unlink()
+    victim.mkdir()
+    (victim / "x").write_text("user data")
+    with pytest.warns(RuntimeWarning, match=re.escape(str(victim))):
+        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
+    assert result.computed == [victim.stem] and victim.is_file()
+    moved = list((copy / "damaged").iterdir())
+    assert len(moved) == 1 and (moved[0] / "x").read_text() == "user data"
+    assert table_without_wall_time(copy) == table_without_wall_time(out)
+
+
+@pytest.mark.parametrize("damage", ["not json", "a list", "no config_hash", "edited",
+                                    "a directory"])
+def test_a_damaged_run_json_is_rebuilt(tiny_run, tmp_path, damage):
+    cfg, out = tiny_run
+    copy = _copy(out, tmp_path / "copy")
+    run_json = copy / "run.json"
+    doc = json.loads(run_json.read_text())
+    if damage == "not json":
+        run_json.write_bytes(run_json.read_bytes()[:40])
+    elif damage == "a list":
+        run_json.write_text("[1, 2]")
+    elif damage == "no config_hash":
+        del doc["config_hash"]
+        run_json.write_text(json.dumps(_reseal(doc)))
+    elif damage == "edited":
+        doc["n_cells"] = 2
+        run_json.write_text(json.dumps(doc))
+    else:
+        run_json.unlink()
+        run_json.mkdir()
+    with pytest.warns(RuntimeWarning, match="run.json"):
+        result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
+    assert result.computed == [] and result.reused == 3
+    meta = json.loads(run_json.read_text())
+    assert meta["status"] == "complete" and "rebuilt" in meta
+    assert table_without_wall_time(copy) == table_without_wall_time(out)
+
+
+def test_resume_needs_a_run_json_or_a_cells_directory(tiny_run, tmp_path):
+    cfg, out = tiny_run
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "run.json").write_text("garbage")
+    with pytest.raises(RunError, match="does not look like a cartjit run") as info:
+        run_experiment(cfg, other, backend="serial", resume=True, quiet=True, warmup=False)
+    assert info.value.option == "--resume"
+    assert [p.name for p in other.iterdir()] == ["run.json"]
+
+
+# --------------------------------------------------------------------------- disk full
+
+def _fail_writes_after(monkeypatch, n_ok, err=None):
+    import errno
+
+    import cartjit.experiments.store as store
+    real = store._write_file
+    calls = {"n": 0}
+
+    def write_file(path, data, fsync):
+        if "cells" in str(path):
+            calls["n"] += 1
+            if calls["n"] > n_ok:
+                raise err or OSError(errno.ENOSPC, "No space left on device")
+        return real(path, data, fsync)
+
+    monkeypatch.setattr(store, "_write_file", write_file)
+
+
+def test_disk_full_stops_the_run_clearly_and_resume_completes_it(tiny_run, tmp_path,
+                                                                   monkeypatch, capsys):
+    from cartjit.__main__ import main
+
+    cfg, out = tiny_run
+    target = tmp_path / "full"
+    _fail_writes_after(monkeypatch, 1)
+    assert main(["run", str(cfg), "--out", str(target), "--backend", "serial", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "No space left on device (ENOSPC)" in err and "--resume" in err
+    assert str(target / "cells") in err and "Traceback" not in err
+    assert len(list((target / "cells").glob("*.json"))) == 1
+    assert not [p for p in (target / "cells").iterdir() if p.name.endswith(".tmp")]
+    assert json.loads((target / "run.json").read_text())["status"] == "failed"
+    monkeypatch.undo()
+    result = run_experiment(cfg, target, backend="serial", resume=True, quiet=True, warmup=False)
+    assert len(result.computed) == 2 and result.reused == 1
+    assert table_without_wall_time(target) == table_without_wall_time(out)
+
+
+def test_any_oserror_writing_the_store_is_reported_with_the_file(tiny_run, tmp_path,
+                                                                 monkeypatch):
+    cfg, _ = tiny_run
+    _fail_writes_after(monkeypatch, 0, PermissionError(13, "Permission denied"))
+    with pytest.raises(RunError, match=r"(?s)cannot write .*cells.*Permission denied.*--resume"):
+        run_experiment(cfg, tmp_path / "o", backend="threads", workers=2, quiet=True, warmup=False)
+
+
+# --------------------------------------------------------------------------- lock
+
+def test_a_second_run_on_a_locked_directory_is_refused(tiny_run, tmp_path):
+    import os
+
+    from cartjit.experiments.store import RunLock
+
+    cfg, out = tiny_run
+    copy = _copy(out, tmp_path / "copy")
+    held = RunLock(copy).acquire()
+    try:
+        before = (copy / "run.json").read_bytes()
+        with pytest.raises(RunError, match=f"in use by another cartjit run .*process "
+                                           f"{os.getpid()}") as info:
+            run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
+        assert info.value.option == "--out"
+        assert (copy / "run.json").read_bytes() == before
+    finally:
+        held.release()
+    again = run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
+    assert again.reused == 3
+
+
+def test_a_lock_held_by_another_process_and_a_stale_one(tiny_run, tmp_path, capsys):
+    import subprocess
+    import sys
+
+    from cartjit.experiments.store import LOCK_FILE
+
+    cfg, out = tiny_run
+    copy = _copy(out, tmp_path / "copy")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from cartjit.experiments.store import "
+         "RunLock; RunLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)",
+         str(copy)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunError, match=f"process {holder.pid}"):
+            run_experiment(cfg, copy, backend="serial", resume=True, quiet=True, warmup=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder died without releasing: its lock file names a dead pid, and is taken over
+    assert str(holder.pid) in (copy / LOCK_FILE).read_text()
+    result = run_experiment(cfg, copy, backend="serial", resume=True, quiet=False)
+    assert result.reused == 3
+    assert f"left by process {holder.pid}" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- unbounded
+
+@pytest.mark.parametrize("entry, field", [
+    ('synthetic = "classification"\nname = "s"\nn_samples = 9000000000000', "n_samples"),
+    ('synthetic = "regression"\nname = "s"\nn_samples = 1000\nn_features = 100000000000',
+     "n_samples"),
+    ('synthetic = "classification"\nname = "s"\nn_samples = 100000\nn_classes = 1000000000',
+     "n_samples"),
+])
+def test_huge_synthetic_data_are_refused_up_front(tmp_path, monkeypatch, entry, field):
+    from cartjit.experiments.config import ConfigError
+
+    monkeypatch.setenv("CARTJIT_MEMORY_LIMIT", "8G")
+    cfg = write(tmp_path, "[[datasets]]\n" + entry + "\n")
+    with pytest.raises(ConfigError, match="memory limit") as info:
+        read_config(cfg)
+    assert info.value.field == f"datasets[1].{field}"
+
+
+def test_a_huge_number_of_repeats_is_refused_before_planning(tmp_path, monkeypatch):
+    import time
+
+    from cartjit.experiments.config import ConfigError
+
+    monkeypatch.setenv("CARTJIT_MEMORY_LIMIT", "8G")
+    cfg = write(tmp_path, SMALL.replace("n_repeats = 2", "n_repeats = 10000000"))
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"20_000_001 cells .*memory limit") as info:
+        run_experiment(cfg, tmp_path / "o", quiet=True, dry_run=True)
+    assert info.value.field == "cv.n_repeats"
+    assert time.perf_counter() - t0 < 5
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_header_only_csv_says_it_has_no_data_rows(tmp_path):
+    from cartjit.experiments.config import ConfigError
+
+    (tmp_path / "h.csv").write_text("a,b,y\n")
+    cfg = write(tmp_path, '[[datasets]]\nname = "h"\npath = "h.csv"\ntarget = "y"\n')
+    with pytest.raises(ConfigError, match="has a header .* but no data rows") as info:
+        resolve(read_config(cfg))
+    assert info.value.field == "datasets[1].path"
+    assert "not numeric" not in str(info.value)
+
+
+# --------------------------------------------------------------------------- compile
+
+def test_the_warm_up_is_timed_apart_from_the_cells(tiny_run):
+    _, out = tiny_run
+    meta = json.loads((out / "run.json").read_text())
+    inv = meta["invocations"][0]
+    assert set(inv["timings_s"]) == {"setup", "compile", "cells", "reports"}
+    assert inv["compile"]["seconds"] > 0 and isinstance(inv["compile"]["compiled"], bool)
+    assert inv["timings_s"]["compile"] >= inv["compile"]["seconds"]
+    text = (out / "timings.md").read_text()
+    assert "kernel warm-up" in text and "not in the cell times" in text
+
+
+def test_cache_state_reads_the_cache_directory(tmp_path, monkeypatch):
+    import os
+
+    import cartjit._builder  # noqa: F401  (the engine module whose index files we fake)
+    from cartjit.experiments import warmup
+
+    monkeypatch.setattr(warmup, "cache_dir", lambda: str(tmp_path))
+    assert warmup.cache_state() == "empty"
+    index = tmp_path / "_builder.some_kernel-10.py311.nbi"
+    index.write_bytes(b"")
+    assert warmup.cache_state() == "present"
+    old = os.path.getmtime(cartjit._builder.__file__) - 100
+    os.utime(index, (old, old))
+    assert warmup.cache_state() == "stale"
+
+
+@pytest.mark.slow
+def test_a_cold_cache_is_announced_once_and_timed_apart(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    cfg = write(tmp_path, TINY, name="tiny.toml")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), CI="1")
+    runs = []
+    for name in ("cold", "warm"):
+        proc = subprocess.run([sys.executable, "-m", "cartjit", "run", str(cfg), "--out",
+                               str(tmp_path / name), "--backend", "serial"],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        runs.append((proc.stderr, json.loads((tmp_path / name / "run.json").read_text())))
+    (cold_err, cold), (warm_err, warm) = runs
+    assert cold_err.count("compiling the kernels") == 1
+    assert cold["invocations"][0]["compile"]["compiled"] is True
+    assert "compiling" not in warm_err
+    assert warm["invocations"][0]["compile"]["compiled"] is False
+    # compilation is charged to the warm-up, not to the first cells
+    assert cold["invocations"][0]["timings_s"]["compile"] > 3
+    assert cold["invocations"][0]["timings_s"]["cells"] < 3
+    assert table_without_wall_time(tmp_path / "cold") == table_without_wall_time(tmp_path / "warm")
+
+
+# --------------------------------------------------------------------------- labels
+
+def test_summary_and_plot_say_what_their_plus_minus_is(serial_run):
+    _, out, _ = serial_run
+    md = (out / "summary.md").read_text()
+    assert "mean ± sd over repeats" in md
+    assert "R^CV(T_k) per V: mean ± sd over the 2 repeats" in md
+    if HAVE_MATPLOTLIB:
+        assert "bars ± 1 SE" in md and "not the ± sd of the table" in md
+    assert "docs/maths.md §4–5" in md
+
+
+# --------------------------------------------------------------------------- corruption
+
+def _mutations(path):
+    """Ways to damage one file: bytes, JSON shape, values, type."""
+    raw = path.read_bytes()
+    out = {"truncated": raw[: len(raw) // 2], "empty": b"", "binary junk": bytes(range(256))}
+    if raw:
+        i = len(raw) // 3
+        out["a flipped byte"] = raw[:i] + bytes([raw[i] ^ 0x55]) + raw[i + 1:]
+    if path.suffix == ".json":
+        out["JSON null"] = b"null"
+        out["JSON list"] = b"[]"
+        doc = json.loads(raw)
+        if isinstance(doc, dict) and "result" in doc:
+            changed = json.loads(raw)
+            changed["result"]["wall_time_s"] = -1
+            out["a changed value"] = json.dumps(changed).encode()
+    return out
+
+
+@pytest.mark.slow
+def test_every_file_of_a_finished_run_damaged_in_turn(tiny_run, tmp_path):
+    """Each file of a 3-cell run, damaged each way: --resume recomputes or refuses
+    clearly, and whenever it finishes the tables equal the untouched run's."""
+    import shutil
+    import warnings
+
+    cfg, out = tiny_run
+    expected = table_without_wall_time(out)
+    expected_summary = (out / "summary/iris_petal.csv").read_bytes()
+    files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert len([f for f in files if f.parts[0] == "cells"]) == 3
+    n, refused = 0, []
+    for rel in files:
+        for how, content in list(_mutations(out / rel).items()) + [("a directory", None)]:
+            copy = tmp_path / f"c{n}"
+            n += 1
+            shutil.copytree(out, copy)
+            target = copy / rel
+            if content is None:
+                target.unlink()
+                target.mkdir()
+            else:
+                target.write_bytes(content)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    run_experiment(cfg, copy, backend="serial", resume=True, quiet=True,
+                                   warmup=False)
+                except RunError as exc:  # refused: clearly, naming the file
+                    assert str(rel.name) in str(exc) and "Traceback" not in str(exc), (rel, how)
+                    refused.append((str(rel), how))
+                    shutil.rmtree(copy)
+                    continue
+            assert table_without_wall_time(copy) == expected, (rel, how)
+            assert (copy / "summary/iris_petal.csv").read_bytes() == expected_summary, (rel, how)
+            shutil.rmtree(copy)
+    assert n > 60
+    # only a directory in place of a report output stops a resume (it is not ours to
+    # delete); every damaged cell file, run.json, config.toml or lock file is handled
+    assert all(how == "a directory" and rel.split("/")[0] not in ("cells", "run.json")
+               for rel, how in refused), refused

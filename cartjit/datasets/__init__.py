@@ -5,21 +5,21 @@ Bundled datasets (CSV files in ``cartjit/datasets/data``, read with pandas):
 ``iris``
     Fisher's iris data (Fisher 1936; collected by Anderson 1935): 150 flowers, 50 of
     each of *Iris setosa*, *versicolor* and *virginica*, four measurements in cm. The
-    worked example of SPEC §6. The values are those of R's ``datasets::iris``, because
+    worked example of docs/maths.md §6. The values are those of R's ``datasets::iris``, because
     R's ``rpart`` is cartjit's test oracle. R's copy follows Fisher's paper; the UCI
     repository's ``iris.data`` differs from it in two cases (case 35 has petal width
     0.1 instead of 0.2, case 38 reads 4.9, 3.1, 1.5, 0.1 instead of 4.9, 3.6, 1.4, 0.1;
     see the UCI errata), and so do copies taken from it, such as scikit-learn's before
     version 0.20.
 ``iris_petal``
-    The same 150 cases with only petal length and petal width (SPEC §6, first problem).
+    The same 150 cases with only petal length and petal width (docs/maths.md §6, first problem).
 ``potato_yield``
     Rainfall (mm) and potato yield (t/ha) on 15 fields, a one-feature regression
-    example from the course material of SPEC §6.
+    example from the worked examples of docs/maths.md §6.
 ``play_golf``
     Ten days with two categorical features, temperature and humidity (``high`` /
     ``normal``), and whether golf was played (``yes`` / ``no``); a classification
-    example from the course material of SPEC §6. With entropy the root split is on
+    example from the worked examples of docs/maths.md §6. With entropy the root split is on
     humidity (gain about 0.420 bits, against 0.125 for temperature).
 
 Each ``load_*`` function returns a fresh :class:`pandas.DataFrame` (mutating it never
@@ -124,7 +124,7 @@ def load_iris(*, petal_only=False, return_X_y=False):
     ----------
     petal_only : bool, default False
         Keep only ``petal_length`` and ``petal_width`` as features (the first
-        worked example of SPEC §6).
+        worked example of docs/maths.md §6).
     return_X_y : bool, default False
         Return ``(X, y)`` instead of one DataFrame.
 
@@ -153,7 +153,7 @@ def load_iris(*, petal_only=False, return_X_y=False):
 def load_potato_yield(*, return_X_y=False):
     """Load the potato yield data: rainfall against yield on 15 fields.
 
-    A one-feature regression example from the course material of SPEC §6: the best
+    A one-feature regression example from the worked examples of docs/maths.md §6: the best
     constant predictor is the mean yield, and the best single split maximizes the
     reduction in the sum of squared deviations.
 
@@ -166,7 +166,7 @@ def load_potato_yield(*, return_X_y=False):
     -------
     frame : pandas.DataFrame
         15 rows, columns ``rainfall_mm`` (mm) and ``yield_t_ha`` (t/ha), both
-        float64, in the order of SPEC §6. A fresh copy.
+        float64, in the order of docs/maths.md §6. A fresh copy.
     X, y : pandas.DataFrame, pandas.Series
         With ``return_X_y=True``: the ``rainfall_mm`` column and the ``yield_t_ha``
         Series.
@@ -179,7 +179,7 @@ def load_potato_yield(*, return_X_y=False):
 def load_play_golf(*, return_X_y=False):
     """Load the play-golf data: ten days, two categorical features.
 
-    A classification example from the course material of SPEC §6. Temperature and
+    A classification example from the worked examples of docs/maths.md §6. Temperature and
     humidity are each ``high`` or ``normal``; the target ``play`` is ``yes`` or
     ``no``. Counts per (temperature, humidity): (high, high) 3 no; (normal, high)
     2 yes and 1 no; (high, normal) 2 yes; (normal, normal) 2 yes. With entropy the
@@ -220,7 +220,7 @@ _REGISTRY = (
         "species",
         "classification",
         "Fisher's iris data with only petal length and petal width "
-        "(the first worked example of SPEC §6).",
+        "(the first worked example of docs/maths.md §6).",
     ),
     (
         "play_golf",
@@ -228,7 +228,7 @@ _REGISTRY = (
         "play",
         "classification",
         "Play golf: 10 days, categorical temperature and humidity (high/normal), "
-        "target play (yes/no); course material of SPEC §6.",
+        "target play (yes/no); worked examples of docs/maths.md §6.",
     ),
     (
         "potato_yield",
@@ -236,7 +236,7 @@ _REGISTRY = (
         "yield_t_ha",
         "regression",
         "Potato yield: rainfall (mm) against yield (t/ha) on 15 fields; "
-        "course material of SPEC §6.",
+        "worked examples of docs/maths.md §6.",
     ),
 )
 

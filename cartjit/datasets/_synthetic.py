@@ -20,7 +20,11 @@ features are columns picked at random (from the same seeded stream) among the
 
 Both generators validate their arguments before drawing anything: a bad argument gets
 a ``TypeError`` (wrong kind of value) or a ``ValueError`` (value out of range) naming
-the argument, the value given and what is allowed.
+the argument, the value given and what is allowed. A request whose arrays would not fit
+the memory limit (``CARTJIT_MEMORY_LIMIT``, half the physical memory by default; see
+:func:`cartjit._limits.check_allocation`) is refused up front with a
+:class:`~cartjit._limits.MemoryLimitError` (a ``ValueError``): 9e12 rows, or a million
+classes, fail at once instead of swapping the machine.
 """
 from __future__ import annotations
 
@@ -28,6 +32,8 @@ import math
 import numbers
 
 import numpy as np
+
+from .._limits import check_allocation
 
 __all__ = ["make_classification", "make_regression"]
 
@@ -86,6 +92,17 @@ def _make_rng(random_state):
     if random_state < 0:
         raise ValueError(f"random_state must be an integer seed >= 0, got {random_state}")
     return np.random.default_rng(int(random_state))
+
+
+def _check_size(n_samples, n_features, n_classes=None):
+    """Refuse ``n_samples x n_features`` float64 features (and, for ``n_classes``, the
+    ``n_samples x n_classes`` score array) when they would not fit the memory limit."""
+    extra = 1 if n_classes is None else n_classes
+    check_allocation(8 * n_samples * (n_features + extra),
+                     f"n_samples={n_samples:_} x n_features={n_features:_} float64 features"
+                     + (f" and the n_samples x n_classes={n_classes:_} class scores"
+                        if n_classes is not None else ""),
+                     "ask for fewer cases, features or classes")
 
 
 def _informative(rng, n_features, n_informative):
@@ -171,6 +188,7 @@ def make_classification(
         "n_informative", n_informative, minimum=1, maximum=n_features, max_name="n_features"
     )
     label_noise = _check_real("label_noise", label_noise, low=0.0, high=1.0)
+    _check_size(n_samples, n_features, n_classes)  # X and the score array
     rng = _make_rng(random_state)
 
     # The problem (informative columns, class directions, interactions) is drawn first,
@@ -271,6 +289,7 @@ def make_regression(
         "n_informative", n_informative, minimum=1, maximum=n_features, max_name="n_features"
     )
     noise = _check_real("noise", noise, low=0.0)
+    _check_size(n_samples, n_features)
     rng = _make_rng(random_state)
 
     # the problem first (same for every n_samples), then X, then the noise

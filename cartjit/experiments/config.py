@@ -1,6 +1,6 @@
 """Experiment configuration files: the TOML schema, its defaults and its validation.
 
-An experiment is a sweep of cross-validation runs (SPEC §5) over datasets, numbers of
+An experiment is a sweep of cross-validation runs (docs/maths.md §5) over datasets, numbers of
 folds V, repeated random partitions and tree settings. It is described by a TOML file
 (read with :mod:`tomllib`) with four tables::
 
@@ -15,7 +15,8 @@ cartesian product. A ``[[datasets]]`` entry may override any key of ``[cv]`` (bu
 reference, with every key, type and default, is ``docs/experiments.md``.
 
 :func:`read_config` checks the file alone (types, allowed values, unknown keys);
-:func:`cartjit._experiment_data.resolve` then loads the data and checks what depends
+
+:func:`cartjit.experiments.data.resolve` then loads the data and checks what depends
 on it (V <= N, feature names, one prior per class). Every problem is a
 :class:`ConfigError` whose message starts with the file and the dotted name of the
 field, e.g. ``monograph.toml: datasets[2].cv.V: ...`` (datasets are numbered from 1,
@@ -35,7 +36,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
+from .._limits import MemoryLimitError, check_allocation
+from ..estimators import CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA
 
 __all__ = ["ConfigError", "DatasetSpec", "ExperimentConfig", "read_config", "canonical_json",
            "TREE_DEFAULTS", "CV_DEFAULTS", "selection_label"]
@@ -315,7 +317,7 @@ def _check_tree(chk, table, where, *, per_dataset_task=None):
         if isinstance(value, list) and not value:
             chk.fail(w, "must not be an empty array")
         if key == "criterion":
-            allowed = tuple(CLASSIFICATION_CRITERIA) + tuple(REGRESSION_CRITERIA)
+            allowed = CLASSIFIER_CRITERIA + REGRESSOR_CRITERIA
             opts = [chk.string(v, f"{w}[{i}]" if isinstance(value, list) else w, allowed)
                     for i, v in enumerate(_options(value))]
         elif key == "priors":
@@ -402,7 +404,7 @@ def _check_cv(chk, table, where, *, top):
 # --------------------------------------------------------------------------- datasets
 
 def _bundled_registry():
-    from .datasets import _REGISTRY
+    from ..datasets import _REGISTRY
     return {entry[0]: entry[3] for entry in _REGISTRY}
 
 
@@ -508,6 +510,18 @@ def _check_dataset(chk, entry, where, config_dir):
             chk.fail(f"{where}.n_informative", f"must be <= n_features = "
                                                f"{params['n_features']}, got "
                                                f"{params['n_informative']}")
+        for i, n in enumerate(ns):
+            width = params["n_features"] + (params["n_classes"] if kind == "classification"
+                                             else 1)
+            try:
+                check_allocation(8 * n * width, f"a synthetic dataset of n_samples={n:_} x "
+                                                f"n_features={params['n_features']:_}"
+                                 + (f" (n_classes={params['n_classes']:_})"
+                                    if kind == "classification" else ""),
+                                 "ask for fewer cases or features")
+            except MemoryLimitError as exc:
+                chk.fail(f"{where}.n_samples" + (f"[{i}]" if isinstance(entry["n_samples"], list)
+                                                 else ""), str(exc))
         specs = []
         for n in ns:
             label = name if len(ns) == 1 else f"{name}_n{n}"

@@ -1,12 +1,15 @@
 """The data of an experiment: loading each dataset of a config and the checks that need it.
 
-:func:`resolve` turns the :class:`~cartjit._config_file.DatasetSpec` entries of a checked
+:func:`resolve` turns the :class:`~cartjit.experiments.config.DatasetSpec` entries of a checked
 config into :class:`Data` records: the feature matrix as C-contiguous float64 (the layout
 the kernels take, converted once here rather than once per cell), the target, a
 fingerprint of the values (so that a changed CSV is noticed on ``--resume``) and the
 settings of the sweep made concrete for this dataset (V resolved against N, criteria of
 the dataset's task, class priors and costs checked against its classes). Problems are
-:class:`~cartjit._config_file.ConfigError` naming the field.
+:class:`~cartjit.experiments.config.ConfigError` naming the field. The size of the sweep
+is checked too: the cells times their fold ids must fit the memory limit
+(``CARTJIT_MEMORY_LIMIT``, see :func:`check_sweep_size`), so that ``n_repeats = 10**7``
+is refused up front rather than planned for hours.
 
 Sources:
 
@@ -19,7 +22,8 @@ Sources:
   named ``x0, x1, ...`` and target ``y``.
 
 Feature columns must be numeric (cartjit's kernels split numeric features only) and
-complete (no missing values).
+complete (no missing values); a file with a header but no data rows is refused as such.
+:func:`read_table` and :func:`table_problem` are shared with ``cartjit show FILE``.
 """
 from __future__ import annotations
 
@@ -29,11 +33,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import _validation as V
-from ._config_file import ConfigError, canonical_json
-from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
+from .._limits import MemoryLimitError, check_allocation
+from ..estimators import CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA
+from .config import ConfigError, canonical_json
 
-__all__ = ["Data", "resolve", "load_frame"]
+__all__ = ["Data", "resolve", "load_frame", "read_table", "infer_task", "table_problem",
+           "check_sweep_size", "CELL_BYTES"]
+
+#: Bytes a planned cell costs beyond its fold ids (its plan record, its stored result
+#: and its rows of the long table): a deliberately low estimate, for the size check.
+CELL_BYTES = 2048
 
 
 @dataclass(frozen=True)
@@ -70,42 +79,67 @@ def _fail(config, where, message):
     raise ConfigError(config.file, where, message)
 
 
+def read_table(path, fmt):
+    """A CSV or Parquet file as a DataFrame; raises ValueError with a clear message."""
+    try:
+        if fmt == "csv":
+            return pd.read_csv(path)
+        try:
+            return pd.read_parquet(path)
+        except ImportError as exc:
+            raise ValueError(f"reading Parquet needs pyarrow (pip install pyarrow): {exc}")
+    except FileNotFoundError:
+        raise ValueError(f"file {str(path)!r} does not exist") from None
+    except IsADirectoryError:
+        raise ValueError(f"{str(path)!r} is a directory, not a data file") from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{str(path)!r} is empty (no header, no data rows)") from None
+    except ValueError:
+        raise
+    except Exception as exc:  # parser errors of pandas / pyarrow
+        raise ValueError(f"cannot read {str(path)!r} as {fmt}: {exc}") from None
+
+
+def infer_task(column):
+    """``regression`` for a float target, else ``classification``."""
+    return "regression" if column.dtype.kind == "f" else "classification"
+
+
+def table_problem(frame, path, target):
+    """Why ``frame`` (read from ``path``) cannot be used with ``target``, or None."""
+    if target not in frame.columns:
+        return (f"column {target!r} is not in {str(path)!r} (columns: "
+                f"{', '.join(map(str, frame.columns))})")
+    if len(frame) == 0:
+        return (f"{str(path)!r} has a header ({', '.join(map(str, frame.columns))}) but no "
+                "data rows")
+    return None
+
+
 def load_frame(config, spec):
     """``(frame, target, features, task, description)`` of one dataset spec."""
     if spec.source == "bundled":
-        from .datasets import load_dataset
+        from ..datasets import load_dataset
         ds = load_dataset(spec.bundled)
         return ds.frame, ds.target, list(ds.features), ds.task, ds.description
     if spec.source == "file":
         where = f"{spec.where}.path"
         try:
-            if spec.format == "csv":
-                frame = pd.read_csv(spec.path)
-            else:
-                try:
-                    frame = pd.read_parquet(spec.path)
-                except ImportError as exc:
-                    _fail(config, where, f"reading Parquet needs pyarrow (pip install "
-                                         f"pyarrow): {exc}")
-        except FileNotFoundError:
-            _fail(config, where, f"file {spec.path!r} does not exist (relative paths are "
-                                 "relative to the config file)")
-        except IsADirectoryError:
-            _fail(config, where, f"{spec.path!r} is a directory, not a data file")
-        except ConfigError:
-            raise
-        except Exception as exc:  # parser errors of pandas / pyarrow
-            _fail(config, where, f"cannot read {spec.path!r} as {spec.format}: {exc}")
+            frame = read_table(spec.path, spec.format)
+        except ValueError as exc:
+            hint = (" (relative paths are relative to the config file)"
+                    if "does not exist" in str(exc) else "")
+            _fail(config, where, f"{exc}{hint}")
         if spec.target not in frame.columns:
-            _fail(config, f"{spec.where}.target",
-                  f"column {spec.target!r} is not in {spec.path!r} (columns: "
-                  f"{', '.join(map(str, frame.columns))})")
+            _fail(config, f"{spec.where}.target", table_problem(frame, spec.path, spec.target))
+        if len(frame) == 0:
+            _fail(config, where, table_problem(frame, spec.path, spec.target))
         task = spec.task
         if task is None:
-            task = "regression" if frame[spec.target].dtype.kind == "f" else "classification"
+            task = infer_task(frame[spec.target])
         features = [c for c in frame.columns if c != spec.target]
         return frame, spec.target, features, task, f"{spec.format.upper()} file {spec.path}"
-    from .datasets import make_classification, make_regression
+    from ..datasets import make_classification, make_regression
     params = dict(spec.synthetic)
     kind = params.pop("kind")
     gen = make_classification if kind == "classification" else make_regression
@@ -134,7 +168,7 @@ def _settings_product(config, spec, task, n_classes):
     tree, where = spec.tree, spec.tree_where
     crit_all = tree["criterion"]
     own = where["criterion"].startswith(spec.where + ".")
-    valid = CLASSIFICATION_CRITERIA if task == "classification" else REGRESSION_CRITERIA
+    valid = CLASSIFIER_CRITERIA if task == "classification" else REGRESSOR_CRITERIA
     if crit_all == [None]:
         criteria = ["gini" if task == "classification" else "squared_error"]
     else:
@@ -158,21 +192,27 @@ def _settings_product(config, spec, task, n_classes):
             continue
         axes[key] = list(tree[key])
     if task == "classification":
-        counts = np.ones(n_classes)
-        for i, p in enumerate(axes["priors"]):
-            if not isinstance(p, str):
-                try:
-                    V.check_priors(p, counts)
-                except (TypeError, ValueError) as exc:
-                    _fail(config, where["priors"], f"for dataset {spec.name!r} with "
-                                                   f"{n_classes} classes: {exc}")
+        # the config checked the values (positive priors summing to 1, a square cost
+        # matrix >= 0 with a zero diagonal); what needs the data is the number of classes
+        for p in axes["priors"]:
+            if not isinstance(p, str) and len(p) != n_classes:
+                _fail(config, where["priors"], f"for dataset {spec.name!r} with {n_classes} "
+                                               f"classes: priors must have one entry per "
+                                               f"class ({n_classes}), got {len(p)}")
         for c in axes["cost"]:
-            if not isinstance(c, str):
-                try:
-                    V.check_cost(c, n_classes)
-                except (TypeError, ValueError) as exc:
-                    _fail(config, where["cost"], f"for dataset {spec.name!r} with "
-                                                 f"{n_classes} classes: {exc}")
+            if isinstance(c, str):
+                continue
+            if len(c) != n_classes:
+                _fail(config, where["cost"], f"for dataset {spec.name!r} with {n_classes} "
+                                             f"classes: cost must have shape ({n_classes}, "
+                                             f"{n_classes}) (rows: true class, columns: "
+                                             f"predicted class), got ({len(c)}, {len(c)})")
+            zero = [j for j, row in enumerate(c) if sum(row) <= 0]
+            if zero:
+                _fail(config, where["cost"], f"for dataset {spec.name!r}: cost row "
+                                             f"{zero[0]} (true class {zero[0]}) is all zero: "
+                                             "every class needs a positive cost of being "
+                                             "misclassified")
     combos = [{}]
     for key, opts in axes.items():
         combos = [dict(c, **{key: o}) for c in combos for o in opts]
@@ -262,6 +302,29 @@ def _load_one(config, spec):
         spec=spec)
 
 
+def check_sweep_size(config, d):
+    """Refuse a sweep whose cells and fold ids would not fit the memory limit.
+
+    The estimate is ``cells x (N x 8 bytes of fold ids + CELL_BYTES)``, a lower bound of
+    what planning, storing and tabulating the cells needs; it is checked with
+    :func:`cartjit._limits.check_allocation` before any cell is planned.
+    """
+    per_settings = sum(1 if V == d.n_samples else d.n_repeats for V in d.V)
+    n_cells = per_settings * len(d.settings)
+    try:
+        check_allocation(n_cells * (8 * d.n_samples + CELL_BYTES),
+                         f"dataset {d.name!r}: {n_cells:_} cells (n_repeats={d.n_repeats:_} "
+                         f"x {len(d.V)} values of V x {len(d.settings)} tree settings) with "
+                         f"{d.n_samples:_} fold ids each",
+                         "lower n_repeats or the number of V values and settings")
+    except MemoryLimitError as exc:
+        _fail(config, d.spec.cv_where["n_repeats"], str(exc))
+    return n_cells
+
+
 def resolve(config):
     """Load every dataset of ``config`` and check what depends on the data."""
-    return tuple(_load_one(config, spec) for spec in config.datasets)
+    data = tuple(_load_one(config, spec) for spec in config.datasets)
+    for d in data:
+        check_sweep_size(config, d)
+    return data

@@ -1,6 +1,7 @@
-"""Reports of an experiment: the long table, the course-layout summaries, plots, timings.
+"""Reports of an experiment: the long table, the monograph-layout summaries, plots, timings.
 
-Everything here is assembled from the finished cells (:mod:`cartjit.runner`), always in
+Everything here is assembled from the finished cells (:mod:`cartjit.experiments.cells`,
+read back by :mod:`cartjit.experiments.store`), always in
 the plan's cell order, so the files do not depend on the backend or on the order in
 which cells finished.
 
@@ -10,17 +11,22 @@ which cells finished.
     whenever the results are; ``wall_time_s`` (the last column) measures the machine
     and is the one column that differs between two runs of the same config.
 ``summary.md`` and ``summary/<group>.csv``
-    For each dataset and tree setting, the table of the course (SPEC §6): rows k and
-    |T~_k| (with α_k and R(T_k)), columns V, cells R^CV(T_k) as "mean ± std over
-    repeats"; the leave-one-out column has a single partition and no ±. A second table
-    counts how often each T_k is chosen by the "min" and "1se" rules.
+    For each dataset and tree setting, the table of the worked examples (docs/maths.md
+    §6): rows k and |T~_k| (with α_k and R(T_k)), columns V, cells R^CV(T_k) as "mean ±
+    sd over repeats" (the standard deviation of R^CV across the random partitions); the
+    leave-one-out column has a single partition and no ±. Both the table and its plot
+    say what their ± means. A second table counts how often each T_k is chosen by the
+    "min" and "1se" rules.
 ``plots/<group>.png``
-    R^CV against the number of leaves, one line per V with ±1 SE bars (SE averaged over
-    repeats), and the resubstitution risk R(T_k) for reference. Needs matplotlib (the
+    R^CV (mean over repeats) against the number of leaves, one line per V with bars of
+    ± 1 SE (the standard error of docs/maths.md §5 that the 1-SE rule uses, averaged over
+    repeats; labelled as such, since it is not the sd of the table), and the
+    resubstitution risk R(T_k) for reference. Needs matplotlib (the
     ``plot`` extra); without it the plots are skipped with a note.
 ``cells.csv``, ``timings.md``
     One row per cell (chosen subtrees, fold count, wall time), and wall time per
-    dataset and V: kept apart from ``summary.md`` so that the summary is reproducible.
+    dataset and V, with the kernels' compilation (or loading) before the cells reported
+    on its own line: kept apart from ``summary.md`` so that the summary is reproducible.
 """
 from __future__ import annotations
 
@@ -33,20 +39,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._config_file import canonical_json, selection_label
+from .config import canonical_json, selection_label
+from .store import CELL_COLUMNS, atomic_write
 
-__all__ = ["long_table", "format_csv", "course_table", "course_markdown", "write_reports",
+__all__ = ["long_table", "format_csv", "summary_table", "summary_markdown", "write_reports",
            "LONG_COLUMNS"]
 
-#: Columns of the long table before the ``chosen_<rule>`` columns and ``wall_time_s``.
+#: Columns of the long table before the ``chosen_<rule>`` columns and ``wall_time_s``:
+#: the cell's key, then its per-k columns (:data:`~cartjit.experiments.store.CELL_COLUMNS`).
 LONG_COLUMNS = (
     "dataset", "task", "n_samples", "n_features", "settings", "criterion", "priors", "cost",
     "max_depth", "min_samples_split", "min_samples_leaf", "min_impurity_decrease",
-    "max_leaf_nodes", "V", "loo", "repeat", "seed", "cell_id", "k", "n_leaves", "alpha",
-    "alpha_prime", "risk", "cv_risk", "cv_se", "cp", "rel_error", "xerror", "xstd")
-
-_PER_K = ("k", "n_leaves", "alpha", "alpha_prime", "risk", "cv_risk", "cv_se", "cp",
-          "rel_error", "xerror", "xstd")
+    "max_leaf_nodes", "V", "loo", "repeat", "seed", "cell_id") + CELL_COLUMNS
 
 
 # --------------------------------------------------------------------------- long table
@@ -88,7 +92,7 @@ def long_table(config, data, cells, results):
             "seed": [cell.seed] * K,
             "cell_id": [cell.cell_id] * K,
         }
-        for name in _PER_K:
+        for name in CELL_COLUMNS:
             frame[name] = cols[name]
         for rule in rules:
             kk = res["chosen"][rule]
@@ -136,7 +140,7 @@ def format_csv(df):
     return buf.getvalue()
 
 
-# --------------------------------------------------------------------------- course tables
+# --------------------------------------------------------------------------- summary tables
 
 def _groups(df):
     """(dataset, settings) groups of the long table, in plan order."""
@@ -144,8 +148,8 @@ def _groups(df):
     return [(ds, st, df[(df["dataset"] == ds) & (df["settings"] == st)]) for ds, st in keys]
 
 
-def course_table(group):
-    """Numeric course-layout table of one (dataset, settings) group of the long table.
+def summary_table(group):
+    """Numeric monograph-layout table of one (dataset, settings) group of the long table.
 
     Rows k; columns ``k, n_leaves, alpha, risk``, then per V either ``V<V>_mean``,
     ``V<V>_std``, ``V<V>_se`` (random partitions; std over repeats, ddof=1, NaN with one
@@ -212,8 +216,8 @@ def _pick_rows(table, max_rows):
     return sorted(keep)
 
 
-def course_markdown(table, n_repeats, rules=("min", "1se"), max_rows=40):
-    """The course table (and the chosen-subtree counts) as Markdown text."""
+def summary_markdown(table, n_repeats, rules=("min", "1se"), max_rows=40):
+    """The summary table (and the chosen-subtree counts) as Markdown text."""
     Vs = []
     for c in table.columns:
         if c.startswith("V") and (c.endswith("_mean") or c.endswith("_loo")):
@@ -280,7 +284,7 @@ def _zoom_rows(table, Vs):
 
 
 def plot_group(table, title, path):
-    """R^CV (±1 SE) against |T~_k|, one line per V, plus R(T_k); PNG to a path or file.
+    """R^CV (mean, bars ± 1 SE) against |T~_k|, one line per V, plus R(T_k); PNG.
 
     When the interesting trees sit in a narrow band of R^CV (as on iris, where the
     one- and two-leaf trees have R^CV near 0.5-1 and the others near 0.05), a second
@@ -315,9 +319,10 @@ def plot_group(table, title, path):
         ax.set_xlabel("number of leaves $|\\tilde T_k|$")
         ax.grid(True, alpha=0.3)
         if panel == 0:
-            ax.set_ylabel("cross-validated risk $R^{CV}(T_k)$ (±1 SE)")
+            ax.set_ylabel("$R^{CV}(T_k)$, mean over repeats; bars ± 1 SE")
             ax.set_title(title, fontsize=10)
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, title="bars: ± 1 SE of $R^{CV}$\n(mean SE over repeats)",
+                      title_fontsize=7.5)
         else:
             ax.set_title("close-up: trees with $R^{CV}$ within 2 × the minimum", fontsize=10)
     # fixed margins: tight_layout would draw the figure once more just to measure it
@@ -373,6 +378,16 @@ def cells_table(config, data, cells, results):
     return pd.DataFrame(rows)
 
 
+def _compile_markdown(info):
+    if info is None:
+        return ("No kernel warm-up in this invocation (no cell to compute, or it was "
+                "turned off): the first cells include loading the kernels.\n\n")
+    what = ("compiled the kernels (first use after installing or upgrading cartjit)"
+            if info["compiled"] else "loaded the compiled kernels from Numba's cache")
+    return (f"Before the cells, the kernel warm-up {what} in {info['seconds']:.2f} s "
+            f"(cache: `{info['cache_dir']}`); this time is not in the cell times below.\n\n")
+
+
 def _timings_markdown(ctab):
     lines = ["| dataset | N | settings | V | cells | fold fits | wall time (s) | per cell (s) | per fit (ms) |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
@@ -388,10 +403,12 @@ def _timings_markdown(ctab):
             "backend, not the method.\n\n" + "\n".join(lines) + "\n")
 
 
-def write_reports(out, config, data, cells, results, *, max_rows=40):
-    """Write every report file into ``out``; returns their paths relative to ``out``."""
-    from .runner import atomic_write
+def write_reports(out, config, data, cells, results, *, max_rows=40, compile_info=None):
+    """Write every report file into ``out``; returns their paths relative to ``out``.
 
+    ``compile_info`` is the warm-up record of this invocation (``CompileReport.as_dict``),
+    reported in ``timings.md`` apart from the cells.
+    """
     out = Path(out)
     written = []
 
@@ -414,7 +431,8 @@ def write_reports(out, config, data, cells, results, *, max_rows=40):
 
     ctab = cells_table(config, data, cells, results)
     put("cells.csv", format_csv(ctab))
-    put("timings.md", f"# Timings: {config.name}\n\n" + _timings_markdown(ctab))
+    put("timings.md", f"# Timings: {config.name}\n\n" + _compile_markdown(compile_info)
+        + _timings_markdown(ctab))
 
     by_name = {d.name: d for d in data}
     first_cell = {}
@@ -426,9 +444,13 @@ def write_reports(out, config, data, cells, results, *, max_rows=40):
     if config.description:
         md += [config.description.strip(), ""]
     md += ["Cross-validated risk R^CV(T_k) of the pruning sequence T_1 > T_2 > … > T_K "
-           "(SPEC §4–5), for each dataset and V: mean ± standard deviation over the "
-           "repeated random partitions (leave-one-out has one partition, so no ±). "
-           "α_k: the cost-complexity parameter at which T_k becomes optimal; R(T_k): "
+           "(docs/maths.md §4–5), for each dataset and V. **Tables: mean ± sd over "
+           "repeats**, the standard deviation of R^CV across the repeated random "
+           "partitions (leave-one-out has one partition, so no ±). "
+           + ("**Plots: the same means, with bars of ± 1 SE**, the standard error of R^CV "
+              "(docs/maths.md §5, the one the 1-SE rule uses), averaged over the repeats. "
+              if plots else "")
+           + "α_k: the cost-complexity parameter at which T_k becomes optimal; R(T_k): "
            "resubstitution risk. Generated by `cartjit run`; the long table is "
            "`results.csv`.", ""]
     if not plots:
@@ -436,7 +458,7 @@ def write_reports(out, config, data, cells, results, *, max_rows=40):
     for ds, st, group in _groups(df):
         cell = first_cell[(ds, st)]
         d = by_name[ds]
-        table = course_table(group)
+        table = summary_table(group)
         slug = _slug(cell)
         put(f"summary/{slug}.csv", format_csv(table))
         repeats = sorted({int(v) for v in group.loc[~group["loo"], "repeat"]})
@@ -448,12 +470,17 @@ def write_reports(out, config, data, cells, results, *, max_rows=40):
                f"{d.task}; {_settings_text(cell)}"
                + (f"; {n_rep} repeat{'s' if n_rep != 1 else ''} of each random partition"
                   if n_rep else "") + (", stratified" if cell.stratify else "") + ".", ""]
-        md.append(course_markdown(table, n_rep, rules=rules, max_rows=max_rows))
+        md.append(f"R^CV(T_k) per V: mean ± sd over the {n_rep} repeats" if n_rep > 1 else
+                  "R^CV(T_k) per V (one partition each, so no ±)")
+        md.append("")
+        md.append(summary_markdown(table, n_rep, rules=rules, max_rows=max_rows))
         if plots:
             png = io.BytesIO()
             plot_group(table, f"{title}: N = {d.n_samples}", png)
             put(f"plots/{slug}.png", png.getvalue())
-            md += ["", f"![{title}](plots/{slug}.png)"]
+            md += ["", f"![{title}: R^CV, mean over repeats, bars ± 1 SE](plots/{slug}.png)",
+                   "", "*Plot: mean R^CV over the repeats; bars ± 1 SE (mean standard error "
+                   "over the repeats), not the ± sd of the table.*"]
         md.append("")
     put("summary.md", "\n".join(md))
     return written

@@ -1,0 +1,24 @@
+"""The experiment runner: ``cartjit run CONFIG``, as a pipeline of small modules.
+
+==============  ==========================================================================
+``config``      the TOML schema, its defaults and its checks (:func:`read_config`)
+``data``        loading each dataset and the checks that need the data (:func:`resolve`)
+``cells``       the plan of cells, their seeds, one cell's computation and its warnings
+``backends``    where cells run: ``serial``, ``threads``, ``dask``
+``store``       the output layout, atomic writes, the sealed cell files, the lock
+``reports``     the long table, the summaries, plots and timings
+``warmup``      compiling the kernels ahead (``cartjit compile``, the run's warm-up)
+``run``         the orchestration: :func:`run_experiment`
+==============  ==========================================================================
+
+The engine (``cartjit.estimators`` and the kernels under it) never imports this package;
+the runner uses the public estimators only. Import order within the package goes one
+way: ``config`` <- ``data``, ``store`` <- ``cells`` <- ``backends``, ``reports`` <-
+``run``. The user guide is docs/experiments.md.
+"""
+from .config import ConfigError, ExperimentConfig, read_config
+from .data import resolve
+from .run import RunError, RunResult, run_experiment
+
+__all__ = ["ConfigError", "ExperimentConfig", "RunError", "RunResult", "read_config",
+           "resolve", "run_experiment"]

@@ -1,0 +1,248 @@
+"""Cells: the plan of a sweep, the seeds, one cell's computation and its warnings.
+
+Cells
+    One cell is one cross-validation run (docs/maths.md §5): one dataset, one number of
+    folds V, one repeat (one random partition) and one combination of tree settings,
+    fitted with :class:`~cartjit.CARTClassifierCV` / :class:`~cartjit.CARTRegressorCV`
+    with ``n_repeats=1``. Leave-one-out (V = N) has a single partition, so it is one cell
+    whatever ``n_repeats`` says. The cells are listed in a fixed order (datasets in file
+    order, then settings, V ascending, repeat), and every table is sorted in that order,
+    never in the order cells finish.
+
+Seeds
+    A cell's ``random_state`` is derived from its key: the first 8 bytes of the SHA-256
+    of the canonical JSON of ``{seed, dataset, V, repeat, stratify}`` (63 bits), never
+    Python's ``hash()``. The tree settings are deliberately *not* part of it, so that
+    different settings are compared on the same partitions (paired comparisons). With
+    ``seeds = [...]`` in the config, repeat r uses ``seeds[r]`` as given.
+
+Determinism
+    A cell's result depends only on its key: the CV estimators give identical results
+    whatever the number of Numba threads, so every backend, with any number of workers
+    and in any completion order, writes byte-identical result tables (apart from the
+    ``wall_time_s`` column, which measures the machine).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import canonical_json, selection_label, sha256_hex
+from .store import CELL_COLUMNS, INT_COLUMNS, KEY_FORMAT
+
+__all__ = ["Cell", "cell_key", "cell_seed", "settings_labels", "plan_cells", "count_cells",
+           "compute_cell", "cell_payload", "compute_single_threaded", "route_cell_warnings",
+           "route_warnings_in_this_process"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One CV run of the sweep; ``order`` is its place in every table."""
+
+    order: int
+    cell_id: str
+    dataset: str
+    task: str
+    V: int
+    loo: bool
+    repeat: int
+    seed: int
+    stratify: bool
+    settings_index: int
+    settings: dict = field(hash=False)
+    settings_label: str = ""
+    settings_slug: str = ""
+    dataset_fingerprint: str = ""
+
+    @property
+    def key(self) -> dict:
+        return cell_key(self.dataset_fingerprint, self)
+
+
+def cell_key(fingerprint, cell):
+    """The canonical key of a cell: everything its result depends on."""
+    return {"format": KEY_FORMAT, "dataset": cell.dataset, "data": fingerprint,
+            "V": cell.V, "loo": cell.loo, "repeat": cell.repeat, "seed": cell.seed,
+            "stratify": cell.stratify, "settings": cell.settings}
+
+
+def cell_seed(base_seed, dataset, V, repeat, stratify):
+    """``random_state`` of a cell: 63 bits of SHA-256 of its partition key (module doc)."""
+    digest = hashlib.sha256(canonical_json(
+        {"seed": int(base_seed), "dataset": dataset, "V": int(V), "repeat": int(repeat),
+         "stratify": bool(stratify)}).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def _value_text(value):
+    return value if isinstance(value, str) else canonical_json(value)
+
+
+def settings_labels(settings_list):
+    """Per settings dict: (label, slug) naming only the keys that vary in the sweep."""
+    keys = list(settings_list[0]) if settings_list else []
+    varying = [k for k in keys
+               if len({canonical_json(s[k]) for s in settings_list}) > 1]
+    out = []
+    for s in settings_list:
+        label = ", ".join(f"{k}={_value_text(s[k])}" for k in varying)
+        parts = []
+        for k in varying:
+            v = s[k]
+            if isinstance(v, (list, dict)):
+                opts = []
+                for other in settings_list:
+                    if canonical_json(other[k]) not in opts:
+                        opts.append(canonical_json(other[k]))
+                v = f"{opts.index(canonical_json(v)) + 1}"
+            parts.append(f"{k}-{v}")
+        slug = "_".join(parts)
+        slug = "".join(c if c.isalnum() or c in "._-" else "-" for c in slug)
+        out.append((label, slug))
+    return out
+
+
+def count_cells(d):
+    """Number of cells of one resolved dataset, without listing them."""
+    per_settings = sum(1 if V == d.n_samples else d.n_repeats for V in d.V)
+    return per_settings * len(d.settings)
+
+
+def plan_cells(data):
+    """Every cell of the sweep over the resolved ``data``, in table order."""
+    cells = []
+    for d in data:
+        labels = settings_labels(list(d.settings))
+        for s_index, settings in enumerate(d.settings):
+            for V in d.V:
+                loo = V == d.n_samples
+                stratify = d.stratify and not loo
+                for r in range(1 if loo else d.n_repeats):
+                    if loo:
+                        seed = 0
+                    elif d.seeds is not None:
+                        seed = int(d.seeds[r])
+                    else:
+                        seed = cell_seed(d.seed, d.name, V, r, stratify)
+                    proto = Cell(order=len(cells), cell_id="", dataset=d.name, task=d.task,
+                                 V=int(V), loo=loo, repeat=r, seed=seed, stratify=stratify,
+                                 settings_index=s_index, settings=settings,
+                                 settings_label=labels[s_index][0],
+                                 settings_slug=labels[s_index][1],
+                                 dataset_fingerprint=d.fingerprint)
+                    cid = sha256_hex(cell_key(d.fingerprint, proto))[:24]
+                    cells.append(Cell(**{**proto.__dict__, "cell_id": cid}))
+    return cells
+
+
+# --------------------------------------------------------------------------- one cell
+
+def _estimator(task, settings, cv, stratify, seed):
+    from ..estimators import CARTClassifierCV, CARTRegressorCV
+    common = dict(
+        max_depth=None if settings["max_depth"] == "none" else settings["max_depth"],
+        min_samples_split=settings["min_samples_split"],
+        min_samples_leaf=settings["min_samples_leaf"],
+        min_impurity_decrease=settings["min_impurity_decrease"],
+        max_leaf_nodes=None if settings["max_leaf_nodes"] == "none" else settings["max_leaf_nodes"],
+        cv=cv, n_repeats=1, selection="min", random_state=seed)
+    if task == "classification":
+        priors = settings["priors"]
+        cost = settings["cost"]
+        return CARTClassifierCV(
+            settings["criterion"], priors=priors if isinstance(priors, str) else np.asarray(priors),
+            cost=None if cost == "0-1" else np.asarray(cost, dtype=np.float64),
+            stratify=stratify, **common)
+    return CARTRegressorCV(settings["criterion"], **common)
+
+
+#: Per-thread list collecting the warnings of the cell that thread is running.
+_CELL_WARNINGS = threading.local()
+
+
+def compute_cell(spec, X, y, selection):
+    """Run one cell; ``spec`` is the plain dict of :func:`cell_payload`. Pure function.
+
+    Returns a dict: the per-k columns of ``cv_results_`` (:data:`CELL_COLUMNS`, as
+    lists), the row k chosen by each selection rule (``select_k``), the number of folds,
+    any warnings, and the wall time of the fit.
+    """
+    est = _estimator(spec["task"], spec["settings"], "loo" if spec["loo"] else spec["V"],
+                     spec["stratify"], spec["seed"])
+    if getattr(warnings.showwarning, "_cartjit_router", False):
+        # warnings.catch_warnings is not thread-safe: under the run's router each
+        # thread collects its own cell's warnings
+        messages = []
+        _CELL_WARNINGS.messages = messages
+        try:
+            t0 = time.perf_counter()
+            est.fit(X, y)
+            wall = time.perf_counter() - t0
+        finally:
+            _CELL_WARNINGS.messages = None
+    else:  # one thread: the standard way
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            t0 = time.perf_counter()
+            est.fit(X, y)
+            wall = time.perf_counter() - t0
+        messages = [str(w.message) for w in caught]
+    res = est.cv_results_
+    cols = {}
+    for name in CELL_COLUMNS:
+        values = res[name].to_numpy()
+        cols[name] = [int(v) for v in values] if name in INT_COLUMNS \
+            else [float(v) for v in values]
+    chosen = {selection_label(rule): int(est.select_k(rule)) for rule in selection}
+    return {"columns": cols, "chosen": chosen, "n_folds": int(est.n_folds_),
+            "warnings": sorted(set(messages)), "wall_time_s": wall}
+
+
+def _make_router(original):
+    def show(message, category, filename, lineno, file=None, line=None):
+        sink = getattr(_CELL_WARNINGS, "messages", None)
+        if sink is not None:
+            sink.append(str(message))
+        else:
+            original(message, category, filename, lineno, file, line)
+    show._cartjit_router = True
+    return show
+
+
+@contextlib.contextmanager
+def route_cell_warnings():
+    """While cells run: every warning goes to the list of the cell of its thread.
+
+    Entered once, in the main thread, around a backend; other warnings are shown as usual
+    (every time: the filter is "always" inside, so each cell records its own).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = _make_router(warnings.showwarning)
+        yield
+
+
+def route_warnings_in_this_process():
+    """Install the router for good in a Dask worker process (its threads run cells)."""
+    if not getattr(warnings.showwarning, "_cartjit_router", False):
+        warnings.simplefilter("always")
+        warnings.showwarning = _make_router(warnings.showwarning)
+
+
+def cell_payload(cell):
+    """What a worker needs to compute ``cell``: a plain, picklable dict."""
+    return {"task": cell.task, "settings": cell.settings, "V": cell.V, "loo": cell.loo,
+            "stratify": cell.stratify, "seed": cell.seed}
+
+
+def compute_single_threaded(payload, X, y, selection):
+    """A cell on one Numba thread (threads and Dask backends); the setting is per thread."""
+    import numba
+    numba.set_num_threads(1)
+    return compute_cell(payload, X, y, selection)

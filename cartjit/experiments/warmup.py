@@ -1,0 +1,218 @@
+"""Compiling the kernels ahead: ``cartjit compile`` and the runner's warm-up.
+
+The first fit after installing (or upgrading) cartjit compiles the Numba kernels, which
+takes 10-30 s; later processes load them from Numba's on-disk cache in well under a
+second. :func:`compile_kernels` fits and cross-validates tiny problems of every kind
+(classification with each criterion, given priors and a cost matrix, case weights,
+regression, stratified and repeated CV, prediction), so that every kernel signature the
+estimators use is compiled and cached (``cartjit compile``). ``cartjit run`` warms up
+with :func:`compile_for_cells` before the cells, one tiny fit per distinct kind of cell
+of its plan (the same estimator, settings, stratification and leave-one-out or not), which
+compiles or loads exactly the kernels its cells use, and reports that time apart from the
+cells' (``compile`` in ``run.json`` and ``timings.md``), so the first cells are not charged
+for the compilation.
+
+Whether anything was compiled is read from the dispatchers' own statistics
+(``Dispatcher.stats.cache_misses``) after the warm-up. Whether compilation is *about* to
+happen is guessed beforehand from the cache directory (:func:`cache_state`): no index
+file of cartjit's kernels there, or one older than its source file, means compiling.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["CompileReport", "compile_kernels", "compile_for_cells", "cache_dir", "cache_state",
+           "warm_up"]
+
+
+@dataclass
+class CompileReport:
+    """What a warm-up did: its wall time, whether it compiled, where the cache is."""
+
+    seconds: float
+    compiled: bool
+    n_compiled: int
+    cache_dir: str
+    announced: bool = False
+
+    def as_dict(self):
+        return {"seconds": round(self.seconds, 4), "compiled": self.compiled,
+                "n_compiled": self.n_compiled, "cache_dir": self.cache_dir}
+
+
+def _dispatchers():
+    """Numba dispatchers of the engine's modules (already imported by the estimators)."""
+    from numba.core.dispatcher import Dispatcher
+
+    from .. import estimators  # noqa: F401  (imports the engine)
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("cartjit.") or name.startswith("cartjit.experiments"):
+            continue
+        for obj in list(vars(module).values()):
+            if isinstance(obj, Dispatcher):
+                found[id(obj)] = obj
+    return list(found.values())
+
+
+def cache_dir():
+    """Directory of Numba's on-disk cache of cartjit's kernels."""
+    for d in _dispatchers():
+        path = getattr(d.stats, "cache_path", None)
+        if path:
+            return str(path)
+    import numba
+    return numba.config.CACHE_DIR or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__pycache__")
+
+
+def cache_state():
+    """``"empty"``, ``"stale"`` or ``"present"``: what the cache holds for the engine.
+
+    ``empty``: no index file of any cartjit kernel (first use after install, or a fresh
+    ``NUMBA_CACHE_DIR``); ``stale``: an index file older than its module's source (the
+    source changed: Numba recompiles); ``present`` otherwise (the kernels should load).
+    """
+    directory = cache_dir()
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return "empty"
+    sources = {}
+    for name, module in list(sys.modules.items()):
+        if name.startswith("cartjit.") and getattr(module, "__file__", None):
+            sources[name.rsplit(".", 1)[1]] = module.__file__
+    index = [n for n in names if n.endswith(".nbi") and n.split(".", 1)[0] in sources]
+    if not index:
+        return "empty"
+    for n in index:
+        src = sources[n.split(".", 1)[0]]
+        try:
+            if os.path.getmtime(os.path.join(directory, n)) < os.path.getmtime(src):
+                return "stale"
+        except OSError:
+            return "stale"
+    return "present"
+
+
+def _misses():
+    return sum(sum(d.stats.cache_misses.values()) for d in _dispatchers())
+
+
+def compile_kernels():
+    """Fit tiny problems of every kind so that every kernel is compiled and cached."""
+    from ..estimators import (CARTClassifier, CARTClassifierCV, CARTRegressor,
+                              CARTRegressorCV, CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA)
+    rng = np.random.default_rng(0)
+    n = 60
+    X = np.ascontiguousarray(rng.standard_normal((n, 3)))
+    X[:, 2] = np.round(X[:, 2])  # ties
+    y3 = (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0.5)
+    y2 = (X[:, 0] + X[:, 1] > 0).astype(np.int64)
+    yr = X[:, 0] * 2.0 + np.sin(X[:, 1]) + 0.1 * rng.standard_normal(n)
+    w = rng.integers(1, 4, size=n).astype(np.float64)
+    for criterion in CLASSIFIER_CRITERIA:
+        for y in (y2, y3):
+            est = CARTClassifier(criterion).fit(X, y)
+            est.predict(X)
+            est.predict_proba(X)
+            est.cost_complexity_path()
+            CARTClassifier(criterion, ccp_alpha=0.01).fit(X, y, sample_weight=w)
+        J = 3
+        cost = np.ones((J, J)) - np.eye(J)
+        cost[0, 1] = 2.0
+        CARTClassifier(criterion, priors="equal", cost=cost, max_depth=3).fit(X, y3)
+        CARTClassifier(criterion, priors=np.array([0.2, 0.3, 0.5])).fit(X, y3)
+        for stratify in (False, True):
+            CARTClassifierCV(criterion, cv=5, random_state=0, stratify=stratify).fit(X, y3)
+        CARTClassifierCV(criterion, cv=3, n_repeats=2, random_state=1).fit(
+            X, y3, sample_weight=w)
+        CARTClassifierCV(criterion, cv="loo").fit(X[:20], y3[:20])
+    for criterion in REGRESSOR_CRITERIA:
+        est = CARTRegressor(criterion).fit(X, yr)
+        est.predict(X)
+        est.cost_complexity_path()
+        CARTRegressor(criterion, min_samples_leaf=3).fit(X, yr, sample_weight=w)
+        CARTRegressorCV(criterion, cv=5, random_state=0).fit(X, yr)
+        CARTRegressorCV(criterion, cv=3, n_repeats=2, random_state=1).fit(
+            X, yr, sample_weight=w)
+        CARTRegressorCV(criterion, cv="loo").fit(X[:20], yr[:20])
+
+
+def compile_for_cells(cells):
+    """One tiny fit per distinct kind of cell: compiles (or loads) what the cells use.
+
+    Best effort: a kind whose tiny fit fails (say, settings that need more cases) is
+    skipped; its cells then compile what they need themselves.
+    """
+    from .cells import _estimator
+    rng = np.random.default_rng(0)
+    n = 40
+    X = np.ascontiguousarray(rng.standard_normal((n, 3)))
+    seen = set()
+    for cell in cells:
+        kind = (cell.task, json.dumps(cell.settings, sort_keys=True), cell.stratify, cell.loo)
+        if kind in seen:
+            continue
+        seen.add(kind)
+        s = cell.settings
+        if cell.task == "classification":
+            J = len(s["priors"]) if not isinstance(s["priors"], str) else \
+                len(s["cost"]) if not isinstance(s["cost"], str) else 3
+            y = np.arange(n, dtype=np.int64) % J
+        else:
+            y = X[:, 0] + 0.5 * X[:, 1]
+        est = _estimator(cell.task, s, "loo" if cell.loo else 3, cell.stratify, 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                est.fit(X, y)
+            except Exception:  # noqa: BLE001 - best effort, see the docstring
+                pass
+
+
+def warm_up(announce=None, delay=3.0, work=None):
+    """Compile (or load) the kernels now; returns a :class:`CompileReport`.
+
+    ``work`` is what to run (default :func:`compile_kernels`, every kernel).
+
+    ``announce(text)`` (e.g. a print to stderr) is called once when compilation is
+    expected (:func:`cache_state` is not ``present``), or after ``delay`` seconds of a
+    warm-up that was expected to load from the cache but is still going.
+    """
+    state = cache_state()
+    directory = cache_dir()
+    said = threading.Event()
+    message = (f"cartjit: compiling the kernels into {directory} (once after installing or "
+               "upgrading cartjit, 10-30 s; 'cartjit compile' does it ahead) ...")
+
+    def say():
+        if announce is not None and not said.is_set():
+            said.set()
+            announce(message)
+
+    timer = None
+    if state != "present":
+        say()
+    elif announce is not None:
+        timer = threading.Timer(delay, say)
+        timer.daemon = True
+        timer.start()
+    before = _misses()
+    t0 = time.perf_counter()
+    try:
+        (work or compile_kernels)()
+    finally:
+        if timer is not None:
+            timer.cancel()
+    seconds = time.perf_counter() - t0
+    n = _misses() - before
+    return CompileReport(seconds, n > 0, n, directory, said.is_set())
