@@ -37,6 +37,7 @@ from ._builder import subset_keys
 from ._fit import fit_tree
 from ._predict import heldout_losses
 from ._pruning import weakest_link
+from ._scaling import normalise
 
 __all__ = ["make_folds", "FoldPlan", "grow_cv_trees", "score_fold_trees", "select_index",
            "midpoints", "path_table", "pruning_sequence", "SELECTION_TIE_RTOL"]
@@ -181,7 +182,13 @@ def _folds_from_splits(splits, n):
 def midpoints(alphas):
     """α'_k = sqrt(α_k α_{k+1}) for k < K and α'_K = +∞ (SPEC §5)."""
     out = np.empty_like(alphas)
-    out[:-1] = np.sqrt(alphas[:-1] * alphas[1:])
+    with np.errstate(over="ignore", under="ignore"):
+        out[:-1] = np.sqrt(alphas[:-1] * alphas[1:])
+    # where α_k α_{k+1} leaves float64's normal range, sqrt(α_k) sqrt(α_{k+1}) does not
+    lost = ~np.isfinite(out[:-1]) | ((out[:-1] < 1e-150) & (alphas[:-1] > 0))
+    if lost.any():
+        lost = np.flatnonzero(lost)
+        out[lost] = np.sqrt(alphas[lost]) * np.sqrt(alphas[lost + 1])
     out[-1] = np.inf
     return out
 
@@ -234,6 +241,10 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
     (n_repeats, K).
     """
     alpha_prime = midpoints(np.asarray(full_alpha_seq, dtype=np.float64))
+    # Losses are summed (and squared) in the kernels' units, see cartjit._scaling.
+    problem, settings, scale = normalise(problem, settings, uniform=False)
+    if class_totals is not None:
+        class_totals = class_totals / scale.weight
     w_total = float(problem.X.shape[0] if problem.unit_weights else problem.w.sum())
     if problem.is_classification:
         class_scale = np.divide(priors * w_total, class_totals,
@@ -252,7 +263,8 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         out_sum = np.zeros(alpha_prime.shape[0])
         out_sq = np.zeros(alpha_prime.shape[0])
         label = t.label if problem.is_classification else np.empty(0, dtype=np.int32)
-        heldout_losses(t.feature, t.threshold, t.left, t.alpha, label, t.value, problem.X,
+        value = t.value if problem.is_classification else t.value / scale.y
+        heldout_losses(t.feature, t.threshold, t.left, t.alpha, label, value, problem.X,
                        rows, problem.y_class, problem.y_reg, problem.w, problem.unit_weights,
                        class_scale, cost, alpha_prime, out_sum, out_sq)
         return out_sum, out_sq
@@ -267,7 +279,8 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         cv_risk[r] += s
         cv_sq[r] += sq
     var = np.maximum(cv_sq - cv_risk * cv_risk / w_total, 0.0)
-    return cv_risk / w_total, np.sqrt(var) / w_total
+    loss = scale.loss(problem.is_classification)
+    return cv_risk / w_total * loss, np.sqrt(var) / w_total * loss
 
 
 def select_index(cv_risk, cv_se, selection):

@@ -26,6 +26,7 @@ from ._builder import (F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, I_DEPTH
                        I_FEATURE, I_LEFT, I_N, I_PARENT, I_RIGHT, grow, presort)
 from ._criteria import SQUARED_ERROR
 from ._pruning import weakest_link
+from ._scaling import check_class_tables, normalise, restore
 from ._tree import LEAF, Tree, subtree
 
 __all__ = ["Problem", "Settings", "Fitted", "fit_tree", "split_factor", "class_risk",
@@ -150,7 +151,14 @@ def fit_tree(problem, settings, presorted, n_threads=1):
     :func:`cartjit._builder.subset_keys`; its keys are consumed. ``None`` presorts all
     of ``problem.X`` here, so that the keys can be freed as soon as the tree is grown.
     Class totals, empirical priors and the root weight are those of these cases.
+
+    Weights, costs and responses reach the kernels divided by a power of two that keeps
+    them in float64's comfortable range, and the results are scaled back, exactly
+    (:mod:`cartjit._scaling`).
     """
+    problem, settings, scale = normalise(problem, settings)
+    if problem.is_classification:
+        check_class_tables(problem.X.shape[0], problem.n_classes, settings)
     if presorted is None:
         presorted = presort(problem.X)
     n_cases = presorted.keys.shape[1]
@@ -211,4 +219,4 @@ def fit_tree(problem, settings, presorted, n_threads=1):
         improvement = np.where(tree.left != LEAF, improvement[old], 0.0)
     assert tree.n_node_samples[0] == n_cases
     tree, path = with_alpha(tree)
-    return Fitted(tree, improvement, priors, counts, path)
+    return restore(Fitted(tree, improvement, priors, counts, path), scale)

@@ -15,6 +15,10 @@ import warnings
 
 import numpy as np
 
+from ._limits import check_allocation
+from ._scaling import (MAX_COST_RANGE, MAX_PRIOR_RANGE, MAX_WEIGHT_RANGE, MAX_Y_SPREAD,
+                       MIN_COST, MIN_Y_SPREAD, power_of_two)
+
 __all__ = ["NotFittedError", "as_kernel_array", "check_X", "check_y_class", "check_y_reg",
            "check_sample_weight", "check_int", "check_float", "check_choice",
            "check_priors", "check_cost", "data_conversion_warning", "not_fitted_error",
@@ -260,17 +264,32 @@ def check_y_reg(y, n_samples, name="y"):
             raise ValueError(f"Input {name} contains NaN")
         raise ValueError(f"Input {name} contains infinity or a value too large for dtype('float64')")
     if arr.size:
-        spread = float(np.max(arr) - np.min(arr)) if np.isfinite(np.max(arr) - np.min(arr)) else np.inf
-        if spread * spread * arr.shape[0] > np.finfo(np.float64).max / 16:
+        with np.errstate(over="ignore"):
+            spread = float(np.max(arr) - np.min(arr))
+        # The kernels see y divided by a power of two (cartjit._scaling); what must stay
+        # in float64's range are the reported squared errors: R(t), α, the CV risks.
+        if spread > MAX_Y_SPREAD:
             raise ValueError(
                 f"{name} spans {np.min(arr):.3g} to {np.max(arr):.3g}: squared errors of such "
                 "values overflow float64, so no risk R(t) can be computed; rescale y "
                 "(e.g. divide it by a power of 10) before fitting")
+        if 0 < spread < MIN_Y_SPREAD:
+            raise ValueError(
+                f"{name} spans only {spread:.3g} (from {np.min(arr):.3g} to "
+                f"{np.max(arr):.3g}): squared errors of such differences underflow "
+                f"float64 (spreads below {MIN_Y_SPREAD:.3g} are refused), so risks R(t) "
+                "and α cannot be reported; rescale y (e.g. multiply it by a power of 10) "
+                "before fitting")
     return arr
 
 
-def check_sample_weight(sample_weight, n_samples):
-    """Return ``(weights float64, all_ones)``; weights must be finite and >= 0, not all 0."""
+def check_sample_weight(sample_weight, n_samples, *, for_fit=True):
+    """Return ``(weights float64, all_ones)``; weights must be finite and >= 0, not all 0.
+
+    ``for_fit`` also refuses what the tree kernels cannot carry exactly (see
+    :mod:`cartjit._scaling`): subnormal weights and a range over ``MAX_WEIGHT_RANGE``.
+    A total that overflows float64 is always refused.
+    """
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64), True
     if isinstance(sample_weight, (bool, np.bool_)):
@@ -296,7 +315,30 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError("Negative values in data passed to sample_weight: weights must be >= 0")
     if not np.any(w > 0):
         raise ValueError("sample_weight must have at least one positive entry (all are zero)")
+    _check_weight_range(w, for_fit)
     return as_kernel_array(w, np.float64), bool(np.all(w == 1.0))
+
+
+def _check_weight_range(w, for_fit):
+    """Refuse weights the kernels cannot carry exactly once rescaled (cartjit._scaling)."""
+    positive = w[w > 0]
+    w_min, w_max = float(positive.min()), float(positive.max())
+    if for_fit and w_min < np.finfo(np.float64).tiny:
+        raise ValueError(
+            f"sample_weight has a positive entry {w_min:.3g} below the smallest normal "
+            f"float64 ({np.finfo(np.float64).tiny:.3g}), which carries too few digits; "
+            "rescale the weights (multiply them all by a power of 10) or set it to 0")
+    if for_fit and w_max > w_min * MAX_WEIGHT_RANGE:
+        raise ValueError(
+            f"sample_weight spans {w_min:.3g} to {w_max:.3g}, a ratio over "
+            f"{MAX_WEIGHT_RANGE:.3g}: the smallest weights would underflow in the split "
+            "search's squared sums; set negligible weights to 0 or compress the range")
+    scale = power_of_two(w_max)
+    if not np.isfinite(np.sum(w / scale) * scale):
+        raise ValueError(
+            f"sample_weight sums to more than the largest float64 ({w_max:.3g} is the "
+            "largest weight): weighted node sizes cannot be reported; rescale the weights "
+            "(divide them all by a power of 10)")
 
 
 def check_int(value, name, *, low=None, allow_none=False):
@@ -349,13 +391,24 @@ def check_priors(priors, counts):
         raise ValueError(f"priors must all be > 0, got {arr.tolist()}")
     if abs(arr.sum() - 1.0) > 1e-8:
         raise ValueError(f"priors must sum to 1, got sum {float(arr.sum())!r}")
+    if arr.max() > arr.min() * MAX_PRIOR_RANGE:
+        raise ValueError(
+            f"priors span {arr.min():.3g} to {arr.max():.3g}, a ratio over "
+            f"{MAX_PRIOR_RANGE:.3g}: the rarest class's probabilities would underflow in "
+            "the split search; give it a larger prior")
     return arr / arr.sum()
 
 
 def check_cost(cost, n_classes):
     """The J×J cost matrix ``cost[j, i] = C(i|j)`` (rows true class, columns predicted)."""
     if cost is None:
-        return np.ones((n_classes, n_classes)) - np.eye(n_classes), True
+        check_allocation(n_classes * n_classes * 8,
+                         f"the default 0-1 cost matrix of {n_classes} classes (dense, "
+                         f"{n_classes} x {n_classes})",
+                         "fewer classes (merge rare labels) would need less")
+        arr = np.ones((n_classes, n_classes))
+        np.fill_diagonal(arr, 0.0)
+        return arr, True
     try:
         arr = np.asarray(cost, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -368,10 +421,24 @@ def check_cost(cost, n_classes):
         raise ValueError("cost must be finite and >= 0 everywhere")
     if np.any(np.diag(arr) != 0):
         raise ValueError(f"cost must have a zero diagonal, got diagonal {np.diag(arr).tolist()}")
-    if n_classes > 1 and np.any(arr.sum(axis=1) <= 0):
-        bad = int(np.flatnonzero(arr.sum(axis=1) <= 0)[0])
+    if n_classes > 1 and np.any(arr.max(axis=1) <= 0):
+        bad = int(np.flatnonzero(arr.max(axis=1) <= 0)[0])
         raise ValueError(
             f"cost row {bad} (true class {bad}) is all zero: every class needs a positive "
             "cost of being misclassified")
-    default = bool(np.array_equal(arr, np.ones((n_classes, n_classes)) - np.eye(n_classes)))
+    if n_classes > 1:
+        positive = arr[arr > 0]
+        c_min, c_max = float(positive.min()), float(positive.max())
+        if c_min < MIN_COST:
+            raise ValueError(
+                f"cost has a positive entry {c_min:.3g} below {MIN_COST:.3g}: risks of "
+                "that size underflow float64; rescale the costs (multiply them all by a "
+                "power of 10) or set it to 0")
+        if c_max > c_min * MAX_COST_RANGE:
+            raise ValueError(
+                f"cost spans {c_min:.3g} to {c_max:.3g}, a ratio over {MAX_COST_RANGE:.3g}: "
+                "the smallest costs would underflow in the split search; set negligible "
+                "costs to 0 or compress the range")
+    # 0-1 cost: a zero diagonal (checked above) and ones elsewhere
+    default = bool(np.count_nonzero(arr == 1.0) == n_classes * (n_classes - 1))
     return arr, default

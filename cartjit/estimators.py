@@ -136,9 +136,32 @@ class _BaseCART:
             X, y_enc, w = np.ascontiguousarray(X[keep]), y_enc[keep], w[keep]
             if self._is_classifier:
                 present, y_enc = np.unique(y_enc, return_inverse=True)
+                if present.shape[0] < classes.shape[0]:
+                    self._refuse_per_label(classes, present)
                 classes = classes[present]
                 y_enc = np.ascontiguousarray(y_enc.reshape(-1), dtype=np.int32)
         return X, names, y_enc, classes, w, ones
+
+    def _refuse_per_label(self, labels, present):
+        """Refuse ``priors``/``cost`` sized for every label of y when some label's cases
+        all have weight 0 (so it is not one of ``classes_``), naming that label."""
+        absent = labels[np.setdiff1d(np.arange(labels.shape[0]), present)].tolist()
+        for name in ("priors", "cost"):
+            value = getattr(self, name, None)
+            if value is None or isinstance(value, str):
+                continue
+            try:
+                size = np.shape(value)[0] if np.ndim(value) else 0
+            except ValueError:  # ragged: check_priors/check_cost will say so
+                continue
+            if size == labels.shape[0]:
+                raise ValueError(
+                    f"{name} has {size} entries, one per label of y, but the cases of "
+                    f"class(es) {absent} all have sample_weight 0; zero-weight cases take no "
+                    "part in the fit (as if dropped), so classes_ holds only the "
+                    f"{present.shape[0]} classes with positive weight and {name} needs one "
+                    f"entry per class of those: drop the entries of {absent}, or give some "
+                    "of their cases a positive weight")
 
     def _prepare(self, X, y, sample_weight):
         """Check parameters and data; return (Problem, Settings, ccp_alpha, names, classes)."""
@@ -165,10 +188,11 @@ class _BaseCART:
     def _score_inputs(self, X, y, sample_weight, dtype=None):
         """``(predict(X), y as a 1-d array, checked weights)`` for :meth:`score`."""
         pred = self.predict(X)
-        y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y, dtype=dtype).reshape(-1)
-        if y.shape[0] != pred.shape[0]:
-            raise ValueError(f"y has {y.shape[0]} entries but X has {pred.shape[0]} rows")
-        w, _ = V.check_sample_weight(sample_weight, pred.shape[0])
+        if self._is_classifier:
+            y = V._as_1d(y, "y", pred.shape[0])  # shape checked, labels as given
+        else:  # numeric, finite, squared errors within float64 (names y otherwise)
+            y = V.check_y_reg(y, pred.shape[0])
+        w, _ = V.check_sample_weight(sample_weight, pred.shape[0], for_fit=False)
         return pred, y, w
 
     def _set_fitted(self, fitted, problem, settings, ccp_alpha, names, classes):
