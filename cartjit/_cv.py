@@ -35,6 +35,7 @@ import numpy as np
 
 from ._builder import subset_keys
 from ._fit import fit_tree
+from ._limits import check_allocation
 from ._predict import heldout_losses
 from ._pruning import weakest_link
 from ._scaling import normalise
@@ -53,6 +54,10 @@ class FoldPlan(NamedTuple):
     folds: np.ndarray      # int64 (n_repeats, n)
     n_folds: int
     loo: bool
+
+
+#: A lower bound on the memory of one fitted fold tree (its arrays' headers alone).
+FOLD_TREE_MIN_BYTES = 1024
 
 
 def _check_cv_int(cv, n):
@@ -97,6 +102,11 @@ def make_folds(cv, n, *, y=None, stratify=False, n_repeats=1, random_state=0):
             return FoldPlan(np.arange(n, dtype=np.int64)[None, :], n, True)
         if stratify and y is None:
             raise ValueError("stratify=True needs class labels (classification only)")
+        # The fold ids, and the n_repeats × V fold trees kept for scoring (a tree's
+        # arrays and objects take well over FOLD_TREE_MIN_BYTES even as a single leaf).
+        check_allocation(int(n_repeats) * (n * 8 + v * FOLD_TREE_MIN_BYTES),
+                         f"n_repeats={int(n_repeats)} partitions of {n} fold ids and "
+                         f"{int(n_repeats) * v} fold trees", "ask for fewer repeats")
         folds = np.empty((n_repeats, n), dtype=np.int64)
         if stratify:
             counts = np.bincount(y)

@@ -188,6 +188,12 @@ class _BaseCART:
     def _score_inputs(self, X, y, sample_weight, dtype=None):
         """``(predict(X), y as a 1-d array, checked weights)`` for :meth:`score`."""
         pred = self.predict(X)
+        try:
+            n_y = len(y)
+        except TypeError:  # None or a scalar: the checks below say what y must be
+            n_y = pred.shape[0]
+        if n_y != pred.shape[0]:
+            raise ValueError(f"y has {n_y} entries but X has {pred.shape[0]} rows")
         if self._is_classifier:
             y = V._as_1d(y, "y", pred.shape[0])  # shape checked, labels as given
         else:  # numeric, finite, squared errors within float64 (names y otherwise)
