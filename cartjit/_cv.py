@@ -289,8 +289,10 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         cv_risk[r] += s
         cv_sq[r] += sq
     var = np.maximum(cv_sq - cv_risk * cv_risk / w_total, 0.0)
+    # R^CV does not depend on the weights' unit; the SE counts weights as cases, so
+    # weights × c divide it by sqrt(c) (rpart's xstd) whatever the kernels' units.
     loss = scale.loss(problem.is_classification)
-    return cv_risk / w_total * loss, np.sqrt(var) / w_total * loss
+    return cv_risk / w_total * loss, np.sqrt(var) / w_total * loss / np.sqrt(scale.weight)
 
 
 def select_index(cv_risk, cv_se, selection):

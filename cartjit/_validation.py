@@ -137,7 +137,7 @@ def _as_numeric_2d(X, name):
         if arr.dtype.kind == "O":
             try:
                 arr = arr.astype(np.float64)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 raise TypeError(
                     f"{name} must contain numbers, got dtype {arr.dtype} with values that "
                     f"cannot be converted to float: {exc}") from exc
@@ -257,6 +257,9 @@ def check_y_reg(y, n_samples, name="y"):
         raise ValueError(f"Complex data not supported: {name} has dtype {arr.dtype}")
     try:
         arr = as_kernel_array(arr, np.float64)
+    except OverflowError as exc:  # Python ints beyond float64
+        raise ValueError(f"Input {name} contains infinity or a value too large for "
+                         f"dtype('float64'): {exc}") from exc
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be numeric for regression: {exc}") from exc
     if not np.isfinite(arr).all():
@@ -296,7 +299,11 @@ def check_sample_weight(sample_weight, n_samples, *, for_fit=True):
         raise TypeError(
             f"sample_weight must be an array of weights or a number, got {sample_weight!r}")
     if isinstance(sample_weight, numbers.Number):
-        w = np.full(n_samples, float(sample_weight))
+        try:
+            w = np.full(n_samples, float(sample_weight))
+        except OverflowError as exc:  # a Python int beyond float64
+            raise ValueError("sample_weight must be finite (no NaN or infinity), got an "
+                             "integer beyond float64's range") from exc
     else:
         w = np.asarray(sample_weight)
         if w.dtype.kind not in "biuf":
@@ -334,7 +341,9 @@ def _check_weight_range(w, for_fit):
             f"{MAX_WEIGHT_RANGE:.3g}: the smallest weights would underflow in the split "
             "search's squared sums; set negligible weights to 0 or compress the range")
     scale = power_of_two(w_max)
-    if not np.isfinite(np.sum(w / scale) * scale):
+    with np.errstate(over="ignore"):
+        total = np.sum(w / scale) * scale
+    if not np.isfinite(total):
         raise ValueError(
             f"sample_weight sums to more than the largest float64 ({w_max:.3g} is the "
             "largest weight): weighted node sizes cannot be reported; rescale the weights "
@@ -359,7 +368,11 @@ def check_float(value, name, *, low=0.0, allow_none=False):
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number >= {low}, got {value!r} ({_type_name(value)})")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError as exc:  # a Python int beyond float64
+        raise ValueError(f"{name} must be a finite number >= {low}, got an integer beyond "
+                         "float64's range") from exc
     if not np.isfinite(value) or value < low:
         raise ValueError(f"{name} must be a finite number >= {low}, got {value}")
     return value
@@ -381,7 +394,7 @@ def check_priors(priors, counts):
         return np.full(n_classes, 1.0 / n_classes)
     try:
         arr = np.asarray(priors, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise TypeError(
             "priors must be 'empirical', 'equal' or an array of one positive number per "
             f"class summing to 1, got {priors!r}") from exc
@@ -411,7 +424,7 @@ def check_cost(cost, n_classes):
         return arr, True
     try:
         arr = np.asarray(cost, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise TypeError(f"cost must be a numeric array of shape ({n_classes}, {n_classes}), got {cost!r}") from exc
     if arr.shape != (n_classes, n_classes):
         raise ValueError(
