@@ -1,4 +1,4 @@
-"""Choosing the pruned subtree by V-fold cross-validation, SPEC §5.
+"""Choosing the pruned subtree by V-fold cross-validation, docs/maths.md §5.
 
 1. T_max is grown on all of L; its weakest-link sequence gives α_1 < … < α_K and
    T_1 > … > T_K, and the geometric midpoints α'_k = sqrt(α_k α_{k+1}) (α'_K = +∞).
@@ -190,7 +190,7 @@ def _folds_from_splits(splits, n):
 
 
 def midpoints(alphas):
-    """α'_k = sqrt(α_k α_{k+1}) for k < K and α'_K = +∞ (SPEC §5)."""
+    """α'_k = sqrt(α_k α_{k+1}) for k < K and α'_K = +∞ (docs/maths.md §5)."""
     out = np.empty_like(alphas)
     with np.errstate(over="ignore", under="ignore"):
         out[:-1] = np.sqrt(alphas[:-1] * alphas[1:])

@@ -266,7 +266,7 @@ class _BaseCART:
     def prune(self, alpha):
         """A copy of this fitted estimator whose ``tree_`` is T(alpha), without refitting.
 
-        T(α) is the smallest subtree of ``tree_max_`` minimising R(T) + α |T~| (SPEC
+        T(α) is the smallest subtree of ``tree_max_`` minimising R(T) + α |T~| (docs/maths.md
         §4), read off the stored per-node collapse α. The copy's ``ccp_alpha`` is set
         to ``alpha``, so refitting it reproduces the same tree.
         """
@@ -372,7 +372,8 @@ class _BaseCART:
 
 
 class _CVMixin:
-    """V-fold cross-validation of the pruning sequence (SPEC §5), shared by the CV estimators."""
+    """V-fold cross-validation of the pruning sequence (docs/maths.md §5), shared by the CV
+    estimators."""
 
     def select_k(self, selection):
         """Row position in ``cv_results_`` of the subtree a selection rule chooses.
@@ -476,10 +477,13 @@ class CARTClassifier(_BaseCART):
     Parameters
     ----------
     criterion : {"gini", "entropy", "twoing"}, default "gini"
-        Impurity used by the split search (SPEC §2).
+        Impurity used by the split search (docs/maths.md §2).
     priors : "empirical", "equal" or array of shape (n_classes,), default "empirical"
         Class priors π(j). Given priors must be positive and sum to 1, in the order of
-        ``classes_``.
+        ``classes_``. ``classes_`` holds the labels of y with positive total weight: a
+        case of weight 0 is a dropped row, so a label whose cases all have weight 0 is
+        not a class of the fit, and priors or cost sized for it are refused with an
+        error naming it (give them for the remaining classes).
     cost : array of shape (n_classes, n_classes) or None
         Misclassification costs, ``cost[j, i]`` = C(i|j), the cost of predicting class
         i for a case of true class j (rows: true class, columns: predicted), zero
@@ -498,7 +502,7 @@ class CARTClassifier(_BaseCART):
         Best-first growth: expand nodes in decreasing order of p(t) Δi until this many
         leaves.
     ccp_alpha : float or None, default None
-        ``None`` keeps T_max; a number α >= 0 keeps the pruned subtree T(α) (SPEC §4;
+        ``None`` keeps T_max; a number α >= 0 keeps the pruned subtree T(α) (docs/maths.md §4;
         ``0.0`` gives T_1, which drops splits that do not lower the risk).
 
     Attributes
@@ -509,6 +513,16 @@ class CARTClassifier(_BaseCART):
         T_max (after ``max_leaf_nodes``) with its pruning sequence, before ``ccp_alpha``.
     classes_, n_classes_, n_features_in_, feature_names_in_ (DataFrame input only),
     priors_ (π), cost_ (C), class_weight_totals_ (N_j, weighted class totals).
+
+    Notes
+    -----
+    Units do not matter: weights × c give the same tree with weighted counts × c, and
+    costs × c the same tree with risks and α × c, for any c > 0 that float64 holds
+    (the kernels see them divided by a power of two, exactly). Refused, because float64
+    cannot carry them: weights whose largest / smallest positive ratio exceeds 2**200,
+    positive weights below 2.2e-308 or a weight total beyond float64, costs whose
+    positive entries span more than 2**100 or fall below 2**-500, and priors spanning
+    more than 2**100.
     """
 
     _criteria = CLASSIFICATION_CRITERIA
@@ -532,7 +546,7 @@ class CARTClassifier(_BaseCART):
         return scaled / scaled.sum(axis=1, keepdims=True)
 
     def predict(self, X):
-        """Class j*(t) of the leaf each row reaches (minimum expected cost, SPEC §1)."""
+        """Class j*(t) of the leaf each row reaches (minimum expected cost, docs/maths.md §1)."""
         leaves = self.apply(X)
         return self.classes_[self.tree_.label[leaves]]
 
@@ -554,11 +568,18 @@ class CARTClassifier(_BaseCART):
 # --------------------------------------------------------------------------- regressor
 
 class CARTRegressor(_BaseCART):
-    """CART regression tree: least-squares splits (variance reduction), SPEC §3.
+    """CART regression tree: least-squares splits (variance reduction), docs/maths.md §3.
 
     Parameters are those of :class:`CARTClassifier` without ``priors`` and ``cost``;
     ``criterion`` is ``"squared_error"``. R(t) = Σ_{i∈t} w_i (y_i - ȳ(t))² / W, so R(T)
     is the resubstitution mean squared error, and ``ccp_alpha`` is on that scale.
+
+    Units do not matter: y × c gives the same tree with means × c and squared errors
+    (impurity, risk, α: ``min_impurity_decrease`` and ``ccp_alpha`` are on that scale)
+    × c²; weights × c the same tree with
+    weighted counts × c. A y whose spread max(y) - min(y) exceeds about 3.4e153 (its
+    squared errors overflow) or is positive but below 2**-450 (they underflow) is
+    refused, as are weights beyond the classifier's limits.
     """
 
     _criteria = REGRESSION_CRITERIA
@@ -617,7 +638,8 @@ _CV_DOC = """
         ``risk`` (R(T_k)), ``cp`` (α_k / R(root)), ``rel_error``, ``cv_risk`` (R^CV mean
         over repeats), ``cv_se`` (its SE, mean over repeats), ``cv_std`` (std of R^CV
         over repeats, NaN with one repeat), ``xerror``/``xstd`` (rpart's scaling by
-        R(root)) and ``selected``.
+        R(root)) and ``selected``. The SE counts weights as cases (rpart's ``xstd``):
+        weights × c leave R^CV unchanged and divide the SE by sqrt(c).
     alpha_, best_index_ : the chosen α_k and its row index; ``tree_`` is T(alpha_).
     folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight).
     fold_alphas_ : list (repeats) of lists (folds) of each fold tree's α sequence.
@@ -629,7 +651,7 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
     __doc__ = ("""CART classifier pruned by V-fold cross-validation of the pruning sequence.
 
     Grows T_max, computes its weakest-link sequence, cross-validates every T_k as in
-    SPEC §5 (fold trees grown once each from the presorted sample, scored for all α'_k
+    docs/maths.md §5 (fold trees grown once each from the presorted sample, scored for all α'_k
     in one descent per held-out case) and keeps the selected subtree. Tree parameters
     are those of :class:`CARTClassifier` (without ``ccp_alpha``).
     """ + _CV_DOC)
@@ -652,7 +674,7 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
 
 
 class CARTRegressorCV(_CVMixin, CARTRegressor):
-    __doc__ = ("""CART regression tree pruned by V-fold cross-validation (SPEC §5).
+    __doc__ = ("""CART regression tree pruned by V-fold cross-validation (docs/maths.md §5).
 
     R^CV is the weighted mean squared held-out error; R(T) the resubstitution MSE.
     Tree parameters are those of :class:`CARTRegressor` (without ``ccp_alpha``).
