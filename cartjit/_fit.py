@@ -26,7 +26,7 @@ from ._builder import (F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, I_DEPTH
                        I_FEATURE, I_LEFT, I_N, I_PARENT, I_RIGHT, grow, presort)
 from ._criteria import SQUARED_ERROR
 from ._pruning import weakest_link
-from ._scaling import check_class_tables, normalise, restore
+from ._scaling import check_class_tables, normalise, power_of_two, restore
 from ._tree import LEAF, Tree, subtree
 
 __all__ = ["Problem", "Settings", "Fitted", "fit_tree", "split_factor", "class_risk",
@@ -93,7 +93,11 @@ def split_factor(priors, class_totals, cost, default_cost):
     renormalised over the classes present (N_j > 0); absent classes get c_j = 0. Then
     Σ_j c_j N_j(t) = p(t) under the split-search priors.
     """
-    split = priors if default_cost else priors * cost.sum(axis=1)
+    if default_cost:
+        split = priors
+    else:  # costs near float64's largest would overflow the row sums: scale them (exact)
+        scale = power_of_two(cost.max())
+        split = priors * (cost.sum(axis=1) if scale == 1.0 else (cost / scale).sum(axis=1))
     split = np.where(class_totals > 0, split, 0.0)
     split = split / split.sum()
     return np.divide(split, class_totals, out=np.zeros_like(split), where=class_totals > 0)

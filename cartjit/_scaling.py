@@ -27,11 +27,12 @@ so ordinary fits do not pay for a copy), and :func:`restore` multiplies the repo
 quantities back, exactly. Weights that are all equal are fitted as unit weights (the
 same tree, exactly) and the weighted counts multiplied by the common weight afterwards.
 
-What cannot be made exact is refused by the input checks (:mod:`cartjit._validation`),
-with the limits below: weights or costs spanning too many orders of magnitude (the
-smallest would underflow in the kernels' squared sums once the largest is brought near
-1), a weight total that overflows, and responses whose squared errors overflow or
-underflow float64.
+What cannot be carried is refused by the input checks (:mod:`cartjit._validation`),
+with the limits below: a smallest positive weight that would vanish in the sums of
+weights (below 2**-40 of the total), costs or priors spanning too many orders of
+magnitude (the smallest would underflow in the kernels' squared sums once the largest
+is brought near 1), a weight total that overflows, and responses whose squared errors
+overflow or underflow float64.
 """
 from __future__ import annotations
 
@@ -47,10 +48,14 @@ __all__ = ["Scale", "normalise", "restore", "power_of_two", "MAX_WEIGHT_RANGE",
 #: Largest magnitudes in [1/WINDOW, WINDOW] are passed to the kernels unchanged.
 WINDOW = 2.0**64
 
-#: Largest / smallest positive case weight. With the largest weight near 1 and up to
-#: 2**31 cases, a class share q_j(t) is at least 2**-(200 + 100 + 100 + 31) (weights,
-#: priors, costs), so its square (the Gini proxy) stays far inside the normal range.
-MAX_WEIGHT_RANGE = 2.0**200
+#: Total weight / smallest positive case weight. The split search takes the right
+#: side's sums as the node's minus the left's (W_R = W - W_L, N_j(t_R) = N_j(t) - N_j(t_L)),
+#: so a weight below 2**-53 of the total vanishes from them: a node's worth of such cases
+#: would weigh exactly 0 there, and its splits would be skipped or decided on rounding.
+#: Below this bound the smallest weight keeps at least 13 bits in any sum of weights.
+#: (It also keeps a class share q_j(t) >= 2**-(40 + 100 + 100) with the prior and cost
+#: bounds below, whose square, the Gini proxy, stays far inside float64's normal range.)
+MAX_WEIGHT_RANGE = 2.0**40
 #: Largest / smallest positive off-diagonal cost.
 MAX_COST_RANGE = 2.0**100
 #: Largest / smallest prior.

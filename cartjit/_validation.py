@@ -290,7 +290,7 @@ def check_sample_weight(sample_weight, n_samples, *, for_fit=True):
     """Return ``(weights float64, all_ones)``; weights must be finite and >= 0, not all 0.
 
     ``for_fit`` also refuses what the tree kernels cannot carry exactly (see
-    :mod:`cartjit._scaling`): subnormal weights and a range over ``MAX_WEIGHT_RANGE``.
+    :mod:`cartjit._scaling`): subnormal weights and weights below 1/``MAX_WEIGHT_RANGE`` of the total.
     A total that overflows float64 is always refused.
     """
     if sample_weight is None:
@@ -335,19 +335,21 @@ def _check_weight_range(w, for_fit):
             f"sample_weight has a positive entry {w_min:.3g} below the smallest normal "
             f"float64 ({np.finfo(np.float64).tiny:.3g}), which carries too few digits; "
             "rescale the weights (multiply them all by a power of 10) or set it to 0")
-    if for_fit and w_max > w_min * MAX_WEIGHT_RANGE:
-        raise ValueError(
-            f"sample_weight spans {w_min:.3g} to {w_max:.3g}, a ratio over "
-            f"{MAX_WEIGHT_RANGE:.3g}: the smallest weights would underflow in the split "
-            "search's squared sums; set negligible weights to 0 or compress the range")
     scale = power_of_two(w_max)
     with np.errstate(over="ignore"):
-        total = np.sum(w / scale) * scale
-    if not np.isfinite(total):
+        total = np.sum(w / scale)
+        if not np.isfinite(total * scale):
+            raise ValueError(
+                f"sample_weight sums to more than the largest float64 ({w_max:.3g} is the "
+                "largest weight): weighted node sizes cannot be reported; rescale the "
+                "weights (divide them all by a power of 10)")
+    if for_fit and total > (w_min / scale) * MAX_WEIGHT_RANGE:
         raise ValueError(
-            f"sample_weight sums to more than the largest float64 ({w_max:.3g} is the "
-            "largest weight): weighted node sizes cannot be reported; rescale the weights "
-            "(divide them all by a power of 10)")
+            f"sample_weight spans {w_min:.3g} to {w_max:.3g} (total {total * scale:.3g}): "
+            f"a positive weight below 1/{MAX_WEIGHT_RANGE:.3g} of the total is too small "
+            "for float64's sums of weights, which would carry it with too few digits or "
+            "drop it, so splits between such cases would be decided by rounding; set "
+            "negligible weights to 0 or compress their range")
 
 
 def check_int(value, name, *, low=None, allow_none=False):

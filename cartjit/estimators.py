@@ -519,10 +519,10 @@ class CARTClassifier(_BaseCART):
     Units do not matter: weights × c give the same tree with weighted counts × c, and
     costs × c the same tree with risks and α × c, for any c > 0 that float64 holds
     (the kernels see them divided by a power of two, exactly). Refused, because float64
-    cannot carry them: weights whose largest / smallest positive ratio exceeds 2**200,
-    positive weights below 2.2e-308 or a weight total beyond float64, costs whose
-    positive entries span more than 2**100 or fall below 2**-500, and priors spanning
-    more than 2**100.
+    cannot carry them: a positive weight below 2**-40 of the weight total (the sums of
+    weights would drop it), positive weights below 2.2e-308 or a total beyond float64,
+    costs whose positive entries span more than 2**100 or fall below 2**-500, and
+    priors spanning more than 2**100.
     """
 
     _criteria = CLASSIFICATION_CRITERIA

@@ -307,7 +307,8 @@ def test_cv_regressor_y_and_weights_scaled(c):
 
 @pytest.mark.parametrize("weights, match", [
     (lambda n: np.where(np.arange(n) % 2 == 0, 1.0, 1e-70), "sample_weight spans"),
-    (lambda n: np.where(np.arange(n) % 2 == 0, 1e300, 1e200), "sample_weight spans"),
+    (lambda n: np.where(np.arange(n) % 2 == 0, 1e300, 1e280), "sample_weight spans"),
+    (lambda n: np.r_[np.ones(n - 1), 1e-13], "sample_weight spans"),
     (lambda n: np.full(n, 5e-324), "sample_weight has a positive entry"),
     (lambda n: np.full(n, 1e307), "sample_weight sums to more than"),
 ])
@@ -463,8 +464,10 @@ def _battery():
             lambda X, y, w, bad=bad: (X, y, np.r_[w[:-1], bad] if bad != 1e308
                                       else np.full(y.shape[0], bad)),
             (ValueError, text))
-    add("weights-range-1e80", every, {},
-        lambda X, y, w: (X, y, np.r_[w[:-1], 1e-80]), (ValueError, "sample_weight spans"))
+    for tiny in (1e-80, 1e-12):
+        add(f"weights-range-{tiny:g}", every, {},
+            lambda X, y, w, tiny=tiny: (X, y, np.r_[w[:-1], tiny]),
+            (ValueError, "sample_weight spans"))
     for bad, text in ((np.nan, "cost must be finite"), (np.inf, "cost must be finite"),
                       (-1.0, "cost must be finite"), (1e-200, "cost has a positive"),
                       (1e-40, "cost spans")):
@@ -563,3 +566,70 @@ def test_battery(est_cls, params, transform, expect):
         np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-14)
     if est_cls in (CARTClassifierCV, CARTRegressorCV):
         assert est.best_index_ == ref.best_index_
+
+
+# ------------------------------------------------- the widest accepted range is carried
+
+def _two_groups(seed, classify):
+    """Group A (x < 0): one class / constant y. Group B (x > 0): a problem of its own.
+    The root separates A from B; below it, B's subtree is B's own tree."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    xa = rng.uniform(-10, -1, size=(n, 2))
+    xb = rng.uniform(1, 10, size=(n, 2))
+    if classify:
+        ya = np.zeros(n, dtype=int)
+        yb = 1 + (xb[:, 0] + 0.5 * xb[:, 1] + rng.normal(scale=1.5, size=n) > 8).astype(int)
+    else:
+        ya = np.zeros(n)
+        yb = 100 + np.sin(xb[:, 0]) + 0.3 * xb[:, 1] + rng.normal(scale=0.2, size=n)
+    u = rng.uniform(0.5, 2.0, size=n)
+    return xa, ya, xb, yb, u
+
+
+@pytest.mark.parametrize("classify", [True, False])
+@pytest.mark.parametrize("a_weight, b_exponent", [(1.0, -20), (1.0, -32),
+                                                  (2.0**-990, -1021), (2.0**800, 768)])
+def test_widest_weight_range_carried(classify, a_weight, b_exponent):
+    """Weights spanning up to the accepted limit (the total is 2**39 of the smallest):
+    B's cases (weights u 2**b) alone under a node must be split exactly as B alone with
+    weights u: nothing vanishes or underflows."""
+    xa, ya, xb, yb, u = _two_groups(40, classify)
+    X, y = np.r_[xa, xb], np.r_[ya, yb]
+    w = np.r_[np.full(xa.shape[0], a_weight), u * 2.0**b_exponent]
+    est_cls = CARTClassifier if classify else CARTRegressor
+    full = quiet_fit(est_cls(), X, y, sample_weight=w).tree_
+    alone = est_cls().fit(xb, yb, sample_weight=u).tree_
+    assert full.feature[0] == 0 and -1 < full.threshold[0] < 1
+    assert full.left[full.left[0]] == -1  # A is a leaf
+    b_side = full.threshold > 0.5
+    np.testing.assert_array_equal(np.sort(full.threshold[b_side]),
+                                  np.sort(alone.threshold[~np.isnan(alone.threshold)]))
+    assert full.n_leaves == alone.n_leaves + 1
+    rng = np.random.default_rng(41)
+    probe = rng.uniform(1, 10, size=(300, 2))
+    ours = est_cls().fit(X, y, sample_weight=w).predict(probe)
+    if classify:
+        np.testing.assert_array_equal(ours, est_cls().fit(xb, yb, sample_weight=u).predict(probe))
+    else:
+        np.testing.assert_allclose(ours, est_cls().fit(xb, yb, sample_weight=u).predict(probe),
+                                   rtol=1e-13)
+
+
+def test_one_step_beyond_the_widest_range_refused():
+    xa, ya, xb, yb, u = _two_groups(42, False)
+    w = np.r_[np.ones(xa.shape[0]), u * 2.0**-40]
+    with pytest.raises(ValueError, match="sample_weight spans .* too small"):
+        CARTRegressor().fit(np.r_[xa, xb], np.r_[ya, yb], sample_weight=w)
+
+
+def test_cost_complexity_path_impurity_with_huge_costs():
+    """p(t) under the altered priors (the impurity-weighted path) with costs near
+    float64's largest: the row sums Σ_i C(i|j) must not overflow."""
+    X, y = class_data(43)
+    ref = CARTClassifier(cost=COST3).fit(X, y).cost_complexity_path(risk="impurity")
+    big = quiet_fit(CARTClassifier(cost=COST3 * 3e307), X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        path = big.cost_complexity_path(risk="impurity")
+    np.testing.assert_allclose(path["alpha"], ref["alpha"], rtol=1e-12)
