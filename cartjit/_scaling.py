@@ -119,7 +119,8 @@ def normalise(problem, settings, *, uniform=True):
             if cost_scale != 1.0:
                 settings = settings._replace(cost=settings.cost / cost_scale)
     elif problem.y_reg.size:
-        y_scale = power_of_two(np.abs(problem.y_reg).max())
+        y = problem.y_reg
+        y_scale = power_of_two(max(float(y.max()), -float(y.min())))  # max |y|, no copy
         if y_scale != 1.0:
             problem = problem._replace(y_reg=problem.y_reg / y_scale)
             # two divisions: y_scale² alone may overflow when the y are all huge and equal
