@@ -142,7 +142,7 @@ def _best_first(tree, improvement, q_weight, max_leaf_nodes):
 
 
 def with_alpha(tree):
-    """``tree`` with ``alpha`` set to the per-node collapse α of docs/maths.md §4, and the
+    """``tree`` with ``alpha`` set to the per-node collapse α of SPEC §4, and the
     sequence ``(α_k, |T~_k|, R(T_k))`` that the same weakest-link pass gives."""
     alpha, alphas, n_leaves, tree_risk = weakest_link(tree.left, tree.right, tree.parent,
                                                       tree.risk)
