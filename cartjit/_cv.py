@@ -291,8 +291,9 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
     var = np.maximum(cv_sq - cv_risk * cv_risk / w_total, 0.0)
     # R^CV does not depend on the weights' unit; the SE counts weights as cases, so
     # weights × c divide it by sqrt(c) (rpart's xstd) whatever the kernels' units.
-    loss = scale.loss(problem.is_classification)
-    return cv_risk / w_total * loss, np.sqrt(var) / w_total * loss / np.sqrt(scale.weight)
+    cls = problem.is_classification
+    return (scale.to_loss_units(cv_risk / w_total, cls),
+            scale.to_loss_units(np.sqrt(var) / w_total / np.sqrt(scale.weight), cls))
 
 
 def select_index(cv_risk, cv_se, selection):

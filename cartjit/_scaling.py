@@ -65,7 +65,8 @@ MIN_COST = 2.0**-500
 #: A regression response whose spread max(y) - min(y) is positive but below this has
 #: squared errors (risks, α) below 2**-900, where float64 loses precision to underflow.
 MIN_Y_SPREAD = 2.0**-450
-#: Above this spread the squared errors (impurity, risk, α, held-out losses) overflow.
+#: Above this spread, or this magnitude (a mean is rounded to an ulp of y), the squared
+#: errors (impurity, risk, α, held-out losses) may overflow.
 MAX_Y_SPREAD = math.sqrt(np.finfo(np.float64).max) / 4.0
 
 
@@ -76,9 +77,12 @@ class Scale(NamedTuple):
     y: float = 1.0        # user responses = kernel responses × y
     cost: float = 1.0     # user costs = kernel costs × cost
 
-    def loss(self, is_classification):
-        """The factor of risks and α: the cost's, or the square of the response's."""
-        return self.cost if is_classification else self.y * self.y
+    def to_loss_units(self, values, is_classification):
+        """Risks, α or squared errors times the cost's factor, or the response's squared
+        (in two steps: the square alone may overflow where the product does not)."""
+        if is_classification:
+            return values * self.cost
+        return values * self.y * self.y
 
     @property
     def identity(self):

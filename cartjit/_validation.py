@@ -271,7 +271,7 @@ def check_y_reg(y, n_samples, name="y"):
             spread = float(np.max(arr) - np.min(arr))
         # The kernels see y divided by a power of two (cartjit._scaling); what must stay
         # in float64's range are the reported squared errors: R(t), α, the CV risks.
-        if spread > MAX_Y_SPREAD:
+        if spread > MAX_Y_SPREAD or max(np.max(arr), -np.min(arr)) > MAX_Y_SPREAD:
             raise ValueError(
                 f"{name} spans {np.min(arr):.3g} to {np.max(arr):.3g}: squared errors of such "
                 "values overflow float64, so no risk R(t) can be computed; rescale y "

@@ -577,9 +577,9 @@ class CARTRegressor(_BaseCART):
     Units do not matter: y × c gives the same tree with means × c and squared errors
     (impurity, risk, α: ``min_impurity_decrease`` and ``ccp_alpha`` are on that scale)
     × c²; weights × c the same tree with
-    weighted counts × c. A y whose spread max(y) - min(y) exceeds about 3.4e153 (its
-    squared errors overflow) or is positive but below 2**-450 (they underflow) is
-    refused, as are weights beyond the classifier's limits.
+    weighted counts × c. A y with a value or a spread max(y) - min(y) beyond about
+    3.4e153 (its squared errors overflow), or a positive spread below 2**-450 (they
+    underflow), is refused, as are weights beyond the classifier's limits.
     """
 
     _criteria = REGRESSION_CRITERIA

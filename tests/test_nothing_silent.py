@@ -633,3 +633,29 @@ def test_cost_complexity_path_impurity_with_huge_costs():
         warnings.simplefilter("error")
         path = big.cost_complexity_path(risk="impurity")
     np.testing.assert_allclose(path["alpha"], ref["alpha"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("value", [1e150, -1e150, 1e-300, 5e-324])
+def test_constant_extreme_y(value):
+    """A constant y, however large or small, is one leaf with zero risk, also in CV."""
+    X, _ = reg_data(44, n=40)
+    y = np.full(40, value)
+    est = quiet_fit(CARTRegressor(), X, y)
+    assert est.tree_.n_nodes == 1 and est.tree_.risk[0] == 0
+    assert est.predict(X[:1])[0] == pytest.approx(value, rel=1e-14)  # Σ w y / W, rounded
+    cv = quiet_fit(CARTRegressorCV(cv=4), X, y)
+    assert cv.tree_.n_nodes == 1
+    # held-out errors are the rounding errors of the fold means: a few ulps of y
+    bound = (abs(value) * 1e-15) ** 2
+    for col in ("cv_risk", "cv_se"):
+        assert np.all(np.isfinite(cv.cv_results_[col]))
+        assert np.all(cv.cv_results_[col] <= bound), cv.cv_results_[col]
+
+
+@pytest.mark.parametrize("value", [1e300, -1e160])
+def test_constant_huge_y_refused(value):
+    """Even a constant y this large is refused: the rounding errors of its means (one
+    ulp of y) square beyond float64 in the held-out losses."""
+    X, _ = reg_data(45, n=40)
+    with pytest.raises(ValueError, match="^y spans .* overflow float64"):
+        CARTRegressorCV(cv=4).fit(X, np.full(40, value))
