@@ -290,8 +290,8 @@ def check_sample_weight(sample_weight, n_samples, *, for_fit=True):
     """Return ``(weights float64, all_ones)``; weights must be finite and >= 0, not all 0.
 
     ``for_fit`` also refuses what the tree kernels cannot carry exactly (see
-    :mod:`cartjit._scaling`): subnormal weights and weights below 1/``MAX_WEIGHT_RANGE`` of the total.
-    A total that overflows float64 is always refused.
+    :mod:`cartjit._scaling`): subnormal weights, and weights below 1/``MAX_WEIGHT_RANGE``
+    of the total. A total that overflows float64 is always refused.
     """
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64), True
@@ -409,8 +409,9 @@ def check_priors(priors, counts):
     if arr.max() > arr.min() * MAX_PRIOR_RANGE:
         raise ValueError(
             f"priors span {arr.min():.3g} to {arr.max():.3g}, a ratio over "
-            f"{MAX_PRIOR_RANGE:.3g}: the rarest class's probabilities would underflow in "
-            "the split search; give it a larger prior")
+            f"{MAX_PRIOR_RANGE:.3g}: float64 cannot weigh the rarest class against the "
+            "others (its probabilities vanish from the sums, and their squares in the "
+            "split search underflow); give it a larger prior")
     return arr / arr.sum()
 
 
@@ -452,8 +453,9 @@ def check_cost(cost, n_classes):
         if c_max > c_min * MAX_COST_RANGE:
             raise ValueError(
                 f"cost spans {c_min:.3g} to {c_max:.3g}, a ratio over {MAX_COST_RANGE:.3g}: "
-                "the smallest costs would underflow in the split search; set negligible "
-                "costs to 0 or compress the range")
+                "float64 cannot weigh the smallest costs against the largest in the risks "
+                "(they vanish from the sums, and their squares in the split search "
+                "underflow); set negligible costs to 0 or compress the range")
     # 0-1 cost: a zero diagonal (checked above) and ones elsewhere
     default = bool(np.count_nonzero(arr == 1.0) == n_classes * (n_classes - 1))
     return arr, default
