@@ -152,10 +152,12 @@ def test_power_of_two_weights_are_exact(k):
 
 @settings(**SETTINGS)
 @given(seed=st.integers(0, 10**6), exponent=st.floats(-150, 150),
-       classify=st.booleans())
-def test_property_weights_scaled(seed, exponent, classify):
+       classify=st.booleans(), ties=st.booleans())
+def test_property_weights_scaled(seed, exponent, classify, ties):
     c = 10.0**exponent
     X, y = class_data(seed, n=80) if classify else reg_data(seed, n=80)
+    if ties:  # tied values: the rank path of the split search
+        X = np.round(X, 1)
     w = np.random.default_rng(seed + 1).uniform(0.25, 4.0, size=y.shape[0])
     est_cls = CARTClassifier if classify else CARTRegressor
     ref = est_cls().fit(X, y, sample_weight=w)
@@ -210,14 +212,17 @@ def test_zero_one_cost_times_1e308():
 
 
 @settings(**SETTINGS)
-@given(seed=st.integers(0, 10**6), exponent=st.floats(-150, 150))
-def test_property_costs_scaled(seed, exponent):
+@given(seed=st.integers(0, 10**6), exponent=st.floats(-150, 150), ties=st.booleans(),
+       criterion=st.sampled_from(["gini", "entropy", "twoing"]))
+def test_property_costs_scaled(seed, exponent, ties, criterion):
     c = 10.0**exponent
     X, y = class_data(seed, n=80)
+    if ties:
+        X = np.round(X, 1)
     cost = np.random.default_rng(seed).integers(1, 6, size=(3, 3)).astype(float)
     np.fill_diagonal(cost, 0.0)
-    ref = CARTClassifier(cost=cost).fit(X, y)
-    est = quiet_fit(CARTClassifier(cost=cost * c), X, y)
+    ref = CARTClassifier(criterion, cost=cost).fit(X, y)
+    est = quiet_fit(CARTClassifier(criterion, cost=cost * c), X, y)
     assert_same_structure(est.tree_, ref.tree_)
     assert_scaled(est.tree_.risk, ref.tree_.risk, c, rtol=1e-11)
     assert_scaled(est.tree_.alpha, ref.tree_.alpha, c, rtol=1e-8)
@@ -659,3 +664,17 @@ def test_constant_huge_y_refused(value):
     X, _ = reg_data(45, n=40)
     with pytest.raises(ValueError, match="^y spans .* overflow float64"):
         CARTRegressorCV(cv=4).fit(X, np.full(40, value))
+
+
+@settings(**SETTINGS)
+@given(seed=st.integers(0, 10**6), exponent=st.floats(-130, 150), ties=st.booleans())
+def test_property_regression_y_scaled(seed, exponent, ties):
+    c = 10.0**exponent
+    X, y = reg_data(seed, n=80)
+    if ties:
+        X = np.round(X, 1)
+    ref = CARTRegressor().fit(X, y)
+    est = quiet_fit(CARTRegressor(), X, y * c)
+    assert_same_structure(est.tree_, ref.tree_)
+    assert_scaled(est.tree_.value, ref.tree_.value, c, rtol=1e-12)
+    assert_scaled(est.tree_.risk / c, ref.tree_.risk, c, rtol=1e-10)
