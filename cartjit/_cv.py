@@ -40,8 +40,10 @@ import numpy as np
 from ._builder import presort
 from ._builder import subset_keys
 from ._fit import fit_tree
+from ._limits import check_allocation
 from ._predict import heldout_losses
 from ._pruning import midpoints, path_table
+from ._scaling import normalise
 
 __all__ = ["cross_validate", "CVResult", "make_folds", "FoldPlan", "grow_cv_trees",
            "score_fold_trees", "select_index", "SELECTION_TIE_RTOL"]
@@ -57,6 +59,10 @@ class FoldPlan(NamedTuple):
     folds: np.ndarray      # int64 (n_repeats, n)
     n_folds: int
     loo: bool
+
+
+#: A lower bound on the memory of one fitted fold tree (its arrays' headers alone).
+FOLD_TREE_MIN_BYTES = 1024
 
 
 class CVResult(NamedTuple):
@@ -184,6 +190,11 @@ def make_folds(cv, n, *, y=None, stratify=False, n_repeats=1, random_state=0):
             return FoldPlan(np.arange(n, dtype=np.int64)[None, :], n, True)
         if stratify and y is None:
             raise ValueError("stratify=True needs class labels (classification only)")
+        # The fold ids, and the n_repeats × V fold trees kept for scoring (a tree's
+        # arrays and objects take well over FOLD_TREE_MIN_BYTES even as a single leaf).
+        check_allocation(int(n_repeats) * (n * 8 + v * FOLD_TREE_MIN_BYTES),
+                         f"n_repeats={int(n_repeats)} partitions of {n} fold ids and "
+                         f"{int(n_repeats) * v} fold trees", "ask for fewer repeats")
         folds = np.empty((n_repeats, n), dtype=np.int64)
         if stratify:
             counts = np.bincount(y)
@@ -314,6 +325,10 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
     (n_repeats, K).
     """
     alpha_prime = midpoints(np.asarray(full_alpha_seq, dtype=np.float64))
+    # Losses are summed (and squared) in the kernels' units, see cartjit._scaling.
+    problem, settings, scale = normalise(problem, settings, uniform=False)
+    if class_totals is not None:
+        class_totals = class_totals / scale.weight
     w_total = float(problem.X.shape[0] if problem.unit_weights else problem.w.sum())
     if problem.is_classification:
         class_scale = np.divide(priors * w_total, class_totals,
@@ -332,7 +347,8 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         out_sum = np.zeros(alpha_prime.shape[0])
         out_sq = np.zeros(alpha_prime.shape[0])
         label = t.label if problem.is_classification else np.empty(0, dtype=np.int32)
-        heldout_losses(t.feature, t.threshold, t.left, t.alpha, label, t.value, problem.X,
+        value = t.value if problem.is_classification else t.value / scale.y
+        heldout_losses(t.feature, t.threshold, t.left, t.alpha, label, value, problem.X,
                        rows, problem.y_class, problem.y_reg, problem.w, problem.unit_weights,
                        class_scale, cost, alpha_prime, out_sum, out_sq)
         return out_sum, out_sq
@@ -347,7 +363,11 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         cv_risk[r] += s
         cv_sq[r] += sq
     var = np.maximum(cv_sq - cv_risk * cv_risk / w_total, 0.0)
-    return cv_risk / w_total, np.sqrt(var) / w_total
+    # R^CV does not depend on the weights' unit; the SE counts weights as cases, so
+    # weights × c divide it by sqrt(c) (rpart's xstd) whatever the kernels' units.
+    cls = problem.is_classification
+    return (scale.to_loss_units(cv_risk / w_total, cls),
+            scale.to_loss_units(np.sqrt(var) / w_total / np.sqrt(scale.weight), cls))
 
 
 def select_index(cv_risk, cv_se, selection):

@@ -4,12 +4,12 @@ One function, :func:`fit_tree`, serves the estimators (the learning sample L) an
 cross-validation (each L - L_v), so that a fold tree is built by exactly the rules of
 the full tree:
 
-1. class set-up (SPEC §1–2): priors π ("empirical" from the cases given, "equal", or
+1. class set-up (docs/maths.md §1–2): priors π ("empirical" from the cases given, "equal", or
    fixed values), altered priors π'(j) ∝ π(j) Σ_i C(i|j) for the split search when
    the cost is not 0-1, and the per-class factors c_j = π'(j)/N_j of the kernels;
 2. growing T_max (:func:`cartjit._builder.grow`) on the presorted keys;
-3. R(t) and the node labels j*(t) with the true π and C (SPEC §1), or R(t) =
-   Σ w (y - ȳ)² / W for regression (SPEC §3);
+3. R(t) and the node labels j*(t) with the true π and C (docs/maths.md §1), or R(t) =
+   Σ w (y - ȳ)² / W for regression (docs/maths.md §3);
 4. best-first truncation for ``max_leaf_nodes``;
 5. the per-node collapse α of the weakest-link sequence (:mod:`cartjit._pruning`).
 
@@ -26,13 +26,14 @@ from ._builder import (F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, I_DEPTH
                        I_FEATURE, I_LEFT, I_N, I_PARENT, I_RIGHT, grow, presort)
 from ._criteria import SQUARED_ERROR
 from ._pruning import with_alpha
+from ._scaling import check_class_tables, normalise, power_of_two, restore
 from ._tree import LEAF, Tree, subtree
 
 __all__ = ["Problem", "Settings", "Fitted", "fit_tree", "split_factor", "class_risk",
            "with_alpha"]
 
 #: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
-#: (times the largest cost) are tied for the node label; the lower index wins (SPEC §1).
+#: (times the largest cost) are tied for the node label; the lower index wins (docs/maths.md §1).
 LABEL_TIE_ULPS = 64.0
 
 
@@ -86,20 +87,25 @@ def class_priors(setting, counts):
 
 
 def split_factor(priors, class_totals, cost, default_cost):
-    """The per-class factors c_j = π'(j) / N_j of the split search (SPEC §2).
+    """The per-class factors c_j = π'(j) / N_j of the split search (docs/maths.md §2).
 
     π' are the priors, altered to π'(j) ∝ π(j) Σ_i C(i|j) when the cost is not 0-1, and
     renormalised over the classes present (N_j > 0); absent classes get c_j = 0. Then
     Σ_j c_j N_j(t) = p(t) under the split-search priors.
     """
-    split = priors if default_cost else priors * cost.sum(axis=1)
+    if default_cost:
+        split = priors
+    else:  # costs near float64's largest would overflow the row sums: scale them (exact)
+        scale = power_of_two(cost.max())
+        split = priors * (cost.sum(axis=1) if scale == 1.0 else (cost / scale).sum(axis=1))
     split = np.where(class_totals > 0, split, 0.0)
     split = split / split.sum()
     return np.divide(split, class_totals, out=np.zeros_like(split), where=class_totals > 0)
 
 
 def class_risk(value, priors, class_totals, cost):
-    """R(t) = min_i Σ_j C(i|j) π(j) N_j(t)/N_j and j*(t), lowest index on ties (SPEC §1).
+    """R(t) = min_i Σ_j C(i|j) π(j) N_j(t)/N_j and j*(t), lowest index on ties
+    (docs/maths.md §1).
 
     A class absent from the cases (N_j = 0, possible in a fold) contributes nothing.
     """
@@ -142,7 +148,14 @@ def fit_tree(problem, settings, presorted, n_threads=1):
     :func:`cartjit._builder.subset_keys`; its keys are consumed. ``None`` presorts all
     of ``problem.X`` here, so that the keys can be freed as soon as the tree is grown.
     Class totals, empirical priors and the root weight are those of these cases.
+
+    Weights, costs and responses reach the kernels divided by a power of two that keeps
+    them in float64's comfortable range, and the results are scaled back, exactly
+    (:mod:`cartjit._scaling`).
     """
+    problem, settings, scale = normalise(problem, settings)
+    if problem.is_classification:
+        check_class_tables(problem.X.shape[0], problem.n_classes, settings)
     if presorted is None:
         presorted = presort(problem.X)
     n_cases = presorted.keys.shape[1]
@@ -203,4 +216,4 @@ def fit_tree(problem, settings, presorted, n_threads=1):
         improvement = np.where(tree.left != LEAF, improvement[old], 0.0)
     assert tree.n_node_samples[0] == n_cases
     tree, path = with_alpha(tree)
-    return Fitted(tree, improvement, priors, counts, path)
+    return restore(Fitted(tree, improvement, priors, counts, path), scale)

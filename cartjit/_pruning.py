@@ -246,7 +246,13 @@ def prune_tree(tree, alpha):
 def midpoints(alphas):
     """α'_k = sqrt(α_k α_{k+1}) for k < K and α'_K = +∞ (docs/maths.md §5)."""
     out = np.empty_like(alphas)
-    out[:-1] = np.sqrt(alphas[:-1] * alphas[1:])
+    with np.errstate(over="ignore", under="ignore"):
+        out[:-1] = np.sqrt(alphas[:-1] * alphas[1:])
+    # where α_k α_{k+1} leaves float64's normal range, sqrt(α_k) sqrt(α_{k+1}) does not
+    lost = ~np.isfinite(out[:-1]) | ((out[:-1] < 1e-150) & (alphas[:-1] > 0))
+    if lost.any():
+        lost = np.flatnonzero(lost)
+        out[lost] = np.sqrt(alphas[lost]) * np.sqrt(alphas[lost + 1])
     out[-1] = np.inf
     return out
 

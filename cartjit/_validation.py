@@ -15,6 +15,9 @@ import warnings
 
 import numpy as np
 
+from ._limits import check_allocation
+from ._scaling import (MAX_COST_RANGE, MAX_PRIOR_RANGE, MAX_WEIGHT_RANGE, MAX_Y_SPREAD,
+                       MIN_COST, MIN_Y_SPREAD, power_of_two)
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 
 #: The criterion names each kind of tree accepts (the ``criterion`` parameter).
@@ -140,7 +143,7 @@ def _as_numeric_2d(X, name):
         if arr.dtype.kind == "O":
             try:
                 arr = arr.astype(np.float64)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 raise TypeError(
                     f"{name} must contain numbers, got dtype {arr.dtype} with values that "
                     f"cannot be converted to float: {exc}") from exc
@@ -260,6 +263,9 @@ def check_y_reg(y, n_samples, name="y"):
         raise ValueError(f"Complex data not supported: {name} has dtype {arr.dtype}")
     try:
         arr = as_kernel_array(arr, np.float64)
+    except OverflowError as exc:  # Python ints beyond float64
+        raise ValueError(f"Input {name} contains infinity or a value too large for "
+                         f"dtype('float64'): {exc}") from exc
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be numeric for regression: {exc}") from exc
     if not np.isfinite(arr).all():
@@ -267,24 +273,43 @@ def check_y_reg(y, n_samples, name="y"):
             raise ValueError(f"Input {name} contains NaN")
         raise ValueError(f"Input {name} contains infinity or a value too large for dtype('float64')")
     if arr.size:
-        spread = float(np.max(arr) - np.min(arr)) if np.isfinite(np.max(arr) - np.min(arr)) else np.inf
-        if spread * spread * arr.shape[0] > np.finfo(np.float64).max / 16:
+        with np.errstate(over="ignore"):
+            spread = float(np.max(arr) - np.min(arr))
+        # The kernels see y divided by a power of two (cartjit._scaling); what must stay
+        # in float64's range are the reported squared errors: R(t), α, the CV risks.
+        if spread > MAX_Y_SPREAD or max(np.max(arr), -np.min(arr)) > MAX_Y_SPREAD:
             raise ValueError(
                 f"{name} spans {np.min(arr):.3g} to {np.max(arr):.3g}: squared errors of such "
                 "values overflow float64, so no risk R(t) can be computed; rescale y "
                 "(e.g. divide it by a power of 10) before fitting")
+        if 0 < spread < MIN_Y_SPREAD:
+            raise ValueError(
+                f"{name} spans only {spread:.3g} (from {np.min(arr):.3g} to "
+                f"{np.max(arr):.3g}): squared errors of such differences underflow "
+                f"float64 (spreads below {MIN_Y_SPREAD:.3g} are refused), so risks R(t) "
+                "and α cannot be reported; rescale y (e.g. multiply it by a power of 10) "
+                "before fitting")
     return arr
 
 
-def check_sample_weight(sample_weight, n_samples):
-    """Return ``(weights float64, all_ones)``; weights must be finite and >= 0, not all 0."""
+def check_sample_weight(sample_weight, n_samples, *, for_fit=True):
+    """Return ``(weights float64, all_ones)``; weights must be finite and >= 0, not all 0.
+
+    ``for_fit`` also refuses what the tree kernels cannot carry exactly (see
+    :mod:`cartjit._scaling`): subnormal weights, and weights below 1/``MAX_WEIGHT_RANGE``
+    of the total. A total that overflows float64 is always refused.
+    """
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64), True
     if isinstance(sample_weight, (bool, np.bool_)):
         raise TypeError(
             f"sample_weight must be an array of weights or a number, got {sample_weight!r}")
     if isinstance(sample_weight, numbers.Number):
-        w = np.full(n_samples, float(sample_weight))
+        try:
+            w = np.full(n_samples, float(sample_weight))
+        except OverflowError as exc:  # a Python int beyond float64
+            raise ValueError("sample_weight must be finite (no NaN or infinity), got an "
+                             "integer beyond float64's range") from exc
     else:
         w = np.asarray(sample_weight)
         if w.dtype.kind not in "biuf":
@@ -303,7 +328,34 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError("Negative values in data passed to sample_weight: weights must be >= 0")
     if not np.any(w > 0):
         raise ValueError("sample_weight must have at least one positive entry (all are zero)")
+    _check_weight_range(w, for_fit)
     return as_kernel_array(w, np.float64), bool(np.all(w == 1.0))
+
+
+def _check_weight_range(w, for_fit):
+    """Refuse weights the kernels cannot carry exactly once rescaled (cartjit._scaling)."""
+    positive = w[w > 0]
+    w_min, w_max = float(positive.min()), float(positive.max())
+    if for_fit and w_min < np.finfo(np.float64).tiny:
+        raise ValueError(
+            f"sample_weight has a positive entry {w_min:.3g} below the smallest normal "
+            f"float64 ({np.finfo(np.float64).tiny:.3g}), which carries too few digits; "
+            "rescale the weights (multiply them all by a power of 10) or set it to 0")
+    scale = power_of_two(w_max)
+    with np.errstate(over="ignore"):
+        total = np.sum(w / scale)
+        if not np.isfinite(total * scale):
+            raise ValueError(
+                f"sample_weight sums to more than the largest float64 ({w_max:.3g} is the "
+                "largest weight): weighted node sizes cannot be reported; rescale the "
+                "weights (divide them all by a power of 10)")
+    if for_fit and total > (w_min / scale) * MAX_WEIGHT_RANGE:
+        raise ValueError(
+            f"sample_weight spans {w_min:.3g} to {w_max:.3g} (total {total * scale:.3g}): "
+            f"a positive weight below 1/{MAX_WEIGHT_RANGE:.3g} of the total is too small "
+            "for float64's sums of weights, which would carry it with too few digits or "
+            "drop it, so splits between such cases would be decided by rounding; set "
+            "negligible weights to 0 or compress their range")
 
 
 def check_int(value, name, *, low=None, allow_none=False):
@@ -324,7 +376,11 @@ def check_float(value, name, *, low=0.0, allow_none=False):
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number >= {low}, got {value!r} ({_type_name(value)})")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError as exc:  # a Python int beyond float64
+        raise ValueError(f"{name} must be a finite number >= {low}, got an integer beyond "
+                         "float64's range") from exc
     if not np.isfinite(value) or value < low:
         raise ValueError(f"{name} must be a finite number >= {low}, got {value}")
     return value
@@ -346,7 +402,7 @@ def check_priors(priors, counts):
         return np.full(n_classes, 1.0 / n_classes)
     try:
         arr = np.asarray(priors, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise TypeError(
             "priors must be 'empirical', 'equal' or an array of one positive number per "
             f"class summing to 1, got {priors!r}") from exc
@@ -356,16 +412,28 @@ def check_priors(priors, counts):
         raise ValueError(f"priors must all be > 0, got {arr.tolist()}")
     if abs(arr.sum() - 1.0) > 1e-8:
         raise ValueError(f"priors must sum to 1, got sum {float(arr.sum())!r}")
+    if arr.max() > arr.min() * MAX_PRIOR_RANGE:
+        raise ValueError(
+            f"priors span {arr.min():.3g} to {arr.max():.3g}, a ratio over "
+            f"{MAX_PRIOR_RANGE:.3g}: float64 cannot weigh the rarest class against the "
+            "others (its probabilities vanish from the sums, and their squares in the "
+            "split search underflow); give it a larger prior")
     return arr / arr.sum()
 
 
 def check_cost(cost, n_classes):
     """The J×J cost matrix ``cost[j, i] = C(i|j)`` (rows true class, columns predicted)."""
     if cost is None:
-        return np.ones((n_classes, n_classes)) - np.eye(n_classes), True
+        check_allocation(n_classes * n_classes * 8,
+                         f"the default 0-1 cost matrix of {n_classes} classes (dense, "
+                         f"{n_classes} x {n_classes})",
+                         "fewer classes (merge rare labels) would need less")
+        arr = np.ones((n_classes, n_classes))
+        np.fill_diagonal(arr, 0.0)
+        return arr, True
     try:
         arr = np.asarray(cost, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise TypeError(f"cost must be a numeric array of shape ({n_classes}, {n_classes}), got {cost!r}") from exc
     if arr.shape != (n_classes, n_classes):
         raise ValueError(
@@ -375,12 +443,27 @@ def check_cost(cost, n_classes):
         raise ValueError("cost must be finite and >= 0 everywhere")
     if np.any(np.diag(arr) != 0):
         raise ValueError(f"cost must have a zero diagonal, got diagonal {np.diag(arr).tolist()}")
-    if n_classes > 1 and np.any(arr.sum(axis=1) <= 0):
-        bad = int(np.flatnonzero(arr.sum(axis=1) <= 0)[0])
+    if n_classes > 1 and np.any(arr.max(axis=1) <= 0):
+        bad = int(np.flatnonzero(arr.max(axis=1) <= 0)[0])
         raise ValueError(
             f"cost row {bad} (true class {bad}) is all zero: every class needs a positive "
             "cost of being misclassified")
-    default = bool(np.array_equal(arr, np.ones((n_classes, n_classes)) - np.eye(n_classes)))
+    if n_classes > 1:
+        positive = arr[arr > 0]
+        c_min, c_max = float(positive.min()), float(positive.max())
+        if c_min < MIN_COST:
+            raise ValueError(
+                f"cost has a positive entry {c_min:.3g} below {MIN_COST:.3g}: risks of "
+                "that size underflow float64; rescale the costs (multiply them all by a "
+                "power of 10) or set it to 0")
+        if c_max > c_min * MAX_COST_RANGE:
+            raise ValueError(
+                f"cost spans {c_min:.3g} to {c_max:.3g}, a ratio over {MAX_COST_RANGE:.3g}: "
+                "float64 cannot weigh the smallest costs against the largest in the risks "
+                "(they vanish from the sums, and their squares in the split search "
+                "underflow); set negligible costs to 0 or compress the range")
+    # 0-1 cost: a zero diagonal (checked above) and ones elsewhere
+    default = bool(np.count_nonzero(arr == 1.0) == n_classes * (n_classes - 1))
     return arr, default
 
 

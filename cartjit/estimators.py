@@ -171,6 +171,8 @@ class _BaseCART(_Base):
             X, y_enc, w = np.ascontiguousarray(X[rows]), y_enc[rows], w[rows]
             if self._is_classifier:
                 present, y_enc = np.unique(y_enc, return_inverse=True)
+                if present.shape[0] < labels.shape[0]:
+                    self._refuse_per_label(labels, present)
                 classes = labels[present]
                 y_enc = np.ascontiguousarray(y_enc.reshape(-1), dtype=np.int32)
         if self._is_classifier:
@@ -202,13 +204,41 @@ class _BaseCART(_Base):
         return _Prepared(problem, settings, params["ccp_alpha"], names, classes, rows,
                          y_rows)
 
+    def _refuse_per_label(self, labels, present):
+        """Refuse ``priors``/``cost`` sized for every label of y when some label's cases
+        all have weight 0 (so it is not one of ``classes_``), naming that label."""
+        absent = labels[np.setdiff1d(np.arange(labels.shape[0]), present)].tolist()
+        for name in ("priors", "cost"):
+            value = getattr(self, name, None)
+            if value is None or isinstance(value, str):
+                continue
+            try:
+                size = np.shape(value)[0] if np.ndim(value) else 0
+            except ValueError:  # ragged: check_priors/check_cost will say so
+                continue
+            if size == labels.shape[0]:
+                raise ValueError(
+                    f"{name} has {size} entries, one per label of y, but the cases of "
+                    f"class(es) {absent} all have sample_weight 0; zero-weight cases take no "
+                    "part in the fit (as if dropped), so classes_ holds only the "
+                    f"{present.shape[0]} classes with positive weight and {name} needs one "
+                    f"entry per class of those: drop the entries of {absent}, or give some "
+                    "of their cases a positive weight")
+
     def _score_inputs(self, X, y, sample_weight, dtype=None):
         """``(predict(X), y as a 1-d array, checked weights)`` for :meth:`score`."""
         pred = self.predict(X)
-        y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y, dtype=dtype).reshape(-1)
-        if y.shape[0] != pred.shape[0]:
-            raise ValueError(f"y has {y.shape[0]} entries but X has {pred.shape[0]} rows")
-        w, _ = V.check_sample_weight(sample_weight, pred.shape[0])
+        try:
+            n_y = len(y)
+        except TypeError:  # None or a scalar: the checks below say what y must be
+            n_y = pred.shape[0]
+        if n_y != pred.shape[0]:
+            raise ValueError(f"y has {n_y} entries but X has {pred.shape[0]} rows")
+        if self._is_classifier:
+            y = V._as_1d(y, "y", pred.shape[0])  # shape checked, labels as given
+        else:  # numeric, finite, squared errors within float64 (names y otherwise)
+            y = V.check_y_reg(y, pred.shape[0])
+        w, _ = V.check_sample_weight(sample_weight, pred.shape[0], for_fit=False)
         return pred, y, w
 
     def _set_fitted(self, fitted, prep, alpha):
@@ -430,6 +460,10 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         ``classes_``. With "empirical" (π(j) = N_j / N) a cross-validation fold tree
         takes its own fold's proportions, as rpart does; "equal" and given priors are
         the same for every fold.
+        ``classes_`` holds the labels of y with positive total weight: a
+        case of weight 0 is a dropped row, so a label whose cases all have weight 0 is
+        not a class of the fit, and priors or cost sized for it are refused with an
+        error naming it (give them for the remaining classes).
     class_weight : "balanced", dict {label: weight} or None, default None
         The scikit-learn way to set priors: π(j) ∝ class_weight_j × N_j, N_j the
         weighted count of class j (a class missing from the dict has weight 1), which
@@ -470,6 +504,16 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         T_max (after ``max_leaf_nodes``) with its pruning sequence, before ``ccp_alpha``.
     classes_, n_classes_, n_features_in_, feature_names_in_ (DataFrame input only),
     priors_ (π), cost_ (C), class_weight_totals_ (N_j, weighted class totals).
+
+    Notes
+    -----
+    Units do not matter: weights × c give the same tree with weighted counts × c, and
+    costs × c the same tree with risks and α × c, for any c > 0 that float64 holds
+    (the kernels see them divided by a power of two, exactly). Refused, because float64
+    cannot carry them: a positive weight below 2**-40 of the weight total (the sums of
+    weights would drop it), positive weights below 2.2e-308 or a total beyond float64,
+    costs whose positive entries span more than 2**100 or fall below 2**-500, and
+    priors spanning more than 2**100.
     """
 
     _is_classifier = True
@@ -521,6 +565,13 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
     Parameters are those of :class:`CARTClassifier` without ``priors`` and ``cost``;
     ``criterion`` is ``"squared_error"``. R(t) = Σ_{i∈t} w_i (y_i - ȳ(t))² / W, so R(T)
     is the resubstitution mean squared error, and ``ccp_alpha`` is on that scale.
+
+    Units do not matter: y × c gives the same tree with means × c and squared errors
+    (impurity, risk, α: ``min_impurity_decrease`` and ``ccp_alpha`` are on that scale)
+    × c²; weights × c the same tree with
+    weighted counts × c. A y with a value or a spread max(y) - min(y) beyond about
+    3.4e153 (its squared errors overflow), or a positive spread below 2**-450 (they
+    underflow), is refused, as are weights beyond the classifier's limits.
     """
 
 
@@ -581,7 +632,8 @@ _CV_DOC = """
         ``risk`` (R(T_k)), ``cp`` (α_k / R(root)), ``rel_error``, ``cv_risk`` (R^CV mean
         over repeats), ``cv_se`` (its SE, mean over repeats), ``cv_std`` (std of R^CV
         over repeats, NaN with one repeat), ``xerror``/``xstd`` (rpart's scaling by
-        R(root)) and ``selected``.
+        R(root)) and ``selected``. The SE counts weights as cases (rpart's ``xstd``):
+        weights × c leave R^CV unchanged and divide the SE by sqrt(c).
     alpha_, best_index_ : the chosen α_k and its row index; ``tree_`` is T(alpha_).
     folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight).
     fold_alphas_ : list (repeats) of lists (folds) of each fold tree's α sequence.
