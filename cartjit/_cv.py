@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._builder import subset_keys
+from ._presort import subset_keys
 from ._fit import fit_tree
 from ._predict import heldout_losses
 from ._pruning import weakest_link

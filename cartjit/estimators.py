@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from . import _validation as V
-from ._builder import presort
+from ._presort import presort
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 from ._cv import (fold_ids_from_splits, grow_cv_trees, make_folds, path_table,
                   pruning_sequence, score_fold_trees, select_index)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cartjit._builder import PARALLEL_MIN_KEYS, presort, release_free_memory, subset_keys
+from cartjit._presort import PARALLEL_MIN_KEYS, presort, release_free_memory, subset_keys
 
 
 def _check(X, ps):

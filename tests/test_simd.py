@@ -10,11 +10,11 @@ import pytest
 from numba import njit
 
 from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, _config
-from cartjit._builder import _partition
+from cartjit._builder import Frontier, Splits, Work, _partition
 from cartjit._config import _simd_flag
-from cartjit._criteria import GINI, impurity_from_counts, tie_tolerance
-from cartjit._splitter import (best_split_classification, best_split_gini_runs,
-                               list_class_changes)
+from cartjit._criteria import GINI, impurity_from_counts
+from cartjit._splitter import (Segment, Targets, best_split_classification,
+                               best_split_gini_runs, list_class_changes)
 
 
 @njit
@@ -75,9 +75,12 @@ def test_partition_blocks_match_scalar_and_reference(shift):
     results = {}
     for simd in (False, True):
         out = keys.copy()
-        buffers = np.empty((1, n), np.int32)
-        _partition(out, shift, sp_index, split_feat, f_start, f_end, goes_left, simd,
-                   buffers, 0, 1)
+        work = Work(np.zeros((1, 16)), np.empty((1, n), np.int32), goes_left,
+                    np.empty(0, np.int32))
+        zeros = np.zeros(5, np.int64)
+        fr = Frontier(sp_index, f_start, f_end, np.zeros(5), np.zeros(5))
+        _partition(out, shift, sp_index, Splits(split_feat, zeros, zeros), fr, work, simd,
+                   0, 1)
         results[simd] = out
         for j in range(5):
             for f in range(p):
@@ -89,16 +92,11 @@ def test_partition_blocks_match_scalar_and_reference(shift):
 
 
 @njit
-def _both_scans(keys, start, end, min_leaf, total, factor, y, mask, simd, scratch, cand):
-    k = total.shape[0]
-    imp = impurity_from_counts(total, factor, GINI)
-    tol = tie_tolerance(imp)
-    no_w = np.empty(0)
-    d1, p1 = best_split_gini_runs(keys, start, end, min_leaf, total, factor, tol, y, mask,
-                                  simd, scratch[:k], scratch[k:2 * k], cand)
-    d2, p2 = best_split_classification(keys, keys[:0], start, end, y, no_w, True, True, 0,
-                                       mask, total, factor, GINI, imp, tol, min_leaf, True,
-                                       simd, scratch, cand)
+def _both_scans(seg, tg, total, min_leaf, simd, scratch, cand):
+    imp = impurity_from_counts(total, tg.factor, GINI)
+    d1, p1 = best_split_gini_runs(seg, tg, total, imp, min_leaf, simd, scratch, cand)
+    d2, p2 = best_split_classification(seg, tg, total, imp, min_leaf, True, simd, scratch,
+                                       cand)
     return d1, p1, d2, p2
 
 
@@ -121,8 +119,11 @@ def test_lean_gini_scan_equals_general_scan():
         factor = np.full(k, 1.0 / n)
         min_leaf = int(rng.integers(1, 4))
         for simd in (False, True):
-            d1, p1, d2, p2 = _both_scans(keys, 0, n, min_leaf, total, factor, y,
-                                         (1 << bits) - 1, simd, np.zeros(3 * k),
+            # Targets as the grower builds them: unit weights, labels in the keys.
+            tg = Targets(y, np.empty(0), np.empty(0), True, True, factor, GINI, bits,
+                         (1 << bits) - 1)
+            seg = Segment(keys, keys[:0], 0, n)
+            d1, p1, d2, p2 = _both_scans(seg, tg, total, min_leaf, simd, np.zeros(3 * k),
                                          np.empty(n, np.int32))
             assert p1 == p2, (trial, simd)
             assert d1 == d2 or (np.isinf(d1) and np.isinf(d2)), (trial, simd, d1, d2)
