@@ -604,21 +604,28 @@ def label_bits(n_classes, n_rows):
     return bits if n_rows <= (1 << (31 - bits)) else 0
 
 
-def _targets(X, y_class, y_reg, w, unit_weights, factor, n_classes, criterion):
+def _targets(problem, factor, criterion):
     """The :class:`cartjit._splitter.Targets` of a growth, in the kernels' layouts."""
-    w = as_kernel_array(w, np.float64)
+    w = as_kernel_array(problem.w, np.float64)
+    unit_weights = bool(problem.unit_weights)
     # Integer weights (with totals below 2**53) make running class counts exact.
     exact_sums = bool(unit_weights or (np.all(w == np.floor(w)) and w.sum() < 2.0**53))
-    shift = label_bits(n_classes if criterion != SQUARED_ERROR else 0, X.shape[0])
-    return Targets(as_kernel_array(y_class, np.int32), as_kernel_array(y_reg, np.float64),
-                   w, bool(unit_weights), exact_sums, as_kernel_array(factor, np.float64),
-                   int(criterion), int(shift), int((1 << shift) - 1))
+    shift = label_bits(problem.n_classes if criterion != SQUARED_ERROR else 0,
+                       problem.X.shape[0])
+    return Targets(as_kernel_array(problem.y_class, np.int32),
+                   as_kernel_array(problem.y_reg, np.float64), w, unit_weights, exact_sums,
+                   as_kernel_array(factor, np.float64), int(criterion), int(shift),
+                   int((1 << shift) - 1))
 
 
-def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
-         max_depth, min_samples_split, min_samples_leaf, min_impurity_decrease,
-         n_threads=1):
+def grow(problem, presorted, factor, settings, n_threads=1):
     """Grow the tree on the cases in ``presorted.keys`` (see the module docstring).
+
+    ``problem`` holds the cases (fields ``X``, ``y_class``, ``y_reg``, ``w``,
+    ``unit_weights``, ``n_classes``, as :class:`cartjit._fit.Problem`), ``factor`` the
+    per-class factors c_j (empty for regression), ``settings`` the criterion and the
+    stopping rules (fields ``criterion``, ``max_depth``, ``min_samples_split``,
+    ``min_samples_leaf``, ``min_impurity_decrease``, as :class:`cartjit._fit.Settings`).
 
     Returns a :class:`Grown` record of the node tables (views into over-allocated
     tables) whose :meth:`Grown.to_tree` assembles the :class:`cartjit._tree.Tree`: an
@@ -633,13 +640,18 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
     """
     keys = presorted.keys
     p, n = keys.shape
+    criterion = settings.criterion
+    n_classes = problem.n_classes
     is_class = criterion != SQUARED_ERROR
     n_val = n_classes if is_class else 1
     n_threads = max(1, int(n_threads))
     if n * p < PARALLEL_MIN_KEYS:
         n_threads = 1
-    X = as_kernel_array(X, np.float64)
-    tg = _targets(X, y_class, y_reg, w, unit_weights, factor, n_classes, criterion)
+    X = as_kernel_array(problem.X, np.float64)
+    tg = _targets(problem, factor, criterion)
+    max_depth = settings.max_depth
+    min_samples_split = settings.min_samples_split
+    min_samples_leaf = settings.min_samples_leaf
 
     cap = 64
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
@@ -663,7 +675,7 @@ def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, crite
             run_chunks(pool, min(n_threads, p), _pack_labels, keys, tg.y_class, tg.shift)
         q_root, mean0, s0, mixed = _root(keys, nodes, tg)
         rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
-                      float(min_impurity_decrease), float(q_root), simd)
+                      float(settings.min_impurity_decrease), float(q_root), simd)
         splittable = (mixed and n >= min_samples_split and n >= 2 * min_samples_leaf
                       and max_depth != 0)
         n_nodes = 1

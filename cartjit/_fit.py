@@ -4,12 +4,12 @@ One function, :func:`fit_tree`, serves the estimators (the learning sample L) an
 cross-validation (each L - L_v), so that a fold tree is built by exactly the rules of
 the full tree:
 
-1. class set-up (SPEC §1–2): priors π ("empirical" from the cases given, "equal", or
+1. class set-up (docs/maths.md §1–2): priors π ("empirical" from the cases given, "equal", or
    fixed values), altered priors π'(j) ∝ π(j) Σ_i C(i|j) for the split search when
    the cost is not 0-1, and the per-class factors c_j = π'(j)/N_j of the kernels;
 2. growing T_max (:func:`cartjit._builder.grow`) on the presorted keys;
-3. R(t) and the node labels j*(t) with the true π and C (SPEC §1), or R(t) =
-   Σ w (y - ȳ)² / W for regression (SPEC §3);
+3. R(t) and the node labels j*(t) with the true π and C (docs/maths.md §1), or R(t) =
+   Σ w (y - ȳ)² / W for regression (docs/maths.md §3);
 4. best-first truncation for ``max_leaf_nodes``;
 5. the per-node collapse α of the weakest-link sequence (:mod:`cartjit._pruning`).
 
@@ -32,7 +32,7 @@ __all__ = ["Problem", "Settings", "Fitted", "fit_tree", "split_factor", "class_r
            "with_alpha"]
 
 #: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
-#: (times the largest cost) are tied for the node label; the lower index wins (SPEC §1).
+#: (times the largest cost) are tied for the node label; the lower index wins (docs/maths.md §1).
 LABEL_TIE_ULPS = 64.0
 
 
@@ -86,7 +86,7 @@ def class_priors(setting, counts):
 
 
 def split_factor(priors, class_totals, cost, default_cost):
-    """The per-class factors c_j = π'(j) / N_j of the split search (SPEC §2).
+    """The per-class factors c_j = π'(j) / N_j of the split search (docs/maths.md §2).
 
     π' are the priors, altered to π'(j) ∝ π(j) Σ_i C(i|j) when the cost is not 0-1, and
     renormalised over the classes present (N_j > 0); absent classes get c_j = 0. Then
@@ -99,7 +99,7 @@ def split_factor(priors, class_totals, cost, default_cost):
 
 
 def class_risk(value, priors, class_totals, cost):
-    """R(t) = min_i Σ_j C(i|j) π(j) N_j(t)/N_j and j*(t), lowest index on ties (SPEC §1).
+    """R(t) = min_i Σ_j C(i|j) π(j) N_j(t)/N_j and j*(t), lowest index on ties (docs/maths.md §1).
 
     A class absent from the cases (N_j = 0, possible in a fold) contributes nothing.
     """
@@ -172,11 +172,7 @@ def fit_tree(problem, settings, presorted, n_threads=1):
         counts = priors = None
         factor = np.empty(0)
         n_classes = 0
-    grown = grow(
-        problem.X, presorted, problem.y_class, problem.y_reg, problem.w, problem.unit_weights,
-        factor, n_classes, settings.criterion, settings.max_depth,
-        settings.min_samples_split, settings.min_samples_leaf,
-        settings.min_impurity_decrease, n_threads)
+    grown = grow(problem, presorted, factor, settings, n_threads)
     # The keys are spent: when this frame holds the only reference (presorted here),
     # they are freed before the tree is assembled, lowering the peak memory.
     del presorted

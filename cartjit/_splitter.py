@@ -4,16 +4,18 @@ The builder keeps, for every feature m, the node's cases (rows of X, as int32) i
 increasing order of x_m as a segment of that feature's row of *keys*. Scanning a segment
 from left to right moves one case at a time from t_R to t_L; a boundary between
 positions i and i + 1 is a candidate threshold exactly when the two values differ, i.e.
-between two consecutive distinct values (docs/maths.md §2). A feature with no tied values in the
-learning sample has a candidate at every boundary; for a feature with ties, ``ranks``
-holds the dense rank of every case's value (equal values, equal rank) and a boundary
-counts only where the rank changes. ``ranks`` is empty for features without ties.
+between two consecutive distinct values (docs/maths.md §2). A feature with no tied
+values in the learning sample has a candidate at every boundary; for a feature with
+ties, ``ranks`` holds the dense rank of every case's value (equal values, equal rank)
+and a boundary counts only where the rank changes. ``ranks`` is empty for features
+without ties.
 
 At each candidate both children must hold at least ``min_leaf`` cases; the proxy P(s) of
 :mod:`cartjit._criteria` is compared with the best so far of this feature, and replaces
 it only when larger by more than the tie tolerance, so that the lowest threshold wins a
 tie. The result is returned as Δi together with the split position ``pos`` (the left
-child is the segment's first ``pos - start`` cases) and ``-inf`` when no candidate exists.
+child is the segment's first ``pos - start`` cases) and ``-inf`` when no candidate
+exists.
 """
 from __future__ import annotations
 
@@ -61,7 +63,13 @@ class Segment(NamedTuple):
 
 @jit
 def threshold_between(a, b):
-    """Midpoint of consecutive distinct values a < b, never rounded up to b (docs/maths.md §2)."""
+    """Step 2 (choose), the threshold: midpoint of consecutive distinct values a < b,
+    never rounded up to b (docs/maths.md §2).
+
+    Parameters
+    ----------
+    a, b : the largest value going left and the smallest going right.
+    """
     c = a / 2.0 + b / 2.0
     if c >= b or not np.isfinite(c):
         c = a
@@ -74,11 +82,19 @@ NEAR_TIE = 1e-11
 
 @jit
 def delta_from_counts(left, right, factor, criterion, node_impurity):
-    """Δi(s, t) of a classification split from both children's class counts.
+    """Split search, precise Δi(s, t) of a classification split from both children's
+    class counts.
 
     Gini uses Δi = p_L p_R Σ_j (p(j|t_L) - p(j|t_R))², entropy i(t) - p_L i(t_L) -
     p_R i(t_R), twoing its definition: no cancellation between large terms. Used for the
     best split of a feature and to settle near-ties of the proxy.
+
+    Parameters
+    ----------
+    left, right : float64 (J,) weighted class counts of the children.
+    factor : float64 (J,) per-class factors c_j.
+    criterion : GINI, ENTROPY or TWOING.
+    node_impurity : i(t) (entropy uses it).
     """
     ql_sum = 0.0
     qr_sum = 0.0
@@ -196,13 +212,22 @@ def _near_tie(seg, pos, best_pos, best_delta, tg, total, scratch, node_impurity,
 
 @jit
 def list_class_changes(keys, lo, hi, y, mask, simd, cand):
-    """Pass 1 of the scan by runs: list lo, every class change strictly between lo and hi,
-    and hi (when hi > lo) in ``cand``; returns how many.
+    """Split search, pass 1 of the scan by runs: list lo, every class change strictly
+    between lo and hi, and hi (when hi > lo) in ``cand``; returns how many.
 
     A class change at i means the cases at i - 1 and i differ in class. Branch-free:
     every position is written and only a change advances the count. With ``simd`` and
     labels in the keys, blocks of 16 positions are compared and packed at once
     (:func:`cartjit._simd.compress_class_changes`); the scalar loop finishes the tail.
+
+    Parameters
+    ----------
+    keys : int32 one row of keys.
+    lo, hi : first and last candidate positions.
+    y : int32 class by case (read when ``mask`` is 0).
+    mask : 2**shift - 1 for labels in the keys, else 0.
+    simd : 16-key blocks (labels in the keys only).
+    cand : int32 output, room for hi - lo + 1 positions.
     """
     cand[0] = lo
     n_cand = 1
@@ -227,7 +252,14 @@ def list_class_changes(keys, lo, hi, y, mask, simd, cand):
 
 @jit
 def equal_factors(total, factor):
-    """Whether the classes present (N_j > 0) share one factor c_j, to EQUAL_FACTORS_RTOL."""
+    """Split search, mode test: whether the classes present (N_j > 0) share one factor
+    c_j, to EQUAL_FACTORS_RTOL (then the unit-weight Gini proxy applies).
+
+    Parameters
+    ----------
+    total : float64 (J,) the node's counts N_j(t).
+    factor : float64 (J,) c_j.
+    """
     c_min = np.inf
     c_max = 0.0
     for j in range(total.shape[0]):
@@ -239,11 +271,17 @@ def equal_factors(total, factor):
 
 @jit
 def _gini_delta_exact_right(left, total, factor):
-    """:func:`delta_from_counts` for Gini with right counts ``total - left`` (exact sums),
-    operation for operation, so that the lean scan gives the general scan's Δi bit for
-    bit. A twin on purpose: the lean scan calling the general :func:`_near_tie` and
-    :func:`_precise_class_delta` instead (many array arguments) made the search of the
-    deep levels 10-45 % slower."""
+    """Split search (lean Gini), precise Δi: :func:`delta_from_counts` for Gini with
+    right counts ``total - left`` (exact sums), operation for operation, so that the lean
+    scan gives the general scan's Δi bit for bit. A twin on purpose: the lean scan
+    calling the general :func:`_near_tie` and :func:`_precise_class_delta` instead (many
+    array arguments) made the search of the deep levels 10-45 % slower.
+
+    Parameters
+    ----------
+    left, total : float64 (J,) counts of the left child and of the node.
+    factor : float64 (J,) c_j.
+    """
     ql_sum = 0.0
     qr_sum = 0.0
     for j in range(left.shape[0]):
