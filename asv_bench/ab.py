@@ -5,7 +5,8 @@ command line (``sys.path`` first), warms the JIT on a tiny problem, draws the da
 (``cartjit.datasets``, seed 0) and times, best of ``--inner`` calls each: the fit of a
 classifier (Gini, 3 classes) and of a regressor on ``--n`` × 20, ``CARTClassifierCV``
 with ``--folds`` folds at ``--n``, and ``predict`` of ``--predict`` fresh rows by the
-classifier. Samples alternate A, B, A, B, ... for every combination of thread count
+classifier (``--modes``: also entropy, twoing, case weights and tied values, the
+other scan modes). Samples alternate A, B, A, B, ... for every combination of thread count
 (``NUMBA_NUM_THREADS``) and ``CARTJIT_SIMD`` setting, so that background load hits
 both copies alike. ``--cold`` adds the cold start: a fresh interpreter with an empty
 ``NUMBA_CACHE_DIR`` running import, ``load_iris`` and the first fit and predict.
@@ -54,6 +55,13 @@ res["fit regression"] = best(lambda: cartjit.CARTRegressor().fit(Xr, yr))
 res["CV"] = best(lambda: cartjit.CARTClassifierCV(cv=folds).fit(Xt, yt))
 model = cartjit.CARTClassifier().fit(Xt, yt)
 res["predict"] = best(lambda: model.predict(Xp))
+if {modes}:  # the scan modes besides the lean Gini scan
+    w = np.random.default_rng(0).integers(1, 4, n).astype(float)
+    Xq = np.round(Xt, 1)
+    res["fit entropy"] = best(lambda: cartjit.CARTClassifier(criterion="entropy").fit(Xt, yt))
+    res["fit Gini, weights"] = best(lambda: cartjit.CARTClassifier().fit(Xt, yt, sample_weight=w))
+    res["fit Gini, tied X"] = best(lambda: cartjit.CARTClassifier().fit(Xq, yt))
+    res["fit twoing"] = best(lambda: cartjit.CARTClassifier(criterion="twoing").fit(Xt, yt))
 print(json.dumps(res))
 """
 
@@ -90,6 +98,8 @@ def main(argv=None):
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--simd", default="0,auto")
     ap.add_argument("--cold", action="store_true", help="also time the cold start")
+    ap.add_argument("--modes", action="store_true",
+                    help="also fit with entropy, twoing, weights and tied values")
     ap.add_argument("--no-warm", action="store_true", help="only the cold start")
     args = ap.parse_args(argv)
     roots = {"A": os.path.abspath(args.a), "B": os.path.abspath(args.b)}
@@ -105,7 +115,7 @@ def main(argv=None):
                                NUMBA_CACHE_DIR=caches[k])
                     samples[k].append(_run(_CHILD.format(
                         root=roots[k], n=args.n, n_pred=args.predict, folds=args.folds,
-                        inner=args.inner), env))
+                        inner=args.inner, modes=args.modes), env))
             for m in samples["A"][0]:
                 a = statistics.median(s[m] for s in samples["A"])
                 b = statistics.median(s[m] for s in samples["B"])
