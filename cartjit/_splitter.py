@@ -396,51 +396,6 @@ def best_split_gini_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch,
 
 
 @jit
-def _class_proxy(left, total, right, factor, criterion, node_impurity):
-    """Split search, the prior-weighted proxy P(s) of a candidate as ``(num, den)``.
-
-    Gini: Σ q_jL² / Q_L + Σ q_jR² / Q_R as one fraction; entropy: -(Q_L i(t_L) +
-    Q_R i(t_R)); twoing: Δi itself (``right`` receives the right counts).
-
-    Parameters
-    ----------
-    left, total : float64 (J,) counts of the left child and of the node.
-    right : float64 (J,) scratch.
-    factor : float64 (J,) c_j.
-    criterion : GINI, ENTROPY or TWOING.
-    node_impurity : i(t).
-    """
-    n_classes = total.shape[0]
-    ql_sum = 0.0
-    qr_sum = 0.0
-    if criterion == GINI:
-        sq_ql = 0.0
-        sq_qr = 0.0
-        for j in range(n_classes):
-            ql = factor[j] * left[j]
-            qr = factor[j] * (total[j] - left[j])
-            ql_sum += ql
-            qr_sum += qr
-            sq_ql += ql * ql
-            sq_qr += qr * qr
-        return sq_ql * qr_sum + sq_qr * ql_sum, ql_sum * qr_sum
-    if criterion == ENTROPY:
-        s_l = 0.0
-        s_r = 0.0
-        for j in range(n_classes):
-            ql = factor[j] * left[j]
-            qr = factor[j] * (total[j] - left[j])
-            ql_sum += ql
-            qr_sum += qr
-            s_l += xlogx(ql)
-            s_r += xlogx(qr)
-        return -(xlogx(ql_sum) - s_l) - (xlogx(qr_sum) - s_r), 1.0
-    for j in range(n_classes):
-        right[j] = total[j] - left[j]
-    return delta_from_counts(left, right, factor, criterion, node_impurity), 1.0
-
-
-@jit
 def _scan_unit_gini(seg, tg, total, node_impurity, min_leaf, by_runs, n_cand, scratch,
                     cand):
     """Split search, Gini mode: unit weights and one factor for the classes present.
@@ -532,7 +487,8 @@ def _scan_unit_gini(seg, tg, total, node_impurity, min_leaf, by_runs, n_cand, sc
 def _scan_weighted(seg, tg, total, node_impurity, min_leaf, by_runs, n_cand, scratch,
                    cand):
     """Split search, prior-weighted mode: Gini with case weights or unequal factors,
-    entropy and twoing, ranked by :func:`_class_proxy`. Returns ``(Δi, pos)`` as
+    entropy and twoing, ranked by the proxies of :mod:`cartjit._criteria` on the
+    prior-weighted counts q_j = c_j N_j. Returns ``(Δi, pos)`` as
     :func:`best_split_classification` describes.
 
     Parameters
@@ -598,7 +554,39 @@ def _scan_weighted(seg, tg, total, node_impurity, min_leaf, by_runs, n_cand, scr
         cur = pos
         if has_ties and ranks[keys[pos] >> shift] == ranks[keys[pos - 1] >> shift]:
             continue
-        num, den = _class_proxy(left, total, right, factor, criterion, node_impurity)
+        # The proxy, as one fraction num / den (in the loop: a call per candidate cost
+        # 17-60 % of the fit time of these modes).
+        ql_sum = 0.0
+        qr_sum = 0.0
+        if criterion == GINI:  # Σ q_jL² / Q_L + Σ q_jR² / Q_R
+            sq_ql = 0.0
+            sq_qr = 0.0
+            for j in range(n_classes):
+                ql = factor[j] * left[j]
+                qr = factor[j] * (total[j] - left[j])
+                ql_sum += ql
+                qr_sum += qr
+                sq_ql += ql * ql
+                sq_qr += qr * qr
+            num = sq_ql * qr_sum + sq_qr * ql_sum
+            den = ql_sum * qr_sum
+        elif criterion == ENTROPY:  # -(Q_L i(t_L) + Q_R i(t_R))
+            s_l = 0.0
+            s_r = 0.0
+            for j in range(n_classes):
+                ql = factor[j] * left[j]
+                qr = factor[j] * (total[j] - left[j])
+                ql_sum += ql
+                qr_sum += qr
+                s_l += xlogx(ql)
+                s_r += xlogx(qr)
+            num = -(xlogx(ql_sum) - s_l) - (xlogx(qr_sum) - s_r)
+            den = 1.0
+        else:  # twoing: Δi itself
+            for j in range(n_classes):
+                right[j] = total[j] - left[j]
+            num = delta_from_counts(left, right, factor, criterion, node_impurity)
+            den = 1.0
         if num * best_den > hi_num * den:
             best_delta = np.nan  # computed when needed
             # Keeping the best's counts costs J copies per improvement; recounting them
