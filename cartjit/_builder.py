@@ -342,8 +342,8 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
                                                    runs_criterion and rank_row[f] < 0,
                                                    simd, scratch, cand)
         else:
-            d, pos = best_split_regression(seg, tg, fr.mean[j], fnode[node, F_WEIGHT],
-                                           fr.sum[j], imp, min_leaf)
+            d, pos = best_split_regression(seg, tg.y_reg, tg.w, tg.unit_weights, fr.mean[j],
+                                           fnode[node, F_WEIGHT], fr.sum[j], imp, min_leaf)
         pairs.delta[k] = d
         pairs.pos[k] = pos
 

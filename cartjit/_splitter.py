@@ -590,7 +590,7 @@ def best_split_classification(seg, tg, total, node_impurity, min_leaf, by_runs, 
 
 
 @jit
-def _precise_reg_delta(keys, pos, end, tg, mean, w_left, s_left):
+def _precise_reg_delta(keys, pos, end, y, w, unit_weights, mean, w_left, s_left):
     """Split search (regression), precise Δi: the variance reduction of the split at
     ``pos`` given the left child's W and Σ w z.
 
@@ -601,13 +601,10 @@ def _precise_reg_delta(keys, pos, end, tg, mean, w_left, s_left):
     ----------
     keys : int32 one row of keys (cases); the right child is ``keys[pos:end]``.
     pos, end : split position and end of the segment.
-    tg : :class:`Targets`.
+    y, w, unit_weights : responses and weights by case (``Targets`` fields).
     mean : the node mean ȳ(t).
     w_left, s_left : W and Σ w z of the left child.
     """
-    y = tg.y_reg
-    w = tg.w
-    unit_weights = tg.unit_weights
     w_right = 0.0
     s_right = 0.0
     for i in range(pos, end):
@@ -622,7 +619,8 @@ def _precise_reg_delta(keys, pos, end, tg, mean, w_left, s_left):
 
 
 @jit
-def best_split_regression(seg, tg, mean, w_total, s_total, node_impurity, min_leaf):
+def best_split_regression(seg, y, w, unit_weights, mean, w_total, s_total, node_impurity,
+                          min_leaf):
     """Split search (regression): the best variance-reducing split (docs/maths.md §3).
 
     Sums are taken of z = y - ``mean`` (the node mean), which keeps the proxy free of
@@ -633,7 +631,8 @@ def best_split_regression(seg, tg, mean, w_total, s_total, node_impurity, min_le
     Parameters
     ----------
     seg : :class:`Segment` of the node on the feature.
-    tg : :class:`Targets` (responses, weights).
+    y, w, unit_weights : responses and weights by case (``Targets`` fields, not the
+        record, which is four arrays wide: this is called once per node and feature).
     mean : ȳ(t).
     w_total, s_total : W(t) and Σ w z over the node (zero up to rounding).
     node_impurity : Var(t); the tie tolerance follows from it.
@@ -642,9 +641,6 @@ def best_split_regression(seg, tg, mean, w_total, s_total, node_impurity, min_le
     keys = seg.keys
     ranks = seg.ranks
     end = seg.end
-    y = tg.y_reg
-    w = tg.w
-    unit_weights = tg.unit_weights
     tol = tie_tolerance(node_impurity)
     n_node = end - seg.start
     best_delta = np.nan
@@ -682,9 +678,10 @@ def best_split_regression(seg, tg, mean, w_total, s_total, node_impurity, min_le
             best_delta = np.nan  # computed when needed
         elif proxy >= lo:
             if np.isnan(best_delta):
-                best_delta = _precise_reg_delta(keys, best_pos, end, tg, mean, best_wl,
-                                                best_sl)
-            d = _precise_reg_delta(keys, i + 1, end, tg, mean, w_left, s_left)
+                best_delta = _precise_reg_delta(keys, best_pos, end, y, w, unit_weights,
+                                                mean, best_wl, best_sl)
+            d = _precise_reg_delta(keys, i + 1, end, y, w, unit_weights, mean, w_left,
+                                   s_left)
             if not d > best_delta + tol:
                 continue
             best_delta = d
@@ -698,5 +695,6 @@ def best_split_regression(seg, tg, mean, w_total, s_total, node_impurity, min_le
     if best_pos < 0:
         return -np.inf, -1
     if np.isnan(best_delta):
-        best_delta = _precise_reg_delta(keys, best_pos, end, tg, mean, best_wl, best_sl)
+        best_delta = _precise_reg_delta(keys, best_pos, end, y, w, unit_weights, mean,
+                                        best_wl, best_sl)
     return best_delta, best_pos
