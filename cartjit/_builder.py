@@ -1,35 +1,41 @@
-"""Growing T_max: presort once, then split level by level without ever sorting again.
+"""Growing T_max: split level by level on the presorted keys, never sorting again.
 
-Presort (:func:`presort`): for every feature m the learning cases are sorted once by x_m
-and stored as int32 case indices, one row of a ``(n_features, n_cases)`` *keys* array
-per feature; features with tied values also get a row of dense ranks by case, so that
-the scan can tell equal values apart (see :mod:`cartjit._splitter`). A node owns the
-same position range ``[start, end)`` of every row, holding its cases in increasing order
-of that row's feature.
+The keys come from :func:`cartjit._presort.presort`: for every feature, the cases in
+increasing order of that feature. A node owns the same position range ``[start, end)``
+of every row of keys, holding its cases in increasing order of that row's feature.
 
 Growing (:func:`grow`) proceeds one depth level at a time over the *frontier*, the nodes
-of the current depth that may still split:
+of the current depth that may still split. Each level runs four steps, and every kernel
+below names the step it implements:
 
-1. :func:`_search` — every (node, feature) pair of the frontier is scanned
-   independently for its best split;
-2. :func:`_choose` — per node, the best feature is chosen in feature order with the tie
-   tolerance, the stopping rules of SPEC §2 decide between split and leaf, the split is
-   recorded and its cases are marked left or right;
-3. :func:`_children` — the children are written to the flat arrays (ids in
-   breadth-first order, so children follow parents and ``right == left + 1``) with
+1. **search** (:func:`_search`) — every (node, feature) pair of the frontier is scanned
+   independently for its best split (:mod:`cartjit._splitter`);
+2. **choose** (:func:`_choose`) — per node, the best feature is chosen in feature order
+   with the tie tolerance, the stopping rules of docs/maths.md §2 decide between split
+   and leaf, the split is recorded and its cases are marked left or right;
+3. **children** (:func:`_children`) — the children are written to the node tables (ids
+   in breadth-first order, so children follow parents and ``right == left + 1``) with
    their class counts or moments (read from the split feature's segment, which is
    already split at the split position); those that may split form the next frontier;
-4. :func:`_partition` — for the nodes with a child in the next frontier, every other
-   feature's segment is *stably partitioned* into the cases going left and right, so
-   every child segment is again sorted. Splits into two leaves skip this step.
+4. **partition** (:func:`_partition`) — for the nodes with a child in the next
+   frontier, every other feature's segment is *stably partitioned* into the cases going
+   left and right, so every child segment is again sorted. Splits into two leaves skip
+   this step.
 
 Steps 1, 3 and 4 are cut into ``n_threads`` interleaved chunks of independent work,
 each with its own scratch buffer, run by a thread pool: the kernels are compiled with
 ``nogil=True``. Serial kernels driven from Python compile several times faster than one
-``parallel=True`` grower (a cold start is a cost users pay, STYLE 7), and a few kernel
-calls per level cost microseconds next to the level's work. Steps 1 and 2 run on at
-most ``SEARCH_BATCH`` frontier nodes at a time. The node tables grow in place by a
+``parallel=True`` grower (a cold start is a cost users pay, docs/design.md), and a few
+kernel calls per level cost microseconds next to the level's work. Steps 1 and 2 run on
+at most ``SEARCH_BATCH`` frontier nodes at a time. The node tables grow in place by a
 quarter when full. The result never depends on the number of threads.
+
+What travels together through the kernels is bundled in NamedTuples, which Numba takes
+as arguments: :class:`cartjit._splitter.Targets` (labels or responses, weights, class
+factors, criterion, label packing), :class:`Nodes` (the node tables), :class:`Frontier`
+(the nodes being split), :class:`Rules` (the stopping rules and search settings),
+:class:`Splits` (each frontier node's chosen split), :class:`Children`, :class:`Pairs`
+(per (node, feature) results) and :class:`Work` (per-thread buffers).
 
 For classification the keys carry the class labels (``case << shift | class``, see
 :func:`grow`), so ``key >> shift`` is the case wherever a row of X, a weight or a mark
@@ -38,7 +44,8 @@ is looked up.
 The same kernels grow classification trees (``criterion`` < ``SQUARED_ERROR``, labels in
 ``y_class``) and regression trees (``y_reg``), so one compiled signature serves both.
 Case indices refer to rows of the full arrays ``X``, ``y_*`` and ``w``; a subset of cases
-(a cross-validation fold) is grown by passing only its keys (:func:`subset_keys`).
+(a cross-validation fold) is grown by passing only its keys
+(:func:`cartjit._presort.subset_keys`).
 """
 from __future__ import annotations
 
@@ -48,176 +55,169 @@ from typing import NamedTuple
 import numpy as np
 
 from ._config import jit
-from ._validation import as_kernel_array
 from ._criteria import ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_tolerance
 from . import _config
+from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, run_chunks
 from ._simd import LANES, compress_partition
-from ._splitter import (best_split_classification, best_split_gini_runs,
+from ._splitter import (Segment, Targets, best_split_classification, best_split_gini_runs,
                         best_split_regression, class_counts, equal_factors,
                         threshold_between)
+from ._tree import Tree
 
-__all__ = ["Presorted", "presort", "subset_keys", "grow", "label_bits", "release_free_memory",
-           "I_FEATURE", "I_LEFT", "I_RIGHT", "I_PARENT",
-           "I_DEPTH", "I_N", "F_THRESHOLD", "F_WEIGHT", "F_IMPURITY", "F_IMPROVEMENT"]
-
-#: Below this many (case, feature) keys a fit runs on the calling thread only: a thread
-#: pool's start-up and hand-offs cost more than they save on small data.
-PARALLEL_MIN_KEYS = 1 << 16
+__all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs", "Work",
+           "grow", "label_bits"]
 
 #: Frontier nodes searched at once: bounds the per-(node, feature) result arrays
 #: (16 bytes each) of the widest levels.
 SEARCH_BATCH = 4096
 
-# Columns of the integer and float node tables returned by grow().
+# Columns of the integer and float node tables (private to this module: the tree leaves
+# it through Grown.to_tree).
 I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_DEPTH, I_N = 0, 1, 2, 3, 4, 5
 F_THRESHOLD, F_WEIGHT, F_IMPURITY, F_IMPROVEMENT = 0, 1, 2, 3
 _N_INT = 6
 _N_FLOAT = 4
 
 
-def _run_chunks(pool, n_chunks, fn, *args):
-    """Run ``fn(*args, c, n_chunks)`` for every chunk c, in the pool when there is one."""
-    if pool is None or n_chunks <= 1:
-        for c in range(n_chunks):
-            fn(*args, c, n_chunks)
-        return
-    futures = [pool.submit(fn, *args, c, n_chunks) for c in range(n_chunks)]
-    for fut in futures:
-        fut.result()
+# --------------------------------------------------------------------------- records
+
+class Nodes(NamedTuple):
+    """The node tables, one row per node, over-allocated while growing."""
+
+    inode: np.ndarray   # int32 (cap, 6): feature, left, right, parent, depth, n cases
+    fnode: np.ndarray   # float64 (cap, 4): threshold, weight, impurity, Δi of the split
+    value: np.ndarray   # float64 (cap, J): class counts N_j(t), or (cap, 1): the mean
 
 
-# --------------------------------------------------------------------------- presort
+class Frontier(NamedTuple):
+    """The nodes of one level that may split, with their position ranges and moments."""
 
-class Presorted(NamedTuple):
-    """Every feature's sorted order of the cases, and ranks where values tie.
+    node: np.ndarray    # int64 node ids
+    start: np.ndarray   # int64 first position of each node's segment
+    end: np.ndarray     # int64 one past its last position
+    mean: np.ndarray    # float64 ȳ(t) (regression; 0 for classification)
+    sum: np.ndarray     # float64 Σ w (y - ȳ(t)) (regression; 0 for classification)
 
-    ``keys[m]`` lists cases (int32 rows of X) by increasing x_m. ``rank_row[m]`` is -1
-    when x_m has no tied values among the learning cases, else the row of ``ranks``
-    holding the dense rank of x_m for every case (indexed by case, so the ranks stay
-    valid for any subset of the cases and after any partition of ``keys``).
-    """
-
-    keys: np.ndarray       # int32 (n_features, n_cases)
-    ranks: np.ndarray      # int32 (n_tied_features, n_rows_of_X)
-    rank_row: np.ndarray   # int64 (n_features,)
+    def rows(self, which):
+        """The frontier restricted to ``which`` (a slice or a boolean mask)."""
+        return Frontier(*(a[which] for a in self))
 
 
-@jit
-def _sorted_ties(col, order):
-    """Whether the sorted values ``col[order]`` contain a tie."""
-    for i in range(1, order.shape[0]):
-        if col[order[i]] == col[order[i - 1]]:
-            return True
-    return False
+class Children(NamedTuple):
+    """The children written by step 3: a frontier of every child, and which may split."""
+
+    node: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    mean: np.ndarray
+    sum: np.ndarray
+    ok: np.ndarray      # uint8: 1 when the child may split
+
+    def frontier(self):
+        """The children that may split: the next level's frontier."""
+        ok = self.ok.astype(bool)
+        return Frontier(self.node[ok], self.start[ok], self.end[ok], self.mean[ok],
+                        self.sum[ok])
 
 
-@jit
-def _dense_ranks(col, order, out):
-    """``out[case]`` = dense rank of ``col[case]`` (equal values share a rank)."""
-    rank = 0
-    prev = col[order[0]]
-    for i in range(order.shape[0]):
-        case = order[i]
-        if col[case] != prev:
-            rank += 1
-            prev = col[case]
-        out[case] = rank
+class Rules(NamedTuple):
+    """Stopping rules and search settings of one growth."""
+
+    max_depth: int                 # < 0: no limit
+    min_samples_split: int
+    min_samples_leaf: int
+    min_impurity_decrease: float   # on p(t) Δi
+    q_root: float                  # Q(root) (or W(root)): p(t) = Q(t) / q_root
+    simd: bool                     # 16-key blocks (cartjit._simd)
 
 
-def presort(X):
-    """Sort every feature once (NumPy ``argsort``), on the calling thread.
+class Splits(NamedTuple):
+    """Step 2's choice for each frontier node of a level."""
 
-    The order of equal values does not matter: a run of equal values is never split.
-    The sorts run one after the other through one column buffer: sorting on several
-    threads saved half a second at 10^6 cases but left each thread's temporary columns
-    (tens of MiB) with the C library's per-thread arenas, which do not give memory back
-    (see :func:`release_free_memory`); the fit's peak memory matters more.
-    """
-    n, p = X.shape
-    keys = np.empty((p, n), dtype=np.int32)
-    tied = np.zeros(p, dtype=bool)
-    col = np.empty(n, dtype=X.dtype)
-    for f in range(p):
-        np.copyto(col, X[:, f])
-        order = np.argsort(col)
-        keys[f] = order
-        tied[f] = _sorted_ties(col, order)
-        del order
-    rank_row = np.full(p, -1, dtype=np.int64)
-    rank_row[tied] = np.arange(int(tied.sum()))
-    ranks = np.empty((int(tied.sum()), n), dtype=np.int32)
-    for f in np.flatnonzero(tied):
-        np.copyto(col, X[:, f])
-        _dense_ranks(col, keys[f], ranks[rank_row[f]])
-    del col
-    if n * p >= PARALLEL_MIN_KEYS:
-        release_free_memory()
-    return Presorted(keys, ranks, rank_row)
+    feat: np.ndarray        # int64 split feature, -1 when the node stays a leaf
+    pos: np.ndarray         # int64 split position (the left child is [start, pos))
+    child_base: np.ndarray  # int64 id of the left child
 
 
-def _load_malloc_trim():
-    try:
-        import ctypes
+class Pairs(NamedTuple):
+    """Step 1's result for each (frontier node, feature) pair of a batch."""
 
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return None
+    delta: np.ndarray   # float64 Δi of the pair's best split (-inf: none)
+    pos: np.ndarray     # int64 its position (-1: none)
 
 
-_MALLOC_TRIM = _load_malloc_trim()
+class Work(NamedTuple):
+    """Buffers of one growth: one row per thread where threads write."""
+
+    scratch: np.ndarray    # float64 (n_threads, >= 3J) running class counts
+    buffers: np.ndarray    # int32 (n_threads, n) split candidates / partition side buffer
+    goes_left: np.ndarray  # uint8 mark by case (+ 3 bytes of padding)
+    no_ranks: np.ndarray   # int32 empty: the ranks of a feature without ties
 
 
-def release_free_memory():
-    """Hand memory that has been freed back to the operating system (glibc only).
+class Grown(NamedTuple):
+    """The grown tree's node tables, trimmed to its nodes (views, see :func:`grow`)."""
 
-    Checking the labels (``np.unique``) and sorting the features free tens of MiB of
-    temporaries at 10^6 cases, which the C library keeps for reuse instead of returning
-    them; the growth that follows would add its own memory on top. ``malloc_trim(0)``
-    returns them (it cannot do so for blocks freed in other threads' arenas, which is
-    why :func:`presort` does not sort on threads). Elsewhere this does nothing.
-    """
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
+    inode: np.ndarray
+    fnode: np.ndarray
+    value: np.ndarray
 
+    @property
+    def n_nodes(self):
+        return self.inode.shape[0]
 
-@jit
-def _subset_rows(keys, in_subset, out, c, n_chunks):
-    for f in range(c, keys.shape[0], n_chunks):
-        row = keys[f]
-        o = out[f]
-        k = 0
-        for i in range(row.shape[0]):
-            if in_subset[row[i]]:
-                o[k] = row[i]
-                k += 1
+    @property
+    def weight(self):
+        """Weighted number of cases of each node (a view)."""
+        return self.fnode[:, F_WEIGHT]
 
+    @property
+    def impurity(self):
+        """i(t) of each node as computed (may be a rounding below 0; a view)."""
+        return self.fnode[:, F_IMPURITY]
 
-def subset_keys(presorted, in_subset, n_threads=1):
-    """The presorted order of the cases with ``in_subset[case]`` (order kept).
+    @property
+    def improvement(self):
+        """Δi of each node's split, 0 at leaves (a copy)."""
+        return self.fnode[:, F_IMPROVEMENT].copy()
 
-    This is how a cross-validation fold's tree is grown without sorting again: one pass
-    per feature over the full sample's sorted order. Ranks are shared, not copied.
-    """
-    in_subset = np.ascontiguousarray(in_subset, dtype=np.uint8)
-    n_sub = int(np.count_nonzero(in_subset))
-    keys = presorted.keys
-    out = np.empty((keys.shape[0], n_sub), dtype=np.int32)
-    n_chunks = max(1, min(n_threads, keys.shape[0]))
-    pool = ThreadPoolExecutor(n_chunks) if n_chunks > 1 else None
-    try:
-        _run_chunks(pool, n_chunks, _subset_rows, keys, in_subset, out)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-    return Presorted(out, presorted.ranks, presorted.rank_row)
+    def to_tree(self, risk, label):
+        """The :class:`cartjit._tree.Tree` of these nodes with ``risk`` and ``label``
+        (``alpha`` is NaN until the pruning sequence is computed); every array is a
+        copy, so the over-allocated tables can be freed."""
+        inode, fnode = self.inode, self.fnode
+        return Tree(
+            feature=inode[:, I_FEATURE].astype(np.int32),
+            threshold=fnode[:, F_THRESHOLD].copy(),
+            left=inode[:, I_LEFT].astype(np.int32),
+            right=inode[:, I_RIGHT].astype(np.int32),
+            parent=inode[:, I_PARENT].astype(np.int32),
+            depth=inode[:, I_DEPTH].astype(np.int32),
+            n_node_samples=inode[:, I_N].astype(np.int64),
+            weighted_n_node_samples=fnode[:, F_WEIGHT].copy(),
+            value=self.value.copy(),
+            impurity=np.maximum(fnode[:, F_IMPURITY], 0.0),
+            risk=risk,
+            label=label,
+            alpha=np.full(inode.shape[0], np.nan),
+        )
 
 
 # --------------------------------------------------------------------------- node statistics
 
 @jit
-def _class_node_stats(row, start, end, y, w, unit_weights, shift, mask, counts):
-    """Weighted class counts N_j(t) of a segment; returns how many classes occur."""
-    class_counts(row, start, end, y, w, unit_weights, shift, mask, counts)
+def _class_node_stats(row, start, end, tg, counts):
+    """Node statistics (steps 3 and the root): weighted class counts N_j(t) of a segment;
+    returns how many classes occur.
+
+    Parameters
+    ----------
+    row : int32 one row of keys; the node is ``row[start:end]``.
+    start, end : the node's position range.
+    tg : :class:`cartjit._splitter.Targets`.
+    counts : float64 (J,) output.
+    """
+    class_counts(row, start, end, tg, counts)
     present = 0
     for j in range(counts.shape[0]):
         if counts[j] > 0.0:
@@ -226,8 +226,19 @@ def _class_node_stats(row, start, end, y, w, unit_weights, shift, mask, counts):
 
 
 @jit
-def _reg_node_stats(row, start, end, y, w, unit_weights):
-    """(W, ȳ, Σ w (y - ȳ), weighted variance, all y equal) of a segment."""
+def _reg_node_stats(row, start, end, tg):
+    """Node statistics (regression): (W, ȳ, Σ w (y - ȳ), weighted variance, all y equal)
+    of a segment.
+
+    Parameters
+    ----------
+    row : int32 one row of keys (cases); the node is ``row[start:end]``.
+    start, end : the node's position range.
+    tg : :class:`cartjit._splitter.Targets`.
+    """
+    y = tg.y_reg
+    w = tg.w
+    unit_weights = tg.unit_weights
     w_sum = 0.0
     s = 0.0
     first = y[row[start]]
@@ -255,19 +266,23 @@ def _reg_node_stats(row, start, end, y, w, unit_weights):
 
 
 @jit
-def _node_stats(row, start, end, y_class, y_reg, w, unit_weights, shift, mask, factor,
-                criterion, counts):
-    """Statistics of the node holding ``row[start:end]``.
+def _node_stats(row, start, end, tg, counts):
+    """Node statistics (step 3 and the root) of the node holding ``row[start:end]``.
 
-    Returns ``(weight, impurity, mean, centred sum, may split by purity)``; for
-    classification ``counts`` receives N_j(t), for regression ``counts[0]`` the mean.
+    Returns ``(weight, impurity, mean, centred sum, may split by purity)``.
+
+    Parameters
+    ----------
+    row : int32 one row of keys.
+    start, end : the node's position range.
+    tg : :class:`cartjit._splitter.Targets`.
+    counts : float64 the node's row of the value table: N_j(t), or the mean.
     """
-    if criterion != SQUARED_ERROR:
-        present = _class_node_stats(row, start, end, y_class, w, unit_weights, shift, mask,
-                                    counts)
-        return (counts.sum(), impurity_from_counts(counts, factor, criterion), 0.0, 0.0,
-                present > 1)
-    w_sum, mean, s_c, var, constant = _reg_node_stats(row, start, end, y_reg, w, unit_weights)
+    if tg.criterion != SQUARED_ERROR:
+        present = _class_node_stats(row, start, end, tg, counts)
+        return (counts.sum(), impurity_from_counts(counts, tg.factor, tg.criterion), 0.0,
+                0.0, present > 1)
+    w_sum, mean, s_c, var, constant = _reg_node_stats(row, start, end, tg)
     counts[0] = mean
     return w_sum, var, mean, s_c, not constant
 
@@ -275,125 +290,219 @@ def _node_stats(row, start, end, y_class, y_reg, w, unit_weights, shift, mask, f
 # --------------------------------------------------------------------------- level steps
 
 @jit
-def _search(keys, ranks, rank_row, no_ranks, f_node, f_start, f_end, f_mean, f_sum, fnode,
-            value, y_class, y_reg, w, unit_weights, exact_sums, shift, mask, factor,
-            criterion, min_samples_leaf, simd, scratch, buffers, pair_delta, pair_pos, c,
-            n_chunks):
-    """Step 1: the best split of every (frontier node, feature) pair in chunk c.
+def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
+    """Step 1, search: the best split of every (frontier node, feature) pair in chunk c.
 
     Gini and entropy scan features without ties by runs of one class (see
-    :func:`best_split_classification`, with this chunk's row of ``buffers`` for the
-    candidates); twoing, and features with ties, case by case. The common case (Gini,
-    unit weights, one factor, labels in the keys, no ties) runs
-    :func:`best_split_gini_runs`, every other pair the general function.
+    :func:`cartjit._splitter.best_split_classification`, with this chunk's row of
+    ``work.buffers`` for the candidates); twoing, and features with ties, case by case.
+    The common case (Gini, unit weights, one factor, labels in the keys, no ties) runs
+    :func:`cartjit._splitter.best_split_gini_runs`, every other pair the general
+    function.
+
+    Parameters
+    ----------
+    ps : :class:`cartjit._presort.Presorted` keys, ranks and rank rows.
+    fr : :class:`Frontier` of this batch.
+    nodes : :class:`Nodes`.
+    tg : :class:`cartjit._splitter.Targets`.
+    rules : :class:`Rules`.
+    work : :class:`Work`.
+    pairs : :class:`Pairs` output, pair k = (node k // p, feature k % p).
+    c, n_chunks : this chunk (pairs c, c + n_chunks, ...) and the number of chunks.
     """
+    keys = ps.keys
+    ranks = ps.ranks
+    rank_row = ps.rank_row
+    fnode = nodes.fnode
+    value = nodes.value
+    criterion = tg.criterion
+    min_leaf = rules.min_samples_leaf
+    simd = rules.simd
     p = keys.shape[0]
-    n_pairs = f_node.shape[0] * p
-    n_classes = value.shape[1]
+    n_pairs = fr.node.shape[0] * p
     runs_criterion = criterion == GINI or criterion == ENTROPY
-    lean_ok = criterion == GINI and unit_weights and mask != 0
-    left = scratch[c, :n_classes]
-    best_left = scratch[c, n_classes:2 * n_classes]
-    cand = buffers[c]
+    lean_ok = criterion == GINI and tg.unit_weights and tg.mask != 0
+    scratch = work.scratch[c]
+    cand = work.buffers[c]
     for k in range(c, n_pairs, n_chunks):
         j = k // p
         f = k - j * p
-        node = f_node[j]
+        node = fr.node[j]
         imp = fnode[node, F_IMPURITY]
+        rk = ranks[rank_row[f]] if rank_row[f] >= 0 else work.no_ranks
+        seg = Segment(keys[f], rk, fr.start[j], fr.end[j])
         if criterion != SQUARED_ERROR:
             total = value[node]
-            if lean_ok and rank_row[f] < 0 and equal_factors(total, factor):
-                d, pos = best_split_gini_runs(
-                    keys[f], f_start[j], f_end[j], min_samples_leaf, total, factor,
-                    tie_tolerance(imp), y_class, mask, simd, left, best_left, cand)
-                pair_delta[k] = d
-                pair_pos[k] = pos
-                continue
-            rk = ranks[rank_row[f]] if rank_row[f] >= 0 else no_ranks
-            d, pos = best_split_classification(
-                keys[f], rk, f_start[j], f_end[j], y_class, w, unit_weights, exact_sums,
-                shift, mask, total, factor, criterion, imp, tie_tolerance(imp),
-                min_samples_leaf, runs_criterion and rank_row[f] < 0, simd, scratch[c], cand)
+            if lean_ok and rank_row[f] < 0 and equal_factors(total, tg.factor):
+                d, pos = best_split_gini_runs(seg, tg, total, imp, min_leaf, simd, scratch,
+                                              cand)
+            else:
+                d, pos = best_split_classification(seg, tg, total, imp, min_leaf,
+                                                   runs_criterion and rank_row[f] < 0,
+                                                   simd, scratch, cand)
         else:
-            rk = ranks[rank_row[f]] if rank_row[f] >= 0 else no_ranks
-            d, pos = best_split_regression(
-                keys[f], rk, f_start[j], f_end[j], y_reg, w, unit_weights, f_mean[j],
-                fnode[node, F_WEIGHT], f_sum[j], imp, tie_tolerance(imp), min_samples_leaf)
-        pair_delta[k] = d
-        pair_pos[k] = pos
+            d, pos = best_split_regression(seg, tg.y_reg, tg.w, tg.unit_weights, fr.mean[j],
+                                           fnode[node, F_WEIGHT], fr.sum[j], imp, min_leaf)
+        pairs.delta[k] = d
+        pairs.pos[k] = pos
 
 
 @jit
-def _choose(X, keys, shift, f_node, f_start, f_end, inode, fnode, value, factor,
-            criterion, q_root, min_impurity_decrease, pair_delta, pair_pos, n_nodes,
-            goes_left, split_feat, split_pos, child_base):
-    """Step 2: choose each frontier node's split, record it, mark its cases; count splits."""
+def _choose(X, keys, fr, nodes, tg, rules, pairs, splits, goes_left, first_child):
+    """Step 2, choose: each frontier node's split, recorded with its cases marked;
+    returns how many nodes split.
+
+    Parameters
+    ----------
+    X : float64 (n, p) the cases, for the thresholds.
+    keys : int32 (p, n) the keys.
+    fr : :class:`Frontier` of this batch.
+    nodes : :class:`Nodes`; split nodes get feature, children, threshold and Δi.
+    tg : :class:`cartjit._splitter.Targets`.
+    rules : :class:`Rules`.
+    pairs : :class:`Pairs` of this batch (step 1).
+    splits : :class:`Splits` output, this batch's rows.
+    goes_left : uint8 output by case: 1 for the cases of a left child.
+    first_child : id of the first child this batch may create.
+    """
+    inode = nodes.inode
+    fnode = nodes.fnode
+    value = nodes.value
+    factor = tg.factor
+    shift = tg.shift
     p = keys.shape[0]
     n_classes = value.shape[1]
     n_split = 0
-    for j in range(f_node.shape[0]):
-        split_feat[j] = -1
-        node = f_node[j]
+    for j in range(fr.node.shape[0]):
+        splits.feat[j] = -1
+        node = fr.node[j]
         imp = fnode[node, F_IMPURITY]
         tol = tie_tolerance(imp)
         best = -np.inf
         bf = -1
         for f in range(p):
             k = j * p + f
-            if pair_pos[k] >= 0 and pair_delta[k] > best + tol:
-                best = pair_delta[k]
+            if pairs.pos[k] >= 0 and pairs.delta[k] > best + tol:
+                best = pairs.delta[k]
                 bf = f
         if bf < 0 or not best > tol:
             continue
-        if criterion != SQUARED_ERROR:
+        if tg.criterion != SQUARED_ERROR:
             q_t = 0.0
             for cl in range(n_classes):
                 q_t += factor[cl] * value[node, cl]
-            p_t = q_t / q_root
+            p_t = q_t / rules.q_root
         else:
-            p_t = fnode[node, F_WEIGHT] / q_root
-        # p(t) Δi equal to the threshold up to the tie tolerance passes (SPEC §2 ties).
-        if p_t * (best + tol) < min_impurity_decrease:
+            p_t = fnode[node, F_WEIGHT] / rules.q_root
+        # p(t) Δi equal to the threshold up to the tie tolerance passes
+        # (docs/maths.md §2, ties).
+        if p_t * (best + tol) < rules.min_impurity_decrease:
             continue
-        pos = pair_pos[j * p + bf]
-        split_feat[j] = bf
-        split_pos[j] = pos
-        child_base[j] = n_nodes + 2 * n_split
+        pos = pairs.pos[j * p + bf]
+        splits.feat[j] = bf
+        splits.pos[j] = pos
+        splits.child_base[j] = first_child + 2 * n_split
         n_split += 1
         row = keys[bf]
         inode[node, I_FEATURE] = bf
-        inode[node, I_LEFT] = child_base[j]
-        inode[node, I_RIGHT] = child_base[j] + 1
+        inode[node, I_LEFT] = splits.child_base[j]
+        inode[node, I_RIGHT] = splits.child_base[j] + 1
         fnode[node, F_IMPROVEMENT] = best
         fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1] >> shift, bf],
                                                      X[row[pos] >> shift, bf])
-        for i in range(f_start[j], f_end[j]):
+        for i in range(fr.start[j], fr.end[j]):
             goes_left[row[i] >> shift] = 1 if i < pos else 0
     return n_split
 
 
 @jit
-def _partition(keys, shift, sp_index, split_feat, f_start, f_end, goes_left, simd, buffers, c,
-               n_chunks):
-    """Step 3: stable partition of the split nodes' segments, every non-split feature.
+def _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, c, n_chunks):
+    """Step 3, children: write the children of the split nodes and decide which may split.
+
+    Child t (of split node ``sp_index[t // 2]``, left when t is even) is written to the
+    node tables and to row t of ``kids``.
+
+    Parameters
+    ----------
+    keys : int32 (p, n) the keys (the split feature's row is split at the position).
+    sp_index : int64 frontier rows of the nodes that split.
+    fr : :class:`Frontier` of the level.
+    splits : :class:`Splits` of the level (step 2).
+    nodes : :class:`Nodes`.
+    tg : :class:`cartjit._splitter.Targets`.
+    rules : :class:`Rules`.
+    kids : :class:`Children` output, two rows per split node.
+    c, n_chunks : this chunk (children c, c + n_chunks, ...) and the number of chunks.
+    """
+    inode = nodes.inode
+    fnode = nodes.fnode
+    for t in range(c, 2 * sp_index.shape[0], n_chunks):
+        j = sp_index[t // 2]
+        node = fr.node[j]
+        is_left = t % 2 == 0
+        cid = splits.child_base[j] + (0 if is_left else 1)
+        s = fr.start[j] if is_left else splits.pos[j]
+        e = splits.pos[j] if is_left else fr.end[j]
+        depth = inode[node, I_DEPTH] + 1
+        inode[cid, I_FEATURE] = -1
+        inode[cid, I_LEFT] = -1
+        inode[cid, I_RIGHT] = -1
+        inode[cid, I_PARENT] = node
+        inode[cid, I_DEPTH] = depth
+        inode[cid, I_N] = e - s
+        fnode[cid, F_THRESHOLD] = np.nan
+        fnode[cid, F_IMPROVEMENT] = 0.0
+        weight, imp, mean, s_c, mixed = _node_stats(keys[splits.feat[j]], s, e, tg,
+                                                    nodes.value[cid])
+        fnode[cid, F_WEIGHT] = weight
+        fnode[cid, F_IMPURITY] = imp
+        kids.node[t] = cid
+        kids.start[t] = s
+        kids.end[t] = e
+        kids.mean[t] = mean
+        kids.sum[t] = s_c
+        ok = (mixed and e - s >= rules.min_samples_split
+              and e - s >= 2 * rules.min_samples_leaf
+              and (rules.max_depth < 0 or depth < rules.max_depth))
+        kids.ok[t] = 1 if ok else 0
+
+
+@jit
+def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
+    """Step 4, partition: stable partition of the split nodes' segments on every feature
+    but the split feature, into the cases going left and then right.
 
     With ``simd``, blocks of 16 keys are split at once
     (:func:`cartjit._simd.compress_partition`; ``goes_left`` is padded for it).
+
+    Parameters
+    ----------
+    keys : int32 (p, n) the keys, partitioned in place.
+    shift : bits of the class label in a key.
+    part_index : int64 frontier rows of the nodes to partition.
+    splits : :class:`Splits` of the level (step 2).
+    fr : :class:`Frontier` of the level.
+    work : :class:`Work` (``goes_left`` marks, this chunk's side buffer).
+    simd : 16-key blocks.
+    c, n_chunks : this chunk ((node, feature) pairs c, c + n_chunks, ...) and the
+        number of chunks.
     """
     p = keys.shape[0]
-    buf = buffers[c]
-    n_part = sp_index.shape[0] * p
+    goes_left = work.goes_left
+    buf = work.buffers[c]
+    n_part = part_index.shape[0] * p
     for k in range(c, n_part, n_chunks):
         t = k // p
         f = k - t * p
-        j = sp_index[t]
-        if f == split_feat[j]:
+        j = part_index[t]
+        if f == splits.feat[j]:
             continue
         row = keys[f]
-        wl = f_start[j]
+        wl = fr.start[j]
         wr = 0
-        i0 = f_start[j]
-        end = f_end[j]
+        i0 = fr.start[j]
+        end = fr.end[j]
         if simd:
             while i0 + LANES <= end:
                 n_left = compress_partition(row, i0, shift, goes_left, buf, wl, wr)
@@ -415,44 +524,16 @@ def _partition(keys, shift, sp_index, split_feat, f_start, f_end, goes_left, sim
 
 
 @jit
-def _children(keys, sp_index, f_node, f_start, f_end, split_feat, split_pos, child_base,
-              inode, fnode, value, y_class, y_reg, w, unit_weights, shift, mask, factor,
-              criterion, max_depth, min_samples_split, min_samples_leaf, c_start, c_end, c_mean,
-              c_sum, c_ok, c, n_chunks):
-    """Step 4: write the children of the split nodes and decide which may split."""
-    for t in range(c, 2 * sp_index.shape[0], n_chunks):
-        j = sp_index[t // 2]
-        node = f_node[j]
-        is_left = t % 2 == 0
-        cid = child_base[j] + (0 if is_left else 1)
-        s = f_start[j] if is_left else split_pos[j]
-        e = split_pos[j] if is_left else f_end[j]
-        depth = inode[node, I_DEPTH] + 1
-        inode[cid, I_FEATURE] = -1
-        inode[cid, I_LEFT] = -1
-        inode[cid, I_RIGHT] = -1
-        inode[cid, I_PARENT] = node
-        inode[cid, I_DEPTH] = depth
-        inode[cid, I_N] = e - s
-        fnode[cid, F_THRESHOLD] = np.nan
-        fnode[cid, F_IMPROVEMENT] = 0.0
-        weight, imp, mean, s_c, mixed = _node_stats(
-            keys[split_feat[j]], s, e, y_class, y_reg, w, unit_weights, shift, mask, factor,
-            criterion, value[cid])
-        fnode[cid, F_WEIGHT] = weight
-        fnode[cid, F_IMPURITY] = imp
-        c_start[t] = s
-        c_end[t] = e
-        c_mean[t] = mean
-        c_sum[t] = s_c
-        ok = (mixed and e - s >= min_samples_split and e - s >= 2 * min_samples_leaf
-              and (max_depth < 0 or depth < max_depth))
-        c_ok[t] = 1 if ok else 0
-
-
-@jit
 def _pack_labels(keys, y, shift, c, n_chunks):
-    """Replace every key (a case) by ``case << shift | y[case]``, features of chunk c."""
+    """Set-up, label packing: replace every key (a case) by ``case << shift | y[case]``.
+
+    Parameters
+    ----------
+    keys : int32 (p, n) the keys, rewritten in place.
+    y : int32 class index by case.
+    shift : bits of the class label.
+    c, n_chunks : this chunk (rows c, c + n_chunks, ...) and the number of chunks.
+    """
     for f in range(c, keys.shape[0], n_chunks):
         row = keys[f]
         for i in range(row.shape[0]):
@@ -460,9 +541,19 @@ def _pack_labels(keys, y, shift, c, n_chunks):
 
 
 @jit
-def _root(keys, inode, fnode, value, y_class, y_reg, w, unit_weights, shift, mask, factor,
-          criterion):
-    """Write the root node; returns (Q(root) or W(root), mean, centred sum, may split)."""
+def _root(keys, nodes, tg):
+    """Set-up, the root: write node 0; returns (Q(root) or W(root), mean, centred sum,
+    may split by purity).
+
+    Parameters
+    ----------
+    keys : int32 (p, n) the keys; the root holds every position.
+    nodes : :class:`Nodes`.
+    tg : :class:`cartjit._splitter.Targets`.
+    """
+    inode = nodes.inode
+    fnode = nodes.fnode
+    value = nodes.value
     n = keys.shape[1]
     inode[0, I_FEATURE] = -1
     inode[0, I_LEFT] = -1
@@ -472,22 +563,20 @@ def _root(keys, inode, fnode, value, y_class, y_reg, w, unit_weights, shift, mas
     inode[0, I_N] = n
     fnode[0, F_THRESHOLD] = np.nan
     fnode[0, F_IMPROVEMENT] = 0.0
-    weight, imp, mean, s_c, mixed = _node_stats(keys[0], np.int64(0), n, y_class, y_reg, w,
-                                                unit_weights, shift, mask, factor, criterion,
-                                                value[0])
+    weight, imp, mean, s_c, mixed = _node_stats(keys[0], np.int64(0), n, tg, value[0])
     fnode[0, F_WEIGHT] = weight
     fnode[0, F_IMPURITY] = imp
     q_root = weight
-    if criterion != SQUARED_ERROR:
+    if tg.criterion != SQUARED_ERROR:
         q_root = 0.0
         for j in range(value.shape[1]):
-            q_root += factor[j] * value[0, j]
+            q_root += tg.factor[j] * value[0, j]
     return q_root, mean, s_c, mixed
 
 
 # --------------------------------------------------------------------------- driver
 
-def _grow_tables(inode, fnode, value, needed):
+def _grow_tables(nodes, needed):
     """Make room for ``needed`` rows in the node tables, in place.
 
     ``ndarray.resize`` reallocates (a large block is remapped by the C library, not
@@ -495,10 +584,10 @@ def _grow_tables(inode, fnode, value, needed):
     over-allocation. No view of the tables may be alive here (none is: the kernels'
     views end with each call).
     """
-    cap = inode.shape[0]
+    cap = nodes.inode.shape[0]
     if needed > cap:
         new_cap = max(needed, cap + cap // 4)
-        for arr in (inode, fnode, value):
+        for arr in nodes:
             arr.resize((new_cap, arr.shape[1]), refcheck=False)
 
 
@@ -515,129 +604,132 @@ def label_bits(n_classes, n_rows):
     return bits if n_rows <= (1 << (31 - bits)) else 0
 
 
-def grow(X, presorted, y_class, y_reg, w, unit_weights, factor, n_classes, criterion,
-         max_depth, min_samples_split, min_samples_leaf, min_impurity_decrease,
-         n_threads=1):
-    """Grow the tree on the cases in ``keys`` (see the module docstring).
+def _targets(problem, factor, criterion):
+    """The :class:`cartjit._splitter.Targets` of a growth, in the kernels' layouts."""
+    w = as_kernel_array(problem.w, np.float64)
+    unit_weights = bool(problem.unit_weights)
+    # Integer weights (with totals below 2**53) make running class counts exact.
+    exact_sums = bool(unit_weights or (np.all(w == np.floor(w)) and w.sum() < 2.0**53))
+    shift = label_bits(problem.n_classes if criterion != SQUARED_ERROR else 0,
+                       problem.X.shape[0])
+    return Targets(as_kernel_array(problem.y_class, np.int32),
+                   as_kernel_array(problem.y_reg, np.float64), w, unit_weights, exact_sums,
+                   as_kernel_array(factor, np.float64), int(criterion), int(shift),
+                   int((1 << shift) - 1))
 
-    Returns ``(inode, fnode, value)`` (views into over-allocated tables): an int32 table
-    with columns feature, left, right, parent, depth, n_node_samples; a float64 table
-    with columns threshold, weighted n, impurity, impurity decrease Δi of the node's
-    split (0 at leaves); and the node values (weighted class counts, or the mean for
-    regression). ``max_depth`` < 0 means no limit. ``presorted.keys`` is consumed:
-    for classification each key first becomes ``case << shift | class``
+
+def grow(problem, presorted, factor, settings, n_threads=1):
+    """Grow the tree on the cases in ``presorted.keys`` (see the module docstring).
+
+    ``problem`` holds the cases (fields ``X``, ``y_class``, ``y_reg``, ``w``,
+    ``unit_weights``, ``n_classes``, as :class:`cartjit._fit.Problem`), ``factor`` the
+    per-class factors c_j (empty for regression), ``settings`` the criterion and the
+    stopping rules (fields ``criterion``, ``max_depth``, ``min_samples_split``,
+    ``min_samples_leaf``, ``min_impurity_decrease``, as :class:`cartjit._fit.Settings`).
+
+    Returns a :class:`Grown` record of the node tables (views into over-allocated
+    tables) whose :meth:`Grown.to_tree` assembles the :class:`cartjit._tree.Tree`: an
+    int32 table with columns feature, left, right, parent, depth, n_node_samples; a
+    float64 table with columns threshold, weighted n, impurity, impurity decrease Δi of
+    the node's split (0 at leaves); and the node values (weighted class counts, or the
+    mean for regression). ``max_depth`` < 0 means no limit. ``presorted.keys`` is
+    consumed: for classification each key first becomes ``case << shift | class``
     (:func:`label_bits`, when the row count leaves room), so that the scans read the
     labels in sorted order instead of looking them up by case; then the keys are
     partitioned in place.
     """
-    keys, ranks, rank_row = presorted
-    no_ranks = np.empty(0, dtype=np.int32)
+    keys = presorted.keys
     p, n = keys.shape
+    criterion = settings.criterion
+    n_classes = problem.n_classes
     is_class = criterion != SQUARED_ERROR
     n_val = n_classes if is_class else 1
     n_threads = max(1, int(n_threads))
     if n * p < PARALLEL_MIN_KEYS:
         n_threads = 1
-    y_class = as_kernel_array(y_class, np.int32)
-    y_reg = as_kernel_array(y_reg, np.float64)
-    factor = as_kernel_array(factor, np.float64)
-    w = as_kernel_array(w, np.float64)
-    X = as_kernel_array(X, np.float64)
+    X = as_kernel_array(problem.X, np.float64)
+    tg = _targets(problem, factor, criterion)
+    max_depth = settings.max_depth
+    min_samples_split = settings.min_samples_split
+    min_samples_leaf = settings.min_samples_leaf
 
     cap = 64
-    inode = np.zeros((cap, _N_INT), dtype=np.int32)  # ids, depths, counts < 2**31
-    fnode = np.zeros((cap, _N_FLOAT), dtype=np.float64)
-    value = np.zeros((cap, n_val), dtype=np.float64)
+    nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
+                  np.zeros((cap, _N_FLOAT), dtype=np.float64),
+                  np.zeros((cap, n_val), dtype=np.float64))
     # Per-thread scratch rows (running class counts, written at every scan step) are
     # padded to whole 128-byte blocks so two threads never write the same cache line.
+    # A row per thread of buffers: split candidates in the search, a side buffer in the
+    # partition. goes_left is padded by 3 bytes: the 16-key partition reads each mark as
+    # a 4-byte word.
     row = -(-3 * max(n_classes, 1) // 16) * 16
-    scratch = np.zeros((n_threads, row), dtype=np.float64)
-    # Integer weights (with totals below 2**53) make running class counts exact.
-    exact_sums = bool(unit_weights or (np.all(w == np.floor(w)) and w.sum() < 2.0**53))
-    # Padded by 3 bytes: the 16-key partition reads each mark as a 4-byte word.
-    goes_left = np.zeros(X.shape[0] + 3, dtype=np.uint8)
+    work = Work(np.zeros((n_threads, row), dtype=np.float64),
+                np.empty((n_threads, n), dtype=np.int32),
+                np.zeros(X.shape[0] + 3, dtype=np.uint8),
+                np.empty(0, dtype=np.int32))
     simd = bool(_config.SIMD)
-    shift = label_bits(n_classes if is_class else 0, X.shape[0])
-    mask = (1 << shift) - 1
 
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
     try:
-        if shift:
-            _run_chunks(pool, min(n_threads, p), _pack_labels, keys, y_class, shift)
-        q_root, mean0, s0, mixed = _root(keys, inode, fnode, value, y_class, y_reg, w,
-                                         unit_weights, shift, mask, factor, criterion)
+        if tg.shift:
+            run_chunks(pool, min(n_threads, p), _pack_labels, keys, tg.y_class, tg.shift)
+        q_root, mean0, s0, mixed = _root(keys, nodes, tg)
+        rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
+                      float(settings.min_impurity_decrease), float(q_root), simd)
         splittable = (mixed and n >= min_samples_split and n >= 2 * min_samples_leaf
                       and max_depth != 0)
         n_nodes = 1
-        f_node = np.zeros(1 if splittable else 0, dtype=np.int64)
-        f_start = np.zeros(1, dtype=np.int64)
-        f_end = np.full(1, n, dtype=np.int64)
-        f_mean = np.full(1, mean0)
-        f_sum = np.full(1, s0)
-        # A row per thread: split candidates in the search, a side buffer in the partition.
-        buf = np.empty((n_threads, n), dtype=np.int32)
-        while f_node.shape[0] > 0:
-            m = f_node.shape[0]
-            split_feat = np.empty(m, dtype=np.int64)
-            split_pos = np.zeros(m, dtype=np.int64)
-            child_base = np.zeros(m, dtype=np.int64)
+        fr = Frontier(np.zeros(1 if splittable else 0, dtype=np.int64),
+                      np.zeros(1, dtype=np.int64), np.full(1, n, dtype=np.int64),
+                      np.full(1, mean0), np.full(1, s0))
+        while fr.node.shape[0] > 0:
+            m = fr.node.shape[0]
+            splits = Splits(np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+                            np.zeros(m, dtype=np.int64))
             # Capacity for the worst case (every frontier node splits).
-            _grow_tables(inode, fnode, value, n_nodes + 2 * m)
-            # Search and choose a batch of frontier nodes at a time, so that the
+            _grow_tables(nodes, n_nodes + 2 * m)
+            # Steps 1 and 2 on a batch of frontier nodes at a time, so that the
             # (node, feature) results take a bounded amount of memory.
-            pair_delta = np.empty(min(m, SEARCH_BATCH) * p, dtype=np.float64)
-            pair_pos = np.empty(min(m, SEARCH_BATCH) * p, dtype=np.int64)
+            n_batch = min(m, SEARCH_BATCH) * p
+            all_pairs = Pairs(np.empty(n_batch, dtype=np.float64),
+                              np.empty(n_batch, dtype=np.int64))
             n_split = 0
             for b0 in range(0, m, SEARCH_BATCH):
                 b = slice(b0, min(m, b0 + SEARCH_BATCH))
                 n_pairs = (b.stop - b.start) * p
-                _run_chunks(pool, min(n_threads, n_pairs), _search, keys, ranks, rank_row,
-                            no_ranks, f_node[b], f_start[b], f_end[b], f_mean[b], f_sum[b],
-                            fnode, value, y_class, y_reg, w, unit_weights, exact_sums, shift,
-                            mask, factor, criterion, min_samples_leaf, simd, scratch, buf,
-                            pair_delta[:n_pairs], pair_pos[:n_pairs])
-                n_split += _choose(X, keys, shift, f_node[b], f_start[b], f_end[b], inode,
-                                   fnode, value, factor, criterion, q_root,
-                                   min_impurity_decrease, pair_delta[:n_pairs],
-                                   pair_pos[:n_pairs], n_nodes + 2 * n_split, goes_left,
-                                   split_feat[b], split_pos[b], child_base[b])
+                pairs = Pairs(all_pairs.delta[:n_pairs], all_pairs.pos[:n_pairs])
+                batch = fr.rows(b)
+                run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch, nodes,
+                           tg, rules, work, pairs)
+                n_split += _choose(X, keys, batch, nodes, tg, rules, pairs,
+                                   Splits(*(a[b] for a in splits)), work.goes_left,
+                                   n_nodes + 2 * n_split)
             if n_split == 0:
                 break
-            sp_index = np.flatnonzero(split_feat >= 0).astype(np.int64)
+            sp_index = np.flatnonzero(splits.feat >= 0).astype(np.int64)
 
             n_child = 2 * n_split
-            c_start = np.empty(n_child, dtype=np.int64)
-            c_end = np.empty(n_child, dtype=np.int64)
-            c_mean = np.zeros(n_child, dtype=np.float64)
-            c_sum = np.zeros(n_child, dtype=np.float64)
-            c_ok = np.zeros(n_child, dtype=np.uint8)
-            _run_chunks(pool, min(n_threads, n_child), _children, keys, sp_index, f_node,
-                        f_start, f_end, split_feat, split_pos, child_base, inode, fnode, value,
-                        y_class, y_reg, w, unit_weights, shift, mask, factor, criterion, max_depth,
-                        min_samples_split, min_samples_leaf, c_start, c_end, c_mean, c_sum,
-                        c_ok)
+            kids = Children(np.empty(n_child, dtype=np.int64),
+                            np.empty(n_child, dtype=np.int64),
+                            np.empty(n_child, dtype=np.int64),
+                            np.zeros(n_child, dtype=np.float64),
+                            np.zeros(n_child, dtype=np.float64),
+                            np.zeros(n_child, dtype=np.uint8))
+            run_chunks(pool, min(n_threads, n_child), _children, keys, sp_index, fr, splits,
+                       nodes, tg, rules, kids)
 
             # Only splits with a child that may split again need sorted child segments.
-            needs = (c_ok[0::2] | c_ok[1::2]).astype(bool)
+            needs = (kids.ok[0::2] | kids.ok[1::2]).astype(bool)
             part_index = sp_index[needs]
             if part_index.shape[0] > 0:
-                _run_chunks(pool, min(n_threads, part_index.shape[0] * p), _partition, keys,
-                            shift, part_index, split_feat, f_start, f_end, goes_left, simd,
-                            buf)
+                run_chunks(pool, min(n_threads, part_index.shape[0] * p), _partition, keys,
+                           tg.shift, part_index, splits, fr, work, simd)
             n_nodes += n_child
-
-            ok = c_ok.astype(bool)
-            child_ids = (child_base[np.repeat(sp_index, 2)]
-                         + np.tile(np.array([0, 1], dtype=np.int64), n_split))
-            f_node = child_ids[ok]
-            f_start = c_start[ok]
-            f_end = c_end[ok]
-            f_mean = c_mean[ok]
-            f_sum = c_sum[ok]
+            fr = kids.frontier()
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
 
-    # Views of the first n_nodes rows: the caller copies what it keeps, column by column,
-    # so the over-allocated tables are never duplicated whole.
-    return inode[:n_nodes], fnode[:n_nodes], value[:n_nodes]
+    # Views of the first n_nodes rows: Grown.to_tree copies what it keeps, column by
+    # column, so the over-allocated tables are never duplicated whole.
+    return Grown(nodes.inode[:n_nodes], nodes.fnode[:n_nodes], nodes.value[:n_nodes])

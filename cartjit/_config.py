@@ -18,7 +18,7 @@ environment variables read once, at import time:
     slower; the tests use it), ``0`` forces the scalar loops. Results are identical.
 
 ``fastmath`` is always off: exact comparisons of impurity decreases decide the splits
-(SPEC §2), and reassociated sums would change which split wins a tie. Every kernel is
+(docs/maths.md §2), and reassociated sums would change which split wins a tie. Every kernel is
 compiled with ``nogil=True`` so that Python threads (the experiment runner's threads
 backend) can run kernels concurrently.
 

@@ -1,4 +1,4 @@
-"""Impurity functions of SPEC §2–3, computed from class counts or centred sums.
+"""Impurity functions of docs/maths.md §2–3, computed from class counts or centred sums.
 
 Criteria are selected by integer codes so that one compiled kernel serves all of them:
 
@@ -12,7 +12,7 @@ Criteria are selected by integer codes so that one compiled kernel serves all of
 
 Classification quantities are computed from *prior-weighted* counts
 q_j(t) = c_j N_j(t), where N_j(t) is the weighted count of class j in node t and
-c_j = π'(j) / N_j folds the (altered, SPEC §2) prior into the count, so that
+c_j = π'(j) / N_j folds the (altered, docs/maths.md §2) prior into the count, so that
 p(j|t) = q_j(t) / Q(t) with Q(t) = Σ_j q_j(t), and p(t_L)/p(t) = Q(t_L)/Q(t).
 
 The split search does not evaluate Δi directly at every candidate. It maximises a
@@ -43,20 +43,35 @@ SQUARED_ERROR = 3
 CLASSIFICATION_CRITERIA = {"gini": GINI, "entropy": ENTROPY, "twoing": TWOING}
 REGRESSION_CRITERIA = {"squared_error": SQUARED_ERROR}
 
-#: Two splits whose Δi differ by at most ``TIE_ULPS`` ulps of i(t) are tied (SPEC §2).
+#: Two splits whose Δi differ by at most ``TIE_ULPS`` ulps of i(t) are tied
+#: (docs/maths.md §2).
 TIE_ULPS = 16.0
 _EPS = np.finfo(np.float64).eps
 
 
 @jit
 def tie_tolerance(node_impurity):
-    """Tolerance on Δi below which two candidate splits count as tied (SPEC §2)."""
+    """Split search and choice, ties: the tolerance on Δi below which two candidate
+    splits count as tied (docs/maths.md §2).
+
+    Parameters
+    ----------
+    node_impurity : i(t).
+    """
     return TIE_ULPS * _EPS * node_impurity
 
 
 @jit
 def impurity_from_counts(counts, factor, criterion):
-    """i(t) = φ(p(1|t), …, p(J|t)) with p(j|t) ∝ factor_j · counts_j (twoing reports Gini)."""
+    """Node statistics: i(t) = φ(p(1|t), …, p(J|t)) with p(j|t) ∝ factor_j · counts_j
+    (twoing reports Gini).
+
+    Parameters
+    ----------
+    counts : float64 (J,) weighted class counts N_j(t).
+    factor : float64 (J,) c_j.
+    criterion : GINI, ENTROPY or TWOING.
+    """
     total = 0.0
     for j in range(counts.shape[0]):
         total += factor[j] * counts[j]
@@ -77,7 +92,12 @@ def impurity_from_counts(counts, factor, criterion):
 
 @jit
 def xlogx(x):
-    """x log2 x with 0 log 0 = 0."""
+    """Entropy terms: x log2 x with 0 log 0 = 0.
+
+    Parameters
+    ----------
+    x : a non-negative number.
+    """
     if x > 0.0:
         return x * np.log2(x)
     return 0.0

@@ -9,7 +9,7 @@ presorts, grows the trees, scores them, selects k* and returns a :class:`CVResul
    stratified by class; user-given fold ids; V = N is leave-one-out).
 3. For each fold v, T_max^(v) is grown on L - L_v *without sorting again*: the full
    sample's presorted keys are filtered by fold membership in one pass per feature
-   (:func:`cartjit._builder.subset_keys`). Its own pruning sequence is computed, and
+   (:func:`cartjit._presort.subset_keys`). Its own pruning sequence is computed, and
    every held-out case is dropped down it once, scoring T^(v)(α'_k) for all k at once
    (:func:`cartjit._predict.heldout_losses`).
 4. R^CV(T_k) = Σ_j π(j) Σ_i C(i|j) N_ij(k) / N_j: each held-out case of class j adds
@@ -37,8 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._builder import presort
-from ._builder import subset_keys
+from ._presort import presort, subset_keys
 from ._fit import fit_tree
 from ._limits import check_allocation
 from ._predict import heldout_losses
@@ -294,7 +293,7 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1):
 
     Returns ``(full, folds)``, the folds in (repeat, fold) order; each result carries its
     tree (with the per-node collapse α) and its pruning sequence. ``keys``
-    (the full sample's :func:`cartjit._builder.presort`) are never written while other
+    (the full sample's :func:`cartjit._presort.presort`) are never written while other
     trees read them: each fold grows from its own filtered copy, and the full tree
     either consumes them last (one thread) or grows from a copy of its own. On threads
     the full tree, the largest task, is started first and runs beside the folds, so no

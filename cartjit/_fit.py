@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._builder import (F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, I_DEPTH,
-                       I_FEATURE, I_LEFT, I_N, I_PARENT, I_RIGHT, grow, presort)
+from ._builder import grow
+from ._presort import presort
 from ._criteria import SQUARED_ERROR
 from ._pruning import with_alpha
 from ._scaling import check_class_tables, normalise, power_of_two, restore
@@ -144,8 +144,8 @@ def _best_first(tree, improvement, q_weight, max_leaf_nodes):
 def fit_tree(problem, settings, presorted, n_threads=1):
     """Grow, score and prune-sequence a tree on the cases listed in ``presorted``.
 
-    ``presorted`` is :func:`cartjit._builder.presort`'s result, or a fold's
-    :func:`cartjit._builder.subset_keys`; its keys are consumed. ``None`` presorts all
+    ``presorted`` is :func:`cartjit._presort.presort`'s result, or a fold's
+    :func:`cartjit._presort.subset_keys`; its keys are consumed. ``None`` presorts all
     of ``problem.X`` here, so that the keys can be freed as soon as the tree is grown.
     Class totals, empirical priors and the root weight are those of these cases.
 
@@ -172,44 +172,24 @@ def fit_tree(problem, settings, presorted, n_threads=1):
         del y_cases, w_cases
         priors = class_priors(settings.priors, counts)
         factor = split_factor(priors, counts, settings.cost, settings.default_cost)
-        n_classes = problem.n_classes
     else:
         counts = priors = None
         factor = np.empty(0)
-        n_classes = 0
-    inode, fnode, value = grow(
-        problem.X, presorted, problem.y_class, problem.y_reg, problem.w, problem.unit_weights,
-        factor, n_classes, settings.criterion, settings.max_depth,
-        settings.min_samples_split, settings.min_samples_leaf,
-        settings.min_impurity_decrease, n_threads)
+    grown = grow(problem, presorted, factor, settings, n_threads)
     # The keys are spent: when this frame holds the only reference (presorted here),
     # they are freed before the tree is assembled, lowering the peak memory.
     del presorted
     if problem.is_classification:
-        risk, label = class_risk(value, priors, counts, settings.cost)
-        q_weight = value @ factor  # p(t) under the split-search priors
+        risk, label = class_risk(grown.value, priors, counts, settings.cost)
+        q_weight = grown.value @ factor  # p(t) under the split-search priors
     else:
         assert settings.criterion == SQUARED_ERROR
-        w_root = fnode[0, F_WEIGHT]
-        risk = np.maximum(fnode[:, F_IMPURITY], 0.0) * fnode[:, F_WEIGHT] / w_root
-        label = np.full(inode.shape[0], -1, dtype=np.int32)
-        q_weight = fnode[:, F_WEIGHT] / w_root
-    tree = Tree(
-        feature=inode[:, I_FEATURE].astype(np.int32),
-        threshold=fnode[:, F_THRESHOLD].copy(),
-        left=inode[:, I_LEFT].astype(np.int32),
-        right=inode[:, I_RIGHT].astype(np.int32),
-        parent=inode[:, I_PARENT].astype(np.int32),
-        depth=inode[:, I_DEPTH].astype(np.int32),
-        n_node_samples=inode[:, I_N].astype(np.int64),
-        weighted_n_node_samples=fnode[:, F_WEIGHT].copy(),
-        value=value.copy(),
-        impurity=np.maximum(fnode[:, F_IMPURITY], 0.0),
-        risk=risk,
-        label=label,
-        alpha=np.full(inode.shape[0], np.nan),
-    )
-    improvement = fnode[:, F_IMPROVEMENT].copy()
+        w_root = grown.weight[0]
+        risk = np.maximum(grown.impurity, 0.0) * grown.weight / w_root
+        label = np.full(grown.n_nodes, -1, dtype=np.int32)
+        q_weight = grown.weight / w_root
+    tree = grown.to_tree(risk, label)
+    improvement = grown.improvement
     if settings.max_leaf_nodes is not None and tree.n_leaves > settings.max_leaf_nodes:
         keep = _best_first(tree, improvement, q_weight, settings.max_leaf_nodes)
         tree, old = subtree(tree, keep, return_index=True)

@@ -1,15 +1,15 @@
 """Batch prediction: drop many cases down a flat tree at once.
 
-:func:`apply` returns the leaf reached by every row of X, walking
-``node = left[node] + (x > c)`` (using ``right == left + 1``). One row's walk is a chain
-of dependent loads, so a thread walks 32 rows together, branch-free, with leaves made
-self-loops; measured on 1e6 rows and a 26,000-node tree this took 0.058 s against
-0.137 s for a plain per-row walk (and 0.33 s for scikit-learn's predict).
+:func:`apply` returns the leaf reached by every row of X, walking ``node = left[node] +
+(x > c)`` (using ``right == left + 1``). One row's walk is a chain of dependent loads,
+so a thread walks 32 rows together, branch-free, with leaves made self-loops; measured
+on 1e6 rows and a 26,000-node tree this took 0.058 s against 0.137 s for a plain per-row
+walk (and 0.33 s for scikit-learn's predict).
 
-:func:`heldout_losses` scores a whole pruning sequence in one descent (SPEC §5, rpart's
-``rundown``): a case that reaches node t is predicted by t in T(α) for every α at which
-t is a leaf of T(α), i.e. α >= ``alpha[t]`` while all ancestors still have larger α.
-It is serial (the cross-validation runs folds in parallel threads instead).
+:func:`heldout_losses` scores a whole pruning sequence in one descent (docs/maths.md §5,
+rpart's ``rundown``): a case that reaches node t is predicted by t in T(α) for every α
+at which t is a leaf of T(α), i.e. α >= ``alpha[t]`` while all ancestors still have
+larger α. It is serial (the cross-validation runs folds in parallel threads instead).
 """
 from __future__ import annotations
 
@@ -22,18 +22,28 @@ __all__ = ["apply", "heldout_losses"]
 
 
 #: Rows walked together by one thread: their independent chains of loads hide each
-#: other's memory latency (measured best among 8, 16, 32 and 64 on this machine).
+#: other's memory latency (measured best among 8, 16, 32 and 64 on an AMD EPYC with
+#: AVX-512).
 GROUP = 32
 
 
 @jit_parallel
 def _apply_grouped(child0, feature, threshold, X):
-    """Leaf of every row, walking ``GROUP`` rows at a time without branches.
+    """Prediction, the descent: the leaf of every row, walking ``GROUP`` rows at a time
+    without branches.
 
     The node arrays are the tree's, with leaves turned into self-loops: ``child0[t] = t``
     and ``threshold[t] = +inf`` at a leaf, so ``t = child0[t] + (x > threshold[t])``
     stays put once a row has reached its leaf; a group is done when a sweep moves none
-    of its rows. Groups run in parallel.
+    of its rows. Groups run in parallel. Returns ``(leaves, number of non-finite
+    entries of X)``.
+
+    Parameters
+    ----------
+    child0 : int64 left child by node, the node itself at a leaf.
+    feature : int64 split feature by node (0 at a leaf).
+    threshold : float64 split threshold by node (+inf at a leaf).
+    X : float64 (n, p) the rows.
     """
     n, p = X.shape
     out = np.empty(n, dtype=np.int64)
@@ -78,7 +88,8 @@ def apply(feature, threshold, left, X):
 @jit
 def heldout_losses(feature, threshold, left, alpha, label, value, X, rows, y_class,
                    y_reg, w, unit_weights, class_scale, cost, alphas, out_sum, out_sq):
-    """Add each held-out row's weighted loss under T(α) for every α in ``alphas``.
+    """Cross-validation, scoring a fold: add each held-out row's weighted loss under
+    T(α) for every α in ``alphas`` (docs/maths.md §5).
 
     One descent per row of ``X[rows]`` (rpart's ``rundown``): at each node t on the
     row's path, the α in [alpha[t], α of the previous node) have t as the row's leaf in
@@ -87,6 +98,17 @@ def heldout_losses(feature, threshold, left, alpha, label, value, X, rows, y_cla
     ``out_sum[k]`` receives Σ w·loss and ``out_sq[k]`` Σ w·loss² for α = ``alphas[k]``
     (w = 1 with ``unit_weights``, when ``w`` may be empty);
     both are accumulated through difference arrays, so a row costs O(depth), not O(K).
+
+    Parameters
+    ----------
+    feature, threshold, left, alpha, label, value : the fold tree's arrays (``label``
+        empty for regression).
+    X : float64 (n, p) every case; ``rows`` int64 the held-out ones.
+    y_class, y_reg, w, unit_weights : the cases' targets and weights.
+    class_scale : float64 (J,) π(j) W / N_j (classification).
+    cost : float64 (J, J) C(i|j) as ``cost[j, i]``.
+    alphas : float64 (K,) increasing α at which the losses are taken.
+    out_sum, out_sq : float64 (K,) accumulators.
     """
     n_alpha = alphas.shape[0]
     d_sum = np.zeros(n_alpha + 1)

@@ -71,12 +71,21 @@ def _count(builder, keep):
 
 @intrinsic
 def compress_class_changes(typingctx, keys, i, mask, out, n_out):
-    """Append every k in [i, i + 16) where the class changes to ``out[n_out:]``.
+    """Split search, pass 1 of the scan by runs, one block: append every k in
+    [i, i + 16) where the class changes to ``out[n_out:]``.
 
     The class of a key is ``key & mask``; a change at k means ``keys[k] & mask !=
     keys[k - 1] & mask`` (so i >= 1). Positions are written in increasing order as
     int32; returns how many were written. The caller guarantees i + 16 <= len(keys)
     and room for 16 more in ``out``.
+
+    Parameters
+    ----------
+    keys : int32 one row of keys, labels in the low bits.
+    i : first position of the block (>= 1).
+    mask : 2**shift - 1.
+    out : int32 candidate positions.
+    n_out : how many ``out`` holds already.
     """
     if not (_int32_array(keys) and _int32_array(out) and isinstance(i, types.Integer)
             and isinstance(mask, types.Integer) and isinstance(n_out, types.Integer)):
@@ -105,12 +114,22 @@ def compress_class_changes(typingctx, keys, i, mask, out, n_out):
 
 @intrinsic
 def compress_partition(typingctx, row, i, shift, goes_left, buf, wl, wr):
-    """Stable partition of the 16 keys ``row[i:i + 16]`` by ``goes_left[key >> shift]``.
+    """Step 4 (partition), one block: stable partition of the 16 keys ``row[i:i + 16]``
+    by ``goes_left[key >> shift]``.
 
     Keys whose case goes left are written packed to ``row[wl:]``, the others to
     ``buf[wr:]``; returns how many went left. In place is safe when wl <= i: the block
     is read before it is written. ``goes_left`` (uint8, 0 or 1) is read four bytes at a
     time, so it needs 3 bytes of padding past the largest case.
+
+    Parameters
+    ----------
+    row : int32 one row of keys, partitioned in place.
+    i : first position of the block.
+    shift : bits of the class label in a key.
+    goes_left : uint8 mark by case (padded by 3 bytes).
+    buf : int32 side buffer for the keys going right.
+    wl, wr : write positions in ``row`` and ``buf``.
     """
     if not (_int32_array(row) and _int32_array(buf) and isinstance(goes_left, types.Array)
             and goes_left.ndim == 1 and goes_left.dtype == types.uint8

@@ -4,32 +4,72 @@ The builder keeps, for every feature m, the node's cases (rows of X, as int32) i
 increasing order of x_m as a segment of that feature's row of *keys*. Scanning a segment
 from left to right moves one case at a time from t_R to t_L; a boundary between
 positions i and i + 1 is a candidate threshold exactly when the two values differ, i.e.
-between two consecutive distinct values (SPEC §2). A feature with no tied values in the
-learning sample has a candidate at every boundary; for a feature with ties, ``ranks``
-holds the dense rank of every case's value (equal values, equal rank) and a boundary
-counts only where the rank changes. ``ranks`` is empty for features without ties.
+between two consecutive distinct values (docs/maths.md §2). A feature with no tied
+values in the learning sample has a candidate at every boundary; for a feature with
+ties, ``ranks`` holds the dense rank of every case's value (equal values, equal rank)
+and a boundary counts only where the rank changes. ``ranks`` is empty for features
+without ties.
 
 At each candidate both children must hold at least ``min_leaf`` cases; the proxy P(s) of
 :mod:`cartjit._criteria` is compared with the best so far of this feature, and replaces
 it only when larger by more than the tie tolerance, so that the lowest threshold wins a
 tie. The result is returned as Δi together with the split position ``pos`` (the left
-child is the segment's first ``pos - start`` cases) and ``-inf`` when no candidate exists.
+child is the segment's first ``pos - start`` cases) and ``-inf`` when no candidate
+exists.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from ._config import jit
-from ._criteria import ENTROPY, GINI, xlogx
+from ._criteria import ENTROPY, GINI, tie_tolerance, xlogx
 from ._simd import LANES, compress_class_changes
 
-__all__ = ["threshold_between", "class_counts", "list_class_changes", "equal_factors",
-           "best_split_gini_runs", "best_split_classification", "best_split_regression"]
+__all__ = ["Targets", "Segment", "threshold_between", "class_counts", "list_class_changes",
+           "equal_factors", "best_split_gini_runs", "best_split_classification",
+           "best_split_regression"]
+
+
+class Targets(NamedTuple):
+    """What the tree predicts, by case, and how the keys carry it: one record that every
+    kernel of the growth takes instead of nine arguments.
+
+    A key is ``case << shift | class`` when ``mask`` (= 2**shift - 1) is not 0, else the
+    case itself, whose class is ``y_class[case]``.
+    """
+
+    y_class: np.ndarray    # int32 class index by case (empty for regression)
+    y_reg: np.ndarray      # float64 response by case (empty for classification)
+    w: np.ndarray          # float64 case weight by case (may be empty with unit_weights)
+    unit_weights: bool     # every weight is 1
+    exact_sums: bool       # integer weights, totals below 2**53: running sums are exact
+    factor: np.ndarray     # float64 per-class factors c_j (empty for regression)
+    criterion: int         # a code of cartjit._criteria
+    shift: int             # bits of the class label in a key (0: not packed)
+    mask: int              # 2**shift - 1
+
+
+class Segment(NamedTuple):
+    """One node's cases on one feature: ``keys[start:end]`` in increasing order of the
+    feature, and the feature's dense ranks by case (empty when it has no ties)."""
+
+    keys: np.ndarray       # int32, one row of the presorted keys
+    ranks: np.ndarray      # int32 rank by case, or empty
+    start: int
+    end: int
 
 
 @jit
 def threshold_between(a, b):
-    """Midpoint of consecutive distinct values a < b, never rounded up to b (SPEC §2)."""
+    """Step 2 (choose), the threshold: midpoint of consecutive distinct values a < b,
+    never rounded up to b (docs/maths.md §2).
+
+    Parameters
+    ----------
+    a, b : the largest value going left and the smallest going right.
+    """
     c = a / 2.0 + b / 2.0
     if c >= b or not np.isfinite(c):
         c = a
@@ -42,11 +82,19 @@ NEAR_TIE = 1e-11
 
 @jit
 def delta_from_counts(left, right, factor, criterion, node_impurity):
-    """Δi(s, t) of a classification split from both children's class counts.
+    """Split search, precise Δi(s, t) of a classification split from both children's
+    class counts.
 
     Gini uses Δi = p_L p_R Σ_j (p(j|t_L) - p(j|t_R))², entropy i(t) - p_L i(t_L) -
     p_R i(t_R), twoing its definition: no cancellation between large terms. Used for the
     best split of a feature and to settle near-ties of the proxy.
+
+    Parameters
+    ----------
+    left, right : float64 (J,) weighted class counts of the children.
+    factor : float64 (J,) per-class factors c_j.
+    criterion : GINI, ENTROPY or TWOING.
+    node_impurity : i(t) (entropy uses it).
     """
     ql_sum = 0.0
     qr_sum = 0.0
@@ -73,8 +121,21 @@ def delta_from_counts(left, right, factor, criterion, node_impurity):
 
 
 @jit
-def class_counts(keys, start, pos, y, w, unit_weights, shift, mask, out):
-    """Weighted class counts of the cases at positions [start, pos) into ``out``."""
+def class_counts(keys, start, pos, tg, out):
+    """Node statistics: weighted class counts N_j of the cases at positions [start, pos).
+
+    Parameters
+    ----------
+    keys : int32 one row of keys.
+    start, pos : the position range.
+    tg : :class:`Targets`.
+    out : float64 (J,) output.
+    """
+    y = tg.y_class
+    w = tg.w
+    unit_weights = tg.unit_weights
+    shift = tg.shift
+    mask = tg.mask
     for j in range(out.shape[0]):
         out[j] = 0.0
     for i in range(start, pos):
@@ -83,24 +144,28 @@ def class_counts(keys, start, pos, y, w, unit_weights, shift, mask, out):
 
 
 @jit
-def _precise_class_delta(keys, pos, end, y, w, unit_weights, exact_sums, shift, mask, left,
-                         total, right, factor, criterion, node_impurity):
-    """Δi of the split at ``pos`` given the left child's counts.
+def _precise_class_delta(keys, pos, end, tg, left, total, right, node_impurity):
+    """Split search, precise Δi: the split at ``pos`` given the left child's counts.
 
     With exact sums (integer weights) the right child's counts are ``total - left``;
     otherwise they are summed directly over its cases, because ``total - left`` loses
     the small counts of a lopsided split to cancellation and would break exact ties.
+
+    Parameters
+    ----------
+    keys : int32 one row of keys; the right child is ``keys[pos:end]``.
+    pos, end : split position and end of the segment.
+    tg : :class:`Targets`.
+    left, total : float64 (J,) counts of the left child and of the node.
+    right : float64 (J,) scratch, receives the right child's counts.
+    node_impurity : i(t) (entropy uses it).
     """
-    if exact_sums:
+    if tg.exact_sums:
         for j in range(left.shape[0]):
             right[j] = total[j] - left[j]
     else:
-        for j in range(left.shape[0]):
-            right[j] = 0.0
-        for i in range(pos, end):
-            key = keys[i]
-            right[key & mask if mask else y[key]] += 1.0 if unit_weights else w[key >> shift]
-    return delta_from_counts(left, right, factor, criterion, node_impurity)
+        class_counts(keys, pos, end, tg, right)
+    return delta_from_counts(left, right, tg.factor, tg.criterion, node_impurity)
 
 
 #: Per-class factors c_j equal to this relative width count as one factor (the Gini fast
@@ -111,37 +176,58 @@ EQUAL_FACTORS_RTOL = 1e-13
 
 
 @jit
-def _near_tie(keys, end, pos, best_pos, best_delta, y, w, unit_weights, exact_sums, shift,
-              mask, left, best_left, total, right, factor, criterion, node_impurity, tol):
-    """Settle a candidate at ``pos`` whose proxy is within the near-tie band of the best.
+def _near_tie(seg, pos, best_pos, best_delta, tg, total, scratch, node_impurity, tol):
+    """Split search, near-ties: settle a candidate at ``pos`` whose proxy is within the
+    near-tie band of the best on the precise Δi.
 
-    Computes the best's precise Δi if not yet known (from ``best_left``, its left
-    counts), then the candidate's from ``left``. Returns the best Δi after the
-    comparison and whether the candidate won (by more than ``tol``), in which case
-    ``best_left`` receives ``left``.
+    Computes the best's precise Δi if not yet known (from its left counts), then the
+    candidate's. Returns the best Δi after the comparison and whether the candidate won
+    (by more than ``tol``), in which case the best's left counts receive the candidate's.
+
+    Parameters
+    ----------
+    seg : :class:`Segment` being scanned.
+    pos, best_pos : candidate and best positions.
+    best_delta : the best's precise Δi, or NaN when not yet computed.
+    tg : :class:`Targets`.
+    total : float64 (J,) the node's counts N_j(t).
+    scratch : float64 (3J,) running left counts, the best's left counts and room for
+        right counts, in that order.
+    node_impurity, tol : i(t) and the tie tolerance on Δi.
     """
+    n_classes = total.shape[0]
+    left = scratch[:n_classes]
+    best_left = scratch[n_classes:2 * n_classes]
+    right = scratch[2 * n_classes:3 * n_classes]
     if np.isnan(best_delta):
-        best_delta = _precise_class_delta(keys, best_pos, end, y, w, unit_weights,
-                                          exact_sums, shift, mask, best_left, total, right,
-                                          factor, criterion, node_impurity)
-    d = _precise_class_delta(keys, pos, end, y, w, unit_weights, exact_sums, shift, mask,
-                             left, total, right, factor, criterion, node_impurity)
+        best_delta = _precise_class_delta(seg.keys, best_pos, seg.end, tg, best_left, total,
+                                          right, node_impurity)
+    d = _precise_class_delta(seg.keys, pos, seg.end, tg, left, total, right, node_impurity)
     if not d > best_delta + tol:
         return best_delta, False
-    for j in range(left.shape[0]):
+    for j in range(n_classes):
         best_left[j] = left[j]
     return d, True
 
 
 @jit
 def list_class_changes(keys, lo, hi, y, mask, simd, cand):
-    """Pass 1 of the scan by runs: list lo, every class change strictly between lo and hi,
-    and hi (when hi > lo) in ``cand``; returns how many.
+    """Split search, pass 1 of the scan by runs: list lo, every class change strictly
+    between lo and hi, and hi (when hi > lo) in ``cand``; returns how many.
 
     A class change at i means the cases at i - 1 and i differ in class. Branch-free:
     every position is written and only a change advances the count. With ``simd`` and
     labels in the keys, blocks of 16 positions are compared and packed at once
     (:func:`cartjit._simd.compress_class_changes`); the scalar loop finishes the tail.
+
+    Parameters
+    ----------
+    keys : int32 one row of keys.
+    lo, hi : first and last candidate positions.
+    y : int32 class by case (read when ``mask`` is 0).
+    mask : 2**shift - 1 for labels in the keys, else 0.
+    simd : 16-key blocks (labels in the keys only).
+    cand : int32 output, room for hi - lo + 1 positions.
     """
     cand[0] = lo
     n_cand = 1
@@ -166,7 +252,14 @@ def list_class_changes(keys, lo, hi, y, mask, simd, cand):
 
 @jit
 def equal_factors(total, factor):
-    """Whether the classes present (N_j > 0) share one factor c_j, to EQUAL_FACTORS_RTOL."""
+    """Split search, mode test: whether the classes present (N_j > 0) share one factor
+    c_j, to EQUAL_FACTORS_RTOL (then the unit-weight Gini proxy applies).
+
+    Parameters
+    ----------
+    total : float64 (J,) the node's counts N_j(t).
+    factor : float64 (J,) c_j.
+    """
     c_min = np.inf
     c_max = 0.0
     for j in range(total.shape[0]):
@@ -178,11 +271,17 @@ def equal_factors(total, factor):
 
 @jit
 def _gini_delta_exact_right(left, total, factor):
-    """:func:`delta_from_counts` for Gini with right counts ``total - left`` (exact sums),
-    operation for operation, so that the lean scan gives the general scan's Δi bit for
-    bit. A twin on purpose: the lean scan calling the general :func:`_near_tie` and
-    :func:`_precise_class_delta` instead (many array arguments) made the search of the
-    deep levels 10-45 % slower."""
+    """Split search (lean Gini), precise Δi: :func:`delta_from_counts` for Gini with
+    right counts ``total - left`` (exact sums), operation for operation, so that the lean
+    scan gives the general scan's Δi bit for bit. A twin on purpose: the lean scan
+    calling the general :func:`_near_tie` and :func:`_precise_class_delta` instead (many
+    array arguments) made the search of the deep levels 10-45 % slower.
+
+    Parameters
+    ----------
+    left, total : float64 (J,) counts of the left child and of the node.
+    factor : float64 (J,) c_j.
+    """
     ql_sum = 0.0
     qr_sum = 0.0
     for j in range(left.shape[0]):
@@ -197,27 +296,45 @@ def _gini_delta_exact_right(left, total, factor):
 
 
 @jit
-def best_split_gini_runs(keys, start, end, min_leaf, total, factor, tol, y, mask, simd, left,
-                         best_left, cand):
-    """The common case of :func:`best_split_classification`, without its other modes.
+def best_split_gini_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch, cand):
+    """Split search, the common case: Gini by runs with the lean proxy.
 
-    Gini, unit weights, one factor for the classes present (:func:`equal_factors`),
-    labels in the keys (``mask`` > 0) and a feature without ties: the scan by runs with
-    the fast proxy, exactly as the general function does it, visiting the same
-    candidates in the same order with the same comparisons. Free of the general
-    function's other modes, of its per-scan set-up and of its calls, it cut the split
-    search of a one-thread fit at 10^5 cases from 0.22 to 0.12-0.15 s. Near-ties are settled
-    as :func:`_near_tie` settles them. Returns ``(Δi, pos)`` as the general function does,
-    bit for bit: Δi is :func:`delta_from_counts`'s Gini, computed with the same
-    operations.
+    :func:`best_split_classification` without its other modes, for Gini, unit weights,
+    one factor for the classes present (:func:`equal_factors`), labels in the keys
+    (``tg.mask`` > 0) and a feature without ties: the scan by runs with the fast proxy,
+    exactly as the general function does it, visiting the same candidates in the same
+    order with the same comparisons. Free of the general function's other modes, of its
+    per-scan set-up and of its calls, it cut the split search of a one-thread fit at
+    10^5 cases from 0.22 to 0.12-0.15 s. Near-ties are settled as :func:`_near_tie`
+    settles them. Returns ``(Δi, pos)`` as the general function does, bit for bit: Δi is
+    :func:`delta_from_counts`'s Gini, computed with the same operations.
+
+    Parameters
+    ----------
+    seg : :class:`Segment` (its ranks are not read).
+    tg : :class:`Targets`.
+    total : float64 (J,) the node's counts N_j(t).
+    node_impurity : i(t), which sets the tie tolerance.
+    min_leaf : least number of cases in a child.
+    simd : list class changes 16 keys at a time.
+    scratch : float64 (>= 2J,) running left counts and the best's left counts.
+    cand : int32 room for the segment's candidates.
     """
+    keys = seg.keys
+    start = seg.start
+    end = seg.end
+    mask = tg.mask
+    factor = tg.factor
+    tol = tie_tolerance(node_impurity)
     n_classes = total.shape[0]
+    left = scratch[:n_classes]
+    best_left = scratch[n_classes:2 * n_classes]
     n_node = end - start
     lo = start + min_leaf
     hi = end - min_leaf
     if lo > hi:
         return -np.inf, -1
-    n_cand = list_class_changes(keys, lo, hi, y, mask, simd, cand)
+    n_cand = list_class_changes(keys, lo, hi, tg.y_class, mask, simd, cand)
     sq_l = 0.0
     sq_r = 0.0
     for j in range(n_classes):
@@ -279,21 +396,13 @@ def best_split_gini_runs(keys, start, end, min_leaf, total, factor, tol, y, mask
 
 
 @jit
-def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact_sums,
-                              shift, mask, total, factor, criterion, node_impurity, tol,
-                              min_leaf, by_runs, simd, scratch, cand):
-    """Scan segment ``keys[start:end]`` for the best split of a classification node.
-
-    ``total`` are the node's weighted class counts N_j(t), ``factor`` the c_j of
-    :mod:`cartjit._criteria`, ``tol`` the tie tolerance on Δi; ``scratch`` has room for
-    3J numbers (running left counts, the left counts at the best split so far, and the
-    right counts of a precise Δi). ``exact_sums`` says the weights are integers, so
-    that running counts are exact. A key is ``case << shift | class`` when ``mask``
-    (= 2**shift - 1) is not 0, else the case itself, whose class is ``y[case]``.
+def best_split_classification(seg, tg, total, node_impurity, min_leaf, by_runs, simd,
+                              scratch, cand):
+    """Split search: the best split of a classification node on one feature.
 
     Candidates are the positions ``pos`` with at least ``min_leaf`` cases on each side
-    (and, where ``ranks`` is given, a change of value between ``pos - 1`` and ``pos``),
-    visited in increasing order. They are ranked by the proxy P(s) of
+    (and, where ``seg.ranks`` is given, a change of value between ``pos - 1`` and
+    ``pos``), visited in increasing order. They are ranked by the proxy P(s) of
     :mod:`cartjit._criteria`, compared by cross-multiplication so that the loop does no
     division. A candidate whose proxy exceeds the best by more than the relative width
     ``NEAR_TIE`` replaces it; one within that width is a near-tie, settled on the
@@ -310,9 +419,39 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
     strictly worse than one at an end of it: the best split, and every exact tie with
     it, lies where the class changes or at the first or last candidate. A branch-free
     first pass lists those positions in ``cand``; the scan then updates the counts once
-    per run (``simd``: see :func:`list_class_changes`). Returns (Δi, pos), or (-inf, -1)
-    when there is no candidate.
+    per run (``simd``: see :func:`list_class_changes`).
+
+    With unit weights and one factor for the classes present, the Gini proxy is
+    proportional to Σ L_j² / n_L + Σ R_j² / n_R on integer counts, whose sums of squares
+    are updated exactly in O(1) per case or run (the *fast* mode); every other case
+    ranks the candidates on the prior-weighted counts q_j = c_j N_j. One function for
+    both: split into one function per mode, the entropy, weighted and twoing fits took
+    6-10 % longer. Returns (Δi, pos), or (-inf, -1) when there is no candidate.
+
+    Parameters
+    ----------
+    seg : :class:`Segment` of the node on the feature.
+    tg : :class:`Targets` (labels, weights, factors c_j, criterion).
+    total : float64 (J,) the node's weighted class counts N_j(t).
+    node_impurity : i(t); the tie tolerance on Δi follows from it.
+    min_leaf : least number of cases in a child.
+    by_runs : scan by runs of one class.
+    simd : list class changes 16 keys at a time.
+    scratch : float64 (3J,) running left counts, the best's left counts, right counts.
+    cand : int32 room for the segment's candidates.
     """
+    keys = seg.keys
+    ranks = seg.ranks
+    start = seg.start
+    end = seg.end
+    y = tg.y_class
+    w = tg.w
+    unit_weights = tg.unit_weights
+    shift = tg.shift
+    mask = tg.mask
+    factor = tg.factor
+    criterion = tg.criterion
+    tol = tie_tolerance(node_impurity)
     n_classes = total.shape[0]
     left = scratch[:n_classes]
     best_left = scratch[n_classes:2 * n_classes]
@@ -328,9 +467,6 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
     else:
         n_cand = hi - lo + 1
 
-    # Fast path: with unit weights and one factor for all classes present the Gini
-    # proxy is proportional to Σ L_j² / n_L + Σ R_j² / n_R on integer counts, whose
-    # sums of squares are updated exactly in O(1) per case or run.
     q_total = 0.0
     sq_l = 0.0
     sq_r = 0.0
@@ -435,9 +571,7 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
             for j in range(n_classes):
                 best_left[j] = left[j]
         elif num * best_den >= lo_num * den:
-            best_delta, won = _near_tie(keys, end, pos, best_pos, best_delta, y, w,
-                                        unit_weights, exact_sums, shift, mask, left,
-                                        best_left, total, right, factor, criterion,
+            best_delta, won = _near_tie(seg, pos, best_pos, best_delta, tg, total, scratch,
                                         node_impurity, tol)
             if not won:
                 continue
@@ -450,18 +584,26 @@ def best_split_classification(keys, ranks, start, end, y, w, unit_weights, exact
     if best_pos < 0:
         return -np.inf, -1
     if np.isnan(best_delta):
-        best_delta = _precise_class_delta(keys, best_pos, end, y, w, unit_weights,
-                                          exact_sums, shift, mask, best_left, total, right,
-                                          factor, criterion, node_impurity)
+        best_delta = _precise_class_delta(keys, best_pos, end, tg, best_left, total, right,
+                                          node_impurity)
     return best_delta, best_pos
 
 
 @jit
 def _precise_reg_delta(keys, pos, end, y, w, unit_weights, mean, w_left, s_left):
-    """Variance reduction of the split at ``pos`` given the left child's W and Σ w z.
+    """Split search (regression), precise Δi: the variance reduction of the split at
+    ``pos`` given the left child's W and Σ w z.
 
     The right child's sums are taken directly over its cases (z = y - node mean), not as
     node total minus left, so that exact ties between features stay exact.
+
+    Parameters
+    ----------
+    keys : int32 one row of keys (cases); the right child is ``keys[pos:end]``.
+    pos, end : split position and end of the segment.
+    y, w, unit_weights : responses and weights by case (``Targets`` fields).
+    mean : the node mean ȳ(t).
+    w_left, s_left : W and Σ w z of the left child.
     """
     w_right = 0.0
     s_right = 0.0
@@ -477,17 +619,30 @@ def _precise_reg_delta(keys, pos, end, y, w, unit_weights, mean, w_left, s_left)
 
 
 @jit
-def best_split_regression(keys, ranks, start, end, y, w, unit_weights, mean, w_total,
-                          s_total, node_impurity, tol, min_leaf):
-    """Scan ``keys[start:end]`` for the best variance-reducing split (SPEC §3).
+def best_split_regression(seg, y, w, unit_weights, mean, w_total, s_total, node_impurity,
+                          min_leaf):
+    """Split search (regression): the best variance-reducing split (docs/maths.md §3).
 
     Sums are taken of z = y - ``mean`` (the node mean), which keeps the proxy free of
-    cancellation; ``w_total`` = W(t), ``s_total`` = Σ w z over the node (zero up to
-    rounding) and ``node_impurity`` its variance. Candidates are ranked by the proxy
-    S_L²/W_L + S_R²/W_R; near-ties (within ``NEAR_TIE`` of W(t) Var(t)) and the returned
-    best are settled on the precise Δi of :func:`_precise_reg_delta`. Returns (Δi, pos).
+    cancellation. Candidates are ranked by the proxy S_L²/W_L + S_R²/W_R; near-ties
+    (within ``NEAR_TIE`` of W(t) Var(t)) and the returned best are settled on the
+    precise Δi of :func:`_precise_reg_delta`. Returns (Δi, pos), or (-inf, -1).
+
+    Parameters
+    ----------
+    seg : :class:`Segment` of the node on the feature.
+    y, w, unit_weights : responses and weights by case (``Targets`` fields, not the
+        record, which is four arrays wide: this is called once per node and feature).
+    mean : ȳ(t).
+    w_total, s_total : W(t) and Σ w z over the node (zero up to rounding).
+    node_impurity : Var(t); the tie tolerance follows from it.
+    min_leaf : least number of cases in a child.
     """
-    n_node = end - start
+    keys = seg.keys
+    ranks = seg.ranks
+    end = seg.end
+    tol = tie_tolerance(node_impurity)
+    n_node = end - seg.start
     best_delta = np.nan
     best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
     best_wl = 0.0
@@ -499,7 +654,7 @@ def best_split_regression(keys, ranks, start, end, y, w, unit_weights, mean, w_t
     n_left = 0
     w_left = 0.0
     s_left = 0.0
-    for i in range(start, end - 1):
+    for i in range(seg.start, end - 1):
         case = keys[i]
         if unit_weights:
             w_left += 1.0

@@ -1,9 +1,12 @@
 """The presort: every feature's sorted order of the cases, with ranks where values tie."""
 from __future__ import annotations
 
-import numpy as np
+import ctypes
 
-from cartjit._builder import PARALLEL_MIN_KEYS, presort, release_free_memory, subset_keys
+import numpy as np
+import pytest
+
+from cartjit._presort import PARALLEL_MIN_KEYS, presort, release_free_memory, subset_keys
 
 
 def _check(X, ps):
@@ -39,4 +42,32 @@ def test_presort_large_releases_memory_and_subsets():
     sub = subset_keys(ps, keep, n_threads=2)
     for f in range(2):  # the kept cases, in the full sample's order
         assert np.array_equal(sub.keys[f], ps.keys[f][keep[ps.keys[f]]])
-    assert release_free_memory() is None
+
+
+def _libc():
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+
+
+@pytest.mark.skipif(_libc() is None or not hasattr(_libc(), "malloc_trim"),
+                    reason="glibc only: elsewhere release_free_memory does nothing")
+def test_release_free_memory_hands_back_freed_blocks():
+    """Many small blocks freed together stay with the C library until malloc_trim
+    returns them: release_free_memory says it handed memory back, and a second call
+    (nothing left to hand back from these blocks) still works."""
+    libc = _libc()
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    blocks = [libc.malloc(4000) for _ in range(20_000)]  # 80 MB below the mmap threshold
+    fence = libc.malloc(4000)  # keeps free() from trimming the heap's top by itself
+    assert all(blocks) and fence
+    for b in blocks:
+        libc.free(b)
+    try:
+        assert release_free_memory() is True
+    finally:
+        libc.free(fence)
+    assert isinstance(release_free_memory(), bool)

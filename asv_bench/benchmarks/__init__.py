@@ -5,17 +5,28 @@
                that quality regressions show next to speed.
 ``predict``    batch prediction of 10^6 rows by a tree grown on 10^5.
 ``coldstart``  ``timeraw_``: import + first fit in a fresh interpreter, with an empty,
-               a populated and a disabled Numba cache (STYLE 7: compile time is a cost
-               users pay).
+               a populated and a disabled Numba cache (compile time is a cost users
+               pay).
 ``memory``     ``peakmem_`` of a fit, and ``track_`` of the fit's own peak RSS increase.
 
 This module holds the helpers they share (nothing here is a benchmark): the sizes,
 seeded data memoised per process (asv re-runs ``setup`` before every sample), and the
 JIT warm-up. All data come from :mod:`cartjit.datasets` with fixed seeds.
 
-``CARTJIT_ASV_MAX_N`` (environment variable, default unset) drops the sizes above it
-from every parameter list, for a quick local check (``CARTJIT_ASV_MAX_N=100000``). Leave
-it unset for recorded runs, or the parameter lists (and so the results) differ.
+Sizes. By default every benchmark stays at or below ``DEFAULT_MAX_N`` = 10^5 training
+rows (and predicts 2 × 10^5 rows), and the cold start runs its two main cases, so that
+``asv run --quick`` finishes in a few minutes on a two-core machine. The large sizes
+(fits and memory at 10^6 rows, 10^6 rows predicted, every cold-start case) are run
+only when asked for:
+
+``CARTJIT_ASV_LARGE=1``
+    adds them (``0`` or unset: the default sizes).
+``CARTJIT_ASV_MAX_N``
+    drops the sizes above it from every parameter list (after ``CARTJIT_ASV_LARGE``),
+    e.g. ``CARTJIT_ASV_MAX_N=10000`` for the quickest check.
+
+Results recorded with different settings have different parameter lists, so compare
+runs made with the same ones.
 """
 from __future__ import annotations
 
@@ -24,8 +35,10 @@ import os
 
 N_FEATURES = 20
 N_CLASSES = 3
-#: Training sizes of the fit benchmarks.
+#: Training sizes of the fit benchmarks (above DEFAULT_MAX_N only with CARTJIT_ASV_LARGE).
 SIZES = (10_000, 100_000, 1_000_000)
+#: The largest size run by default.
+DEFAULT_MAX_N = 100_000
 #: From this size on a fit is timed once per round (``number = repeat = 1``).
 BIG = 1_000_000
 #: Seed of every draw.
@@ -33,6 +46,16 @@ TRAIN_SEED = 0
 #: Rows held out of every draw (scored by ``fit.TreeQuality``).
 N_HOLDOUT = 50_000
 TASKS = ("classification", "regression")
+
+
+def large():
+    """Whether ``CARTJIT_ASV_LARGE`` asks for the large sizes (``1``; ``0``/unset: no)."""
+    raw = os.environ.get("CARTJIT_ASV_LARGE", "").strip().lower()
+    if raw in ("", "0", "no", "false", "off"):
+        return False
+    if raw in ("1", "yes", "true", "on"):
+        return True
+    raise ValueError(f"CARTJIT_ASV_LARGE must be 0 or 1, got {raw!r}")
 
 
 def max_n():
@@ -51,9 +74,12 @@ def max_n():
 
 
 def sizes(candidates=SIZES):
-    """``candidates`` without those above ``CARTJIT_ASV_MAX_N`` (never empty)."""
+    """``candidates`` without those above ``DEFAULT_MAX_N`` (unless ``CARTJIT_ASV_LARGE``)
+    or above ``CARTJIT_ASV_MAX_N`` (never empty)."""
     cap = max_n()
-    kept = [n for n in candidates if cap is None or n <= cap]
+    if not large():
+        cap = DEFAULT_MAX_N if cap is None else min(cap, DEFAULT_MAX_N)
+    kept = [n for n in candidates if n <= cap]
     return kept or [min(candidates)]
 
 

@@ -1,4 +1,4 @@
-"""Cold start: what a new process pays before its first tree (STYLE 7).
+"""Cold start: what a new process pays before its first tree (a cost users pay).
 
 ``timeraw_`` benchmarks: asv runs the returned code in a fresh interpreter and times
 the statement (not the setup code, which only sets environment variables before
@@ -20,6 +20,10 @@ Cache modes, set through the environment of the fresh interpreter:
 ``off``   ``CARTJIT_CACHE=0`` (and an empty ``NUMBA_CACHE_DIR``): compiled in every
           process, nothing written; what users who turn the cache off pay each time.
 
+By default only ``cold`` and ``warm`` of the stage ``fit_predict`` run (each cold
+sample compiles every kernel: tens of seconds on a small machine);
+``CARTJIT_ASV_LARGE=1`` adds ``off`` and the stage ``fit``.
+
 The directories live in the working directory asv gives ``setup_cache``, which it
 removes afterwards.
 """
@@ -32,8 +36,10 @@ import sys
 import tempfile
 import textwrap
 
-MODES = ("cold", "warm", "off")
-STAGES = ("fit", "fit_predict")
+from . import large
+
+MODES = ("cold", "warm", "off") if large() else ("cold", "warm")
+STAGES = ("fit", "fit_predict") if large() else ("fit_predict",)
 
 _STATEMENT = {
     "import": "import cartjit\n",

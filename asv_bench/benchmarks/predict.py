@@ -1,18 +1,19 @@
-"""Batch prediction: 10^6 fresh rows through a tree grown to purity on 10^5 rows.
+"""Batch prediction: fresh rows through a tree grown to purity on 10^5 rows.
 
-One seeded draw (seed 0) of 1.1 × 10^6 rows: the tree is grown on the first 10^5, once
+2 × 10^5 rows are predicted by default, 10^6 with ``CARTJIT_ASV_LARGE=1``. One seeded
+draw (seed 0) of 10^5 + that many rows: the tree is grown on the first 10^5, once
 per benchmark class in ``setup_cache`` (asv passes it pickled to the benchmarks), and
-the other 10^6 rows are predicted; the draw is repeated in ``setup``. The tree has
+the other rows are predicted; the draw is repeated in ``setup``. The tree has
 about 13 000 leaves (classification) or 100 000 (regression: every training case is
 its own leaf), so the timing is dominated by the descent, not by the bookkeeping
 around it. Prediction runs on Numba's default number of threads.
 """
 from __future__ import annotations
 
-from . import estimator, split, warm_jit
+from . import estimator, large, split, warm_jit
 
 N_TRAIN = 100_000
-N_PREDICT = 1_000_000
+N_PREDICT = 1_000_000 if large() else 200_000
 
 
 def _fit(task):
@@ -34,7 +35,7 @@ class _Predict:
 
 
 class PredictClassifier(_Predict):
-    """``CARTClassifier`` (Gini, 3 classes) grown on 10^5 rows, 10^6 rows to predict."""
+    """``CARTClassifier`` (Gini, 3 classes) grown on 10^5 rows, ``N_PREDICT`` rows to predict."""
 
     task = "classification"
 
@@ -54,7 +55,7 @@ class PredictClassifier(_Predict):
 
 
 class PredictRegressor(_Predict):
-    """``CARTRegressor`` grown on 10^5 rows, 10^6 rows to predict."""
+    """``CARTRegressor`` grown on 10^5 rows, ``N_PREDICT`` rows to predict."""
 
     task = "regression"
 

@@ -307,7 +307,7 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
     if damaged:
         quarantine(out, out / RUN_JSON, damaged,
                    f"it is rebuilt (the record of earlier invocations is lost; every cell "
-                   f"file is still checked against the config)")
+                   "file is still checked against the config)")
     rules = tuple(selection_label(r) for r in config.selection)
     try:
         (out / CELLS_DIR).mkdir(exist_ok=True)

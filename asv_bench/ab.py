@@ -1,0 +1,138 @@
+"""Interleaved A/B timings of two copies of cartjit (say, a base commit and a change).
+
+Each sample is a fresh interpreter that imports cartjit from the copy named on the
+command line (``sys.path`` first), warms the JIT on a tiny problem, draws the data
+(``cartjit.datasets``, seed 0) and times, best of ``--inner`` calls each: the fit of a
+classifier (Gini, 3 classes) and of a regressor on ``--n`` × 20, ``CARTClassifierCV``
+with ``--folds`` folds at ``--n``, and ``predict`` of ``--predict`` fresh rows by the
+classifier (``--modes``: also entropy, twoing, case weights and tied values, the
+other scan modes). Samples alternate A, B, A, B, ... for every combination of thread count
+(``NUMBA_NUM_THREADS``) and ``CARTJIT_SIMD`` setting, so that background load hits
+both copies alike. ``--cold`` adds the cold start: a fresh interpreter with an empty
+``NUMBA_CACHE_DIR`` running import, ``load_iris`` and the first fit and predict.
+
+Prints a Markdown table: the median over the ``--repeat`` samples of each copy, and
+the ratio B / A. Example::
+
+    python asv_bench/ab.py --a /path/to/base --b . --repeat 3 --cold
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+_CHILD = r"""
+import sys, time, json
+sys.path.insert(0, {root!r})
+import numpy as np
+import cartjit
+from cartjit.datasets import make_classification, make_regression
+assert cartjit.__file__.startswith({root!r}), cartjit.__file__
+n, n_pred, folds, inner = {n}, {n_pred}, {folds}, {inner}
+Xs, ys = make_classification(300, 20, 3, random_state=1)
+cartjit.CARTClassifier().fit(Xs, ys).predict(Xs)
+cartjit.CARTClassifierCV(cv=3).fit(Xs, ys)
+cartjit.CARTRegressor().fit(*make_regression(300, 20, random_state=1))
+X, y = make_classification(n + n_pred, 20, 3, random_state=0)
+Xr, yr = make_regression(n, 20, random_state=0)
+Xt, Xp = X[:n], X[n:]
+yt = y[:n]
+
+def best(fn):
+    out = []
+    for _ in range(inner):
+        t0 = time.perf_counter(); fn(); out.append(time.perf_counter() - t0)
+    return min(out)
+
+res = {{}}
+res["fit classification"] = best(lambda: cartjit.CARTClassifier().fit(Xt, yt))
+res["fit regression"] = best(lambda: cartjit.CARTRegressor().fit(Xr, yr))
+res["CV"] = best(lambda: cartjit.CARTClassifierCV(cv=folds).fit(Xt, yt))
+model = cartjit.CARTClassifier().fit(Xt, yt)
+res["predict"] = best(lambda: model.predict(Xp))
+if {modes}:  # the scan modes besides the lean Gini scan
+    w = np.random.default_rng(0).integers(1, 4, n).astype(float)
+    Xq = np.round(Xt, 1)
+    res["fit entropy"] = best(lambda: cartjit.CARTClassifier(criterion="entropy").fit(Xt, yt))
+    res["fit Gini, weights"] = best(lambda: cartjit.CARTClassifier().fit(Xt, yt, sample_weight=w))
+    res["fit Gini, tied X"] = best(lambda: cartjit.CARTClassifier().fit(Xq, yt))
+    res["fit twoing"] = best(lambda: cartjit.CARTClassifier(criterion="twoing").fit(Xt, yt))
+print(json.dumps(res))
+"""
+
+_COLD = r"""
+import sys, time, json
+t0 = time.perf_counter()
+sys.path.insert(0, {root!r})
+import cartjit
+from cartjit.datasets import load_iris
+X, y = load_iris(return_X_y=True)
+cartjit.CARTClassifier().fit(X, y).predict(X)
+assert cartjit.__file__.startswith({root!r}), cartjit.__file__
+print(json.dumps({{"cold start": time.perf_counter() - t0}}))
+"""
+
+
+def _run(code, env):
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=tempfile.gettempdir())
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--a", required=True, help="directory holding the first cartjit/")
+    ap.add_argument("--b", required=True, help="directory holding the second cartjit/")
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--predict", type=int, default=1_000_000)
+    ap.add_argument("--folds", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--inner", type=int, default=2)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--simd", default="0,auto")
+    ap.add_argument("--cold", action="store_true", help="also time the cold start")
+    ap.add_argument("--modes", action="store_true",
+                    help="also fit with entropy, twoing, weights and tied values")
+    ap.add_argument("--no-warm", action="store_true", help="only the cold start")
+    args = ap.parse_args(argv)
+    roots = {"A": os.path.abspath(args.a), "B": os.path.abspath(args.b)}
+    caches = {k: tempfile.mkdtemp(prefix=f"ab-cache-{k}-") for k in roots}
+    print(f"A = {roots['A']}\nB = {roots['B']}\n")
+    print("| setting | measure | A (s) | B (s) | B / A |\n|---|---|---|---|---|")
+    for simd in args.simd.split(","):
+        for threads in ([] if args.no_warm else args.threads.split(",")):
+            samples = {"A": [], "B": []}
+            for _ in range(args.repeat):
+                for k in ("A", "B"):
+                    env = dict(os.environ, NUMBA_NUM_THREADS=threads, CARTJIT_SIMD=simd,
+                               NUMBA_CACHE_DIR=caches[k])
+                    samples[k].append(_run(_CHILD.format(
+                        root=roots[k], n=args.n, n_pred=args.predict, folds=args.folds,
+                        inner=args.inner, modes=args.modes), env))
+            for m in samples["A"][0]:
+                a = statistics.median(s[m] for s in samples["A"])
+                b = statistics.median(s[m] for s in samples["B"])
+                print(f"| SIMD={simd}, {threads} thr | {m} | {a:.3f} | {b:.3f} | "
+                      f"{b / a:.3f} |", flush=True)
+        if args.cold:
+            samples = {"A": [], "B": []}
+            for _ in range(args.repeat):
+                for k in ("A", "B"):
+                    env = dict(os.environ, CARTJIT_SIMD=simd,
+                               NUMBA_CACHE_DIR=tempfile.mkdtemp(prefix="ab-cold-"))
+                    samples[k].append(_run(_COLD.format(root=roots[k]), env)["cold start"])
+            a = statistics.median(samples["A"])
+            b = statistics.median(samples["B"])
+            print(f"| SIMD={simd} | cold start (import + first fit + predict, iris) | "
+                  f"{a:.2f} | {b:.2f} | {b / a:.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
