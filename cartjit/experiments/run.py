@@ -306,7 +306,7 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
     previous, damaged = _check_out(out, resume, config_hash)
     if damaged:
         quarantine(out, out / RUN_JSON, damaged,
-                   f"it is rebuilt (the record of earlier invocations is lost; every cell "
+                   "it is rebuilt (the record of earlier invocations is lost; every cell "
                    "file is still checked against the config)")
     rules = tuple(selection_label(r) for r in config.selection)
     try:
