@@ -40,7 +40,7 @@ import numpy as np
 from ._presort import presort, subset_keys
 from ._fit import fit_tree
 from ._limits import check_allocation
-from ._predict import heldout_losses
+from ._predict import FoldTree, HeldOut, LossTable, heldout_losses
 from ._pruning import midpoints, path_table
 from ._scaling import normalise
 
@@ -347,9 +347,10 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         out_sq = np.zeros(alpha_prime.shape[0])
         label = t.label if problem.is_classification else np.empty(0, dtype=np.int32)
         value = t.value if problem.is_classification else t.value / scale.y
-        heldout_losses(t.feature, t.threshold, t.left, t.alpha, label, value, problem.X,
-                       rows, problem.y_class, problem.y_reg, problem.w, problem.unit_weights,
-                       class_scale, cost, alpha_prime, out_sum, out_sq)
+        heldout_losses(FoldTree(t.feature, t.threshold, t.left, t.alpha, label, value),
+                       HeldOut(problem.X, rows, problem.y_class, problem.y_reg, problem.w,
+                               problem.unit_weights),
+                       LossTable(class_scale, cost, alpha_prime, out_sum, out_sq))
         return out_sum, out_sq
 
     if problem.X.size < FOLD_THREADS_MIN_VALUES:

@@ -13,12 +13,46 @@ larger α. It is serial (the cross-validation runs folds in parallel threads ins
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import prange
 
 from ._config import jit, jit_parallel
 
-__all__ = ["apply", "heldout_losses"]
+__all__ = ["apply", "heldout_losses", "FoldTree", "HeldOut", "LossTable"]
+
+
+class FoldTree(NamedTuple):
+    """The arrays of a fold tree that the held-out descent reads."""
+
+    feature: np.ndarray    # int32 (n_nodes,)
+    threshold: np.ndarray  # float64 (n_nodes,)
+    left: np.ndarray       # int32 (n_nodes,), -1 at leaves, right == left + 1
+    alpha: np.ndarray      # float64 (n_nodes,), collapse α of each node
+    label: np.ndarray      # int32 (n_nodes,) class j*(t); empty for regression
+    value: np.ndarray      # float64 (n_nodes, 1) ȳ(t) for regression (unused otherwise)
+
+
+class HeldOut(NamedTuple):
+    """The cases and which of them a fold holds out."""
+
+    X: np.ndarray          # float64 (n, p), every case
+    rows: np.ndarray       # int64, the held-out rows
+    y_class: np.ndarray    # int32 class indices (empty for regression)
+    y_reg: np.ndarray      # float64 responses (empty for classification)
+    w: np.ndarray          # float64 case weights (may be empty with unit_weights)
+    unit_weights: bool
+
+
+class LossTable(NamedTuple):
+    """What a held-out case costs, where the losses go, and at which α."""
+
+    class_scale: np.ndarray  # float64 (J,) π(j) W / N_j (classification)
+    cost: np.ndarray         # float64 (J, J) C(i|j) as cost[j, i]
+    alphas: np.ndarray       # float64 (K,) increasing α at which losses are taken
+    out_sum: np.ndarray      # float64 (K,) receives Σ w·loss
+    out_sq: np.ndarray       # float64 (K,) receives Σ w·loss²
 
 
 #: Rows walked together by one thread: their independent chains of loads hide each
@@ -86,8 +120,7 @@ def apply(feature, threshold, left, X):
 
 
 @jit
-def heldout_losses(feature, threshold, left, alpha, label, value, X, rows, y_class,
-                   y_reg, w, unit_weights, class_scale, cost, alphas, out_sum, out_sq):
+def heldout_losses(tree, cases, losses):
     """Cross-validation, scoring a fold: add each held-out row's weighted loss under
     T(α) for every α in ``alphas`` (docs/maths.md §5).
 
@@ -101,15 +134,20 @@ def heldout_losses(feature, threshold, left, alpha, label, value, X, rows, y_cla
 
     Parameters
     ----------
-    feature, threshold, left, alpha, label, value : the fold tree's arrays (``label``
-        empty for regression).
-    X : float64 (n, p) every case; ``rows`` int64 the held-out ones.
-    y_class, y_reg, w, unit_weights : the cases' targets and weights.
-    class_scale : float64 (J,) π(j) W / N_j (classification).
-    cost : float64 (J, J) C(i|j) as ``cost[j, i]``.
-    alphas : float64 (K,) increasing α at which the losses are taken.
-    out_sum, out_sq : float64 (K,) accumulators.
+    tree : FoldTree
+        The fold tree's arrays (``label`` empty for regression).
+    cases : HeldOut
+        Every case (``X``, targets, weights) and the held-out ``rows``.
+    losses : LossTable
+        ``class_scale``, ``cost``, the increasing ``alphas`` and the accumulators
+        ``out_sum``, ``out_sq``.
     """
+    feature, threshold, left, alpha = tree.feature, tree.threshold, tree.left, tree.alpha
+    label, value = tree.label, tree.value
+    X, rows, y_class, y_reg = cases.X, cases.rows, cases.y_class, cases.y_reg
+    w, unit_weights = cases.w, cases.unit_weights
+    class_scale, cost, alphas = losses.class_scale, losses.cost, losses.alphas
+    out_sum, out_sq = losses.out_sum, losses.out_sq
     n_alpha = alphas.shape[0]
     d_sum = np.zeros(n_alpha + 1)
     d_sq = np.zeros(n_alpha + 1)
