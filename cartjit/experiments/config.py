@@ -188,11 +188,7 @@ class _Checker:
             if isinstance(value, float) and value.is_integer():
                 hint = f" (write it without a decimal point or exponent, e.g. {int(value):_})"
             self.fail(where, f"must be an integer, got {_type_name(value)} {value!r}{hint}")
-        if low is not None and value < low:
-            self.fail(where, f"must be an integer >= {low}, got {value}")
-        if high is not None and value > high:
-            self.fail(where, f"must be an integer <= {high}, got {value}")
-        return value
+        return self._bounded(value, where, low, high, "an integer", str, str(value))
 
     def real(self, value, where, low=None, high=None):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -200,10 +196,14 @@ class _Checker:
         value = float(value)
         if not math.isfinite(value):
             self.fail(where, f"must be a finite number, got {value!r}")
+        return self._bounded(value, where, low, high, "a number", "{:g}".format, repr(value))
+
+    def _bounded(self, value, where, low, high, kind, fmt, shown):
+        """``value`` if within [low, high] (either may be None), else the error."""
         if low is not None and value < low:
-            self.fail(where, f"must be a number >= {low:g}, got {value!r}")
+            self.fail(where, f"must be {kind} >= {fmt(low)}, got {shown}")
         if high is not None and value > high:
-            self.fail(where, f"must be a number <= {high:g}, got {value!r}")
+            self.fail(where, f"must be {kind} <= {fmt(high)}, got {shown}")
         return value
 
     def string_list(self, value, where):
