@@ -2,15 +2,37 @@
 
 Grow a tree, prune it by cost-complexity (weakest link) and choose the pruned subtree by
 V-fold cross-validation, following Breiman, Friedman, Olshen & Stone (1984) and R's rpart.
+
+The estimators and ``export_text`` are imported on first use: with scikit-learn
+installed the estimators derive from its base classes, and importing those costs about a
+second, which ``import cartjit`` alone (the command line, ``cartjit.datasets``) need not
+pay.
 """
 from __future__ import annotations
 
+import importlib
+
 from ._tree import Tree, validate
 from ._validation import NotFittedError
-from .estimators import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
-from .export import export_text
 
 __version__ = "0.1.0"
 
 __all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
            "NotFittedError", "Tree", "export_text", "validate", "__version__"]
+
+_LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
+         "CARTRegressor": "estimators", "CARTRegressorCV": "estimators",
+         "export_text": "export"}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

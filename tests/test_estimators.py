@@ -900,3 +900,29 @@ def test_estimators_reach_no_kernel_module():
         if isinstance(node, ast.ImportFrom) and node.level:
             local |= {node.module} if node.module else {a.name for a in node.names}
     assert local == {"_validation", "_cv", "_fit", "_pruning", "_tree"}
+
+
+def test_import_cartjit_defers_the_estimators_and_scikit_learn():
+    """``import cartjit`` stays light (the command line, datasets); the estimators and
+    scikit-learn's base classes load on first use, and are then the same objects."""
+    code = (
+        "import sys, cartjit\n"
+        "assert 'cartjit.estimators' not in sys.modules\n"
+        "assert 'sklearn' not in sys.modules\n"
+        "from cartjit import CARTClassifier, export_text\n"
+        "import cartjit.estimators as E, cartjit.export as X\n"
+        "assert CARTClassifier is E.CARTClassifier and export_text is X.export_text\n"
+        "assert cartjit.CARTRegressorCV is E.CARTRegressorCV\n"
+        "assert set(cartjit.__all__) <= set(dir(cartjit))\n"
+        "try:\n"
+        "    cartjit.no_such_name\n"
+        "except AttributeError as e:\n"
+        "    assert 'no_such_name' in str(e)\n"
+        "else:\n"
+        "    raise SystemExit('no AttributeError')\n"
+        "print('ok')\n")
+    root = str(__import__("pathlib").Path(__file__).resolve().parent.parent)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=root, env={**os.environ, "PYTHONPATH": root})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
