@@ -325,11 +325,10 @@ def _show_data(args):
 
 def _announce_compile():
     """Say on stderr, once, that the kernels are being compiled (only when they are)."""
-    from .experiments.warmup import cache_dir, cache_state
-    if cache_state() != "present":
-        print(f"cartjit: compiling the kernels into {cache_dir()} (once after installing or "
-              "upgrading cartjit, 10-30 s; 'cartjit compile' does it ahead) ...",
-              file=sys.stderr, flush=True)
+    from . import estimators
+    from ._cache import notice_once
+    assert estimators  # imported for the engine's modules, whose cache is checked
+    notice_once(lambda message: print(message, file=sys.stderr, flush=True))
 
 
 def _cmd_compile(args):

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._builder import grow
+from ._cache import notice_once
 from ._presort import presort
 from ._criteria import SQUARED_ERROR
 from ._pruning import with_alpha
@@ -153,6 +154,7 @@ def fit_tree(problem, settings, presorted, n_threads=1):
     them in float64's comfortable range, and the results are scaled back, exactly
     (:mod:`cartjit._scaling`).
     """
+    notice_once()  # the first fit of a process says if the kernels are about to compile
     problem, settings, scale = normalise(problem, settings)
     if problem.is_classification:
         check_class_tables(problem.X.shape[0], problem.n_classes, settings)

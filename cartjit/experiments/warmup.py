@@ -20,14 +20,14 @@ file of cartjit's kernels there, or one older than its source file, means compil
 from __future__ import annotations
 
 import json
-import os
-import sys
 import threading
 import time
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
+
+from .. import _cache
 
 __all__ = ["CompileReport", "compile_kernels", "compile_for_cells", "cache_dir", "cache_state",
            "warm_up"]
@@ -49,58 +49,20 @@ class CompileReport:
 
 
 def _dispatchers():
-    """Numba dispatchers of the engine's modules (already imported by the estimators)."""
-    from numba.core.dispatcher import Dispatcher
-
+    """Numba dispatchers of the engine's modules (imported by the estimators)."""
     from .. import estimators  # noqa: F401  (imports the engine)
-    found = {}
-    for name, module in list(sys.modules.items()):
-        if not name.startswith("cartjit.") or name.startswith("cartjit.experiments"):
-            continue
-        for obj in list(vars(module).values()):
-            if isinstance(obj, Dispatcher):
-                found[id(obj)] = obj
-    return list(found.values())
+    return _cache.dispatchers()
 
 
 def cache_dir():
     """Directory of Numba's on-disk cache of cartjit's kernels."""
-    for d in _dispatchers():
-        path = getattr(d.stats, "cache_path", None)
-        if path:
-            return str(path)
-    import numba
-    return numba.config.CACHE_DIR or os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__pycache__")
+    _dispatchers()
+    return _cache.cache_dir()
 
 
 def cache_state():
-    """``"empty"``, ``"stale"`` or ``"present"``: what the cache holds for the engine.
-
-    ``empty``: no index file of any cartjit kernel (first use after install, or a fresh
-    ``NUMBA_CACHE_DIR``); ``stale``: an index file older than its module's source (the
-    source changed: Numba recompiles); ``present`` otherwise (the kernels should load).
-    """
-    directory = cache_dir()
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return "empty"
-    sources = {}
-    for name, module in list(sys.modules.items()):
-        if name.startswith("cartjit.") and getattr(module, "__file__", None):
-            sources[name.rsplit(".", 1)[1]] = module.__file__
-    index = [n for n in names if n.endswith(".nbi") and n.split(".", 1)[0] in sources]
-    if not index:
-        return "empty"
-    for n in index:
-        src = sources[n.split(".", 1)[0]]
-        try:
-            if os.path.getmtime(os.path.join(directory, n)) < os.path.getmtime(src):
-                return "stale"
-        except OSError:
-            return "stale"
-    return "present"
+    """``"empty"``, ``"stale"`` or ``"present"`` (:func:`cartjit._cache.cache_state`)."""
+    return _cache.cache_state(cache_dir())
 
 
 def _misses():
@@ -191,8 +153,8 @@ def warm_up(announce=None, delay=3.0, work=None):
     state = cache_state()
     directory = cache_dir()
     said = threading.Event()
-    message = (f"cartjit: compiling the kernels into {directory} (once after installing or "
-               "upgrading cartjit, 10-30 s; 'cartjit compile' does it ahead) ...")
+    message = _cache.compiling_message(directory)
+    _cache.mark_told()  # the fits below need not say it again
 
     def say():
         if announce is not None and not said.is_set():

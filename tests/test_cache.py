@@ -1,0 +1,45 @@
+"""The once-per-process notice that the kernels are about to compile."""
+import os
+
+import cartjit._builder  # noqa: F401  (an engine module whose index files are faked)
+from cartjit import _cache
+
+
+def _fresh(monkeypatch, directory):
+    monkeypatch.setattr(_cache, "_TOLD", _cache.threading.Event())
+    monkeypatch.setattr(_cache, "cache_dir", lambda: str(directory))
+
+
+def test_says_once_when_the_cache_is_empty(tmp_path, monkeypatch):
+    _fresh(monkeypatch, tmp_path)
+    said = []
+    assert _cache.notice_once(said.append) is True
+    assert _cache.notice_once(said.append) is False
+    assert len(said) == 1
+    assert "compiling the kernels" in said[0] and str(tmp_path) in said[0]
+
+
+def test_says_nothing_when_the_kernels_are_cached(tmp_path, monkeypatch):
+    _fresh(monkeypatch, tmp_path)
+    (tmp_path / "_builder.grow-1.py311.nbi").write_bytes(b"")
+    said = []
+    assert _cache.notice_once(said.append) is False
+    assert said == []
+
+
+def test_a_stale_index_counts_as_compiling(tmp_path, monkeypatch):
+    _fresh(monkeypatch, tmp_path)
+    index = tmp_path / "_builder.grow-1.py311.nbi"
+    index.write_bytes(b"")
+    old = os.path.getmtime(cartjit._builder.__file__) - 100
+    os.utime(index, (old, old))
+    assert _cache.cache_state(str(tmp_path)) == "stale"
+    said = []
+    assert _cache.notice_once(said.append) is True
+
+
+def test_marked_as_told_says_nothing(tmp_path, monkeypatch):
+    _fresh(monkeypatch, tmp_path)
+    _cache.mark_told()
+    said = []
+    assert _cache.notice_once(said.append) is False and said == []
