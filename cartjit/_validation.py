@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from ._limits import check_allocation
+from ._presort import as_kernel_array  # the engine's own (the engine never imports this module)
 from ._scaling import (MAX_COST_RANGE, MAX_PRIOR_RANGE, MAX_WEIGHT_RANGE, MAX_Y_SPREAD,
                        MIN_COST, MIN_Y_SPREAD, power_of_two)
 from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
@@ -68,15 +69,6 @@ def data_conversion_warning():
     if sk is not None:
         return sk.DataConversionWarning
     return UserWarning
-
-
-def as_kernel_array(arr, dtype):
-    """C-contiguous, writable, native-endian ``dtype`` copy-if-needed of ``arr``.
-
-    Kernels are compiled for exactly this layout; a read-only or strided array would
-    otherwise compile (and cache) another signature of every kernel it reaches.
-    """
-    return np.require(arr, dtype=dtype, requirements=("C", "W", "A"))
 
 
 def _is_sparse(obj) -> bool:
