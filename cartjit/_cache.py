@@ -51,8 +51,11 @@ def cache_state(directory=None):
     """``"empty"``, ``"stale"`` or ``"present"``: what ``directory`` holds for the engine.
 
     ``empty``: no index file of any imported cartjit module's kernels (first use after
-    install, a fresh ``NUMBA_CACHE_DIR``, or ``CARTJIT_CACHE=0``); ``stale``: an index
-    file older than its module's source (Numba recompiles); ``present`` otherwise.
+    install, a fresh ``NUMBA_CACHE_DIR``, or ``CARTJIT_CACHE=0``); ``stale``: a module
+    whose index files are all older than its source (it changed since its kernels were
+    compiled: Numba recompiles); ``present`` otherwise. Only a module's newest index
+    counts, because index files of kernels that moved to other lines of an edited
+    module stay behind, older than the source, for good.
     """
     if not _config.CACHE:
         return "empty"
@@ -65,13 +68,20 @@ def cache_state(directory=None):
     for name, module in list(sys.modules.items()):
         if name.startswith("cartjit.") and getattr(module, "__file__", None):
             sources[name.rsplit(".", 1)[1]] = module.__file__
-    index = [n for n in names if n.endswith(".nbi") and n.split(".", 1)[0] in sources]
-    if not index:
+    newest = {}  # module -> mtime of its newest index file
+    for n in names:
+        module = n.split(".", 1)[0]
+        if n.endswith(".nbi") and module in sources:
+            try:
+                mtime = os.path.getmtime(os.path.join(directory, n))
+            except OSError:
+                continue
+            newest[module] = max(mtime, newest.get(module, mtime))
+    if not newest:
         return "empty"
-    for n in index:
-        src = sources[n.split(".", 1)[0]]
+    for module, mtime in newest.items():
         try:
-            if os.path.getmtime(os.path.join(directory, n)) < os.path.getmtime(src):
+            if mtime < os.path.getmtime(sources[module]):
                 return "stale"
         except OSError:
             return "stale"

@@ -43,3 +43,19 @@ def test_marked_as_told_says_nothing(tmp_path, monkeypatch):
     _cache.mark_told()
     said = []
     assert _cache.notice_once(said.append) is False and said == []
+
+
+def test_an_index_left_behind_by_an_edit_is_not_stale(tmp_path, monkeypatch):
+    """After an edit moves a kernel to another line, its old index file stays behind,
+    older than the source; the module's newer index of the recompiled kernel counts."""
+    _fresh(monkeypatch, tmp_path)
+    src_mtime = os.path.getmtime(cartjit._builder.__file__)
+    old = tmp_path / "_builder.grow-10.py311.nbi"
+    old.write_bytes(b"")
+    os.utime(old, (src_mtime - 100, src_mtime - 100))
+    new = tmp_path / "_builder.grow-12.py311.nbi"
+    new.write_bytes(b"")
+    os.utime(new, (src_mtime + 100, src_mtime + 100))
+    assert _cache.cache_state(str(tmp_path)) == "present"
+    said = []
+    assert _cache.notice_once(said.append) is False and said == []
