@@ -133,11 +133,6 @@ def normalise(problem, settings, *, uniform=True):
     return problem, settings, Scale(w_scale, y_scale, cost_scale)
 
 
-def _times(arr, factor, squared=False):
-    out = arr * factor
-    return out * factor if squared else out
-
-
 def restore(fitted, scale):
     """A :class:`cartjit._fit.Fitted` in the user's units (exact for powers of two)."""
     if scale.identity:
@@ -153,18 +148,16 @@ def restore(fitted, scale):
             changes["value"] = tree.value * scale.weight
             class_totals = class_totals * scale.weight
     alphas, n_leaves, path_risk = fitted.path
-    if is_class and scale.cost != 1.0:
-        changes["risk"] = tree.risk * scale.cost
-        changes["alpha"] = tree.alpha * scale.cost
-        alphas, path_risk = alphas * scale.cost, path_risk * scale.cost
-    if not is_class and scale.y != 1.0:
-        s = scale.y
-        changes["value"] = tree.value * s
-        changes["impurity"] = _times(tree.impurity, s, True)
-        changes["risk"] = _times(tree.risk, s, True)
-        changes["alpha"] = _times(tree.alpha, s, True)
-        improvement = _times(improvement, s, True)
-        alphas, path_risk = _times(alphas, s, True), _times(path_risk, s, True)
+    if (scale.cost if is_class else scale.y) != 1.0:
+        def units(values):
+            return scale.to_loss_units(values, is_class)
+        changes["risk"] = units(tree.risk)
+        changes["alpha"] = units(tree.alpha)
+        alphas, path_risk = units(alphas), units(path_risk)
+        if not is_class:  # Δi and the variance are squared errors too; ȳ scales with y
+            changes["value"] = tree.value * scale.y
+            changes["impurity"] = units(tree.impurity)
+            improvement = units(improvement)
     return fitted._replace(tree=tree._replace(**changes), improvement=improvement,
                            class_totals=class_totals, path=(alphas, n_leaves, path_risk))
 

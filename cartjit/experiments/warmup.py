@@ -150,8 +150,8 @@ def warm_up(announce=None, delay=3.0, work=None):
     expected (:func:`cache_state` is not ``present``), or after ``delay`` seconds of a
     warm-up that was expected to load from the cache but is still going.
     """
-    state = cache_state()
     directory = cache_dir()
+    state = _cache.cache_state(directory)
     said = threading.Event()
     message = _cache.compiling_message(directory)
     _cache.mark_told()  # the fits below need not say it again
