@@ -289,9 +289,11 @@ def _show_data(args):
         print(f"cartjit show: error: {message}", file=sys.stderr)
         return 2
 
+    from .experiments.config import format_from_extension
+
     name = args.dataset
-    ext = os.path.splitext(name)[1].lower()
-    is_file = ext in (".csv", ".parquet", ".pq") or os.sep in name or os.path.exists(name)
+    fmt = format_from_extension(name)
+    is_file = fmt is not None or os.sep in name or os.path.exists(name)
     if not is_file:
         if name not in list_datasets():
             return fail(f"DATASET must be a bundled dataset ({', '.join(list_datasets())}) "
@@ -301,7 +303,6 @@ def _show_data(args):
                         "has its own target")
         return load_dataset(name)
     from .experiments.data import infer_task, read_table, table_problem
-    fmt = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(ext)
     if not os.path.exists(name):
         return fail(f"{name!r}: no such file")
     if fmt is None:

@@ -45,6 +45,13 @@ __all__ = ["ConfigError", "DatasetSpec", "ExperimentConfig", "read_config", "can
 TASKS = ("classification", "regression")
 SYNTHETIC_KINDS = ("classification", "regression")
 FILE_FORMATS = ("csv", "parquet")
+#: The format of a data file told by its extension (when ``format`` is not given).
+FORMAT_BY_EXTENSION = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def format_from_extension(path):
+    """``"csv"`` or ``"parquet"`` from the extension of ``path``, or ``None``."""
+    return FORMAT_BY_EXTENSION.get(os.path.splitext(path)[1].lower())
 
 #: Defaults of ``[tree]`` (``criterion`` and the class settings depend on the task).
 TREE_DEFAULTS = {
@@ -455,8 +462,7 @@ def _check_dataset(chk, entry, where, config_dir):
         if "format" in entry:
             fmt = chk.string(entry["format"], f"{where}.format", FILE_FORMATS)
         else:
-            ext = os.path.splitext(path)[1].lower()
-            fmt = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(ext)
+            fmt = format_from_extension(path)
             if fmt is None:
                 chk.fail(f"{where}.path", f"cannot tell the format of {raw_path!r} from its "
                                           "extension (.csv, .parquet); give format = "
