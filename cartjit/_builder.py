@@ -200,6 +200,10 @@ class Grown(NamedTuple):
             risk=risk,
             label=label,
             alpha=np.full(inode.shape[0], np.nan),
+            improvement=fnode[:, F_IMPROVEMENT].copy(),
+            majority_left=np.zeros(inode.shape[0], dtype=np.int32),
+            level_row=np.full(inode.shape[0], -1, dtype=np.int32),
+            level_sets=np.zeros((0, 2, 0), dtype=np.uint64),
         )
 
 

@@ -47,6 +47,9 @@ class Problem(NamedTuple):
     w: np.ndarray          # float64 case weights, > 0; empty when unit_weights
     unit_weights: bool     # every weight is 1 (no weight array is kept)
     n_classes: int         # J; 0 for regression
+    #: int64 (p,): L_f levels of a categorical feature f (X holds codes 0..L_f-1), 0 for an
+    #: ordered feature; empty means every feature is ordered.
+    n_levels: np.ndarray = np.zeros(0, dtype=np.int64)
 
     @property
     def is_classification(self) -> bool:
@@ -65,13 +68,14 @@ class Settings(NamedTuple):
     priors: object                 # "empirical", "equal" or an array of π
     cost: np.ndarray | None        # (J, J), cost[j, i] = C(i|j); None for regression
     default_cost: bool
+    #: J > 2 classes: exhaustive subset search up to this many levels present at a node.
+    max_categories_exhaustive: int = 12
 
 
 class Fitted(NamedTuple):
     """A fitted tree and the class quantities it was fitted with."""
 
     tree: Tree
-    improvement: np.ndarray        # Δi of each node's split (0 at leaves)
     priors: np.ndarray | None      # π used for risks and labels
     class_totals: np.ndarray | None  # N_j of the cases the tree was grown on
     path: tuple                    # (α_k, |T~_k|, R(T_k)) of its weakest-link sequence
@@ -191,11 +195,9 @@ def fit_tree(problem, settings, presorted, n_threads=1):
         label = np.full(grown.n_nodes, -1, dtype=np.int32)
         q_weight = grown.weight / w_root
     tree = grown.to_tree(risk, label)
-    improvement = grown.improvement
     if settings.max_leaf_nodes is not None and tree.n_leaves > settings.max_leaf_nodes:
-        keep = _best_first(tree, improvement, q_weight, settings.max_leaf_nodes)
-        tree, old = subtree(tree, keep, return_index=True)
-        improvement = np.where(tree.left != LEAF, improvement[old], 0.0)
+        keep = _best_first(tree, tree.improvement, q_weight, settings.max_leaf_nodes)
+        tree = subtree(tree, keep)
     assert tree.n_node_samples[0] == n_cases
     tree, path = with_alpha(tree)
-    return restore(Fitted(tree, improvement, priors, counts, path), scale)
+    return restore(Fitted(tree, priors, counts, path), scale)

@@ -141,7 +141,6 @@ def restore(fitted, scale):
     is_class = fitted.priors is not None
     changes = {}
     class_totals = fitted.class_totals
-    improvement = fitted.improvement
     if scale.weight != 1.0:
         changes["weighted_n_node_samples"] = tree.weighted_n_node_samples * scale.weight
         if is_class:
@@ -157,9 +156,8 @@ def restore(fitted, scale):
         if not is_class:  # Δi and the variance are squared errors too; ȳ scales with y
             changes["value"] = tree.value * scale.y
             changes["impurity"] = units(tree.impurity)
-            improvement = units(improvement)
-    return fitted._replace(tree=tree._replace(**changes), improvement=improvement,
-                           class_totals=class_totals, path=(alphas, n_leaves, path_risk))
+            changes["improvement"] = units(tree.improvement)
+    return fitted._replace(tree=tree._replace(**changes), class_totals=class_totals, path=(alphas, n_leaves, path_risk))
 
 
 #: J-column node tables alive at once while a classification tree is assembled: the

@@ -37,8 +37,27 @@ Node ``i`` is described by row ``i`` of every array.
   every strict ancestor ``a`` has ``alpha[a] > α``, and is a leaf of T(α) when it
   belongs and ``alpha[i] <= α``. NaN until the pruning sequence is computed.
 
-Later capabilities add arrays (categorical level sets, surrogate tables); the layout is
-deliberately a plain bag of arrays so that they can be added as fields.
+* ``improvement[i]``: Δi(t) of the node's split (0 at leaves), under the criterion and
+  split-search priors (for twoing the twoing value); the variable importances are built
+  from it.
+
+Subset splits of categorical features (docs/maths.md §7):
+
+* ``level_row[i]`` is -1 unless node ``i`` splits a categorical feature by a subset of its
+  levels; then ``threshold[i]`` is NaN and ``level_sets[level_row[i]]`` holds two bitsets
+  of the feature's level codes: ``[0]`` the levels going left, ``[1]`` those going right
+  (code c is bit ``c % 64`` of word ``c // 64``). The two sets are disjoint and
+  non-empty; a level in neither (absent from the node's learning cases, or never seen in
+  training) cannot be routed by the split.
+* ``majority_left[i]`` is 1 when a case that cannot be routed at split ``i`` goes left:
+  the left child holds at least as much case weight as the right; 0 otherwise and at
+  leaves.
+* ``level_sets`` is the one array without a row per node: (m, 2, n_words) uint64, one
+  row per subset split ever grown (a pruned subtree keeps the table and drops the rows it
+  no longer points to), n_words = 0 when no feature is categorical.
+
+Later capabilities add arrays (surrogate tables); the layout is deliberately a plain bag
+of arrays so that they can be added as fields.
 """
 from __future__ import annotations
 
@@ -50,9 +69,13 @@ __all__ = ["LEAF", "Tree", "validate", "subtree", "apply"]
 
 LEAF = -1
 
-_INT_FIELDS = ("feature", "left", "right", "parent", "depth", "label")
+_INT_FIELDS = ("feature", "left", "right", "parent", "depth", "label", "majority_left",
+               "level_row")
 _INT64_FIELDS = ("n_node_samples",)
-_FLOAT_FIELDS = ("threshold", "weighted_n_node_samples", "impurity", "risk", "alpha")
+_FLOAT_FIELDS = ("threshold", "weighted_n_node_samples", "impurity", "risk", "alpha",
+                 "improvement")
+#: Fields without a row per node.
+TABLE_FIELDS = ("level_sets",)
 
 
 class Tree(NamedTuple):
@@ -71,6 +94,10 @@ class Tree(NamedTuple):
     risk: np.ndarray
     label: np.ndarray
     alpha: np.ndarray
+    improvement: np.ndarray
+    majority_left: np.ndarray
+    level_row: np.ndarray
+    level_sets: np.ndarray
 
     @property
     def n_nodes(self) -> int:
@@ -87,6 +114,15 @@ class Tree(NamedTuple):
     def is_leaf(self) -> np.ndarray:
         return self.left == LEAF
 
+    @property
+    def has_subset_splits(self) -> bool:
+        """Whether some node splits a categorical feature by a subset of its levels."""
+        return bool(np.any(self.level_row >= 0))
+
+    def node_fields(self):
+        """Names of the fields with one row per node."""
+        return tuple(name for name in self._fields if name not in TABLE_FIELDS)
+
 
 def validate(tree: Tree, *, rtol: float = 1e-9) -> None:
     """Check every invariant of the contract; raise ``ValueError`` naming the first broken one."""
@@ -99,6 +135,8 @@ def validate(tree: Tree, *, rtol: float = 1e-9) -> None:
         arr = getattr(tree, name)
         if not isinstance(arr, np.ndarray):
             raise ValueError(f"tree.{name} must be a numpy array")
+        if name in TABLE_FIELDS:
+            continue
         if arr.shape[0] != n:
             raise ValueError(f"tree.{name} has {arr.shape[0]} rows, expected {n}")
     for name in _INT_FIELDS:
@@ -122,8 +160,10 @@ def validate(tree: Tree, *, rtol: float = 1e-9) -> None:
     if np.any(~np.isnan(tree.threshold[leaf])):
         raise ValueError("leaves must have a NaN threshold")
     internal = ids[~leaf]
-    if np.any(~np.isfinite(tree.threshold[internal])):
-        raise ValueError("internal nodes must have finite thresholds")
+    _validate_subsets(tree, leaf)
+    ordered = internal[tree.level_row[internal] < 0]
+    if np.any(~np.isfinite(tree.threshold[ordered])):
+        raise ValueError("internal nodes with an ordered split must have finite thresholds")
     lc, rc = tree.left[internal], tree.right[internal]
     if np.any(lc <= internal) or np.any(rc != lc + 1) or np.any(rc >= n):
         raise ValueError("children must have larger ids than their parent, with right == left + 1")
@@ -171,6 +211,30 @@ def validate(tree: Tree, *, rtol: float = 1e-9) -> None:
             raise ValueError("alpha must never increase from a node to its children")
 
 
+def _validate_subsets(tree, leaf):
+    """The subset-split fields: rows in range and used once, sets disjoint and non-empty."""
+    sets = tree.level_sets
+    if sets.dtype != np.uint64 or sets.ndim != 3 or sets.shape[1] != 2:
+        raise ValueError("tree.level_sets must be a (m, 2, n_words) uint64 array")
+    rows = tree.level_row
+    if np.any(rows[leaf] != -1) or np.any(tree.majority_left[leaf] != 0):
+        raise ValueError("leaves must have level_row -1 and majority_left 0")
+    if np.any((tree.majority_left != 0) & (tree.majority_left != 1)):
+        raise ValueError("majority_left must be 0 or 1")
+    used = rows[rows >= 0]
+    if np.any(rows < -1) or np.any(used >= sets.shape[0]):
+        raise ValueError("level_row must be -1 or a row of level_sets")
+    if np.unique(used).shape[0] != used.shape[0]:
+        raise ValueError("two nodes share a row of level_sets")
+    if np.any(~np.isnan(tree.threshold[rows >= 0])):
+        raise ValueError("a subset split must have a NaN threshold")
+    both = sets[used]
+    if np.any(both[:, 0] & both[:, 1]):
+        raise ValueError("a level cannot go both left and right")
+    if np.any(~both[:, 0].any(axis=1)) or np.any(~both[:, 1].any(axis=1)):
+        raise ValueError("both sides of a subset split need at least one level")
+
+
 def subtree(tree: Tree, keep_internal: np.ndarray, *, return_index: bool = False):
     """The pruned subtree that keeps the splits of the internal nodes in ``keep_internal``.
 
@@ -193,14 +257,17 @@ def subtree(tree: Tree, keep_internal: np.ndarray, *, return_index: bool = False
     old = np.flatnonzero(present)
     new_id = np.full(n, -1, dtype=np.int64)
     new_id[old] = np.arange(old.shape[0])
-    fields = {}
-    for name in Tree._fields:
+    fields = {"level_sets": tree.level_sets}
+    for name in tree.node_fields():
         fields[name] = getattr(tree, name)[old].copy()
     s = split[old]
     fields["left"] = np.where(s, new_id[tree.left[old]], LEAF).astype(np.int32)
     fields["right"] = np.where(s, new_id[tree.right[old]], LEAF).astype(np.int32)
     fields["feature"] = np.where(s, fields["feature"], LEAF).astype(np.int32)
     fields["threshold"] = np.where(s, fields["threshold"], np.nan)
+    fields["improvement"] = np.where(s, fields["improvement"], 0.0)
+    fields["majority_left"] = np.where(s, fields["majority_left"], 0).astype(np.int32)
+    fields["level_row"] = np.where(s, fields["level_row"], -1).astype(np.int32)
     par = tree.parent[old]
     fields["parent"] = np.where(par >= 0, new_id[np.maximum(par, 0)], -1).astype(np.int32)
     if not np.all(np.isnan(fields["alpha"])):

@@ -455,6 +455,8 @@ def naive_to_flat(root: NaiveNode):
         n_node_samples=np.zeros(n, np.int64), weighted_n_node_samples=np.zeros(n),
         value=np.zeros((n, J)), impurity=np.zeros(n), risk=np.zeros(n),
         label=np.full(n, -1, np.int32), alpha=np.full(n, np.nan),
+        improvement=np.zeros(n), majority_left=np.zeros(n, np.int32),
+        level_row=np.full(n, -1, np.int32), level_sets=np.zeros((0, 2, 0), np.uint64),
     )
     for node, parent in order:
         i = ids[id(node)]
