@@ -7,13 +7,17 @@ weighted class counts (or its weight W and centred sum Σ w (y - ȳ(t))) and its
 of cases. The split sends a set S of the present levels one way and the rest the other;
 L present levels give 2^(L-1) - 1 distinct splits. Three searches:
 
-* **ordered scan** — two classes present, or regression: by the ordering theorem
-  (Breiman et al. 1984, §4.2.2 and §9.4; Fisher 1958 for least squares) the best split
-  is one of the L - 1 splits of the levels sorted by p(class 1 | level) under the
-  split-search priors, or by the mean of y. O(n + L log L) per node and feature;
-* **exhaustive** — more than two classes present and at most ``max_exhaustive``
-  levels: every one of the 2^(L-1) - 1 subsets, visited in Gray-code order so that one
-  level changes side per step;
+* **ordered scan** — two classes, or regression: by the ordering theorem (Breiman et
+  al. 1984, §4.2.2 and §9.4; Fisher 1958 for least squares) the best split is one of
+  the L - 1 splits of the levels sorted by p(class 1 | level) under the split-search
+  priors, or by the mean of y. O(n + L log L) per node and feature. With
+  ``min_leaf`` > 1 it is the best of those L - 1 splits that leave ``min_leaf`` cases
+  on each side, which may miss a subset that is not a prefix of the order (rpart
+  searches the same way);
+* **exhaustive** — more than two classes in the problem (whatever the node holds, as
+  rpart decides) and at most ``max_exhaustive`` levels present: every one of the
+  2^(L-1) - 1 subsets, visited in Gray-code order so that one level changes side per
+  step;
 * **principal-component ordering** — more classes and more levels: the levels are
   sorted by their score on the first principal component of the class proportions
   p(j | level) (weighted by p(level); Coppersmith, Hong & Hosking 1999) and the L - 1
@@ -381,17 +385,7 @@ def best_subset_classification(seg, tg, total, node_impurity, min_leaf, max_exha
     right = vec[J:2 * J]
     n_node = seg.end - seg.start
     tol = tie_tolerance(node_impurity)
-    first = -1
-    second = -1
-    n_present = 0
-    for j in range(J):
-        if total[j] > 0.0:
-            n_present += 1
-            if first < 0:
-                first = j
-            elif second < 0:
-                second = j
-    if n_present > 2 and n_lv <= max_exhaustive:
+    if J > 2 and n_lv <= max_exhaustive:
         best, g = _class_exhaustive(stats, n_lv, J, ints, lm, left, right, total, tg,
                                     node_impurity, n_node, min_leaf, tol)
         if g < 0:
@@ -403,12 +397,12 @@ def best_subset_classification(seg, tg, total, node_impurity, min_leaf, max_exha
             if side:
                 n_left += ints[NCASE * lm + lvl]
         return best, np.int64(n_left)
-    if n_present > 2:
+    if J > 2:
         _first_component_scores(stats, n_lv, J, tg.factor, score, vec[2 * J:])
     else:
         for lvl in range(n_lv):
-            qa = tg.factor[first] * stats[lvl * J + first]
-            qb = tg.factor[second] * stats[lvl * J + second]
+            qa = tg.factor[0] * stats[lvl * J]
+            qb = tg.factor[1] * stats[lvl * J + 1]
             score[lvl] = qb / (qa + qb)
     best, k = _class_ordered_scan(stats, n_lv, J, score, ints, lm, suf, left, tg,
                                   node_impurity, n_node, min_leaf, tol)
