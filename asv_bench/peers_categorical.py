@@ -27,9 +27,9 @@ fit times      per kind, ``--size`` training rows, all grown to purity:
                The ratios cartjit / rpart (target <= 0.1) and cartjit / scikit-learn
                (target <= 0.5) are printed with the tree sizes.
 numeric fit    the numeric-only case of ``peers.py`` (``make_classification``, 20
-               features, 3 classes, ``--size`` rows): cartjit and scikit-learn, to check
-               that numeric fits keep their figures (run it on two checkouts, or use
-               ``ab.py``).
+               features, 3 classes, ``--size`` rows): cartjit, rpart and scikit-learn,
+               to check that numeric fits keep their figures (run it on two checkouts,
+               or use ``ab.py``) and to compare the ratios with those of numeric data.
 tree quality   per kind, ``--quality-size`` training rows and ``--holdout`` new rows of
                the same problem: leaves, depth and held-out accuracy or MSE of cartjit
                (subset splits; and, for reference, the level codes taken as numbers) and
@@ -189,7 +189,7 @@ def _timed(fit):
 _R_SCRIPT = """\
 suppressMessages(library(rpart))
 d <- read.csv({path!r}, colClasses = c({classes}))
-for (name in c({factors})) d[[name]] <- factor(d[[name]], levels = c({levels}))
+{factors}
 {response}
 ctl <- rpart.control(cp = 0, minsplit = 2, minbucket = 1, xval = 0, maxcompete = 0,
                      maxsurrogate = 0, maxdepth = 30)
@@ -208,29 +208,34 @@ cat("VERSION", as.character(packageVersion("rpart")), R.version$major, R.version
 """
 
 
-def _r_script(data, path, repeat):
-    n_numeric = data.frame.shape[1] - len(data.categorical)
-    levels = data.frame[data.categorical[0]].cat.categories
-    classification = data.task == "classification"
-    classes = ", ".join(['"numeric"'] * n_numeric + ['"character"'] * len(data.categorical)
+def _r_script(frame, task, path, repeat):
+    """R code: read the CSV (``category`` columns as factors with their levels in
+    order, numeric columns as numbers), then time ``rpart`` ``repeat`` times."""
+    classification = task == "classification"
+    categorical = [c for c in frame.columns if str(frame[c].dtype) == "category"]
+    classes = ", ".join(['"character"' if c in categorical else '"numeric"'
+                         for c in frame.columns]
                         + ['"integer"' if classification else '"numeric"'])
+    factors = "\n".join(
+        f'd${c} <- factor(d${c}, levels = c('
+        + ", ".join(f'"{level}"' for level in frame[c].cat.categories) + "))"
+        for c in categorical)
     return _R_SCRIPT.format(
-        path=path, classes=classes,
-        factors=", ".join(f'"{c}"' for c in data.categorical),
-        levels=", ".join(f'"{level}"' for level in levels),
+        path=path, classes=classes, factors=factors,
         response="d$y <- factor(d$y)" if classification else "",
         method="class" if classification else "anova", repeat=repeat)
 
 
-def time_rpart(data, repeat):
-    """Median-ready rpart times (s) of ``data``, its leaves and depth, and rpart's version."""
+def time_rpart(frame, y, task, repeat):
+    """rpart's ``repeat`` fit times (s) on ``frame`` and ``y``, the last tree's leaves
+    and depth, and rpart's version (a dict)."""
     with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
-        path = os.path.join(tmp, "mixed.csv")
-        data.frame.assign(y=data.y).to_csv(path, index=False, float_format="%.17g")
-        proc = subprocess.run(["Rscript", "-e", _r_script(data, path, repeat)],
+        path = os.path.join(tmp, "data.csv")
+        frame.assign(y=y).to_csv(path, index=False, float_format="%.17g")
+        proc = subprocess.run(["Rscript", "-e", _r_script(frame, task, path, repeat)],
                               capture_output=True, text=True, timeout=7200)
     if proc.returncode != 0:
-        raise RuntimeError(f"rpart failed (kind {data.kind}):\n{proc.stderr}")
+        raise RuntimeError(f"rpart failed:\n{proc.stderr}")
     out = {}
     for line in proc.stdout.splitlines():
         key, *values = line.split()
@@ -242,11 +247,15 @@ def time_rpart(data, repeat):
 
 # --------------------------------------------------------------------------- fit times
 
-def warm_up(kind):
-    """First fit + predict of a tiny draw of ``kind``: compile or load the kernels."""
+def warm_up(kind, cv=False):
+    """First fit + predict of a tiny draw of ``kind`` (``cv``: and a 3-fold CV fit, with
+    and without subset splits): compile or load the kernels. Returns the seconds."""
     tiny = make_mixed(kind, WARM_UP_ROWS, random_state=12345)
     start = time.perf_counter()
     _cartjit(tiny.task).fit(tiny.frame, tiny.y).predict(tiny.frame)
+    if cv:
+        _cartjit(tiny.task, 3).fit(tiny.frame, tiny.y)
+        _cartjit(tiny.task, 3, None).fit(tiny.ordinal, tiny.y).predict(tiny.ordinal)
     return time.perf_counter() - start
 
 
@@ -266,7 +275,8 @@ def time_kind(kind, args):
               "onehot_columns": data.onehot.shape[1]}
     del ours, theirs
     if not args.no_rpart:
-        result["rpart"] = time_rpart(data, args.rpart_repeat or args.repeat)
+        result["rpart"] = time_rpart(data.frame, data.y, data.task,
+                                     args.rpart_repeat or args.repeat)
         times["rpart"] = result["rpart"]["times"]
     result["median"] = {lib: _median(t) for lib, t in times.items()}
     return result
@@ -283,11 +293,21 @@ def time_numeric(args):
     X, y = make_classification(args.size, 20, 3, random_state=args.seed)
     times = {"cartjit": [], "sklearn": []}
     for _ in range(args.repeat):
-        times["cartjit"].append(_timed(lambda: CARTClassifier().fit(X, y))[0])
-        times["sklearn"].append(
-            _timed(lambda: DecisionTreeClassifier(random_state=0).fit(X, y))[0])
-    return {"n": args.size, "times": times,
-            "median": {lib: _median(t) for lib, t in times.items()}}
+        t, ours = _timed(lambda: CARTClassifier().fit(X, y))
+        times["cartjit"].append(t)
+        t, theirs = _timed(lambda: DecisionTreeClassifier(random_state=0).fit(X, y))
+        times["sklearn"].append(t)
+    result = {"n": args.size, "times": times, "cartjit_size": _cartjit_size(ours),
+              "sklearn_size": _sklearn_size(theirs)}
+    if not args.no_rpart:
+        import pandas as pd
+
+        frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+        result["rpart"] = time_rpart(frame, y, "classification",
+                                     args.rpart_repeat or args.repeat)
+        times["rpart"] = result["rpart"]["times"]
+    result["median"] = {lib: _median(t) for lib, t in times.items()}
+    return result
 
 
 def _samples(times):
@@ -320,18 +340,24 @@ def timing_lines(results, numeric, args):
             f"{r['cartjit_size'][2]:,} | {r['warm_up_s']:.2f} |")
     if numeric:
         m = numeric["median"]
+        rp = numeric.get("rpart")
         lines.append(
             f"| numeric only: peers.py default case, 20 features, 3 classes, "
-            f"n={numeric['n']:,} | {peers._fmt_s(m['cartjit'])} | | "
-            f"{peers._fmt_s(m['sklearn'])} | | {peers._ratio(m['cartjit'], m['sklearn'])} "
-            "| | | | |")
+            f"n={numeric['n']:,} | {peers._fmt_s(m['cartjit'])} | "
+            f"{peers._fmt_s(m['rpart']) if rp else 'n/a'} | {peers._fmt_s(m['sklearn'])} | "
+            f"{_verdict(m['cartjit'], m.get('rpart'), TARGET_RPART)} | "
+            f"{_verdict(m['cartjit'], m['sklearn'], TARGET_SKLEARN)} | "
+            f"{numeric['cartjit_size'][0]:,} / {_count(rp, 'leaves')} / "
+            f"{numeric['sklearn_size'][0]:,} | {numeric['cartjit_size'][1]} / "
+            f"{_count(rp, 'depth')} / {numeric['sklearn_size'][1]} | | |")
     lines += ["", "All fit times (s):"]
     for r in results:
         lines.append(f"- {r['kind']}: {_samples(r['times'])}")
     if numeric:
         lines.append(f"- numeric only: {_samples(numeric['times'])}")
-    if any("rpart" in r for r in results):
-        lines += ["", f"- {results[0]['rpart']['version']}; rpart stops at depth 30 "
+    rparts = [r["rpart"] for r in [*results, numeric or {}] if "rpart" in r]
+    if rparts:
+        lines += ["", f"- {rparts[0]['version']}; rpart stops at depth 30 "
                   "(its largest maxdepth), so where the other trees are deeper its tree is "
                   "smaller and its time a lower bound for a tree grown to purity"]
     return lines
@@ -403,6 +429,7 @@ def _row(name, model, size, task, y_test, X_test, fit_s):
 
 def quality_kind(kind, args):
     """Leaves, depth and held-out score of each model on one kind (list of dicts)."""
+    warm_up(kind, cv=True)
     train = make_mixed(kind, args.quality_size, random_state=args.seed)
     test = make_mixed(kind, args.holdout, random_state=args.seed + 1)
     task, rows = train.task, []
