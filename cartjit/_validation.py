@@ -116,8 +116,9 @@ def _as_numeric_2d(X, name):
             kind = getattr(dt, "kind", "O")
             if kind not in "biuf":
                 raise TypeError(
-                    f"{name}: column {col!r} has dtype {dt}; only numeric and boolean columns "
-                    "are supported (encode categorical features as numbers)")
+                    f"{name}: column {col!r} has dtype {dt}; here only numeric and boolean "
+                    "columns are supported (the estimators take string and categorical "
+                    "columns through their categorical_features parameter)")
         arr = X.to_numpy(dtype=np.float64)
     else:
         try:
@@ -130,8 +131,9 @@ def _as_numeric_2d(X, name):
             # Like scikit-learn: strings are never parsed as numbers behind the user's back.
             raise TypeError(
                 f"{name} has string dtype {arr.dtype}; cartjit needs numeric features: "
-                f"convert them explicitly (e.g. {name}.astype(float)) or encode categorical "
-                "features as numbers")
+                f"convert them explicitly (e.g. {name}.astype(float)), or list the "
+                "categorical columns in categorical_features (their distinct values are "
+                "then the levels)")
         if arr.dtype.kind == "O":
             try:
                 arr = arr.astype(np.float64)
