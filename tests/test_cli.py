@@ -283,8 +283,8 @@ def test_show_prints_the_tree_and_the_pruning_table(capsys):
 def test_show_errors(capsys):
     assert main(["show", "nope"]) == 2
     assert "DATASET must be a bundled dataset" in capsys.readouterr().err
-    assert main(["show", "play_golf"]) == 2
-    assert "not numeric" in capsys.readouterr().err
+    assert main(["show", "play_golf", "--features", "play"]) == 2
+    assert "'play' is the target column" in capsys.readouterr().err
     assert main(["show", "iris", "--features", "petal_size"]) == 2
     assert "--features" in capsys.readouterr().err
 

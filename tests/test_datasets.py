@@ -278,7 +278,9 @@ def test_loader_flags_must_be_bool():
 
 def test_list_datasets_sorted_names():
     names = list_datasets()
-    assert names == ["iris", "iris_petal", "play_golf", "potato_yield"]
+    assert names == ["chickwts", "hair_eye_color", "infert", "insect_sprays", "iris",
+                     "iris_petal", "npk", "play_golf", "potato_yield", "titanic",
+                     "tooth_growth"]
     assert names == sorted(names)
 
 
