@@ -50,8 +50,6 @@ Nothing here is jitted.
 from __future__ import annotations
 
 import numbers
-import os
-import sys
 import warnings
 from typing import NamedTuple
 
@@ -103,16 +101,6 @@ class Encoding(NamedTuple):
     def coded(self) -> bool:
         """Whether some feature holds level codes (nominal or ordinal)."""
         return bool(np.any(self.kind != NUMERIC))
-
-
-def _stacklevel():
-    """``stacklevel`` pointing a warning at the first frame outside cartjit (the user's
-    call of ``fit``, ``predict``, ...); call it from the function that warns."""
-    root = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def numeric_encoding(p):
@@ -229,8 +217,7 @@ def _values_family(values, name, label):
         return "number"
     if inferred == "empty":
         return "number"
-    import pandas as pd
-    kinds = sorted({type(v).__name__ for v in pd.unique(values)})
+    kinds = sorted({type(v).__name__ for v in values})  # not unique(): True == 1
     if len(kinds) > 1:
         raise TypeError(
             f"{name}: column {label} mixes values of types {kinds}; the levels of a "
@@ -265,10 +252,13 @@ def _as_numbers(values, name, label, dtype, fitted):
     if kind in "biuf":
         return values.astype(np.float64)
     if kind == "O":
-        try:
-            return np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError):
-            pass
+        from pandas.api.types import infer_dtype
+        if infer_dtype(values, skipna=True) not in ("string", "bytes", "mixed",
+                                                    "mixed-integer"):
+            try:
+                return np.asarray(values, dtype=np.float64)
+            except (TypeError, ValueError, OverflowError):
+                pass
     if fitted:
         raise TypeError(f"{name}: column {label} was numeric in fit but holds non-numeric "
                         f"values here (dtype {dtype}); pass the numbers it was fitted on")
@@ -307,7 +297,8 @@ def _warn_single(present, name, label, levels):
         shown = f" ({levels[0]!r})" if len(levels) == 1 else ""
         warnings.warn(
             f"{name}: categorical column {label} has a single level in the training "
-            f"data{shown}: it can never be split on", UserWarning, stacklevel=_stacklevel())
+            f"data{shown}: it can never be split on", UserWarning,
+            stacklevel=V.user_stacklevel())
 
 
 def _fit_category(col, nominal, name, label):
@@ -412,7 +403,7 @@ def fit_encode(X, categorical_features, *, name="X"):
         n, p = X.shape
         listed = check_categorical_features(categorical_features, p, names)
         from_dtype = listed is None
-        if not (from_dtype and any(_needs_columns(dt, True) for dt in X.dtypes)) and \
+        if not any(_needs_columns(dt, from_dtype) for dt in X.dtypes) and \
                 not (listed is not None and listed.any()):
             arr, names = V.check_X(X, name=name)
             return arr, names, numeric_encoding(arr.shape[1])
@@ -559,7 +550,7 @@ def _warn_unseen(unseen, name, n_rows):
                     "the column's order")
     warnings.warn(f"{name} holds levels not seen in fit ({n_rows} rows) in "
                   f"{'; '.join(parts)}; {' and '.join(what)}",
-                  UserWarning, stacklevel=_stacklevel())
+                  UserWarning, stacklevel=V.user_stacklevel())
 
 
 def transform(X, enc, n_features, estimator=None, *, name="X"):
@@ -634,4 +625,4 @@ def warn_target_in_features(X, enc, y, names):
             warnings.warn(
                 f"feature {_label(names, j)} equals the target y on every row: is the "
                 "target among the features by mistake? The tree would split on it alone",
-                UserWarning, stacklevel=_stacklevel())
+                UserWarning, stacklevel=V.user_stacklevel())
