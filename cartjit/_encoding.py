@@ -199,10 +199,10 @@ def _values_family(values, name, label):
         return "bool"
     if kind in "iuf":
         return "number"
-    if kind in "US":
-        if kind == "S":
-            raise TypeError(f"{name}: column {label} holds bytes; categorical levels must be "
-                            "strings, numbers or booleans (decode the bytes to str)")
+    if kind == "S":
+        raise TypeError(f"{name}: column {label} holds bytes; categorical levels must be "
+                        "strings, numbers or booleans (decode the bytes to str)")
+    if kind == "U":
         return "string"
     if kind != "O":
         raise TypeError(f"{name}: column {label} has dtype {values.dtype}; only numeric, "
@@ -217,6 +217,9 @@ def _values_family(values, name, label):
         return "number"
     if inferred == "empty":
         return "number"
+    if inferred == "bytes":
+        raise TypeError(f"{name}: column {label} holds bytes; categorical levels must be "
+                        "strings, numbers or booleans (decode the bytes to str)")
     kinds = sorted({type(v).__name__ for v in values})  # not unique(): True == 1
     if len(kinds) > 1:
         raise TypeError(
