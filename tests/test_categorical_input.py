@@ -447,3 +447,55 @@ def test_cv_estimators_take_categorical_features():
         est.fit(X, y)
         np.testing.assert_array_equal(est.is_categorical_, [True, True, False, True, False])
         assert est.predict(X).shape == (60,)
+
+
+# --------------------------------------------------------------------------- the fitted tree
+
+def entropy_bits(counts):
+    p = np.asarray(counts, dtype=float) / np.sum(counts)
+    p = p[p > 0]
+    return float(-np.sum(p * np.log2(p)))
+
+
+def test_play_golf_entropy_tree_by_hand():
+    """docs/maths.md §6: the root splits humidity, gain H(4/10) - 6/10 H(4/6) ≈ 0.420 bits
+    (against 0.125 for temperature); then temperature under humidity = high."""
+    X, y = load_play_golf(return_X_y=True)
+    est = CARTClassifier("entropy").fit(X, y)
+    t = est.tree_
+    gain = entropy_bits([4, 6]) - 6 / 10 * entropy_bits([4, 2]) - 4 / 10 * entropy_bits([4])
+    assert round(gain, 3) == 0.420
+    assert t.feature[0] == 1 and np.isnan(t.threshold[0]) and t.level_row[0] >= 0
+    assert t.improvement[0] == pytest.approx(gain, rel=1e-12)
+    # the left child holds the lowest level code present (high = code 0)
+    assert t.level_sets[t.level_row[0], 0, 0] == 1 and t.level_sets[t.level_row[0], 1, 0] == 2
+    left = t.left[0]
+    assert t.n_node_samples[left] == 6 and t.feature[left] == 0
+    gain_t = entropy_bits([4, 2]) - 3 / 6 * entropy_bits([3]) - 3 / 6 * entropy_bits([1, 2])
+    assert t.improvement[left] == pytest.approx(gain_t, rel=1e-12)
+    assert t.n_leaves == 3
+    # variable importance: W(t) Δi(t), 10 × 0.420 for humidity and 6 × gain_t for temperature
+    vi = est.variable_importance_
+    assert list(vi.index) == ["humidity", "temperature"]
+    np.testing.assert_allclose(vi.to_numpy(), [10 * gain, 6 * gain_t], rtol=1e-12)
+
+
+def test_unseen_levels_go_to_the_majority_child():
+    """An unseen humidity goes, at the root, to the heavier child (humidity = high: 6
+    cases against 4), where temperature decides."""
+    X, y = load_play_golf(return_X_y=True)
+    est = CARTClassifier("entropy").fit(X, y)
+    t = est.tree_
+    assert t.majority_left[0] == 1
+    new = pd.DataFrame({"temperature": ["high", "normal", "mild"],
+                        "humidity": ["damp", "damp", "high"]})
+    with pytest.warns(UserWarning, match="not seen in fit"):
+        leaves = est.apply(new)
+    high = t.left[0]
+    assert leaves[0] == t.left[high] and leaves[1] == t.right[high]
+    # an unseen temperature under humidity = high goes to the heavier of its children
+    heavier = t.left[high] if t.majority_left[high] else t.right[high]
+    assert leaves[2] == heavier
+    with pytest.warns(UserWarning):
+        pred = est.predict(new)
+    assert pred.tolist() == ["no", "yes", est.classes_[t.label[heavier]]]
