@@ -435,12 +435,14 @@ class _BaseCART(_Base):
     def variable_importance_(self):
         """rpart's ``variable.importance`` without surrogates, as a pandas Series.
 
-        For each feature, Σ W(t) Δi(t) over the split nodes t of ``tree_`` that split
-        on it, W(t) the node's total case weight and Δi(t) its impurity decrease
-        (``tree_.improvement``): rpart's ``improve`` of the primary split for
-        classification, and ``improve`` times the node's deviance for regression,
-        which is the decrease of the weighted sum of squares. Not normalised (see
-        :attr:`feature_importances_` for scikit-learn's normalised importance).
+        For each feature, the sum of rpart's ``improve`` over the split nodes t of
+        ``tree_`` that split on it: W(root) p(t) Δi(t), with W(root) the total case
+        weight, p(t) the node's probability under the split-search priors (its weight
+        fraction for regression and for empirical priors with 0-1 cost, so the term is
+        W(t) Δi(t)) and Δi(t) the impurity decrease (``tree_.improvement``; for entropy
+        in natural-log units, as rpart's ``information`` split, i.e. bits × ln 2). For
+        regression this is the decrease of the weighted sum of squares. Not normalised
+        (see :attr:`feature_importances_` for scikit-learn's normalised importance).
         Indexed by feature name (``feature_names_in_``, else ``x0, x1, ...``); only
         features with positive importance, sorted by decreasing importance (ties in
         feature order); named ``"variable_importance"``.
@@ -449,7 +451,10 @@ class _BaseCART(_Base):
 
         self._check_fitted()
         tree = self.tree_
-        totals = self._feature_totals(tree.weighted_n_node_samples * tree.improvement)
+        per_node = tree.weighted_n_node_samples[0] * self._node_weight(tree) * tree.improvement
+        if self._is_classifier and self.criterion == "entropy":
+            per_node = per_node * np.log(2.0)  # rpart's information is in nats
+        totals = self._feature_totals(per_node)
         names = getattr(self, "feature_names_in_", None)
         if names is None:
             names = [f"x{j}" for j in range(self.n_features_in_)]

@@ -7,7 +7,9 @@
   counts and the priors, written here from docs/maths.md §1-2), including non-empirical
   priors and costs.
 * ``variable_importance_`` is rpart's ``variable.importance`` without surrogates:
-  Σ W(t) Δi(t) over the primary splits, checked against the node membership of the
+  Σ W(root) p(t) Δi(t) over the primary splits (W(t) Δi(t) with empirical priors and
+  0-1 cost, the case here; priors, costs and entropy's nats are checked against rpart in
+  ``tests/parity/test_rpart_categorical.py``), checked against the node membership of the
   training cases (the decrease of the weighted sum of squares, for regression) and
   against R's rpart when Rscript is available.
 """
