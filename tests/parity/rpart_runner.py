@@ -20,6 +20,9 @@ Public API
 xval_folds=None, *, seed=None, echo_data=False, timeout=300)``
     Fit ``rpart(target ~ features, data=df, method=method, parms=parms,
     control=rpart.control(...), weights=weights)`` and return a dict (see its docstring).
+``level_partition(result, node)``
+    The categorical split of one rpart node decoded from ``csplit``: the levels sent to
+    node 2k, those sent to node 2k+1, and those absent from the node.
 
 Exactness of the transfer. Python -> R: doubles are sent as C99 hexadecimal literals
 (``float.hex``), which R's reader converts exactly (R's decimal reader is not always
@@ -43,7 +46,7 @@ import subprocess
 import tempfile
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,6 +58,8 @@ __all__ = [
     "rscript_path",
     "r_dataset",
     "run_rpart",
+    "level_partition",
+    "LevelPartition",
     "RScriptError",
 ]
 
@@ -281,6 +286,13 @@ types <- vapply(d, function(col) {
   else stop("unsupported column type: ", class(col)[1])
 }, character(1))
 .write_df(data.frame(column = names(d), type = unname(types)), "types.csv")
+# the levels of every factor column in R's order, and whether the factor is ordered
+.lv <- data.frame(column = character(0), level = character(0), ordered = integer(0))
+for (nm in names(d)) if (is.factor(d[[nm]])) {
+  .lv <- rbind(.lv, data.frame(column = nm, level = levels(d[[nm]]),
+                               ordered = as.integer(is.ordered(d[[nm]]))))
+}
+.write_df(.lv, "levels.csv")
 .write_df(d, "data.csv")
 """
 
@@ -301,7 +313,8 @@ raw <- utils::read.csv(file.path(.outdir, "data.csv"), colClasses = "character",
 }
 d <- data.frame(row.names = seq_len(nrow(raw)))
 for (nm in names(raw)) d[[nm]] <- .decode(raw[[nm]], .col_types[[nm]])
-for (nm in names(.factor_levels)) d[[nm]] <- factor(d[[nm]], levels = .factor_levels[[nm]])
+for (nm in names(.factor_levels)) d[[nm]] <- factor(d[[nm]], levels = .factor_levels[[nm]],
+                                                     ordered = nm %in% .ordered_factors)
 
 if (.echo) .write_df(d[, c(.target, .features), drop = FALSE], "echo.csv")
 
@@ -360,6 +373,10 @@ if (any(internal)) {
                        index = numeric(0), adj = numeric(0)), "all_splits.csv")
 }
 if (!is.null(fit$csplit)) .write_df(as.data.frame(fit$csplit), "csplit.csv")
+.vi <- fit$variable.importance
+.write_df(data.frame(var = if (is.null(.vi)) character(0) else names(.vi),
+                     importance = if (is.null(.vi)) numeric(0) else unname(.vi)),
+          "importance.csv")
 
 cp <- as.data.frame(fit$cptable)
 names(cp) <- gsub(" ", "_", names(cp), fixed = TRUE)
@@ -422,14 +439,22 @@ if (.fold_fits) {
 
 # --------------------------------------------------------------------------- public API
 
-def r_dataset(name: str, complete_cases: bool | None = None, *,
+def r_dataset(name: str, complete_cases: bool | None = None, *, factors: str = "str",
               timeout: float = DEFAULT_TIMEOUT) -> pd.DataFrame:
     """Export one of R's data frames (``datasets``, then ``rpart``; or ``"pkg::name"``).
 
     Doubles arrive bit-exact (17 significant digits), integers as int64, factors and
     characters as Python strings; row names are dropped. ``complete_cases`` keeps only
-    the rows without NA (default: True for ``airquality``, False otherwise).
+    the rows without NA (default: True for ``airquality``, False otherwise). A contingency
+    table (``HairEyeColor``, ``Titanic``, ...) arrives as R's ``as.data.frame`` makes it:
+    one row per cell, its count in ``Freq``.
+
+    ``factors="category"`` returns R's factors as pandas categoricals instead, with R's
+    levels in R's order (unused levels included) and ``ordered=True`` for R's ordered
+    factors; ``"str"`` (the default) returns them as strings.
     """
+    if factors not in ("str", "category"):
+        raise ValueError(f"factors must be 'str' or 'category', got {factors!r}")
     if complete_cases is None:
         complete_cases = name.split("::")[-1] == "airquality"
     with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
@@ -443,7 +468,13 @@ def r_dataset(name: str, complete_cases: bool | None = None, *,
         type_of = dict(zip(types["column"], types["type"]))
         strs = [c for c, t in type_of.items() if t == "str"]
         ints = [c for c, t in type_of.items() if t == "int"]
-        return _read_r_csv(work / "data.csv", string_cols=strs, int_cols=ints)
+        out = _read_r_csv(work / "data.csv", string_cols=strs, int_cols=ints)
+        if factors == "category":
+            lv = pd.read_csv(work / "levels.csv", dtype=str, keep_default_na=False)
+            for col, rows in lv.groupby("column", sort=False):
+                out[col] = pd.Categorical(out[col], categories=rows["level"].tolist(),
+                                          ordered=rows["ordered"].iloc[0] == "1")
+        return out
 
 
 def _encode_column(s: pd.Series) -> tuple[list[str], str]:
@@ -514,6 +545,9 @@ def run_rpart(
     class_levels
         For ``method="class"``: the order of the factor levels of the target. Default:
         the sorted unique labels (``np.unique`` order, as cartjit's ``classes_``).
+        A feature column of pandas ``category`` dtype becomes a factor with the
+        categories as its levels, in their order (ordered when the categorical is); other
+        string columns become factors with their sorted values as levels.
     echo_data
         Also return the data as R decoded it (``result["data"]``), to check transfer.
     xpred
@@ -542,7 +576,16 @@ def run_rpart(
         count_1..J, prob_1..J, nodeprob); None otherwise.
         ``"where"``: int64 array, the node number of the leaf each row falls in.
         ``"ylevels"``: list of class labels (as strings) for classification.
-        ``"csplit"``: ``fit$csplit`` as a DataFrame, or None.
+        ``"csplit"``: ``fit$csplit`` as a DataFrame, or None (decode a categorical
+        split with :func:`level_partition`).
+        ``"variable_importance"``: ``fit$variable.importance`` as a float Series indexed
+        by variable name, largest first (rpart leaves out variables of importance 0;
+        empty when the tree has no split).
+        ``"factor_levels"``: the levels of every factor among ``features`` in R's order
+        (column j of ``csplit`` is level j); ``"ordered_factors"``: those sent as ordered
+        factors (pandas categoricals with ``ordered=True``), which rpart splits as
+        ordered variables on their level numbers (``threshold`` is then between 1-based
+        level numbers).
         ``"data"``: the decoded data when ``echo_data`` (else absent).
         ``"xpred"``: when ``xpred``, a float array (n, rows of the CP table): the
         predicted class (1-based, as ``yval``) or response of each case at each row.
@@ -569,6 +612,7 @@ def run_rpart(
     cols: dict[str, list[str]] = {}
     types: dict[str, str] = {}
     factor_levels: dict[str, list[str]] = {}
+    ordered_factors: list[str] = []
     for col in [target, *features]:
         s = df[col]
         if col == target and method == "class":
@@ -585,6 +629,8 @@ def run_rpart(
         if typ == "str":
             if isinstance(s.dtype, pd.CategoricalDtype):
                 levels = [str(v) for v in s.cat.categories]
+                if s.cat.ordered:
+                    ordered_factors.append(col)
             else:
                 levels = sorted({v for v in text if v != "NA"})
             factor_levels[col] = levels
@@ -615,6 +661,7 @@ def run_rpart(
         f".control <- {_r_literal(ctrl) if ctrl else 'list()'}",
         f".col_types <- {_r_literal(types)}",
         f".factor_levels <- {_r_literal({k: list(v) for k, v in factor_levels.items()}) if factor_levels else 'list()'}",
+        f".ordered_factors <- {_r_literal(ordered_factors) if ordered_factors else 'character(0)'}",
         f".fold_vector <- {'TRUE' if fold_vector else 'FALSE'}",
         f".seed <- {_r_scalar(int(seed)) if seed is not None else 'NULL'}",
         f".echo <- {'TRUE' if echo_data else 'FALSE'}",
@@ -648,6 +695,11 @@ def run_rpart(
         csplit = None
         if (work / "csplit.csv").exists():
             csplit = _read_r_csv(work / "csplit.csv", float_cols=[])
+        imp = _read_r_csv(work / "importance.csv", string_cols=["var"],
+                          float_cols=["importance"])
+        importance = pd.Series(imp["importance"].to_numpy(dtype=np.float64),
+                               index=pd.Index(imp["var"].tolist(), dtype=object),
+                               name="variable_importance")
         result: dict[str, Any] = {
             "splits": splits,
             "all_splits": all_splits,
@@ -657,6 +709,10 @@ def run_rpart(
             "where": where,
             "ylevels": ylevels,
             "csplit": csplit,
+            "variable_importance": importance,
+            "factor_levels": {c: list(v) for c, v in factor_levels.items()
+                              if c != target or method != "class"},
+            "ordered_factors": list(ordered_factors),
         }
         if fold_fits:
             result["fold_fits"] = {}
@@ -677,3 +733,39 @@ def run_rpart(
             ints = [c for c in [target, *features] if types[c] == "int"]
             result["data"] = _read_r_csv(work / "echo.csv", string_cols=strs, int_cols=ints)
         return result
+
+
+class LevelPartition(NamedTuple):
+    """An rpart split of a factor: level names by destination, in R's level order."""
+
+    var: str
+    to_first: tuple[str, ...]    # levels sent to node 2k (csplit code 1)
+    to_second: tuple[str, ...]   # levels sent to node 2k+1 (csplit code 3)
+    absent: tuple[str, ...]      # levels without a case of positive weight at the node (2)
+
+
+def level_partition(result: Mapping[str, Any], node: int) -> LevelPartition:
+    """Decode the primary split of rpart node ``node`` when it splits a factor.
+
+    rpart stores a split of an unordered factor with L levels as ``ncat = L`` and, in
+    ``index``, a 1-based row of ``csplit``; column j of that row is 1 when level j goes to
+    the left child (node 2k), 3 when it goes to the right child (2k+1) and 2 when no case
+    of the node has that level. Raises ``ValueError`` when the node does not split a factor.
+    """
+    splits = result["splits"].set_index("node")
+    if node not in splits.index:
+        raise ValueError(f"node {node} is not an internal node of this rpart tree")
+    row = splits.loc[node]
+    var, ncat = str(row["var"]), int(row["ncat"])
+    if ncat < 2:
+        raise ValueError(f"node {node} splits {var!r} as an ordered variable (ncat={ncat})")
+    levels = result["factor_levels"].get(var)
+    if levels is None or len(levels) != ncat:
+        raise ValueError(f"variable {var!r} of node {node} is not a factor with {ncat} levels")
+    codes = result["csplit"].iloc[int(round(float(row["threshold"]))) - 1].to_numpy()[:ncat]
+    groups: dict[int, list[str]] = {1: [], 2: [], 3: []}
+    for level, code in zip(levels, codes):
+        if int(code) not in groups:
+            raise ValueError(f"unexpected csplit code {code!r} at node {node}")
+        groups[int(code)].append(level)
+    return LevelPartition(var, tuple(groups[1]), tuple(groups[3]), tuple(groups[2]))
