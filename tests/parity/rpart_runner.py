@@ -10,7 +10,7 @@ Public API
     True when ``Rscript`` is found and ``library(rpart)`` loads (result cached).
 ``rpart_version()``
     rpart's version string, e.g. ``"4.1.19"``.
-``r_dataset(name, complete_cases=None)``
+``r_dataset(name, complete_cases=None, *, factors="str")``
     One of R's data frames (``datasets`` package, else ``rpart``; ``"pkg::name"`` also
     accepted) as a DataFrame. Doubles are written by R with 17 significant digits and
     parsed by Python's correctly rounded ``float``, so values arrive bit-exact. Integer
@@ -20,6 +20,10 @@ Public API
 xval_folds=None, *, seed=None, echo_data=False, timeout=300)``
     Fit ``rpart(target ~ features, data=df, method=method, parms=parms,
     control=rpart.control(...), weights=weights)`` and return a dict (see its docstring).
+``r_datasets(names, *, factors="str")``
+    Several ``r_dataset`` exports in one R process, as a dict name -> DataFrame.
+``run_rpart_many(jobs, *, timeout=300)``
+    Several ``run_rpart`` fits (dicts of its arguments) in one R process.
 ``level_partition(result, node)``
     The categorical split of one rpart node decoded from ``csplit``: the levels sent to
     node 2k, those sent to node 2k+1, and those absent from the node.
@@ -58,6 +62,8 @@ __all__ = [
     "rscript_path",
     "r_dataset",
     "run_rpart",
+    "run_rpart_many",
+    "r_datasets",
     "level_partition",
     "LevelPartition",
     "RScriptError",
@@ -436,6 +442,25 @@ if (.fold_fits) {
           "ylevels.csv")
 """
 
+# Several jobs in one R process: every job directory (job00000, ...) holds its params.R
+# (and data.csv); the job script runs in a fresh environment per job, with commandArgs()
+# naming that directory.
+# An error stops only its own job (error.txt), the others still run.
+_R_MANY = r"""
+.root <- commandArgs(trailingOnly = TRUE)[1]
+for (.job in sort(list.dirs(.root, full.names = TRUE, recursive = FALSE))) {
+  if (!grepl("^job[0-9]{5}$", basename(.job))) next
+  .err <- tryCatch({
+    local({
+      commandArgs <- function(trailingOnly = FALSE) .job
+      source(file.path(.root, "job.R"), local = TRUE)
+    })
+    NULL
+  }, error = function(e) conditionMessage(e))
+  if (!is.null(.err)) writeLines(.err, file.path(.job, "error.txt"))
+}
+"""
+
 
 # --------------------------------------------------------------------------- public API
 
@@ -453,17 +478,41 @@ def r_dataset(name: str, complete_cases: bool | None = None, *, factors: str = "
     levels in R's order (unused levels included) and ``ordered=True`` for R's ordered
     factors; ``"str"`` (the default) returns them as strings.
     """
+    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
+        work = Path(tmp)
+        read = _write_dataset_job(work, name, complete_cases, factors)
+        _run_r(_R_DATASET, work, timeout)
+        return read()
+
+
+def r_datasets(names: Sequence[str], *, factors: str = "str",
+               timeout: float = DEFAULT_TIMEOUT) -> dict[str, pd.DataFrame]:
+    """Several :func:`r_dataset` exports (default ``complete_cases``) in one R process."""
+    names = list(names)
+    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
+        work = Path(tmp)
+        readers = []
+        for i, name in enumerate(names):
+            sub = work / f"job{i:05d}"
+            sub.mkdir()
+            readers.append((sub, _write_dataset_job(sub, name, None, factors)))
+        _run_many(_R_DATASET, work, timeout)
+        return {name: read() for name, (sub, read) in zip(names, _checked(readers))}
+
+
+def _write_dataset_job(work: Path, name: str, complete_cases: bool | None, factors: str):
+    """Write the params.R of one export into ``work``; return the function that reads
+    the data frame once R has run there."""
     if factors not in ("str", "category"):
         raise ValueError(f"factors must be 'str' or 'category', got {factors!r}")
     if complete_cases is None:
         complete_cases = name.split("::")[-1] == "airquality"
-    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
-        work = Path(tmp)
-        (work / "params.R").write_text(
-            f".name <- {_r_string(name)}\n.complete_cases <- {'TRUE' if complete_cases else 'FALSE'}\n",
-            encoding="utf-8",
-        )
-        _run_r(_R_DATASET, work, timeout)
+    (work / "params.R").write_text(
+        f".name <- {_r_string(name)}\n.complete_cases <- {'TRUE' if complete_cases else 'FALSE'}\n",
+        encoding="utf-8",
+    )
+
+    def read() -> pd.DataFrame:
         types = pd.read_csv(work / "types.csv", dtype=str, keep_default_na=False)
         type_of = dict(zip(types["column"], types["type"]))
         strs = [c for c, t in type_of.items() if t == "str"]
@@ -475,6 +524,25 @@ def r_dataset(name: str, complete_cases: bool | None = None, *, factors: str = "
                 out[col] = pd.Categorical(out[col], categories=rows["level"].tolist(),
                                           ordered=rows["ordered"].iloc[0] == "1")
         return out
+
+    return read
+
+
+def _run_many(script: str, work: Path, timeout: float) -> None:
+    """Run ``script`` once per job directory under ``work``, in one R process."""
+    (work / "job.R").write_text(script, encoding="utf-8")
+    if any(work.glob("job?????")):
+        _run_r(_R_MANY, work, timeout)
+
+
+def _checked(readers):
+    """The (directory, reader) pairs, after raising the first job's R error if any."""
+    for i, (sub, _) in enumerate(readers):
+        err = sub / "error.txt"
+        if err.exists():
+            raise RScriptError(f"R job {i} failed\n--- R error ---\n"
+                               + err.read_text(encoding="utf-8"))
+    return readers
 
 
 def _encode_column(s: pd.Series) -> tuple[list[str], str]:
@@ -593,6 +661,42 @@ def run_rpart(
         (node, var, n, wt, dev, yval, complexity), ``"splits"`` (node, var, threshold,
         ncat: primary splits, as above) and ``"where"`` of that fold's separate fit.
     """
+    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
+        work = Path(tmp)
+        read = _write_job(work, df, target, features, method, parms, control, weights,
+                          xval_folds, seed=seed, class_levels=class_levels,
+                          echo_data=echo_data, xpred=xpred, fold_fits=fold_fits)
+        _run_r(_R_RPART, work, timeout)
+        return read()
+
+
+def run_rpart_many(jobs: Sequence[Mapping[str, Any]], *,
+                   timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+    """Several :func:`run_rpart` fits in one R process (R starts once, which is most of
+    the cost of a small fit). Each job is a dict of :func:`run_rpart`'s arguments
+    (``timeout`` excepted); the results come back in the order of ``jobs``. An error in
+    one fit raises :class:`RScriptError` naming the job and carrying R's message."""
+    jobs = list(jobs)
+    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
+        work = Path(tmp)
+        readers = []
+        for i, job in enumerate(jobs):
+            job = dict(job)
+            if "timeout" in job:
+                raise ValueError("give the timeout of run_rpart_many, not one per job")
+            sub = work / f"job{i:05d}"
+            sub.mkdir()
+            readers.append((sub, _write_job(sub, **job)))
+        _run_many(_R_RPART, work, timeout)
+        return [read() for _, read in _checked(readers)]
+
+
+def _write_job(work: Path, df: pd.DataFrame, target: str, features: Sequence[str],
+               method: str, parms=None, control=None, weights=None, xval_folds=None, *,
+               seed=None, class_levels=None, echo_data=False, xpred=False,
+               fold_fits=False):
+    """Check the arguments of one fit, write its params.R and data.csv into ``work`` and
+    return the function that reads its results once R has run there."""
     features = list(features)
     if not features:
         raise ValueError("features must not be empty")
@@ -670,12 +774,10 @@ def run_rpart(
         f".WCOL <- {_r_string(_WCOL)}",
         f".FCOL <- {_r_string(_FCOL)}",
     ]
-    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
-        work = Path(tmp)
-        (work / "params.R").write_text("\n".join(params) + "\n", encoding="utf-8")
-        pd.DataFrame(cols, columns=list(cols)).to_csv(work / "data.csv", index=False)
-        _run_r(_R_RPART, work, timeout)
+    (work / "params.R").write_text("\n".join(params) + "\n", encoding="utf-8")
+    pd.DataFrame(cols, columns=list(cols)).to_csv(work / "data.csv", index=False)
 
+    def read() -> dict[str, Any]:
         frame = _read_r_csv(work / "frame.csv", string_cols=["var"],
                             int_cols=["node", "n", "ncompete", "nsurrogate"])
         splits = _read_r_csv(work / "splits.csv", string_cols=["var"],
@@ -733,6 +835,8 @@ def run_rpart(
             ints = [c for c in [target, *features] if types[c] == "int"]
             result["data"] = _read_r_csv(work / "echo.csv", string_cols=strs, int_cols=ints)
         return result
+
+    return read
 
 
 class LevelPartition(NamedTuple):

@@ -94,8 +94,17 @@ MAX_EXHAUSTIVE = 12
 
 # --------------------------------------------------------------------------- data sets
 
+R_DATASETS = ("infert", "chickwts", "InsectSprays", "npk", "ToothGrowth", "warpbreaks",
+              "esoph", "HairEyeColor", "Titanic", "UCBAdmissions", "iris")
+
+
+@functools.lru_cache(maxsize=1)
+def _r_datasets() -> dict[str, pd.DataFrame]:
+    return rpart_runner.r_datasets(R_DATASETS, factors="category")
+
+
 def _r_data(name: str) -> pd.DataFrame:
-    return rpart_runner.r_dataset(name, factors="category")
+    return _r_datasets()[name].copy()
 
 
 def _unordered(s: pd.Series) -> pd.Series:
@@ -137,8 +146,10 @@ def _synthetic(n_classes: int) -> pd.DataFrame:
 def _iris_binned() -> pd.DataFrame:
     """iris with sepal length cut into 10 and petal width into 8 equal-width bins, both
     as unordered factors whose level order is scrambled (so that no level order helps)."""
-    iris = rpart_runner.r_dataset("iris")
-    out = pd.DataFrame({"Sepal.Width": iris["Sepal.Width"], "Species": iris["Species"],
+    iris = _r_data("iris")
+    out = pd.DataFrame({"Sepal.Width": iris["Sepal.Width"],
+                        "Species": pd.Categorical(iris["Species"],
+                                                  categories=["setosa", "versicolor", "virginica"]),
                         "Petal.Length": iris["Petal.Length"]})
     for col, k, perm in (("Sepal.Length", 10, [3, 7, 0, 9, 5, 1, 8, 2, 6, 4]),
                          ("Petal.Width", 8, [5, 2, 7, 0, 3, 6, 1, 4])):
@@ -340,11 +351,22 @@ def _parms(case: Case) -> dict[str, Any] | None:
     return parms or None
 
 
-def run_rpart_case(case: Case, df: pd.DataFrame | None = None) -> dict[str, Any]:
-    df = _data(case.data) if df is None else df
+def _rpart_job(case: Case) -> dict[str, Any]:
+    df = _data(case.data)
     w = None if case.weights is None else df[case.weights].to_numpy(dtype=np.float64)
-    return rpart_runner.run_rpart(df, case.target, list(case.features), case.method,
-                                  parms=_parms(case), control=_control(case), weights=w)
+    return dict(df=df, target=case.target, features=list(case.features), method=case.method,
+                parms=_parms(case), control=_control(case), weights=w)
+
+
+@functools.lru_cache(maxsize=1)
+def _rpart_results() -> dict[str, dict[str, Any]]:
+    """rpart's fit of every case, all in one R process (R's start-up dominates)."""
+    return dict(zip([c.id for c in CASES],
+                    rpart_runner.run_rpart_many([_rpart_job(c) for c in CASES])))
+
+
+def run_rpart_case(case: Case) -> dict[str, Any]:
+    return _rpart_results()[case.id]
 
 
 def _level_names(est, f: int) -> list[str] | None:
@@ -377,7 +399,7 @@ def fit_both(case: Case) -> Fits:
     df = _data(case.data)
     features = list(case.features)
     w = None if case.weights is None else df[case.weights].to_numpy(dtype=np.float64)
-    rp = run_rpart_case(case, df)
+    rp = run_rpart_case(case)
     common = dict(min_samples_split=2, min_samples_leaf=case.minbucket, ccp_alpha=0.0,
                   categorical_features="from_dtype")
     if case.method == "class":
@@ -862,7 +884,7 @@ class _RpartOnly:
     def of(cls, case: Case) -> "_RpartOnly":
         df = _data(case.data)
         features = list(case.features)
-        rp = run_rpart_case(case, df)
+        rp = run_rpart_case(case)
         levels = {col: [str(v) for v in df[col].cat.categories] for col in features
                   if isinstance(df[col].dtype, pd.CategoricalDtype)}
         X = np.empty((len(df), len(features)))
@@ -884,3 +906,186 @@ class _RpartOnly:
                               "anova")
         ordinal = {col for col in levels if df[col].cat.ordered}
         return cls(case, rp, problem, levels, ordinal)
+
+
+# --------------------------------------------------------------------------- the machinery
+
+def tree_from_rpart(view: _RpartOnly):
+    """rpart's tree in cartjit's flat layout (level codes in R's order), so that the
+    comparison can be checked against a tree known to be equal. The side that goes left
+    alternates with the node number, to exercise the pairing of the children."""
+    from types import SimpleNamespace
+
+    p, rp = view.problem, view.rp
+    frame = rp["frame"].set_index("node")
+    nodes = [int(k) for k in rp["frame"]["node"]]
+    pos = {k: i for i, k in enumerate(nodes)}
+    masks = rpart_node_masks(view, rp)
+    m = len(nodes)
+    n_words = max([(len(v) + 63) // 64 for v in view.levels.values()] + [0])
+    t = SimpleNamespace(
+        feature=np.full(m, -1), threshold=np.full(m, np.nan), left=np.full(m, -1),
+        right=np.full(m, -1), level_row=np.full(m, -1),
+        level_sets=np.zeros((m, 2, n_words), dtype=np.uint64),
+        n_node_samples=frame["n"].to_numpy(dtype=np.int64),
+        weighted_n_node_samples=frame["wt"].to_numpy(dtype=np.float64),
+        risk=frame["dev"].to_numpy(dtype=np.float64) / float(frame.loc[1, "wt"]),
+        alpha=np.where(frame["var"].to_numpy() != "<leaf>", 1.0, 0.0),
+        label=(frame["yval"].to_numpy(dtype=np.int64) - 1 if p.method == "class"
+               else np.full(m, -1)),
+        value=frame["yval"].to_numpy(dtype=np.float64).reshape(-1, 1))
+    for k in nodes:
+        if frame.loc[k, "var"] == "<leaf>":
+            continue
+        i = pos[k]
+        sp = rpart_node_split(view, k, masks[k])
+        first, second = pos[2 * k], pos[2 * k + 1]
+        x = p.X[:, sp.feature]
+        a = set(np.unique(x[sp.first]).tolist())
+        b = set(np.unique(x[masks[k] & ~sp.first]).tolist())
+        t.feature[i] = sp.feature
+        if sp.kind == "subset":
+            if k % 2:
+                a, b, first, second = b, a, second, first
+            t.level_row[i] = i
+            for side, codes in enumerate((a, b)):
+                for c in map(int, codes):
+                    t.level_sets[i, side, c // 64] |= np.uint64(1 << (c % 64))
+        else:
+            lower_first = max(a) < min(b)
+            # rpart's own threshold for a numeric variable (the midpoint of the same two
+            # values), the midpoint of the two codes for an ordered factor
+            t.threshold[i] = sp.key if sp.kind == "numeric" else _ordinal_threshold(
+                frozenset(a), frozenset(b))
+            if not lower_first:
+                first, second = second, first
+        t.left[i], t.right[i] = first, second
+    return t
+
+
+def _fits_on_rpart_tree(case_id: str) -> Fits:
+    case = next(c for c in CASES if c.id == case_id)
+    view = _RpartOnly.of(case)
+    from types import SimpleNamespace
+
+    est = SimpleNamespace(tree_max_=tree_from_rpart(view))
+    return Fits(case, _data(case.data), view.rp, est, view.problem, view.levels, view.ordinal)
+
+
+def test_level_set_decoding():
+    words = np.array([(1 << 0) | (1 << 5) | (1 << 63), 1 << 2], dtype=np.uint64)
+    assert bitset_codes(words) == {0, 5, 63, 66}
+    assert bitset_codes(np.zeros(3, dtype=np.uint64)) == frozenset()
+    tree = type("T", (), {})()
+    tree.level_row = np.array([-1, 0])
+    tree.level_sets = np.array([[[0b1010], [0b0101]]], dtype=np.uint64)
+    assert cartjit_level_sets(tree, 1) == ({1, 3}, {0, 2})
+    with pytest.raises(ValueError, match="not a subset split"):
+        cartjit_level_sets(tree, 0)
+    # the side with the lowest code present counts: {0, 2} -> 1 + 4; {1} | {3, 4}: {1} -> 2
+    assert canonical_rank(frozenset({1, 3}), frozenset({0, 2})) == 5
+    assert canonical_rank(frozenset({3, 4}), frozenset({1})) == 2
+
+
+def test_level_partition_decodes_csplit():
+    """chickwts: rpart's root split of weight on feed (R's documented example tree)
+    separates casein, meatmeal and sunflower from the other three feeds."""
+    case = next(c for c in CASES if c.id == "chickwts-anova")
+    rp = run_rpart_case(case)
+    part = rpart_runner.level_partition(rp, 1)
+    assert part.var == "feed" and part.absent == ()
+    assert {frozenset(part.to_first), frozenset(part.to_second)} == {
+        frozenset({"casein", "meatmeal", "sunflower"}),
+        frozenset({"horsebean", "linseed", "soybean"})}
+    left_n = int(rp["splits"].set_index("node").loc[1, "left_n"])
+    feed = _data("chickwts")["feed"].astype(str)
+    assert int(feed.isin(part.to_first).sum()) == left_n
+    with pytest.raises(ValueError, match="not an internal node"):
+        rpart_runner.level_partition(rp, 4)
+
+
+@pytest.mark.parametrize("case_id", ["synthetic4-gini", "esoph-ordered-rate-anova",
+                                     "infert-case-gini"])
+def test_comparison_accepts_rpart_tree_and_detects_differences(case_id):
+    """The comparison passes rpart's own tree (written in cartjit's layout, with the
+    children of every other subset split swapped) and reports perturbed copies."""
+    fits = _fits_on_rpart_tree(case_id)
+    ok = compare_trees(fits)
+    assert not ok.mismatches and not ok.tolerated, ok.report()
+    assert ok.matched_splits == len(fits.rp["splits"])
+    assert set(ok.matched_leaves) == set(fits.rp["where"].tolist())
+    t = fits.est.tree_max_
+    subset = np.flatnonzero(t.level_row >= 0)
+    if subset.size:
+        # a level moved across a subset split deep in the tree
+        i = int(subset[-1])
+        sets = t.level_sets.copy()
+        left = sorted(bitset_codes(sets[i, 0]))
+        if len(left) > 1:
+            c = left[-1]
+            sets[i, 0, c // 64] ^= np.uint64(1 << (c % 64))
+            sets[i, 1, c // 64] |= np.uint64(1 << (c % 64))
+            bad = _perturbed(fits, level_sets=sets)
+            assert any(f"cartjit node {i}:" in m for m in bad.mismatches), bad.report()
+        # a level absent from the node put into a set
+        present = bitset_codes(t.level_sets[i, 0]) | bitset_codes(t.level_sets[i, 1])
+        names = fits.levels[fits.problem.features[int(t.feature[i])]]
+        absent = sorted(set(range(len(names))) - present)
+        if absent:
+            sets = t.level_sets.copy()
+            sets[i, 0, absent[0] // 64] |= np.uint64(1 << (absent[0] % 64))
+            bad = _perturbed(fits, level_sets=sets)
+            assert any("absent from the node are in a level set" in m for m in bad.mismatches)
+    else:
+        i = int(np.flatnonzero(t.left != -1)[-1])
+        thr = t.threshold.copy()
+        thr[i] += 1.0
+        bad = _perturbed(fits, threshold=thr)
+        assert any(f"cartjit node {i}:" in m for m in bad.mismatches), bad.report()
+    # a split turned into a leaf, and wrong risks
+    left = t.left.copy()
+    left[i] = -1
+    assert any("cartjit's node is a leaf" in m for m in _perturbed(fits, left=left).mismatches)
+    assert any("risk differs" in m for m in _perturbed(fits, risk=t.risk * 1.01).mismatches)
+
+
+def _perturbed(fits: Fits, **fields) -> CatComparison:
+    from types import SimpleNamespace
+
+    tree = SimpleNamespace(**{**vars(fits.est.tree_max_), **fields})
+    est = SimpleNamespace(tree_max_=tree)
+    return compare_trees(Fits(fits.case, fits.df, fits.rp, est, fits.problem, fits.levels,
+                              fits.ordinal))
+
+
+def test_candidates_of_the_ordered_scan():
+    """With two classes only the splits between consecutive levels of the scan order
+    are examined: rpart's root split of chickwts (heavy or not, by feed) is one of them,
+    a split that interleaves that order is not; with three classes every subset is."""
+    fits = _fits_on_rpart_tree("chickwts-heavy-gini")
+    root = np.ones(len(fits.problem.y), dtype=bool)
+    r_split = rpart_node_split(fits, 1, root)
+    assert is_cartjit_candidate(fits, root, r_split)
+    order = _level_order(fits, root, 0, descending=False)
+    shares = [fits.problem.y[fits.problem.X[:, 0] == c].mean() for c in order]
+    assert shares == sorted(shares)  # the share of "yes" (class 1), increasing
+    x = fits.problem.X[:, 0]
+    interleaved = NodeSplit(0, np.isin(x, order[::2]), "subset", 0.0, "every other level")
+    assert not is_cartjit_candidate(fits, root, interleaved)
+    three = _fits_on_rpart_tree("chickwts-size-gini")
+    assert is_cartjit_candidate(three, root, interleaved)
+
+
+def test_runner_batches_fits_and_reports_errors_per_job():
+    """run_rpart_many gives what run_rpart gives, fit for fit, and names a failing job."""
+    job = _rpart_job(next(c for c in CASES if c.id == "warpbreaks-tension-gini"))
+    single = rpart_runner.run_rpart(**job)
+    batched = rpart_runner.run_rpart_many([job, job])
+    for res in batched:
+        assert res["frame"].equals(single["frame"]) and res["splits"].equals(single["splits"])
+        assert res["variable_importance"].equals(single["variable_importance"])
+        assert np.array_equal(res["where"], single["where"])
+    with pytest.raises(rpart_runner.RScriptError, match="job 1 failed(.|\n)*Invalid method"):
+        rpart_runner.run_rpart_many([job, {**job, "method": "no-such-method"}])
+    ordered = _r_data("esoph")
+    assert ordered["agegp"].cat.ordered and list(ordered["agegp"].cat.categories)[0] == "25-34"
