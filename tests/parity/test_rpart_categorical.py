@@ -586,12 +586,17 @@ class CatComparison(Comparison):
     matched_leaves: dict[int, int] | None = None
     #: rpart nodes whose labels differ by a tolerated tie
     label_ties: set[int] | None = None
+    #: rpart node -> cartjit (T_max) node, for every node reached by the walk
+    pairs: dict[int, int] | None = None
+    #: rpart nodes whose split differs from cartjit's (the walk stops there)
+    cut_at: set[int] | None = None
 
 
 def compare_trees(fits: Fits) -> CatComparison:
     """Walk rpart's tree and cartjit's T_max in parallel (see the module docstring)."""
     p, rp, tree = fits.problem, fits.rp, fits.est.tree_max_
-    out = CatComparison(case=fits.case.id, matched_leaves={}, label_ties=set())
+    out = CatComparison(case=fits.case.id, matched_leaves={}, label_ties=set(), pairs={},
+                        cut_at=set())
     frame = rp["frame"].set_index("node")
     root_wt = float(frame.loc[1, "wt"])
     risk_scale = max(float(tree.risk[0]), 1e-300)
@@ -607,6 +612,7 @@ def compare_trees(fits: Fits) -> CatComparison:
                                   f"{int(tree.n_node_samples[c])}")
             continue
         out.matched_nodes += 1
+        out.pairs[k] = c
         _compare_node(out, p, tree, c, k, mask, fr, root_wt, risk_scale, where)
         if fr.var == "<leaf>":
             out.matched_leaves[k] = c
@@ -616,6 +622,7 @@ def compare_trees(fits: Fits) -> CatComparison:
             msg = f"{where}: rpart splits on {r_split.text} but cartjit's node is a leaf"
             if p.node_impurity(mask) == 0:
                 out.tolerated.append(("constant node", msg + " whose responses are all equal"))
+                out.cut_at.add(k)
             else:
                 out.mismatches.append(msg)
             continue
@@ -638,7 +645,7 @@ def compare_trees(fits: Fits) -> CatComparison:
             else:
                 out.tolerated.append(("same partition", desc))
         else:
-            _classify_difference(out, fits, mask, r_split, c_split, desc)
+            _classify_difference(out, fits, k, mask, r_split, c_split, desc)
             continue
         out.cartjit_split_nodes.add(c)
         pairs = [(2 * k, lc), (2 * k + 1, rc)] if same_cut[0] else [(2 * k, rc), (2 * k + 1, lc)]
@@ -697,16 +704,26 @@ def _check_subset_sets(out, fits, tree, c, k, mask, c_split, where):
                               "the node are in a level set (they cannot be routed by this split)")
 
 
-def _classify_difference(out, fits, mask, r_split: NodeSplit, c_split: NodeSplit, desc):
-    """Two different partitions of the node: a tie (tolerated) or a mismatch."""
+def _exact(v) -> str:
+    """A decrease as text: the fraction itself when exact, with its float value."""
+    return f"{v.numerator}/{v.denominator} = {float(v)!r}" if isinstance(v, Fraction) else repr(v)
+
+
+def _classify_difference(out, fits, k, mask, r_split: NodeSplit, c_split: NodeSplit, desc):
+    """Two different partitions of rpart node ``k``: a tie (tolerated) or a mismatch."""
+    out.cut_at.add(k)
     p = fits.problem
     g_r, g_c = p.gain(mask, r_split.first), p.gain(mask, c_split.first)
     scale = p.node_impurity(mask)
-    gains = (f" (p(t)·Δi, exact: rpart {float(g_r)!r}, cartjit {float(g_c)!r}; "
-             f"p(t)·i(t) = {float(scale)!r})")
+    gains = (f" (p(t)·Δi{', exact' if isinstance(g_r, Fraction) else ''}: rpart {_exact(g_r)}, "
+             f"cartjit {_exact(g_c)}; p(t)·i(t) = {_exact(scale)})")
     r_key, c_key = (r_split.feature, r_split.key), (c_split.feature, c_split.key)
-    if isinstance(g_r, Fraction) and g_r == g_c and c_key > r_key:
-        if is_cartjit_candidate(fits, mask, r_split):
+    examined = is_cartjit_candidate(fits, mask, r_split)
+    if isinstance(g_r, Fraction) and g_r == g_c:
+        if c_key < r_key:
+            out.tolerated.append(("exact tie", desc + gains + "; cartjit's tie rule prefers "
+                                  "its split; branch not compared"))
+        elif examined:
             out.mismatches.append(desc + gains + " -- an exact tie, which cartjit's tie rule "
                                   "(lowest feature, then lowest threshold or canonical "
                                   "subset) gives to rpart's split")
@@ -716,7 +733,7 @@ def _classify_difference(out, fits, mask, r_split: NodeSplit, c_split: NodeSplit
                                   "not examine; branch not compared"))
     elif _tied(g_r, g_c, scale):
         out.tolerated.append(("near tie", desc + gains + "; branch not compared"))
-    elif g_c < g_r and not is_cartjit_candidate(fits, mask, r_split):
+    elif g_c < g_r and not examined:
         out.mismatches.append(desc + gains + " -- rpart's split is better and is not among "
                               "the splits cartjit examines")
     else:
@@ -740,11 +757,32 @@ def rpart_node_masks(fits_like, rp: dict[str, Any]) -> dict[int, np.ndarray]:
 
 
 def expected_rpart_importance(fits_like, rp: dict[str, Any]) -> pd.Series:
-    """rpart's variable.importance from the rules in the module docstring, in floating
-    point: Σ N p'(t) Δi (classification, natural logarithms for information) or Σ of the
-    decrease of Σ w (y - ȳ)² (regression) over the splits of each variable."""
-    p = fits_like.problem
+    """rpart's variable.importance of rpart's own tree by the rules of the module
+    docstring (see :func:`rule_importance`)."""
     masks = rpart_node_masks(fits_like, rp)
+    return rule_importance(fits_like.problem, [
+        (str(sp.var), masks[int(sp.node)], masks[2 * int(sp.node)])
+        for sp in rp["splits"].itertuples(index=False)])
+
+
+def cartjit_t1_importance(fits: Fits) -> pd.Series:
+    """The same rules applied to cartjit's own ``tree_`` (T_1), whatever its splits."""
+    tree = fits.est.tree_
+    splits, stack = [], [(0, np.ones(len(fits.problem.y), dtype=bool))]
+    while stack:
+        c, mask = stack.pop()
+        if tree.left[c] == -1:
+            continue
+        sp = cartjit_node_split(fits, tree, c, mask)
+        splits.append((fits.problem.features[sp.feature], mask, sp.first))
+        stack += [(int(tree.left[c]), sp.first), (int(tree.right[c]), mask & ~sp.first)]
+    return rule_importance(fits.problem, splits)
+
+
+def rule_importance(p: Problem, splits) -> pd.Series:
+    """Σ over the splits (variable, node mask, one child's mask) of each variable of
+    N p'(t) Δi (classification, natural logarithms for information) or of the decrease
+    of Σ w (y - ȳ)² (regression), in floating point."""
     w = p.w.astype(np.float64)
     if p.method == "class":
         J = len(p.classes)
@@ -775,11 +813,10 @@ def expected_rpart_importance(fits_like, rp: dict[str, Any]) -> pd.Series:
 
         scale = 1.0
     out: dict[str, float] = {}
-    for sp in rp["splits"].itertuples(index=False):
-        k = int(sp.node)
-        gain = (weighted_impurity(masks[k]) - weighted_impurity(masks[2 * k])
-                - weighted_impurity(masks[2 * k + 1]))
-        out[sp.var] = out.get(sp.var, 0.0) + scale * gain
+    for var, node, first in splits:
+        gain = (weighted_impurity(node) - weighted_impurity(first)
+                - weighted_impurity(node & ~first))
+        out[var] = out.get(var, 0.0) + scale * gain
     return pd.Series(out, dtype=np.float64)
 
 
@@ -797,7 +834,99 @@ def importance_differences(expected: pd.Series, got: pd.Series, rtol: float = RT
 
 # --------------------------------------------------------------------------- tests
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
+def _rpart_subtree(frame_nodes: set[int], k: int) -> list[int]:
+    """rpart node k and its descendants present in the frame."""
+    out, stack = [], [k]
+    while stack:
+        j = stack.pop()
+        if j in frame_nodes:
+            out.append(j)
+            stack += [2 * j, 2 * j + 1]
+    return out
+
+
+def zero_gain_splits(fits: Fits, cmp: CatComparison, nodes: list[int]) -> list[int]:
+    """Those cartjit nodes (matched to rpart splits) whose rpart branch does not lower the
+    risk in exact arithmetic. rpart keeps such a split at cp = 0 when its own rounding
+    leaves a complexity of ~1e-18 > 0; cartjit (exact search, docs/maths.md §4) prunes it
+    from T_1. Each is added to ``cmp.tolerated``; the others are returned to fail."""
+    p, rp = fits.problem, fits.rp
+    frame = rp["frame"].set_index("node")
+    masks = rpart_node_masks(fits, rp)
+    rpart_of = {c: k for k, c in cmp.pairs.items()}
+    leaves = set(frame.index[frame["var"] == "<leaf>"].tolist())
+
+    def risk(mask):
+        if p.method == "anova":
+            return p.node_impurity(mask)
+        return min(p.expected_loss(mask, i) for i in range(len(p.classes)))
+
+    left = []
+    for c in nodes:
+        k = rpart_of[c]
+        below = [j for j in _rpart_subtree(set(frame.index), k) if j in leaves]
+        gain = risk(masks[k]) - sum(risk(masks[j]) for j in below)
+        if gain <= 0:
+            cmp.tolerated.append((
+                "zero-gain split", f"rpart node {k} ~ cartjit node {c}: rpart keeps a branch "
+                f"whose exact decrease in risk is {gain} (rpart's complexity "
+                f"{float(frame.loc[k, 'complexity'])!r} is rounding); cartjit prunes it from T_1"))
+            cmp.cut_at.add(k)
+        else:
+            left.append(c)
+    return left
+
+
+def _in_t1_as_leaf(t, c: int) -> bool:
+    """Whether node c of T_max is a leaf of T_1 (every ancestor has alpha > 0)."""
+    if not (t.left[c] == -1 or t.alpha[c] <= 0):
+        return False
+    a = int(t.parent[c])
+    while a >= 0:
+        if not t.alpha[a] > 0:
+            return False
+        a = int(t.parent[a])
+    return True
+
+
+_BITS = ("variable_importance_ with criterion='entropy' is Σ W(t)·Δi with Δi in bits; rpart's "
+         "information index uses natural logarithms, so rpart's importance is ln 2 times it")
+_PRIOR_UNITS = ("variable_importance_ is Σ W(t)·Δi; rpart's improve is N·p'(t)·Δi with p'(t) "
+                "the node probability under the split priors and N the total case weight, which "
+                "differs from W(t) when priors or losses are not the defaults")
+#: Differences between cartjit and rpart beyond ties, each with its reason (see the report
+#: of the failing assertion for the node, both splits and both decreases in exact
+#: arithmetic). Strict: a fixed difference fails until its entry is removed.
+KNOWN_DIFFERENCES = {
+    "chickwts-size-information": _BITS,
+    "npk-high-information": _BITS,
+    "haireyecolor-eye-information": _BITS,
+    "iris-binned-information": _BITS,
+    "synthetic4-information": _BITS,
+    "esoph-status-priors": _PRIOR_UNITS,
+    "titanic-class-loss": _PRIOR_UNITS,
+    "iris-binned-priors": _PRIOR_UNITS,
+    "iris-binned-loss": _PRIOR_UNITS,
+    "synthetic4-priors": _PRIOR_UNITS,
+    "synthetic4-loss": _PRIOR_UNITS,
+    "synthetic4-gini-minbucket5": (
+        "with min_samples_leaf > 1 the ordered scan of a node with two classes present can "
+        "miss the best admissible subset split; rpart searches all subsets whenever the data "
+        "have more than two classes (the choice depends on the classes of the data, not of "
+        "the node) and finds it: at rpart node 41 (n = 11, classes c0 and c2) rpart splits f10 "
+        "{k03} | {k02, k08, k09}, p(t)Δi = 16/12375; no split between consecutive levels of "
+        "f10 leaves 5 cases on each side, and cartjit takes f12 {m00, m02} | {m04, m07}, "
+        "p(t)Δi = 1/5500"),
+}
+
+
+def _params(cases):
+    return [pytest.param(c, id=c.id, marks=pytest.mark.xfail(
+        strict=True, raises=AssertionError, reason=KNOWN_DIFFERENCES[c.id]))
+        if c.id in KNOWN_DIFFERENCES else pytest.param(c, id=c.id) for c in cases]
+
+
+@pytest.mark.parametrize("case", _params(CASES))
 def test_rpart_tree_is_pruned_subtree_of_tmax(case):
     fits = fit_both(case)
     rp, est = fits.rp, fits.est
@@ -805,40 +934,49 @@ def test_rpart_tree_is_pruned_subtree_of_tmax(case):
     assert any(int(v) > 1 for v in rp["splits"]["ncat"]), "rpart never split a factor"
     assert est.tree_max_.has_subset_splits or fits.ordinal, "cartjit grew no subset split"
     cmp = compare_trees(fits)
-    print(cmp.report())
-    assert not cmp.mismatches, cmp.report()
-    kinds = [kind for kind, _ in cmp.tolerated]
-    n_same = kinds.count("same partition")
-    n_rpart = len(rp["splits"])
-    assert cmp.matched_splits + n_same >= 0.8 * n_rpart, cmp.report()
     t = est.tree_max_
     t1 = set(np.flatnonzero((t.left != -1) & (t.alpha > 0)).tolist())
-    outside = sorted(cmp.cartjit_split_nodes - t1)
+    outside = zero_gain_splits(fits, cmp, sorted(cmp.cartjit_split_nodes - t1))
+    print(cmp.report())
+    assert not cmp.mismatches, cmp.report()
     assert not outside, f"matched splits pruned from cartjit's T_1: {outside}\n" + cmp.report()
-    covered = all(kind in ("same partition", "label tie") for kind in kinds)
+
+    # every rpart split is matched, or lies at or below a node where the trees part by a tie
+    frame = rp["frame"].set_index("node")
+    split_nodes = set(rp["splits"]["node"].tolist())
+    cut = {j for k in cmp.cut_at for j in _rpart_subtree(set(frame.index), k)} & split_nodes
+    cut -= {k for k in cmp.cut_at if k in cmp.pairs and cmp.pairs[k] in cmp.cartjit_split_nodes}
+    n_same = [kind for kind, _ in cmp.tolerated].count("same partition")
+    n_rpart = len(split_nodes)
+    assert cmp.matched_splits + n_same + len(cut) == n_rpart, cmp.report()
+    if n_rpart >= 10:
+        assert len(cut) <= 0.2 * n_rpart, cmp.report()
+    else:
+        assert 1 not in cmp.cut_at, cmp.report()
+    covered = not cmp.cut_at
     if covered:
-        assert cmp.matched_splits + n_same == n_rpart, cmp.report()
         assert cmp.cartjit_split_nodes == t1, (
             f"cartjit's T_1 has {len(t1)} splits, rpart's cp=0 tree {n_rpart}\n" + cmp.report())
 
     # variable importance: equal wherever the two trees are the same tree
     got = est.variable_importance_
     assert isinstance(got, pd.Series) and got.name == "variable_importance"
-    assert (got > 0).all() and list(got.index) == list(got.sort_values(
-        ascending=False, kind="stable").index)
+    assert (got > 0).all() and got.is_monotonic_decreasing
+    own = importance_differences(cartjit_t1_importance(fits), got)
+    assert not own, ("variable_importance_ is not rpart's rule applied to cartjit's tree_ "
+                     "(left: the rule, right: variable_importance_):\n  " + "\n  ".join(own))
     diffs = importance_differences(rp["variable_importance"], got)
     if covered and n_same == 0:
         assert not diffs, "variable importance differs:\n  " + "\n  ".join(diffs)
     elif diffs:
         print("variable importance differs (the trees differ by a tie):\n  " + "\n  ".join(diffs))
 
-    # predictions on the learning data, in the leaves reached through matched splits
+    # predictions on the learning data, in the leaves of T_1 reached through matched splits
     pred = est.predict(fits.df[list(case.features)])
     where = rp["where"]
-    frame = rp["frame"].set_index("node")
     checked = 0
     for k, c in cmp.matched_leaves.items():
-        if k in cmp.label_ties or not (t.left[c] == -1 or t.alpha[c] <= 0):
+        if k in cmp.label_ties or not _in_t1_as_leaf(t, c):
             continue
         rows = np.flatnonzero(where == k)
         if case.method == "class":
@@ -851,6 +989,8 @@ def test_rpart_tree_is_pruned_subtree_of_tmax(case):
         checked += len(rows)
     if covered:
         assert checked == len(where) - sum(int((where == k).sum()) for k in cmp.label_ties)
+    else:
+        assert checked > 0
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES
