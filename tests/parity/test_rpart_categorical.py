@@ -16,22 +16,29 @@ What rpart does with a factor, as its documentation and its sources show (rpart 
   the variable is present and whose case weight is positive. Frequency weights are plain
   case weights: they multiply the class counts (classification) or the terms of the
   weighted sums of squares (regression); ``n`` and ``minbucket`` count rows, not weight.
-* **Two classes, or regression.** The levels present at the node are put in one order
-  and only the L - 1 splits between consecutive levels of that order are examined
-  (Breiman et al. §4.2.2; Fisher 1958). For classification the order is by the share of
-  the first class in the level under the altered priors (count of the first class
-  divided by the prior-weighted total of the level), increasing; for regression by the
-  weighted mean of y in the level, increasing. The sort is stable: tied levels keep the
-  order of their level numbers. (cartjit orders by the share of the second class, so
-  the two programs walk tied levels in opposite directions; a split that separates two
-  tied levels can then be examined by one program and not by the other. Such splits
-  never beat the best one, but they can tie with it.)
-* **More classes.** Every subset is visited once, in Gray-code order (each step moves
-  one level across; the last level is never moved, so each partition is seen once),
-  with running class totals updated by each move. The first strictly best split in that
-  order is kept, compared in the program's own floating point: where two partitions
-  are tied in real arithmetic the one rpart keeps depends on the rounding of those
-  running totals, and so can differ from cartjit's canonical choice.
+* **Two classes in the data, or regression.** The levels present at the node are put
+  in one order and only the L - 1 splits between consecutive levels of that order are
+  examined (Breiman et al. §4.2.2; Fisher 1958). For classification the order is by the
+  share of the first class in the level under the altered priors (count of the first
+  class divided by the prior-weighted total of the level), increasing; for regression by
+  the weighted mean of y in the level, increasing. The sort is stable: tied levels keep
+  the order of their level numbers. (cartjit orders by the share of the second class,
+  so the two programs walk tied levels in opposite directions; a split that separates
+  two tied levels can then be examined by one program and not by the other. Without a
+  minimum leaf size such a split never beats the best one, but it can tie with it.)
+* **More classes in the data.** The choice between the ordered scan and the full search
+  follows the number of classes of the response in the whole learning sample, not of
+  those present at the node: with three or more classes every subset is searched, even
+  at a node where only two classes are left. Without a minimum leaf size this finds the
+  same best split as the ordered scan (Breiman's theorem); with ``minbucket`` > 1 the
+  best admissible split need not lie between consecutive levels of the order, and rpart
+  finds splits that an ordered scan misses. Every subset is visited once, in Gray-code
+  order (each step moves one level across; the last level is never moved, so each
+  partition is seen once), with running class totals updated by each move. The first
+  strictly best split in that order is kept, compared in the program's own floating
+  point: where two partitions are tied in real arithmetic the one rpart keeps depends on
+  the rounding of those running totals, and so can differ from cartjit's canonical
+  choice.
 * **minbucket** applies to a subset split exactly as to an ordered one: each side must
   hold at least ``minbucket`` rows of the node.
 * **Which side is left.** rpart's left child (node 2k) is not tied to a level number:
@@ -65,13 +72,19 @@ same split of the cases) is tolerated when cartjit's variable comes first, a nea
 is tolerated (the branch below is not compared) unless it is an exact tie that cartjit
 should have resolved the other way (the lowest feature index, then the lowest threshold
 or the canonical subset: the side holding the lowest level code present, read as the
-binary number Σ 2^code, the smaller wins), among the splits cartjit examines. Every
-tolerated difference is printed with the test output.
+binary number Σ 2^code, the smaller wins), among the splits cartjit examines. A split
+that rpart keeps although its branch lowers the risk by exactly nothing (its complexity
+is rounding, ~1e-18) is tolerated where cartjit prunes it from T_1. Every tolerated
+difference is printed with the test output. Besides the comparison with rpart's
+``variable.importance``, which needs the two trees to be the same, ``variable_importance_``
+is checked on every case against the rule above applied to cartjit's own tree.
+
+Differences beyond ties are listed in ``KNOWN_DIFFERENCES`` (strict xfails, with the
+reason).
 """
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -993,11 +1006,13 @@ def test_rpart_tree_is_pruned_subtree_of_tmax(case):
         assert checked > 0
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES
-                                  if c.id in ("chickwts-anova", "chickwts-size-gini",
-                                              "esoph-status-priors", "haireyecolor-eye-information",
-                                              "iris-binned-loss", "synthetic3-anova-minbucket3-realweights",
-                                              "titanic-class-loss", "esoph-ordered-rate-anova")])
+UNIT_CASES = ("chickwts-anova", "chickwts-size-gini", "esoph-status-priors",
+              "haireyecolor-eye-information", "iris-binned-loss",
+              "synthetic3-anova-minbucket3-realweights", "titanic-class-loss",
+              "esoph-ordered-rate-anova")
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES if c.id in UNIT_CASES])
 def test_rpart_importance_units(case):
     """rpart's variable.importance is what the module docstring says: Σ N p'(t) Δi for
     classification (nats for information), Σ of the decrease of the weighted sum of
