@@ -902,35 +902,11 @@ def _in_t1_as_leaf(t, c: int) -> bool:
     return True
 
 
-_BITS = ("variable_importance_ with criterion='entropy' is Σ W(t)·Δi with Δi in bits; rpart's "
-         "information index uses natural logarithms, so rpart's importance is ln 2 times it")
-_PRIOR_UNITS = ("variable_importance_ is Σ W(t)·Δi; rpart's improve is N·p'(t)·Δi with p'(t) "
-                "the node probability under the split priors and N the total case weight, which "
-                "differs from W(t) when priors or losses are not the defaults")
 #: Differences between cartjit and rpart beyond ties, each with its reason (see the report
 #: of the failing assertion for the node, both splits and both decreases in exact
-#: arithmetic). Strict: a fixed difference fails until its entry is removed.
-KNOWN_DIFFERENCES = {
-    "chickwts-size-information": _BITS,
-    "npk-high-information": _BITS,
-    "haireyecolor-eye-information": _BITS,
-    "iris-binned-information": _BITS,
-    "synthetic4-information": _BITS,
-    "esoph-status-priors": _PRIOR_UNITS,
-    "titanic-class-loss": _PRIOR_UNITS,
-    "iris-binned-priors": _PRIOR_UNITS,
-    "iris-binned-loss": _PRIOR_UNITS,
-    "synthetic4-priors": _PRIOR_UNITS,
-    "synthetic4-loss": _PRIOR_UNITS,
-    "synthetic4-gini-minbucket5": (
-        "with min_samples_leaf > 1 the ordered scan of a node with two classes present can "
-        "miss the best admissible subset split; rpart searches all subsets whenever the data "
-        "have more than two classes (the choice depends on the classes of the data, not of "
-        "the node) and finds it: at rpart node 41 (n = 11, classes c0 and c2) rpart splits f10 "
-        "{k03} | {k02, k08, k09}, p(t)Δi = 16/12375; no split between consecutive levels of "
-        "f10 leaves 5 cases on each side, and cartjit takes f12 {m00, m02} | {m04, m07}, "
-        "p(t)Δi = 1/5500"),
-}
+#: arithmetic). Strict: a fixed difference fails until its entry is removed. None is
+#: known today.
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
 def _params(cases):
