@@ -104,6 +104,20 @@ if _Base is None:
         _estimator_type = "regressor"
 
 
+#: The most levels an exhaustive subset search may take: 2^19 subsets per node and
+#: feature already cost about a second; beyond that a fit could run for hours.
+MAX_EXHAUSTIVE = 20
+
+
+def _check_exhaustive(value):
+    value = V.check_int(value, "max_categories_exhaustive", low=1)
+    if value > MAX_EXHAUSTIVE:
+        raise ValueError(
+            f"max_categories_exhaustive must be at most {MAX_EXHAUSTIVE} (the exhaustive "
+            f"search of L levels evaluates 2^(L-1) - 1 subsets at every node), got {value}")
+    return value
+
+
 class _Prepared(NamedTuple):
     """Checked parameters and data of one ``fit``."""
 
@@ -149,9 +163,8 @@ class _BaseCART(_Base):
             max_leaf_nodes=V.check_int(self.max_leaf_nodes, "max_leaf_nodes", low=2,
                                        allow_none=True),
             ccp_alpha=V.check_float(self.ccp_alpha, "ccp_alpha", allow_none=True),
-            max_categories_exhaustive=V.check_int(
-                getattr(self, "max_categories_exhaustive", 12), "max_categories_exhaustive",
-                low=1),
+            max_categories_exhaustive=_check_exhaustive(
+                getattr(self, "max_categories_exhaustive", 12)),
         )
 
     # -- fitting --------------------------------------------------------------------
@@ -590,9 +603,10 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         are more than ``cartjit._encoding.MAX_LEVELS`` (16384) levels. At prediction a
         level not seen in fit goes, at each subset split on its feature, to the child
         with more training weight (with a ``UserWarning``).
-    max_categories_exhaustive : int >= 1, default 12
-        With more than two classes at a node, a categorical feature with at most this
-        many levels present there is searched over all 2^(L-1) - 1 subsets (exact);
+    max_categories_exhaustive : int in [1, 20], default 12
+        With more than two classes in the problem (as rpart decides, whatever the node
+        holds), a categorical feature with at most this many levels present at a node
+        is searched there over all 2^(L-1) - 1 subsets (exact);
         above it, the levels are ordered by the first principal component of their
         class proportions (Coppersmith, Hong & Hosking 1999) and only the L - 1 splits
         of that order are scanned: fast, usually close, not guaranteed optimal. With two

@@ -501,3 +501,11 @@ def test_unseen_levels_go_to_the_majority_child():
     with pytest.warns(UserWarning):
         pred = est.predict(new)
     assert pred.tolist() == ["no", "yes", est.classes_[t.label[heavier]]]
+
+
+@pytest.mark.parametrize("value", [0, 21, 2.5, "12"])
+def test_max_categories_exhaustive_is_bounded(value):
+    X = np.array([[0.0], [1.0], [2.0], [0.0]])
+    with pytest.raises((ValueError, TypeError), match="max_categories_exhaustive"):
+        CARTClassifier(max_categories_exhaustive=value, categorical_features=[0]).fit(
+            X, [0, 1, 2, 0])
