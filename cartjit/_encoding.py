@@ -594,11 +594,19 @@ def transform(X, enc, n_features, estimator=None, *, name="X"):
 
 # --------------------------------------------------------------------------- target leaks
 
+#: Rows from which a numeric feature equal to the target warns (see
+#: :func:`warn_target_in_features`).
+MIN_ROWS_NUMERIC_TARGET = 30
+
+
 def warn_target_in_features(X, enc, y, names):
     """Warn when a feature column equals the target on every row (the target listed
     among the features by mistake: the tree would split on it alone).
 
-    ``X`` is the encoded array, ``y`` the target as given (labels or numbers).
+    ``X`` is the encoded array, ``y`` the target as given (labels or numbers). A
+    categorical column is compared level by label on any sample; a numeric one only from
+    ``MIN_ROWS_NUMERIC_TARGET`` rows on and with more than two distinct values, since a
+    small sample or a 0/1 indicator equal to 0/1 labels is a plausible perfect predictor.
     """
     y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y).reshape(-1)
     n = X.shape[0]
@@ -614,9 +622,11 @@ def warn_target_in_features(X, enc, y, names):
     head = min(n, 32)
     for j in range(X.shape[1]):
         if enc.kind[j] == NUMERIC:
-            if not y_numeric or not np.array_equal(X[:head, j], y_float[:head]):
+            if (n < MIN_ROWS_NUMERIC_TARGET or not y_numeric
+                    or not np.array_equal(X[:head, j], y_float[:head])):
                 continue
-            same = np.array_equal(X[:, j], y_float)
+            same = (np.array_equal(X[:, j], y_float)
+                    and np.unique(y_float).shape[0] > 2)
         else:
             levels = np.asarray(enc.categories[j], dtype=object)
             codes = X[:, j].astype(np.intp)
