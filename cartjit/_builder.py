@@ -62,6 +62,8 @@ from ._simd import LANES, compress_partition
 from ._splitter import (Segment, Targets, best_split_classification, best_split_gini_runs,
                         best_split_regression, class_counts, equal_factors,
                         threshold_between)
+from ._subsets import (SIDE, CODE, best_subset_classification, best_subset_regression,
+                       float_scratch_size, int_scratch_size)
 from ._tree import Tree
 
 __all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs", "Work",
@@ -73,9 +75,9 @@ SEARCH_BATCH = 4096
 
 # Columns of the integer and float node tables (private to this module: the tree leaves
 # it through Grown.to_tree).
-I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_DEPTH, I_N = 0, 1, 2, 3, 4, 5
+I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_DEPTH, I_N, I_LEVEL_ROW = 0, 1, 2, 3, 4, 5, 6
 F_THRESHOLD, F_WEIGHT, F_IMPURITY, F_IMPROVEMENT = 0, 1, 2, 3
-_N_INT = 6
+_N_INT = 7
 _N_FLOAT = 4
 
 
@@ -84,7 +86,8 @@ _N_FLOAT = 4
 class Nodes(NamedTuple):
     """The node tables, one row per node, over-allocated while growing."""
 
-    inode: np.ndarray   # int32 (cap, 6): feature, left, right, parent, depth, n cases
+    inode: np.ndarray   # int32 (cap, 7): feature, left, right, parent, depth, n cases,
+                        # row of the level sets (-1: not a subset split)
     fnode: np.ndarray   # float64 (cap, 4): threshold, weight, impurity, Δi of the split
     value: np.ndarray   # float64 (cap, J): class counts N_j(t), or (cap, 1): the mean
 
@@ -129,6 +132,7 @@ class Rules(NamedTuple):
     min_impurity_decrease: float   # on p(t) Δi
     q_root: float                  # Q(root) (or W(root)): p(t) = Q(t) / q_root
     simd: bool                     # 16-key blocks (cartjit._simd)
+    max_exhaustive: int            # subset search over all subsets up to this many levels
 
 
 class Splits(NamedTuple):
@@ -153,6 +157,8 @@ class Work(NamedTuple):
     buffers: np.ndarray    # int32 (n_threads, n) split candidates / partition side buffer
     goes_left: np.ndarray  # uint8 mark by case (+ 3 bytes of padding)
     no_ranks: np.ndarray   # int32 empty: the ranks of a feature without ties
+    level_f: np.ndarray    # float64 (n_threads, ...) per-level statistics (subset splits)
+    level_i: np.ndarray    # int64 (n_threads, 4 L_max) codes, cases, ranks, sides of levels
 
 
 class Grown(NamedTuple):
@@ -161,6 +167,7 @@ class Grown(NamedTuple):
     inode: np.ndarray
     fnode: np.ndarray
     value: np.ndarray
+    level_sets: np.ndarray  # uint64 (m, 2, n_words) the subset splits' level sets
 
     @property
     def n_nodes(self):
@@ -186,6 +193,11 @@ class Grown(NamedTuple):
         (``alpha`` is NaN until the pruning sequence is computed); every array is a
         copy, so the over-allocated tables can be freed."""
         inode, fnode = self.inode, self.fnode
+        left = inode[:, I_LEFT]
+        weight = fnode[:, F_WEIGHT]
+        split = left >= 0
+        kid = np.where(split, left, 0)
+        majority_left = (split & (weight[kid] >= weight[np.minimum(kid + 1, left.shape[0] - 1)]))
         return Tree(
             feature=inode[:, I_FEATURE].astype(np.int32),
             threshold=fnode[:, F_THRESHOLD].copy(),
@@ -201,9 +213,9 @@ class Grown(NamedTuple):
             label=label,
             alpha=np.full(inode.shape[0], np.nan),
             improvement=fnode[:, F_IMPROVEMENT].copy(),
-            majority_left=np.zeros(inode.shape[0], dtype=np.int32),
-            level_row=np.full(inode.shape[0], -1, dtype=np.int32),
-            level_sets=np.zeros((0, 2, 0), dtype=np.uint64),
+            majority_left=majority_left.astype(np.int32),
+            level_row=inode[:, I_LEVEL_ROW].astype(np.int32),
+            level_sets=self.level_sets.copy(),
         )
 
 
@@ -329,11 +341,21 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     lean_ok = criterion == GINI and tg.unit_weights and tg.mask != 0
     scratch = work.scratch[c]
     cand = work.buffers[c]
+    n_levels = ps.n_levels
+    level_f = work.level_f[c]
+    level_i = work.level_i[c]
+    lm = work.level_i.shape[1] // 4
     for k in range(c, n_pairs, n_chunks):
         j = k // p
         f = k - j * p
         node = fr.node[j]
         imp = fnode[node, F_IMPURITY]
+        if n_levels[f] > 0:
+            d, n_left = _subset_search(ps, f, fr, j, node, nodes, tg, rules, level_f,
+                                       level_i, lm)
+            pairs.delta[k] = d
+            pairs.pos[k] = fr.start[j] + n_left if n_left >= 0 else -1
+            continue
         rk = ranks[rank_row[f]] if rank_row[f] >= 0 else work.no_ranks
         seg = Segment(keys[f], rk, fr.start[j], fr.end[j])
         if criterion != SQUARED_ERROR:
@@ -353,23 +375,98 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
 
 
 @jit
-def _choose(X, keys, fr, nodes, tg, rules, pairs, splits, goes_left, first_child):
+def _subset_search(ps, f, fr, j, node, nodes, tg, rules, level_f, level_i, lm):
+    """Step 1 (and 2), a categorical feature: the best subset split of frontier node
+    ``j`` on feature ``f`` (:mod:`cartjit._subsets`); returns ``(Δi, n_left)`` and
+    leaves the side of every level present in ``level_i``.
+
+    Parameters
+    ----------
+    ps : :class:`cartjit._presort.Presorted` (the feature's row of ``ranks``: codes).
+    f : the feature.
+    fr : :class:`Frontier`; j its row, ``node`` the node id.
+    nodes : :class:`Nodes`.
+    tg : :class:`cartjit._splitter.Targets`.
+    rules : :class:`Rules`.
+    level_f, level_i, lm : this thread's scratch (see :mod:`cartjit._subsets`).
+    """
+    seg = Segment(ps.keys[f], ps.ranks[ps.rank_row[f]], fr.start[j], fr.end[j])
+    imp = nodes.fnode[node, F_IMPURITY]
+    if tg.criterion != SQUARED_ERROR:
+        return best_subset_classification(seg, tg, nodes.value[node], imp,
+                                          rules.min_samples_leaf, rules.max_exhaustive,
+                                          level_f, level_i, lm)
+    return best_subset_regression(seg, tg.y_reg, tg.w, tg.unit_weights, fr.mean[j], imp,
+                                  rules.min_samples_leaf, level_f, level_i, lm)
+
+
+@jit
+def _record_subset(ps, f, start, end, shift, level_i, lm, level_sets, row, goes_left, buf):
+    """Step 2, a subset split: write its level sets to row ``row`` of ``level_sets``,
+    mark its cases and stably partition the split feature's segment into the cases
+    going left and then right (the other features are partitioned in step 4).
+
+    The segment lists the cases grouped by level, levels in code order, as the search
+    found them: the k-th run of equal codes is present level k, whose side the search
+    left in ``level_i``.
+    """
+    keys = ps.keys[f]
+    codes = ps.ranks[ps.rank_row[f]]
+    for side in range(2):
+        for wd in range(level_sets.shape[2]):
+            level_sets[row, side, wd] = 0
+    k = -1
+    prev = -1
+    go = 0
+    for i in range(start, end):
+        case = keys[i] >> shift
+        code = codes[case]
+        if code != prev:
+            k += 1
+            prev = code
+            go = level_i[SIDE * lm + k]
+            level_sets[row, 1 - go, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+        goes_left[case] = go
+    wl = start
+    wr = 0
+    for i in range(start, end):
+        key = keys[i]
+        if goes_left[key >> shift]:
+            keys[wl] = key
+            wl += 1
+        else:
+            buf[wr] = key
+            wr += 1
+    for i in range(wr):
+        keys[wl + i] = buf[i]
+
+
+@jit
+def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, work, level_sets, first_child,
+            first_row):
     """Step 2, choose: each frontier node's split, recorded with its cases marked;
-    returns how many nodes split.
+    returns how many nodes split and how many rows of ``level_sets`` were written.
 
     Parameters
     ----------
     X : float64 (n, p) the cases, for the thresholds.
-    keys : int32 (p, n) the keys.
+    ps : :class:`cartjit._presort.Presorted` keys, codes and levels.
     fr : :class:`Frontier` of this batch.
     nodes : :class:`Nodes`; split nodes get feature, children, threshold and Δi.
     tg : :class:`cartjit._splitter.Targets`.
     rules : :class:`Rules`.
     pairs : :class:`Pairs` of this batch (step 1).
     splits : :class:`Splits` output, this batch's rows.
-    goes_left : uint8 output by case: 1 for the cases of a left child.
+    work : :class:`Work`: ``goes_left`` receives 1 for the cases of a left child; the
+        first thread's scratch serves the subset splits.
+    level_sets : uint64 (cap, 2, n_words) the level sets of subset splits.
     first_child : id of the first child this batch may create.
+    first_row : first free row of ``level_sets``.
     """
+    keys = ps.keys
+    goes_left = work.goes_left
+    lm = work.level_i.shape[1] // 4
+    n_rows = 0
     inode = nodes.inode
     fnode = nodes.fnode
     value = nodes.value
@@ -413,11 +510,22 @@ def _choose(X, keys, fr, nodes, tg, rules, pairs, splits, goes_left, first_child
         inode[node, I_LEFT] = splits.child_base[j]
         inode[node, I_RIGHT] = splits.child_base[j] + 1
         fnode[node, F_IMPROVEMENT] = best
+        if ps.n_levels[bf] > 0:
+            # the search is repeated for this one pair, to learn the sides of the levels
+            _subset_search(ps, bf, fr, j, node, nodes, tg, rules, work.level_f[0],
+                           work.level_i[0], lm)
+            r = first_row + n_rows
+            n_rows += 1
+            _record_subset(ps, bf, fr.start[j], fr.end[j], shift, work.level_i[0], lm,
+                           level_sets, r, goes_left, work.buffers[0])
+            inode[node, I_LEVEL_ROW] = r
+            fnode[node, F_THRESHOLD] = np.nan
+            continue
         fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1] >> shift, bf],
                                                      X[row[pos] >> shift, bf])
         for i in range(fr.start[j], fr.end[j]):
             goes_left[row[i] >> shift] = 1 if i < pos else 0
-    return n_split
+    return n_split, n_rows
 
 
 @jit
@@ -455,6 +563,7 @@ def _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, c, n_chunks):
         inode[cid, I_PARENT] = node
         inode[cid, I_DEPTH] = depth
         inode[cid, I_N] = e - s
+        inode[cid, I_LEVEL_ROW] = -1
         fnode[cid, F_THRESHOLD] = np.nan
         fnode[cid, F_IMPROVEMENT] = 0.0
         weight, imp, mean, s_c, mixed = _node_stats(keys[splits.feat[j]], s, e, tg,
@@ -565,6 +674,7 @@ def _root(keys, nodes, tg):
     inode[0, I_PARENT] = -1
     inode[0, I_DEPTH] = 0
     inode[0, I_N] = n
+    inode[0, I_LEVEL_ROW] = -1
     fnode[0, F_THRESHOLD] = np.nan
     fnode[0, F_IMPROVEMENT] = 0.0
     weight, imp, mean, s_c, mixed = _node_stats(keys[0], np.int64(0), n, tg, value[0])
@@ -667,10 +777,20 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     # partition. goes_left is padded by 3 bytes: the 16-key partition reads each mark as
     # a 4-byte word.
     row = -(-3 * max(n_classes, 1) // 16) * 16
+    n_levels = presorted.n_levels
+    lm = int(n_levels.max()) if n_levels.shape[0] else 0
+    # Subset splits: per-thread scratch of per-level statistics, and a table of level
+    # sets (one bit per level code) grown like the node tables.
+    n_words = -(-lm // 64)
+    n_lf = float_scratch_size(lm, n_val) if lm else 0
     work = Work(np.zeros((n_threads, row), dtype=np.float64),
                 np.empty((n_threads, n), dtype=np.int32),
                 np.zeros(X.shape[0] + 3, dtype=np.uint8),
-                np.empty(0, dtype=np.int32))
+                np.empty(0, dtype=np.int32),
+                np.zeros((n_threads, n_lf), dtype=np.float64),
+                np.zeros((n_threads, int_scratch_size(lm) if lm else 0), dtype=np.int64))
+    level_sets = np.zeros((16 if lm else 0, 2, n_words), dtype=np.uint64)
+    n_rows = 0
     simd = bool(_config.SIMD)
 
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
@@ -679,7 +799,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
             run_chunks(pool, min(n_threads, p), _pack_labels, keys, tg.y_class, tg.shift)
         q_root, mean0, s0, mixed = _root(keys, nodes, tg)
         rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
-                      float(settings.min_impurity_decrease), float(q_root), simd)
+                      float(settings.min_impurity_decrease), float(q_root), simd,
+                      int(settings.max_categories_exhaustive))
         splittable = (mixed and n >= min_samples_split and n >= 2 * min_samples_leaf
                       and max_depth != 0)
         n_nodes = 1
@@ -692,6 +813,9 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                             np.zeros(m, dtype=np.int64))
             # Capacity for the worst case (every frontier node splits).
             _grow_tables(nodes, n_nodes + 2 * m)
+            if lm and n_rows + m > level_sets.shape[0]:
+                level_sets.resize((max(n_rows + m, level_sets.shape[0] * 5 // 4), 2,
+                                   n_words), refcheck=False)
             # Steps 1 and 2 on a batch of frontier nodes at a time, so that the
             # (node, feature) results take a bounded amount of memory.
             n_batch = min(m, SEARCH_BATCH) * p
@@ -705,9 +829,11 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 batch = fr.rows(b)
                 run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch, nodes,
                            tg, rules, work, pairs)
-                n_split += _choose(X, keys, batch, nodes, tg, rules, pairs,
-                                   Splits(*(a[b] for a in splits)), work.goes_left,
-                                   n_nodes + 2 * n_split)
+                n_new, n_new_rows = _choose(X, presorted, batch, nodes, tg, rules, pairs,
+                                            Splits(*(a[b] for a in splits)), work,
+                                            level_sets, n_nodes + 2 * n_split, n_rows)
+                n_split += n_new
+                n_rows += n_new_rows
             if n_split == 0:
                 break
             sp_index = np.flatnonzero(splits.feat >= 0).astype(np.int64)
@@ -736,4 +862,5 @@ def grow(problem, presorted, factor, settings, n_threads=1):
 
     # Views of the first n_nodes rows: Grown.to_tree copies what it keeps, column by
     # column, so the over-allocated tables are never duplicated whole.
-    return Grown(nodes.inode[:n_nodes], nodes.fnode[:n_nodes], nodes.value[:n_nodes])
+    return Grown(nodes.inode[:n_nodes], nodes.fnode[:n_nodes], nodes.value[:n_nodes],
+                 level_sets[:n_rows])

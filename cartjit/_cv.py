@@ -40,7 +40,7 @@ import numpy as np
 from ._presort import presort, subset_keys
 from ._fit import fit_tree
 from ._limits import check_allocation
-from ._predict import FoldTree, HeldOut, LossTable, heldout_losses
+from ._predict import subsets_of, FoldTree, HeldOut, LossTable, heldout_losses
 from ._pruning import midpoints, path_table
 from ._scaling import normalise
 
@@ -114,7 +114,7 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
         cv = n
     plan = make_folds(cv, n, y=problem.y_class if stratify else None, stratify=stratify,
                       n_repeats=n_repeats, random_state=random_state)
-    keys = presort(problem.X)
+    keys = presort(problem.X, problem.n_levels)
     fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads)
     del keys
     alphas, n_leaves, tree_risk = fitted.path
@@ -347,7 +347,8 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         out_sq = np.zeros(alpha_prime.shape[0])
         label = t.label if problem.is_classification else np.empty(0, dtype=np.int32)
         value = t.value if problem.is_classification else t.value / scale.y
-        heldout_losses(FoldTree(t.feature, t.threshold, t.left, t.alpha, label, value),
+        heldout_losses(FoldTree(t.feature, t.threshold, t.left, t.alpha, label, value,
+                                subsets_of(t)),
                        HeldOut(problem.X, rows, problem.y_class, problem.y_reg, problem.w,
                                problem.unit_weights),
                        LossTable(class_scale, cost, alpha_prime, out_sum, out_sq))

@@ -20,7 +20,40 @@ from numba import prange
 
 from ._config import jit, jit_parallel
 
-__all__ = ["apply", "heldout_losses", "FoldTree", "HeldOut", "LossTable"]
+__all__ = ["apply", "heldout_losses", "goes_right", "FoldTree", "HeldOut", "LossTable",
+           "Subsets"]
+
+
+class Subsets(NamedTuple):
+    """How a tree's subset splits route a case (see :mod:`cartjit._tree`)."""
+
+    level_row: np.ndarray      # int64 (n_nodes,) row of level_sets, -1: ordered split
+    level_sets: np.ndarray     # uint64 (m, 2, n_words) levels going left / right
+    majority_left: np.ndarray  # int64 (n_nodes,) 1: a case that cannot be routed goes left
+
+
+@jit
+def goes_right(x, t, threshold, subsets):
+    """Prediction, one step: 1 when a case with value ``x`` of node t's split feature
+    goes to the right child, else 0.
+
+    An ordered split sends x > threshold right. A subset split looks the level code x up
+    in its two level sets; a code in neither (a level absent from the node's learning
+    cases, or -1: never seen in training) goes with the majority.
+    """
+    row = subsets.level_row[t]
+    if row < 0:
+        return np.int64(x > threshold[t])
+    sets = subsets.level_sets
+    if x >= 0.0 and x < 64.0 * sets.shape[2]:
+        code = np.int64(x)
+        word = code >> 6
+        bit = np.uint64(1) << np.uint64(code & 63)
+        if sets[row, 0, word] & bit:
+            return np.int64(0)
+        if sets[row, 1, word] & bit:
+            return np.int64(1)
+    return np.int64(1 - subsets.majority_left[t])
 
 
 class FoldTree(NamedTuple):
@@ -32,6 +65,7 @@ class FoldTree(NamedTuple):
     alpha: np.ndarray      # float64 (n_nodes,), collapse α of each node
     label: np.ndarray      # int32 (n_nodes,) class j*(t); empty for regression
     value: np.ndarray      # float64 (n_nodes, 1) ȳ(t) for regression (unused otherwise)
+    subsets: Subsets       # level sets of subset splits (level_row all -1 without them)
 
 
 class HeldOut(NamedTuple):
@@ -106,8 +140,48 @@ def _apply_grouped(child0, feature, threshold, X):
     return out, bad.sum()
 
 
-def apply(feature, threshold, left, X):
-    """Leaf id of every row of X (x_m <= c goes left; the right child is ``left + 1``).
+@jit_parallel
+def _apply_subsets(child0, feature, threshold, subsets, X):
+    """Prediction, the descent through a tree with subset splits: as
+    :func:`_apply_grouped`, each step taken by :func:`goes_right` (leaves are self-loops
+    with an ordered split at +inf). Returns ``(leaves, number of non-finite entries)``.
+    """
+    n, p = X.shape
+    out = np.empty(n, dtype=np.int64)
+    n_groups = (n + GROUP - 1) // GROUP
+    bad = np.zeros(n_groups, dtype=np.int64)
+    for g in prange(n_groups):
+        base = g * GROUP
+        m = min(GROUP, n - base)
+        for r in range(m):
+            for f in range(p):
+                if not np.isfinite(X[base + r, f]):
+                    bad[g] += 1
+        nodes = np.zeros(GROUP, dtype=np.int64)
+        while True:
+            moved = 0
+            for r in range(m):
+                t = nodes[r]
+                nxt = child0[t] + goes_right(X[base + r, feature[t]], t, threshold, subsets)
+                moved |= nxt != t
+                nodes[r] = nxt
+            if moved == 0:
+                break
+        for r in range(m):
+            out[base + r] = nodes[r]
+    return out, bad.sum()
+
+
+def subsets_of(tree):
+    """The :class:`Subsets` record of a :class:`cartjit._tree.Tree` (leaves: -1)."""
+    return Subsets(np.ascontiguousarray(tree.level_row, dtype=np.int64),
+                   np.ascontiguousarray(tree.level_sets, dtype=np.uint64),
+                   np.ascontiguousarray(tree.majority_left, dtype=np.int64))
+
+
+def apply(feature, threshold, left, X, subsets=None):
+    """Leaf id of every row of X (x_m <= c goes left; the right child is ``left + 1``;
+    ``subsets``, a :class:`Subsets`, for a tree with subset splits).
 
     Returns ``(leaves, n_non_finite)``: the number of NaN or infinite entries of X, which
     the caller turns into an error (the kernel checks them while it reads the rows).
@@ -116,7 +190,9 @@ def apply(feature, threshold, left, X):
     child0 = np.where(is_leaf, np.arange(left.shape[0]), left).astype(np.int64)
     feat = np.where(is_leaf, 0, feature).astype(np.int64)
     thr = np.where(is_leaf, np.inf, threshold)
-    return _apply_grouped(child0, feat, thr, X)
+    if subsets is None:
+        return _apply_grouped(child0, feat, thr, X)
+    return _apply_subsets(child0, feat, thr, subsets, X)
 
 
 @jit
@@ -143,7 +219,7 @@ def heldout_losses(tree, cases, losses):
         ``out_sum``, ``out_sq``.
     """
     feature, threshold, left, alpha = tree.feature, tree.threshold, tree.left, tree.alpha
-    label, value = tree.label, tree.value
+    label, value, subsets = tree.label, tree.value, tree.subsets
     X, rows, y_class, y_reg = cases.X, cases.rows, cases.y_class, cases.y_reg
     w, unit_weights = cases.w, cases.unit_weights
     class_scale, cost, alphas = losses.class_scale, losses.cost, losses.alphas
@@ -175,8 +251,7 @@ def heldout_losses(tree, cases, losses):
             child = left[node]
             if hi == 0 or child < 0:
                 break
-            if X[i, feature[node]] > threshold[node]:
-                child += 1
+            child += goes_right(X[i, feature[node]], node, threshold, subsets)
             node = child
     acc = 0.0
     acc2 = 0.0

@@ -55,11 +55,16 @@ class Presorted(NamedTuple):
     when x_m has no tied values among the learning cases, else the row of ``ranks``
     holding the dense rank of x_m for every case (indexed by case, so the ranks stay
     valid for any subset of the cases and after any partition of ``keys``).
+
+    A categorical feature (``n_levels[m] > 0``, X holding level codes) is sorted the same
+    way, so a node's cases come grouped by level; its row of ``ranks`` holds the level
+    code of every case.
     """
 
     keys: np.ndarray       # int32 (n_features, n_cases)
     ranks: np.ndarray      # int32 (n_tied_features, n_rows_of_X)
     rank_row: np.ndarray   # int64 (n_features,)
+    n_levels: np.ndarray   # int64 (n_features,): L_m levels, 0 for an ordered feature
 
 
 @jit
@@ -97,8 +102,12 @@ def _dense_ranks(col, order, out):
         out[case] = rank
 
 
-def presort(X):
+def presort(X, n_levels=None):
     """Sort every feature once (NumPy ``argsort``), on the calling thread.
+
+    ``n_levels`` (int64 by feature, L_m for a categorical feature whose column holds
+    level codes, 0 for an ordered one; ``None``: every feature ordered) gives every
+    categorical feature a row of ``ranks`` holding its codes.
 
     The order of equal values does not matter: a run of equal values is never split.
     The sorts run one after the other through one column buffer: sorting on several
@@ -107,6 +116,10 @@ def presort(X):
     (see :func:`release_free_memory`); the fit's peak memory matters more.
     """
     n, p = X.shape
+    if n_levels is None or n_levels.shape[0] == 0:
+        n_levels = np.zeros(p, dtype=np.int64)
+    n_levels = as_kernel_array(n_levels, np.int64)
+    categorical = n_levels > 0
     keys = np.empty((p, n), dtype=np.int32)
     tied = np.zeros(p, dtype=bool)
     col = np.empty(n, dtype=X.dtype)
@@ -114,18 +127,21 @@ def presort(X):
         np.copyto(col, X[:, f])
         order = np.argsort(col)
         keys[f] = order
-        tied[f] = _sorted_ties(col, order)
+        tied[f] = not categorical[f] and _sorted_ties(col, order)
         del order
+    with_row = tied | categorical
     rank_row = np.full(p, -1, dtype=np.int64)
-    rank_row[tied] = np.arange(int(tied.sum()))
-    ranks = np.empty((int(tied.sum()), n), dtype=np.int32)
+    rank_row[with_row] = np.arange(int(with_row.sum()))
+    ranks = np.empty((int(with_row.sum()), n), dtype=np.int32)
     for f in np.flatnonzero(tied):
         np.copyto(col, X[:, f])
         _dense_ranks(col, keys[f], ranks[rank_row[f]])
+    for f in np.flatnonzero(categorical):
+        ranks[rank_row[f]] = X[:, f]  # the codes, exact in float64 and in int32
     del col
     if n * p >= PARALLEL_MIN_KEYS:
         release_free_memory()
-    return Presorted(keys, ranks, rank_row)
+    return Presorted(keys, ranks, rank_row, n_levels)
 
 
 def _load_malloc_trim():
@@ -193,4 +209,4 @@ def subset_keys(presorted, in_subset, n_threads=1):
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
-    return Presorted(out, presorted.ranks, presorted.rank_row)
+    return Presorted(out, presorted.ranks, presorted.rank_row, presorted.n_levels)

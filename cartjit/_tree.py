@@ -282,10 +282,11 @@ def apply(tree: Tree, X: np.ndarray) -> np.ndarray:
 
     Raises ``ValueError`` if X holds NaN or infinity (checked while the rows are read).
     """
-    from ._predict import apply as leaves_of  # the batch kernel
+    from ._predict import apply as leaves_of, subsets_of  # the batch kernels
     from ._validation import raise_non_finite
 
-    leaves, n_bad = leaves_of(tree.feature, tree.threshold, tree.left, X)
+    subsets = subsets_of(tree) if tree.has_subset_splits else None
+    leaves, n_bad = leaves_of(tree.feature, tree.threshold, tree.left, X, subsets)
     if n_bad:
         raise_non_finite(X)
     return leaves

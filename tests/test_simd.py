@@ -76,7 +76,7 @@ def test_partition_blocks_match_scalar_and_reference(shift):
     for simd in (False, True):
         out = keys.copy()
         work = Work(np.zeros((1, 16)), np.empty((1, n), np.int32), goes_left,
-                    np.empty(0, np.int32))
+                    np.empty(0, np.int32), np.zeros((1, 0)), np.zeros((1, 0), np.int64))
         zeros = np.zeros(5, np.int64)
         fr = Frontier(sp_index, f_start, f_end, np.zeros(5), np.zeros(5))
         _partition(out, shift, sp_index, Splits(split_feat, zeros, zeros), fr, work, simd,

@@ -1,0 +1,480 @@
+"""Best subset split of one node on one categorical feature (docs/maths.md §7).
+
+A categorical feature's column of X holds level codes, and its presorted keys list the
+cases by code, so a node's segment comes grouped by level, levels in increasing code
+order. One pass over the segment gathers, for every level present at the node, its
+weighted class counts (or its weight W and centred sum Σ w (y - ȳ(t))) and its number
+of cases. The split sends a set S of the present levels one way and the rest the other;
+L present levels give 2^(L-1) - 1 distinct splits. Three searches:
+
+* **ordered scan** — two classes present, or regression: by the ordering theorem
+  (Breiman et al. 1984, §4.2.2 and §9.4; Fisher 1958 for least squares) the best split
+  is one of the L - 1 splits of the levels sorted by p(class 1 | level) under the
+  split-search priors, or by the mean of y. O(n + L log L) per node and feature;
+* **exhaustive** — more than two classes present and at most ``max_exhaustive``
+  levels: every one of the 2^(L-1) - 1 subsets, visited in Gray-code order so that one
+  level changes side per step;
+* **principal-component ordering** — more classes and more levels: the levels are
+  sorted by their score on the first principal component of the class proportions
+  p(j | level) (weighted by p(level); Coppersmith, Hong & Hosking 1999) and the L - 1
+  splits of that order are scanned. This is a heuristic: the result is not guaranteed
+  to be the best subset.
+
+Δi is computed for every candidate from both children's counts (the right child's as
+suffix sums, never as a difference of large totals). Ties: a candidate replaces the
+best when its Δi is larger by more than the tie tolerance; within the tolerance the
+*canonical* split wins. A split is written as the set S of levels on the side holding
+the lowest level code present at the node (S goes to the left child), and S ranks
+before S' when the highest level code in which they differ belongs to S' (the smaller
+binary number Σ 2^code).
+
+The searches return ``(Δi, n_left)`` with ``n_left`` the number of cases in S, or
+``(-inf, -1)`` when no split leaves ``min_leaf`` cases on both sides; the side of every
+present level is left in the integer scratch (:data:`SIDE`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._config import jit
+from ._criteria import tie_tolerance
+from ._splitter import delta_from_counts
+
+__all__ = ["best_subset_classification", "best_subset_regression", "int_scratch_size",
+           "float_scratch_size", "CODE", "NCASE", "SIDE", "POWER_ITERATIONS"]
+
+# Blocks of the integer scratch (each ``n_levels_max`` long): the code of each present
+# level, its number of cases, its rank in the scan order, and its side (1: in S).
+CODE, NCASE, RANK, SIDE = 0, 1, 2, 3
+_N_INT_BLOCKS = 4
+
+#: Iterations of the power method for the first principal component.
+POWER_ITERATIONS = 100
+
+
+def int_scratch_size(n_levels_max):
+    """Length of the integer scratch of one thread."""
+    return _N_INT_BLOCKS * max(1, n_levels_max)
+
+
+def float_scratch_size(n_levels_max, n_classes):
+    """Length of the float scratch of one thread: per-level statistics and their
+    suffix sums (J or 2 per level), the sort scores, and room for vectors of J."""
+    width = max(2, n_classes)
+    lm = max(1, n_levels_max)
+    return 2 * lm * width + lm + n_classes * n_classes + 6 * width
+
+
+# --------------------------------------------------------------------------- statistics
+
+@jit
+def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
+    """Per present level (in code order): weighted class counts ``stats[k*J + j]``, code
+    and number of cases; returns the number of levels present.
+
+    Parameters
+    ----------
+    seg : :class:`cartjit._splitter.Segment` whose ``ranks`` hold the codes by case.
+    tg : :class:`cartjit._splitter.Targets`.
+    n_classes : J.
+    stats : float64 scratch, receives L J counts.
+    ints : int64 scratch (blocks of ``lm``).
+    lm : the block length.
+    """
+    keys = seg.keys
+    codes = seg.ranks
+    shift = tg.shift
+    mask = tg.mask
+    y = tg.y_class
+    w = tg.w
+    unit = tg.unit_weights
+    k = -1
+    prev = -1
+    for i in range(seg.start, seg.end):
+        key = keys[i]
+        case = key >> shift
+        c = codes[case]
+        if c != prev:
+            k += 1
+            prev = c
+            ints[CODE * lm + k] = c
+            ints[NCASE * lm + k] = 0
+            for j in range(n_classes):
+                stats[k * n_classes + j] = 0.0
+        cls = key & mask if mask else y[case]
+        stats[k * n_classes + cls] += 1.0 if unit else w[case]
+        ints[NCASE * lm + k] += 1
+    return k + 1
+
+
+@jit
+def _reg_level_stats(seg, y, w, unit, mean, stats, ints, lm):
+    """Per present level (in code order): weight W and centred sum Σ w (y - ȳ(t)) in
+    ``stats[2k]``, ``stats[2k + 1]``, code and number of cases; returns how many levels.
+
+    Parameters
+    ----------
+    seg : :class:`cartjit._splitter.Segment` whose ``ranks`` hold the codes by case.
+    y, w, unit : responses, weights, unit weights.
+    mean : ȳ(t).
+    stats : float64 scratch, receives 2 L values.
+    ints : int64 scratch (blocks of ``lm``).
+    lm : the block length.
+    """
+    keys = seg.keys
+    codes = seg.ranks
+    k = -1
+    prev = -1
+    for i in range(seg.start, seg.end):
+        case = keys[i]
+        c = codes[case]
+        if c != prev:
+            k += 1
+            prev = c
+            ints[CODE * lm + k] = c
+            ints[NCASE * lm + k] = 0
+            stats[2 * k] = 0.0
+            stats[2 * k + 1] = 0.0
+        wi = 1.0 if unit else w[case]
+        stats[2 * k] += wi
+        stats[2 * k + 1] += wi * (y[case] - mean)
+        ints[NCASE * lm + k] += 1
+    return k + 1
+
+
+# --------------------------------------------------------------------------- tie rule
+
+@jit
+def _prefix_before(ints, lm, n_lv, ka, kb):
+    """Tie rule for two splits of one scan order: whether the split after the first
+    ``ka`` levels of the order ranks before the one after ``kb`` (canonical order).
+
+    Level k (present-index, increasing code) is in the first ``k*`` of the order when
+    its rank is below k*; each split is normalised to the side holding level 0.
+    """
+    r0 = ints[RANK * lm]
+    in_a0 = r0 < ka
+    in_b0 = r0 < kb
+    for lvl in range(n_lv - 1, -1, -1):
+        r = ints[RANK * lm + lvl]
+        ma = (r < ka) == in_a0
+        mb = (r < kb) == in_b0
+        if ma != mb:
+            return mb
+    return False
+
+
+@jit
+def _set_sides_from_prefix(ints, lm, n_lv, k):
+    """The sides of the split after the first ``k`` levels of the scan order, S being
+    the side of level 0; returns the number of cases in S."""
+    in0 = ints[RANK * lm] < k
+    n_left = 0
+    for lvl in range(n_lv):
+        side = (ints[RANK * lm + lvl] < k) == in0
+        ints[SIDE * lm + lvl] = 1 if side else 0
+        if side:
+            n_left += ints[NCASE * lm + lvl]
+    return n_left
+
+
+@jit
+def _set_ranks(ints, lm, order):
+    """Rank of every present level in the scan ``order``."""
+    for pos in range(order.shape[0]):
+        ints[RANK * lm + order[pos]] = pos
+
+
+# --------------------------------------------------------------------------- classification
+
+@jit
+def _first_component_scores(stats, n_lv, n_classes, factor, score, work):
+    """Heuristic order: score of every level on the first principal component of the
+    class proportions p(j | level), weighted by the level's Q (power method from the
+    coordinate of largest variance; deterministic).
+
+    Parameters
+    ----------
+    stats : float64 L J class counts.
+    n_lv, n_classes : L and J.
+    factor : float64 (J,) c_j.
+    score : float64 (L,) output.
+    work : float64 scratch of J J + 3 J.
+    """
+    J = n_classes
+    cov = work[:J * J]
+    mean = work[J * J:J * J + J]
+    v = work[J * J + J:J * J + 2 * J]
+    nv = work[J * J + 2 * J:J * J + 3 * J]
+    for j in range(J):
+        mean[j] = 0.0
+    q_all = 0.0
+    for lvl in range(n_lv):
+        q = 0.0
+        for j in range(J):
+            q += factor[j] * stats[lvl * J + j]
+        q_all += q
+        for j in range(J):
+            mean[j] += factor[j] * stats[lvl * J + j]
+    for j in range(J):
+        mean[j] /= q_all
+    for a in range(J * J):
+        cov[a] = 0.0
+    for lvl in range(n_lv):
+        q = 0.0
+        for j in range(J):
+            q += factor[j] * stats[lvl * J + j]
+        for a in range(J):
+            da = factor[a] * stats[lvl * J + a] / q - mean[a]
+            for b in range(J):
+                db = factor[b] * stats[lvl * J + b] / q - mean[b]
+                cov[a * J + b] += q * da * db
+    start = 0
+    for j in range(1, J):
+        if cov[j * J + j] > cov[start * J + start]:
+            start = j
+    for j in range(J):
+        v[j] = 1.0 if j == start else 0.0
+    for _ in range(POWER_ITERATIONS):
+        norm = 0.0
+        for a in range(J):
+            acc = 0.0
+            for b in range(J):
+                acc += cov[a * J + b] * v[b]
+            nv[a] = acc
+            norm += acc * acc
+        if norm <= 0.0:
+            break
+        norm = np.sqrt(norm)
+        for a in range(J):
+            v[a] = nv[a] / norm
+    for lvl in range(n_lv):
+        q = 0.0
+        for j in range(J):
+            q += factor[j] * stats[lvl * J + j]
+        s = 0.0
+        for j in range(J):
+            s += v[j] * factor[j] * stats[lvl * J + j] / q
+        score[lvl] = s
+
+
+@jit
+def _class_ordered_scan(stats, n_lv, n_classes, score, ints, lm, suf, left, tg,
+                        node_impurity, n_node, min_leaf, tol):
+    """Scan the L - 1 splits of the levels sorted by ``score`` (ties: lower code first);
+    returns (Δi, k) of the best, k the number of levels of the order before it."""
+    J = n_classes
+    order = np.argsort(score[:n_lv], kind="mergesort")
+    _set_ranks(ints, lm, order)
+    # suffix sums: suf[k J + j] = Σ_{pos >= k} counts of order[pos]
+    for j in range(J):
+        suf[(n_lv - 1) * J + j] = stats[order[n_lv - 1] * J + j]
+    for pos in range(n_lv - 2, 0, -1):
+        lvl = order[pos]
+        for j in range(J):
+            suf[pos * J + j] = suf[(pos + 1) * J + j] + stats[lvl * J + j]
+    for j in range(J):
+        left[j] = 0.0
+    n_left = 0
+    best = -np.inf
+    best_k = -1
+    for k in range(1, n_lv):
+        lvl = order[k - 1]
+        for j in range(J):
+            left[j] += stats[lvl * J + j]
+        n_left += ints[NCASE * lm + lvl]
+        if n_left < min_leaf or n_node - n_left < min_leaf:
+            continue
+        d = delta_from_counts(left, suf[k * J:(k + 1) * J], tg.factor, tg.criterion,
+                              node_impurity)
+        if d > best + tol or (d >= best - tol and best_k >= 0
+                              and _prefix_before(ints, lm, n_lv, k, best_k)):
+            best = d
+            best_k = k
+    return best, best_k
+
+
+@jit
+def _class_exhaustive(stats, n_lv, n_classes, ints, lm, left, right, total, tg,
+                      node_impurity, n_node, min_leaf, tol):
+    """Every split of the present levels: S = {level 0} ∪ {level b + 1 : bit b of g}
+    for g < 2^(L-1) - 1, in Gray-code order; returns (Δi, g) of the best (g = -1: none).
+
+    With exact sums (integer weights) S's counts are updated by one level per step and
+    the other side's are the node's minus S's; otherwise both are summed afresh.
+    """
+    J = n_classes
+    n_sub = np.int64(1) << (n_lv - 1)
+    full = n_sub - 1
+    exact = tg.exact_sums
+    for j in range(J):
+        left[j] = stats[j]
+    n_left = ints[NCASE * lm]
+    g = np.int64(0)
+    best = -np.inf
+    best_g = np.int64(-1)
+    for i in range(n_sub):
+        if i > 0:
+            b = 0
+            while not (i >> b) & 1:
+                b += 1
+            lvl = b + 1
+            bit = np.int64(1) << b
+            sign = -1.0 if g & bit else 1.0
+            n_left += (-1 if g & bit else 1) * ints[NCASE * lm + lvl]
+            g ^= bit
+            if exact:
+                for j in range(J):
+                    left[j] += sign * stats[lvl * J + j]
+        if g == full:
+            continue
+        if n_left < min_leaf or n_node - n_left < min_leaf:
+            continue
+        if exact:
+            for j in range(J):
+                right[j] = total[j] - left[j]
+        else:
+            for j in range(J):
+                left[j] = stats[j]
+                right[j] = 0.0
+            for lvl in range(1, n_lv):
+                into_left = (g >> (lvl - 1)) & 1
+                for j in range(J):
+                    if into_left:
+                        left[j] += stats[lvl * J + j]
+                    else:
+                        right[j] += stats[lvl * J + j]
+        d = delta_from_counts(left, right, tg.factor, tg.criterion, node_impurity)
+        if d > best + tol or (d >= best - tol and best_g >= 0 and g < best_g):
+            best = d
+            best_g = g
+    return best, best_g
+
+
+@jit
+def best_subset_classification(seg, tg, total, node_impurity, min_leaf, max_exhaustive,
+                               fs, ints, lm):
+    """Split search (categorical, classification): the best subset split of a node on
+    one feature; returns ``(Δi, n_left)`` or ``(-inf, -1)`` (see the module docstring).
+
+    Parameters
+    ----------
+    seg : :class:`cartjit._splitter.Segment` (``ranks``: the codes by case).
+    tg : :class:`cartjit._splitter.Targets`.
+    total : float64 (J,) N_j(t).
+    node_impurity : i(t), which sets the tie tolerance.
+    min_leaf : least number of cases in a child.
+    max_exhaustive : exhaustive search up to this many present levels (J > 2 present).
+    fs : float64 scratch of :func:`float_scratch_size`.
+    ints : int64 scratch of :func:`int_scratch_size`; receives the sides.
+    lm : the largest number of levels of a feature (the block length of ``ints``).
+    """
+    J = total.shape[0]
+    n_lv = _class_level_stats(seg, tg, J, fs, ints, lm)
+    if n_lv < 2:
+        return -np.inf, np.int64(-1)
+    stats = fs[:lm * J]
+    suf = fs[lm * J:2 * lm * J]
+    score = fs[2 * lm * J:2 * lm * J + lm]
+    vec = fs[2 * lm * J + lm:]
+    left = vec[:J]
+    right = vec[J:2 * J]
+    n_node = seg.end - seg.start
+    tol = tie_tolerance(node_impurity)
+    first = -1
+    second = -1
+    n_present = 0
+    for j in range(J):
+        if total[j] > 0.0:
+            n_present += 1
+            if first < 0:
+                first = j
+            elif second < 0:
+                second = j
+    if n_present > 2 and n_lv <= max_exhaustive:
+        best, g = _class_exhaustive(stats, n_lv, J, ints, lm, left, right, total, tg,
+                                    node_impurity, n_node, min_leaf, tol)
+        if g < 0:
+            return -np.inf, np.int64(-1)
+        n_left = 0
+        for lvl in range(n_lv):
+            side = lvl == 0 or (g >> (lvl - 1)) & 1
+            ints[SIDE * lm + lvl] = 1 if side else 0
+            if side:
+                n_left += ints[NCASE * lm + lvl]
+        return best, np.int64(n_left)
+    if n_present > 2:
+        _first_component_scores(stats, n_lv, J, tg.factor, score, vec[2 * J:])
+    else:
+        for lvl in range(n_lv):
+            qa = tg.factor[first] * stats[lvl * J + first]
+            qb = tg.factor[second] * stats[lvl * J + second]
+            score[lvl] = qb / (qa + qb)
+    best, k = _class_ordered_scan(stats, n_lv, J, score, ints, lm, suf, left, tg,
+                                  node_impurity, n_node, min_leaf, tol)
+    if k < 0:
+        return -np.inf, np.int64(-1)
+    return best, np.int64(_set_sides_from_prefix(ints, lm, n_lv, k))
+
+
+# --------------------------------------------------------------------------- regression
+
+@jit
+def best_subset_regression(seg, y, w, unit, mean, node_impurity, min_leaf, fs, ints, lm):
+    """Split search (categorical, regression): the best subset split, by the L - 1
+    splits of the levels sorted by their mean of y; returns ``(Δi, n_left)`` or
+    ``(-inf, -1)``. Δi = (S_L²/W_L + S_R²/W_R - S²/W) / W on the centred sums, the
+    right child's summed from the end of the order.
+
+    Parameters
+    ----------
+    seg : :class:`cartjit._splitter.Segment` (``ranks``: the codes by case).
+    y, w, unit : responses, weights and unit weights (``Targets`` fields).
+    mean : ȳ(t).
+    node_impurity : Var(t), which sets the tie tolerance.
+    min_leaf : least number of cases in a child.
+    fs, ints, lm : scratch as for :func:`best_subset_classification`.
+    """
+    n_lv = _reg_level_stats(seg, y, w, unit, mean, fs, ints, lm)
+    if n_lv < 2:
+        return -np.inf, np.int64(-1)
+    suf = fs[2 * lm:4 * lm]
+    score = fs[4 * lm:5 * lm]
+    n_node = seg.end - seg.start
+    tol = tie_tolerance(node_impurity)
+    for lvl in range(n_lv):
+        score[lvl] = fs[2 * lvl + 1] / fs[2 * lvl]
+    order = np.argsort(score[:n_lv], kind="mergesort")
+    _set_ranks(ints, lm, order)
+    last = order[n_lv - 1]
+    suf[2 * (n_lv - 1)] = fs[2 * last]
+    suf[2 * (n_lv - 1) + 1] = fs[2 * last + 1]
+    for pos in range(n_lv - 2, 0, -1):
+        lvl = order[pos]
+        suf[2 * pos] = suf[2 * (pos + 1)] + fs[2 * lvl]
+        suf[2 * pos + 1] = suf[2 * (pos + 1) + 1] + fs[2 * lvl + 1]
+    w_left = 0.0
+    s_left = 0.0
+    n_left = 0
+    best = -np.inf
+    best_k = -1
+    for k in range(1, n_lv):
+        lvl = order[k - 1]
+        w_left += fs[2 * lvl]
+        s_left += fs[2 * lvl + 1]
+        n_left += ints[NCASE * lm + lvl]
+        if n_left < min_leaf or n_node - n_left < min_leaf:
+            continue
+        w_right = suf[2 * k]
+        s_right = suf[2 * k + 1]
+        w_node = w_left + w_right
+        s_node = s_left + s_right
+        d = (s_left * s_left / w_left + s_right * s_right / w_right
+             - s_node * s_node / w_node) / w_node
+        if d > best + tol or (d >= best - tol and best_k >= 0
+                              and _prefix_before(ints, lm, n_lv, k, best_k)):
+            best = d
+            best_k = k
+    if best_k < 0:
+        return -np.inf, np.int64(-1)
+    return best, np.int64(_set_sides_from_prefix(ints, lm, n_lv, best_k))
