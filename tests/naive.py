@@ -54,7 +54,9 @@ Each child needs >= min_samples_leaf cases, and Δ is computed as for a threshol
 a feature, among the candidates whose Δ is within tol of the feature's best, the one with
 the smallest Σ_{b ∈ S} 2^b wins; across features the rule above is unchanged. Every split
 node records ``majority_left`` = 1 iff its left child has at least the right child's
-case weight; a case whose level is in neither set goes there.
+case weight (exact sums; ``majority_ambiguous`` when the two agree up to rounding and
+float sums in another order could decide otherwise); a case whose level is in neither
+set goes to that child.
 
 Each node also records ``second_delta`` (the best Δ of a candidate that partitions its
 cases differently) and ``ambiguous``: whether a different but nearly as good split
@@ -83,6 +85,9 @@ LABEL_TIE_REL = 1e-12
 #: Two different splits whose Δ differ by more than tol but at most this times i(t) are a
 #: near tie: float rounding may decide between them (see ``NaiveNode.ambiguous``).
 NEAR_TIE_REL = 1e-9
+#: Child weights closer than this (relative) make ``majority_left`` a matter of rounding
+#: unless every weight is a small dyadic number (``NaiveNode.majority_ambiguous``).
+MAJORITY_TIE_REL = 1e-12
 #: Ordering keys (p(j₂|b), means, component scores) closer than this, relative to the
 #: largest key in magnitude, are treated as tied when looking for ambiguous orderings.
 KEY_TIE_REL = 1e-9
@@ -111,6 +116,7 @@ class NaiveNode:
     left_levels: Optional[frozenset] = None
     right_levels: Optional[frozenset] = None
     majority_left: int = 0
+    majority_ambiguous: bool = False  # the child weights tie up to rounding
     second_delta: float = -math.inf  # best Δ of a split partitioning the cases otherwise
     ambiguous: bool = False
     cases: list = field(default_factory=list, repr=False)  # learning-case ids (diagnostics)
@@ -528,6 +534,17 @@ class _Problem:
             near |= p_t * tol < gap <= p_t * margin
         node.ambiguous = near
 
+    def judge_majority(self, node, split):
+        """``majority_left`` from the exact child weights, and whether float sums could
+        decide otherwise: the weights agree to ``MAJORITY_TIE_REL`` and some weight is not
+        a multiple of 2^-10 (then sums taken in another order round differently)."""
+        w_left = sum((Fraction(self.w[i]) for i in split.left), Fraction(0))
+        w_right = sum((Fraction(self.w[i]) for i in split.right), Fraction(0))
+        node.majority_left = int(w_left >= w_right)
+        exact = all(Fraction(self.w[i]).denominator <= 1024 for i in split.left + split.right)
+        close = abs(w_left - w_right) <= Fraction(MAJORITY_TIE_REL) * (w_left + w_right)
+        node.majority_ambiguous = close and not exact
+
     def grow(self, idx, depth) -> NaiveNode:
         node = self.record(idx, depth)
         if self.is_pure(idx):
@@ -549,9 +566,7 @@ class _Problem:
             return node
         node.feature, node.threshold, node.delta = split.feature, split.threshold, d
         node.left_levels, node.right_levels = split.left_levels, split.right_levels
-        w_left = math.fsum(self.w[i] for i in split.left)
-        w_right = math.fsum(self.w[i] for i in split.right)
-        node.majority_left = int(w_left >= w_right)
+        self.judge_majority(node, split)
         node.left = self.grow(split.left, depth + 1)
         node.right = self.grow(split.right, depth + 1)
         return node
@@ -707,7 +722,7 @@ def _to_reference_codes(codes, categories, m):
 
 
 def assert_same_tree(tree, root: NaiveNode, feature_names=None, *, rel=1e-9,
-                     categories=None, check_ordered_majority=False) -> None:
+                     categories=None, check_ordered_majority=True) -> None:
     """Assert that cartjit's flat ``tree`` and the naive tree ``root`` are the same tree.
 
     Walks both from the root in parallel; on the first difference raises
@@ -715,8 +730,9 @@ def assert_same_tree(tree, root: NaiveNode, feature_names=None, *, rel=1e-9,
     Subset splits are compared through ``level_row``/``level_sets``; ``categories`` (as
     the estimators' ``categories_``) maps cartjit's level code c of feature m to the
     reference's code ``categories[m][c]`` (None: the same codes). ``majority_left`` is
-    compared at subset splits, and at threshold splits too with
-    ``check_ordered_majority``; ``improvement`` at every split.
+    compared at subset splits, and at threshold splits too unless
+    ``check_ordered_majority`` is False (never where ``majority_ambiguous``);
+    ``improvement`` at every split.
     """
     def fname(m):
         if feature_names is not None and 0 <= m < len(feature_names):
@@ -790,6 +806,7 @@ def assert_same_tree(tree, root: NaiveNode, feature_names=None, *, rel=1e-9,
                 fail("threshold", float(tree.threshold[i]), node.threshold)
             cond = f"{fname(node.feature)} <= {node.threshold!r}"
         if (node.is_subset_split or check_ordered_majority) and \
+                not node.majority_ambiguous and \
                 int(tree.majority_left[i]) != node.majority_left:
             fail("majority_left", int(tree.majority_left[i]), node.majority_left)
         if not _close(tree.improvement[i], node.delta, 1e-9,
