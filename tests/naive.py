@@ -526,7 +526,11 @@ class _Problem:
         node.second_delta = max(others, default=-math.inf)
         d = split.delta
         near = any(tol < abs(o - d) <= margin for o in others)
-        near |= any(s.delta >= d - margin and s.partition() != mine for s in alternatives)
+        # an alternative ordering could offer a better split, or this partition on a
+        # lower feature (which would then win the tie between features)
+        near |= any(s.delta >= d - margin
+                    and (s.partition() != mine or s.feature != split.feature)
+                    for s in alternatives)
         near |= tol < d <= margin
         if self.min_impurity_decrease > 0:
             p_t = self.mass(idx) / self.root_mass
