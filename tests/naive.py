@@ -67,6 +67,7 @@ choose otherwise. ``ambiguous_anywhere`` says whether any node of a tree is ambi
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -141,6 +142,7 @@ class _Split:
     left: list
     right: list
     delta: float = math.nan
+    inside_tie: bool = False  # an ordered cut between levels with (nearly) tied keys
 
     def partition(self) -> frozenset:
         """The partition of the node's cases, orientation ignored."""
@@ -448,7 +450,8 @@ class _Problem:
         exhaustive search and in scan order otherwise. ``alternatives`` are the other
         partitions a different breaking of (near) ties between ordering keys would
         offer: the union of the runs of tied levels before a cut plus any part of the run
-        at the cut (all partitions when the principal component is not unique).
+        at the cut (all partitions when the principal component is not unique). A
+        candidate that cuts inside such a run is marked ``inside_tie``.
         """
         by_level = self.levels_at(idx, m)
         levels = sorted(by_level)
@@ -465,6 +468,9 @@ class _Problem:
         order = sorted(levels, key=lambda b: (keys[b], b))
         cands = [self.subset_split(idx, m, order[:k]) for k in range(1, len(levels))]
         runs = [levels] if degenerate else _tied_runs(order, keys)
+        boundaries = set(itertools.accumulate(len(run) for run in runs))
+        for k, split in enumerate(cands, start=1):
+            split.inside_tie = k not in boundaries
         seen = {canonical_key(s.left_levels) for s in cands}
         alts = []
         before = []
@@ -526,8 +532,9 @@ class _Problem:
         node.second_delta = max(others, default=-math.inf)
         d = split.delta
         near = any(tol < abs(o - d) <= margin for o in others)
-        # an alternative ordering could offer a better split, or this partition on a
-        # lower feature (which would then win the tie between features)
+        # another breaking of tied keys would not offer this split, or would offer a
+        # better one, or this partition on a lower feature (which would then win)
+        near |= split.inside_tie
         near |= any(s.delta >= d - margin
                     and (s.partition() != mine or s.feature != split.feature)
                     for s in alternatives)
@@ -559,6 +566,8 @@ class _Problem:
             return node
         split, everything, alternatives = self.best_split(idx, node.impurity)
         if split is None:
+            # another breaking of tied keys could offer an allowed split
+            node.ambiguous = any(s.delta > TOL_FACTOR * node.impurity for s in alternatives)
             return node
         self.judge(node, idx, split, everything, alternatives)
         d = split.delta

@@ -124,8 +124,10 @@ def problem(draw, task=None, classes=(2, 3, 4), levels=(2, 7), n_features=(1, 3)
         if draw(st.booleans()):
             y = np.array(draw(st.lists(st.integers(-3, 3), min_size=n, max_size=n)), float)
         else:
-            pool = draw(st.lists(st.floats(-100, 100, allow_nan=False,
-                                           allow_subnormal=False), min_size=1, max_size=6))
+            # |y| < 1e-100 becomes 0: cartjit refuses a y spread whose squares underflow
+            pool = draw(st.lists(st.floats(-100, 100, allow_nan=False, allow_subnormal=False)
+                                 .map(lambda v: 0.0 if abs(v) < 1e-100 else v),
+                                 min_size=1, max_size=6))
             y = np.array(draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n)))
         prob.update(y=y, w=_fix_weights(draw(weights(n)), np.zeros(n)))
         return prob
