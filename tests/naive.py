@@ -62,8 +62,8 @@ Each node also records ``second_delta`` (the best Δ of a candidate that partiti
 cases differently) and ``ambiguous``: whether a different but nearly as good split
 (within ``NEAR_TIE_REL`` · i(t) of the best, yet not within tol), a split value close to
 the stopping thresholds, or an ordering tie whose breaking would change the candidates,
-leaves the choice to float rounding, so that another correct implementation could
-choose otherwise. ``ambiguous_anywhere`` says whether any node of a tree is ambiguous.
+leaves the choice to float rounding (or, for the principal component, to the accuracy
+of the eigenvector), so that another correct implementation could choose otherwise. ``ambiguous_anywhere`` says whether any node of a tree is ambiguous.
 """
 from __future__ import annotations
 
@@ -86,6 +86,10 @@ LABEL_TIE_REL = 1e-12
 #: Two different splits whose Δ differ by more than tol but at most this times i(t) are a
 #: near tie: float rounding may decide between them (see ``NaiveNode.ambiguous``).
 NEAR_TIE_REL = 1e-9
+#: A first principal component whose eigenvalue is less than 1/EIGEN_GAP times the
+#: second is ill-determined: its direction, hence the order of the levels, depends on
+#: how accurately it is computed (an iterative method converges like EIGEN_GAP^k).
+EIGEN_GAP = 0.75
 #: Child weights closer than this (relative) make ``majority_left`` a matter of rounding
 #: unless every weight is a small dyadic number (``NaiveNode.majority_ambiguous``).
 MAJORITY_TIE_REL = 1e-12
@@ -409,7 +413,7 @@ class _Problem:
         """The ordering key of every level present: exact where the maths allows.
 
         Returns ``(keys, degenerate)``; ``degenerate`` is True when the principal
-        component is not unique (then every ordering is as good as another).
+        component is ill-determined (``EIGEN_GAP``): then any ordering may come out.
         """
         if rule == "ordered" and self.task == "regression":
             keys = {}
@@ -438,7 +442,7 @@ class _Problem:
         cov = (Qb[:, None] * D).T @ D / Qb.sum()
         vals, vecs = np.linalg.eigh(cov)
         top = vals[-1]
-        degenerate = top <= 0.0 or vals[-2] >= top * (1.0 - 1e-9)
+        degenerate = top <= 0.0 or vals[-2] >= top * EIGEN_GAP
         v = vecs[:, -1]
         scores = P @ v
         return {b: float(s) for b, s in zip(levels, scores)}, degenerate
@@ -450,7 +454,7 @@ class _Problem:
         exhaustive search and in scan order otherwise. ``alternatives`` are the other
         partitions a different breaking of (near) ties between ordering keys would
         offer: the union of the runs of tied levels before a cut plus any part of the run
-        at the cut (all partitions when the principal component is not unique). A
+        at the cut (all partitions when the principal component is ill-determined). A
         candidate that cuts inside such a run is marked ``inside_tie``.
         """
         by_level = self.levels_at(idx, m)

@@ -518,6 +518,18 @@ def test_heuristic_above_the_limit_is_valid_and_never_beats_the_optimum(prob, li
 
 
 @settings(max_examples=examples(80), **HYPOTHESIS)
+@given(problem(task="classification", classes=(3, 4), levels=(3, 7), min_n=6), stopping(),
+       st.sampled_from([2, 3]))
+def test_whole_tree_above_the_limit_is_the_reference_tree(prob, stop, limit):
+    """With J > 2 classes and more levels than the limit both order the levels on the
+    first principal component of their class proportions and scan the L - 1 splits."""
+    root = fit_naive(prob, max_categories_exhaustive=limit, **stop)
+    assume(not ambiguous_anywhere(root))
+    est = fit_cartjit(prob, max_categories_exhaustive=limit, **stop)
+    assert_same_tree(est.tree_, root, categories=est.categories_)
+
+
+@settings(max_examples=examples(80), **HYPOTHESIS)
 @given(problem(), stopping(), st.data())
 def test_apply_is_a_slow_walk_and_unroutable_levels_go_to_the_majority(prob, stop, data):
     est = fit_cartjit(prob, **stop)
