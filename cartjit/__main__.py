@@ -130,11 +130,14 @@ def build_parser():
         description="Fit CARTClassifier / CARTRegressor on a bundled dataset, or on a CSV "
                     "or Parquet file with --target COL, and print the tree as indented text "
                     "(split rules, n, class counts or means, node risk R(t); * marks "
-                    "leaves) followed by its pruning sequence. With --cv the subtree is "
-                    "chosen by cross-validation and the CV table is printed.",
+                    "leaves), the variable importance and the pruning sequence. String, "
+                    "boolean and categorical columns are categorical features, split by "
+                    "subsets of their levels. With --cv the subtree is chosen by "
+                    "cross-validation and the CV table is printed.",
         epilog="examples:\n  cartjit show iris\n  cartjit show iris_petal --cv 10 "
                "--selection min\n  cartjit show potato_yield --max-depth 2\n"
-               "  cartjit show data.csv --target y --max-depth 3",
+               "  cartjit show data.csv --target y --max-depth 3\n  cartjit show play_golf "
+               "--criterion entropy",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("dataset", metavar="DATASET",
                       help="a bundled dataset (see 'cartjit datasets'), or the path of a "
@@ -213,19 +216,18 @@ def _cmd_show(args):
     ds = loaded
     features = list(ds.features)
     if args.features:
+        if ds.target in args.features:
+            print(f"cartjit show: error: --features: {ds.target!r} is the target column of "
+                  f"{args.dataset}; a column cannot be both the target and a feature",
+                  file=sys.stderr)
+            return 2
         bad = [f for f in args.features if f not in features]
         if bad:
             print(f"cartjit show: error: --features: {bad[0]!r} is not a feature of "
                   f"{args.dataset} ({', '.join(features)})", file=sys.stderr)
             return 2
         features = list(args.features)
-    X = ds.frame[features]
-    non_numeric = [c for c in features if X[c].dtype.kind not in "biuf"]
-    if non_numeric:
-        print(f"cartjit show: error: {args.dataset}: feature {non_numeric[0]!r} is not numeric; "
-              "cartjit splits numeric features only (categorical splits are not implemented "
-              "yet)", file=sys.stderr)
-        return 2
+    X = ds.frame[features]  # string, bool and category columns are categorical features
     y = ds.frame[ds.target]
     used = [*features, ds.target]
     if ds.frame[used].isna().any().any():
@@ -261,10 +263,18 @@ def _cmd_show(args):
         print(f"cartjit show: error: {exc}", file=sys.stderr)
         return 2
     print(f"{ds.name}: {ds.description}")
-    print(f"N = {X.shape[0]}, features: {', '.join(features)}; target: {ds.target}")
+    shown = [f"{f} (categorical, {len(est.categories_[j])} levels)"
+             if est.is_categorical_[j] else f for j, f in enumerate(features)]
+    print(f"N = {X.shape[0]}, features: {', '.join(shown)}; target: {ds.target}")
     print()
     print(export_text(est, decimals=args.decimals, show_alpha=args.show_alpha), end="")
     print()
+    importance = est.variable_importance_
+    if len(importance):
+        total = float(importance.sum())
+        print("Variable importance (rpart's, as % of the total): " + ", ".join(
+            f"{name} {100 * v / total:.0f}" for name, v in importance.items()))
+        print()
     if args.cv is not None:
         table = est.cv_results_.drop(columns=["cv_std"])
         print(f"Pruning sequence with {est.n_folds_}-fold cross-validation "

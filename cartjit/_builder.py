@@ -342,19 +342,12 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     scratch = work.scratch[c]
     cand = work.buffers[c]
     n_levels = ps.n_levels
-    level_f = work.level_f[c]
-    level_i = work.level_i[c]
-    lm = work.level_i.shape[1] // 4
     for k in range(c, n_pairs, n_chunks):
         j = k // p
         f = k - j * p
         node = fr.node[j]
         imp = fnode[node, F_IMPURITY]
-        if n_levels[f] > 0:
-            d, n_left = _subset_search(ps, f, fr, j, node, nodes, tg, rules, level_f,
-                                       level_i, lm)
-            pairs.delta[k] = d
-            pairs.pos[k] = fr.start[j] + n_left if n_left >= 0 else -1
+        if n_levels[f] > 0:  # searched by _search_subsets
             continue
         rk = ranks[rank_row[f]] if rank_row[f] >= 0 else work.no_ranks
         seg = Segment(keys[f], rk, fr.start[j], fr.end[j])
@@ -372,6 +365,62 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
                                            fnode[node, F_WEIGHT], fr.sum[j], imp, min_leaf)
         pairs.delta[k] = d
         pairs.pos[k] = pos
+
+
+@jit
+def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
+    """Step 1, search, categorical features: the best subset split of every (frontier
+    node, categorical feature) pair in chunk c.
+
+    A kernel of its own, run only when some feature is categorical, so that fits
+    without categorical features never compile the subset search.
+
+    Parameters
+    ----------
+    ps, fr, nodes, tg, rules, work : as :func:`_search`.
+    pairs : :class:`Pairs` output; the pairs of categorical features are written.
+    cat : int64 the categorical features.
+    c, n_chunks : this chunk (pairs c, c + n_chunks, ... of the node × ``cat`` pairs).
+    """
+    p = ps.keys.shape[0]
+    n_cat = cat.shape[0]
+    level_f = work.level_f[c]
+    level_i = work.level_i[c]
+    lm = work.level_i.shape[1] // 4
+    for k in range(c, fr.node.shape[0] * n_cat, n_chunks):
+        j = k // n_cat
+        f = cat[k - j * n_cat]
+        d, n_left = _subset_search(ps, f, fr, j, fr.node[j], nodes, tg, rules, level_f,
+                                   level_i, lm)
+        pairs.delta[j * p + f] = d
+        pairs.pos[j * p + f] = fr.start[j] + n_left if n_left >= 0 else -1
+
+
+@jit
+def _record_subsets(ps, fr, nodes, tg, rules, splits, work, level_sets):
+    """Step 2, choose, the subset splits of a batch: for every node that
+    :func:`_choose` split on a categorical feature, learn the sides of its levels
+    (the search is repeated for that one pair), write its level sets to the row
+    :func:`_choose` reserved, mark its cases and partition the split feature.
+
+    Parameters
+    ----------
+    ps, fr, nodes, tg, rules : as :func:`_choose`.
+    splits : :class:`Splits` of this batch (step 2).
+    work : :class:`Work`; the first thread's scratch and buffer serve here.
+    level_sets : uint64 (cap, 2, n_words) the level sets.
+    """
+    lm = work.level_i.shape[1] // 4
+    for j in range(fr.node.shape[0]):
+        f = splits.feat[j]
+        if f < 0 or ps.n_levels[f] == 0:
+            continue
+        node = fr.node[j]
+        _subset_search(ps, f, fr, j, node, nodes, tg, rules, work.level_f[0],
+                       work.level_i[0], lm)
+        _record_subset(ps, f, fr.start[j], fr.end[j], tg.shift, work.level_i[0], lm,
+                       level_sets, nodes.inode[node, I_LEVEL_ROW], work.goes_left,
+                       work.buffers[0])
 
 
 @jit
@@ -442,10 +491,11 @@ def _record_subset(ps, f, start, end, shift, level_i, lm, level_sets, row, goes_
 
 
 @jit
-def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, work, level_sets, first_child,
-            first_row):
+def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, first_row):
     """Step 2, choose: each frontier node's split, recorded with its cases marked;
-    returns how many nodes split and how many rows of ``level_sets`` were written.
+    returns how many nodes split and how many of them are subset splits, which get the
+    rows of the level sets from ``first_row`` on and are completed by
+    :func:`_record_subsets`.
 
     Parameters
     ----------
@@ -457,15 +507,11 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, work, level_sets, first_
     rules : :class:`Rules`.
     pairs : :class:`Pairs` of this batch (step 1).
     splits : :class:`Splits` output, this batch's rows.
-    work : :class:`Work`: ``goes_left`` receives 1 for the cases of a left child; the
-        first thread's scratch serves the subset splits.
-    level_sets : uint64 (cap, 2, n_words) the level sets of subset splits.
+    goes_left : uint8 output by case: 1 for the cases of a left child (ordered splits).
     first_child : id of the first child this batch may create.
-    first_row : first free row of ``level_sets``.
+    first_row : first free row of the level sets.
     """
     keys = ps.keys
-    goes_left = work.goes_left
-    lm = work.level_i.shape[1] // 4
     n_rows = 0
     inode = nodes.inode
     fnode = nodes.fnode
@@ -511,14 +557,8 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, work, level_sets, first_
         inode[node, I_RIGHT] = splits.child_base[j] + 1
         fnode[node, F_IMPROVEMENT] = best
         if ps.n_levels[bf] > 0:
-            # the search is repeated for this one pair, to learn the sides of the levels
-            _subset_search(ps, bf, fr, j, node, nodes, tg, rules, work.level_f[0],
-                           work.level_i[0], lm)
-            r = first_row + n_rows
+            inode[node, I_LEVEL_ROW] = first_row + n_rows
             n_rows += 1
-            _record_subset(ps, bf, fr.start[j], fr.end[j], shift, work.level_i[0], lm,
-                           level_sets, r, goes_left, work.buffers[0])
-            inode[node, I_LEVEL_ROW] = r
             fnode[node, F_THRESHOLD] = np.nan
             continue
         fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1] >> shift, bf],
@@ -779,6 +819,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     row = -(-3 * max(n_classes, 1) // 16) * 16
     n_levels = presorted.n_levels
     lm = int(n_levels.max()) if n_levels.shape[0] else 0
+    cat = np.flatnonzero(n_levels > 0).astype(np.int64)
+    n_cat = cat.shape[0]
     # Subset splits: per-thread scratch of per-level statistics, and a table of level
     # sets (one bit per level code) grown like the node tables.
     n_words = -(-lm // 64)
@@ -829,9 +871,17 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 batch = fr.rows(b)
                 run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch, nodes,
                            tg, rules, work, pairs)
+                if n_cat:
+                    run_chunks(pool, min(n_threads, (b.stop - b.start) * n_cat),
+                               _search_subsets, presorted, batch, nodes, tg, rules, work,
+                               pairs, cat)
+                batch_splits = Splits(*(a[b] for a in splits))
                 n_new, n_new_rows = _choose(X, presorted, batch, nodes, tg, rules, pairs,
-                                            Splits(*(a[b] for a in splits)), work,
-                                            level_sets, n_nodes + 2 * n_split, n_rows)
+                                            batch_splits, work.goes_left,
+                                            n_nodes + 2 * n_split, n_rows)
+                if n_new_rows:
+                    _record_subsets(presorted, batch, nodes, tg, rules, batch_splits, work,
+                                    level_sets)
                 n_split += n_new
                 n_rows += n_new_rows
             if n_split == 0:

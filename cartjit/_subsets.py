@@ -7,13 +7,17 @@ weighted class counts (or its weight W and centred sum Σ w (y - ȳ(t))) and its
 of cases. The split sends a set S of the present levels one way and the rest the other;
 L present levels give 2^(L-1) - 1 distinct splits. Three searches:
 
-* **ordered scan** — two classes present, or regression: by the ordering theorem
-  (Breiman et al. 1984, §4.2.2 and §9.4; Fisher 1958 for least squares) the best split
-  is one of the L - 1 splits of the levels sorted by p(class 1 | level) under the
-  split-search priors, or by the mean of y. O(n + L log L) per node and feature;
-* **exhaustive** — more than two classes present and at most ``max_exhaustive``
-  levels: every one of the 2^(L-1) - 1 subsets, visited in Gray-code order so that one
-  level changes side per step;
+* **ordered scan** — two classes, or regression: by the ordering theorem (Breiman et
+  al. 1984, §4.2.2 and §9.4; Fisher 1958 for least squares) the best split is one of
+  the L - 1 splits of the levels sorted by p(class 1 | level) under the split-search
+  priors, or by the mean of y. O(n + L log L) per node and feature. With
+  ``min_leaf`` > 1 it is the best of those L - 1 splits that leave ``min_leaf`` cases
+  on each side, which may miss a subset that is not a prefix of the order (rpart
+  searches the same way);
+* **exhaustive** — more than two classes in the problem (whatever the node holds, as
+  rpart decides) and at most ``max_exhaustive`` levels present: every one of the
+  2^(L-1) - 1 subsets, visited in Gray-code order so that one level changes side per
+  step;
 * **principal-component ordering** — more classes and more levels: the levels are
   sorted by their score on the first principal component of the class proportions
   p(j | level) (weighted by p(level); Coppersmith, Hong & Hosking 1999) and the L - 1
@@ -179,10 +183,47 @@ def _set_sides_from_prefix(ints, lm, n_lv, k):
 
 
 @jit
-def _set_ranks(ints, lm, order):
-    """Rank of every present level in the scan ``order``."""
-    for pos in range(order.shape[0]):
-        ints[RANK * lm + order[pos]] = pos
+def _before(a, b, score, stats, by_odds):
+    """Scan order: whether level a may precede level b. ``by_odds`` (two classes):
+    p(1 | a) <= p(1 | b), compared as N_1(a) N_0(b) <= N_1(b) N_0(a) — the same order
+    under any priors (positive factors), and exact for integer counts, so levels with
+    equal proportions stay in code order; otherwise ``score[a] <= score[b]``."""
+    if by_odds:
+        return stats[2 * a + 1] * stats[2 * b] <= stats[2 * b + 1] * stats[2 * a]
+    return score[a] <= score[b]
+
+
+@jit
+def _sort_levels(score, stats, by_odds, n_lv, ints, lm):
+    """The scan order: present levels sorted by :func:`_before`, ties in code order (a
+    stable bottom-up merge sort, written out: NumPy's stable ``argsort`` costs seconds
+    of compilation). Leaves the order in the SIDE block (scratch until the sides are
+    set) and each level's rank in the RANK block; returns the order (a view)."""
+    order = ints[SIDE * lm:SIDE * lm + n_lv]
+    tmp = ints[RANK * lm:RANK * lm + n_lv]
+    for i in range(n_lv):
+        order[i] = i
+    width = 1
+    while width < n_lv:
+        for lo in range(0, n_lv, 2 * width):
+            mid = min(lo + width, n_lv)
+            hi = min(lo + 2 * width, n_lv)
+            a = lo
+            b = mid
+            for k in range(lo, hi):
+                if a < mid and (b >= hi or _before(order[a], order[b], score, stats,
+                                                   by_odds)):
+                    tmp[k] = order[a]
+                    a += 1
+                else:
+                    tmp[k] = order[b]
+                    b += 1
+        for k in range(n_lv):
+            order[k] = tmp[k]
+        width *= 2
+    for pos in range(n_lv):
+        tmp[order[pos]] = pos
+    return order
 
 
 # --------------------------------------------------------------------------- classification
@@ -264,8 +305,7 @@ def _class_ordered_scan(stats, n_lv, n_classes, score, ints, lm, suf, left, tg,
     """Scan the L - 1 splits of the levels sorted by ``score`` (ties: lower code first);
     returns (Δi, k) of the best, k the number of levels of the order before it."""
     J = n_classes
-    order = np.argsort(score[:n_lv], kind="mergesort")
-    _set_ranks(ints, lm, order)
+    order = _sort_levels(score, stats, J == 2, n_lv, ints, lm)
     # suffix sums: suf[k J + j] = Σ_{pos >= k} counts of order[pos]
     for j in range(J):
         suf[(n_lv - 1) * J + j] = stats[order[n_lv - 1] * J + j]
@@ -381,17 +421,7 @@ def best_subset_classification(seg, tg, total, node_impurity, min_leaf, max_exha
     right = vec[J:2 * J]
     n_node = seg.end - seg.start
     tol = tie_tolerance(node_impurity)
-    first = -1
-    second = -1
-    n_present = 0
-    for j in range(J):
-        if total[j] > 0.0:
-            n_present += 1
-            if first < 0:
-                first = j
-            elif second < 0:
-                second = j
-    if n_present > 2 and n_lv <= max_exhaustive:
+    if J > 2 and n_lv <= max_exhaustive:
         best, g = _class_exhaustive(stats, n_lv, J, ints, lm, left, right, total, tg,
                                     node_impurity, n_node, min_leaf, tol)
         if g < 0:
@@ -403,13 +433,8 @@ def best_subset_classification(seg, tg, total, node_impurity, min_leaf, max_exha
             if side:
                 n_left += ints[NCASE * lm + lvl]
         return best, np.int64(n_left)
-    if n_present > 2:
+    if J > 2:
         _first_component_scores(stats, n_lv, J, tg.factor, score, vec[2 * J:])
-    else:
-        for lvl in range(n_lv):
-            qa = tg.factor[first] * stats[lvl * J + first]
-            qb = tg.factor[second] * stats[lvl * J + second]
-            score[lvl] = qb / (qa + qb)
     best, k = _class_ordered_scan(stats, n_lv, J, score, ints, lm, suf, left, tg,
                                   node_impurity, n_node, min_leaf, tol)
     if k < 0:
@@ -444,8 +469,7 @@ def best_subset_regression(seg, y, w, unit, mean, node_impurity, min_leaf, fs, i
     tol = tie_tolerance(node_impurity)
     for lvl in range(n_lv):
         score[lvl] = fs[2 * lvl + 1] / fs[2 * lvl]
-    order = np.argsort(score[:n_lv], kind="mergesort")
-    _set_ranks(ints, lm, order)
+    order = _sort_levels(score, fs, False, n_lv, ints, lm)
     last = order[n_lv - 1]
     suf[2 * (n_lv - 1)] = fs[2 * last]
     suf[2 * (n_lv - 1) + 1] = fs[2 * last + 1]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import os
 import sys
 import warnings
 
@@ -29,6 +30,7 @@ __all__ = ["NotFittedError", "as_kernel_array", "check_X", "check_y_class", "che
            "check_sample_weight", "check_int", "check_float", "check_choice",
            "check_priors", "check_cost", "check_class_weight", "check_criterion",
            "check_feature_names", "data_conversion_warning", "not_fitted_error",
+           "user_stacklevel",
            "raise_non_finite", "CLASSIFIER_CRITERIA", "REGRESSOR_CRITERIA"]
 
 
@@ -61,6 +63,16 @@ def not_fitted_error(message):
     if sk is None:
         return NotFittedError(message)
     return _not_fitted_with(sk.NotFittedError)(message)
+
+
+def user_stacklevel():
+    """``stacklevel`` pointing a warning at the first frame outside cartjit (the user's
+    call of ``fit``, ``predict``, ...); call it from the function that warns."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def data_conversion_warning():
@@ -116,8 +128,9 @@ def _as_numeric_2d(X, name):
             kind = getattr(dt, "kind", "O")
             if kind not in "biuf":
                 raise TypeError(
-                    f"{name}: column {col!r} has dtype {dt}; only numeric and boolean columns "
-                    "are supported (encode categorical features as numbers)")
+                    f"{name}: column {col!r} has dtype {dt}; here only numeric and boolean "
+                    "columns are supported (the estimators take string and categorical "
+                    "columns through their categorical_features parameter)")
         arr = X.to_numpy(dtype=np.float64)
     else:
         try:
@@ -130,8 +143,9 @@ def _as_numeric_2d(X, name):
             # Like scikit-learn: strings are never parsed as numbers behind the user's back.
             raise TypeError(
                 f"{name} has string dtype {arr.dtype}; cartjit needs numeric features: "
-                f"convert them explicitly (e.g. {name}.astype(float)) or encode categorical "
-                "features as numbers")
+                f"convert them explicitly (e.g. {name}.astype(float)), or list the "
+                "categorical columns in categorical_features (their distinct values are "
+                "then the levels)")
         if arr.dtype.kind == "O":
             try:
                 arr = arr.astype(np.float64)
@@ -513,7 +527,7 @@ def check_feature_names(X, fitted_names, estimator_name):
         if fitted_names is None and str_names:
             warnings.warn(
                 f"X has feature names, but {estimator_name} was fitted without "
-                "feature names", UserWarning, stacklevel=4)
+                "feature names", UserWarning, stacklevel=user_stacklevel())
         elif fitted_names is not None and str_names and (
                 len(cols) != len(fitted_names)
                 or np.any(np.asarray(cols, dtype=object) != fitted_names)):
@@ -530,4 +544,4 @@ def check_feature_names(X, fitted_names, estimator_name):
     elif fitted_names is not None:
         warnings.warn(
             f"X does not have valid feature names, but {estimator_name} was "
-            "fitted with feature names", UserWarning, stacklevel=4)
+            "fitted with feature names", UserWarning, stacklevel=user_stacklevel())

@@ -23,10 +23,12 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from . import _encoding as E
 from . import _validation as V
 from ._cv import cross_validate, select_index
 from ._fit import Problem, Settings, fit_tree, split_factor
 from ._pruning import path_table, prune_tree, pruning_sequence
+from ._tree import LEAF
 from ._tree import apply as _apply_tree
 
 try:  # scikit-learn is optional: a run-time dependency only if the user has it
@@ -102,6 +104,20 @@ if _Base is None:
         _estimator_type = "regressor"
 
 
+#: The most levels an exhaustive subset search may take: 2^19 subsets per node and
+#: feature already cost about a second; beyond that a fit could run for hours.
+MAX_EXHAUSTIVE = 20
+
+
+def _check_exhaustive(value):
+    value = V.check_int(value, "max_categories_exhaustive", low=1)
+    if value > MAX_EXHAUSTIVE:
+        raise ValueError(
+            f"max_categories_exhaustive must be at most {MAX_EXHAUSTIVE} (the exhaustive "
+            f"search of L levels evaluates 2^(L-1) - 1 subsets at every node), got {value}")
+    return value
+
+
 class _Prepared(NamedTuple):
     """Checked parameters and data of one ``fit``."""
 
@@ -112,6 +128,7 @@ class _Prepared(NamedTuple):
     classes: np.ndarray | None   # labels of the classes that take part
     rows: np.ndarray | None      # mask of the rows with positive weight; None: every row
     labels: np.ndarray | None    # y of every row (classification), for CV splitters
+    encoding: E.Encoding         # how each feature was encoded (categorical features)
 
 
 class _BaseCART(_Base):
@@ -146,13 +163,16 @@ class _BaseCART(_Base):
             max_leaf_nodes=V.check_int(self.max_leaf_nodes, "max_leaf_nodes", low=2,
                                        allow_none=True),
             ccp_alpha=V.check_float(self.ccp_alpha, "ccp_alpha", allow_none=True),
+            max_categories_exhaustive=_check_exhaustive(
+                getattr(self, "max_categories_exhaustive", 12)),
         )
 
     # -- fitting --------------------------------------------------------------------
     def _prepare(self, X, y, sample_weight):
         """Check the parameters and the data; return a :class:`_Prepared`."""
         params = self._check_params()
-        X, names = V.check_X(X, estimator=self)
+        y_given = y
+        X, names, encoding = E.fit_encode(X, self.categorical_features)
         if sample_weight is None:
             w, ones = _UNIT_WEIGHTS, True
         else:
@@ -166,6 +186,7 @@ class _BaseCART(_Base):
             labels = classes = None
             y_enc = V.check_y_reg(y, X.shape[0])
         rows = None
+        X_all = X
         if not ones and np.any(w == 0):
             rows = w > 0  # zero-weight cases take no part in the fit
             X, y_enc, w = np.ascontiguousarray(X[rows]), y_enc[rows], w[rows]
@@ -189,20 +210,30 @@ class _BaseCART(_Base):
                 priors = V.check_class_weight(class_weight, labels, classes, counts)
             checked = V.check_priors(priors, counts)
             cost, default_cost = V.check_cost(self.cost, n_classes)
-            problem = Problem(X, y_enc, np.empty(0), w, ones, n_classes)
+            problem = Problem(X, y_enc, np.empty(0), w, ones, n_classes,
+                              self._kernel_levels(encoding))
             # "empirical"/"equal" stay names: fold trees take their own proportions
             priors = priors if isinstance(priors, str) else checked
             y_rows = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y).reshape(-1)
         else:
-            problem = Problem(X, np.empty(0, dtype=np.int32), y_enc, w, ones, 0)
+            problem = Problem(X, np.empty(0, dtype=np.int32), y_enc, w, ones, 0,
+                              self._kernel_levels(encoding))
             priors, cost, default_cost = None, None, True
             y_rows = None
         settings = Settings(params["criterion"], params["max_depth"],
                             params["min_samples_split"], params["min_samples_leaf"],
                             params["min_impurity_decrease"], params["max_leaf_nodes"],
-                            priors, cost, default_cost)
+                            priors, cost, default_cost, params["max_categories_exhaustive"])
+        E.warn_target_in_features(problem.X if rows is None else X_all, encoding, y_given,
+                                  names)
         return _Prepared(problem, settings, params["ccp_alpha"], names, classes, rows,
-                         y_rows)
+                         y_rows, encoding)
+
+    @staticmethod
+    def _kernel_levels(encoding):
+        """``Problem.n_levels``: L_f of the subset-split features (empty when none)."""
+        n_levels = encoding.n_levels
+        return n_levels if n_levels.any() else np.zeros(0, dtype=np.int64)
 
     def _refuse_per_label(self, labels, present):
         """Refuse ``priors``/``cost`` sized for every label of y when some label's cases
@@ -246,6 +277,9 @@ class _BaseCART(_Base):
         self.tree_max_ = fitted.tree
         self.tree_ = fitted.tree if alpha is None else prune_tree(fitted.tree, alpha)
         self.n_features_in_ = prep.problem.X.shape[1]
+        self._encoding = prep.encoding
+        self.is_categorical_ = prep.encoding.is_categorical.copy()
+        self.categories_ = list(prep.encoding.categories)
         if prep.names is not None:
             self.feature_names_in_ = prep.names
         elif hasattr(self, "feature_names_in_"):
@@ -294,9 +328,10 @@ class _BaseCART(_Base):
         alphas, n_leaves, tree_risk = pruning_sequence(tree, node_risk)
         return path_table(alphas, n_leaves, tree_risk, float(node_risk[0]))
 
-    def _node_weight(self):
-        """p(t) of every node of ``tree_max_`` under the split-search priors."""
-        tree = self.tree_max_
+    def _node_weight(self, tree=None):
+        """p(t) of every node of ``tree`` (default ``tree_max_``) under the split-search
+        priors."""
+        tree = self.tree_max_ if tree is None else tree
         if not self._is_classifier:
             return tree.weighted_n_node_samples / tree.weighted_n_node_samples[0]
         factor = split_factor(self.priors_, self.class_weight_totals_, self.cost_,
@@ -335,9 +370,8 @@ class _BaseCART(_Base):
         self._check_fitted()
         V.check_feature_names(X, getattr(self, "feature_names_in_", None),
                               type(self).__name__)
-        arr, _ = V.check_X(X, estimator=self, n_features=self.n_features_in_,
-                           check_finite=False)  # checked while the rows are read
-        return arr
+        # NaN and infinity in numeric columns are checked while the rows are read
+        return E.transform(X, self._encoding, self.n_features_in_, self)
 
     def apply(self, X):
         """Index of the leaf of ``tree_`` that each row of X reaches."""
@@ -381,6 +415,67 @@ class _BaseCART(_Base):
             node[idx] = t.parent[node[idx]]
             alive[idx] = node[idx] >= 0
         return indptr, indices
+
+    # -- importances ----------------------------------------------------------------
+    def _feature_totals(self, per_node):
+        """Σ over the split nodes of ``tree_`` of ``per_node``, per feature."""
+        tree = self.tree_
+        split = tree.left != LEAF
+        totals = np.zeros(self.n_features_in_, dtype=np.float64)
+        np.add.at(totals, tree.feature[split], per_node[split])
+        return totals
+
+    @property
+    def feature_importances_(self):
+        """Impurity-based importances (scikit-learn's definition), summing to 1.
+
+        For each feature, Σ p(t) Δi(t) over the split nodes t of ``tree_`` that split
+        on it, with p(t) the node's probability under the split-search priors (its
+        fraction of the case weight for regression and for empirical priors with 0-1
+        cost) and Δi(t) the impurity decrease of the split (``tree_.improvement``; for
+        twoing the twoing value); normalised to sum to 1, all zeros for a single leaf.
+        On the same tree it equals scikit-learn's ``feature_importances_``. Like any
+        impurity-based importance it favours features with many possible splits
+        (continuous features, categorical features with many levels).
+        """
+        self._check_fitted()
+        tree = self.tree_
+        totals = self._feature_totals(self._node_weight(tree) * tree.improvement)
+        total = totals.sum()
+        return totals / total if total > 0 else totals
+
+    @property
+    def variable_importance_(self):
+        """rpart's ``variable.importance`` without surrogates, as a pandas Series.
+
+        For each feature, the sum of rpart's ``improve`` over the split nodes t of
+        ``tree_`` that split on it: W(root) p(t) Δi(t), with W(root) the total case
+        weight, p(t) the node's probability under the split-search priors (its weight
+        fraction for regression and for empirical priors with 0-1 cost, so the term is
+        W(t) Δi(t)) and Δi(t) the impurity decrease (``tree_.improvement``; for entropy
+        in natural-log units, as rpart's ``information`` split, i.e. bits × ln 2). For
+        regression this is the decrease of the weighted sum of squares. Not normalised
+        (see :attr:`feature_importances_` for scikit-learn's normalised importance).
+        Indexed by feature name (``feature_names_in_``, else ``x0, x1, ...``); only
+        features with positive importance, sorted by decreasing importance (ties in
+        feature order); named ``"variable_importance"``.
+        """
+        import pandas as pd  # imported here: pandas costs time at `import cartjit`
+
+        self._check_fitted()
+        tree = self.tree_
+        per_node = tree.weighted_n_node_samples[0] * self._node_weight(tree) * tree.improvement
+        if self._is_classifier and self.criterion == "entropy":
+            per_node = per_node * np.log(2.0)  # rpart's information is in nats
+        totals = self._feature_totals(per_node)
+        names = getattr(self, "feature_names_in_", None)
+        if names is None:
+            names = [f"x{j}" for j in range(self.n_features_in_)]
+        order = np.argsort(-totals, kind="stable")
+        order = order[totals[order] > 0]
+        return pd.Series(totals[order], index=pd.Index([str(names[j]) for j in order],
+                                                       dtype=object),
+                         name="variable_importance", dtype=np.float64)
 
     def get_depth(self):
         """Depth of ``tree_`` (a single leaf has depth 0)."""
@@ -495,6 +590,28 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         risk). α is compared with the stored per-node α with a relative slack of 1e-9
         (see :meth:`prune`), so an α_k of the path or a book's fraction such as 1/75
         gives the tree of that step.
+    categorical_features : "from_dtype", None, array of int, array of str or bool mask
+        Which features are unordered categoricals, split by subsets of their levels
+        {x ∈ S} vs {x ∉ S} (docs/maths.md §7) instead of by thresholds.
+        ``"from_dtype"``: the pandas columns of dtype ``category``, object/string and
+        bool; an *ordered* ``category`` column is ordinal (split by thresholds on its
+        categories' order); NumPy input has none. ``None``: none. Otherwise the
+        categorical columns as feature indices, feature names (DataFrame input) or a
+        boolean mask of length n_features; a listed column's levels are its declared
+        categories (``category`` dtype), ``[False, True]`` (bool) or its sorted distinct
+        values (numbers, or strings in an object array). Missing values are refused, as
+        are more than ``cartjit._encoding.MAX_LEVELS`` (16384) levels. At prediction a
+        level not seen in fit goes, at each subset split on its feature, to the child
+        with more training weight (with a ``UserWarning``).
+    max_categories_exhaustive : int in [1, 20], default 12
+        With more than two classes in the problem (as rpart decides, whatever the node
+        holds), a categorical feature with at most this many levels present at a node
+        is searched there over all 2^(L-1) - 1 subsets (exact);
+        above it, the levels are ordered by the first principal component of their
+        class proportions (Coppersmith, Hong & Hosking 1999) and only the L - 1 splits
+        of that order are scanned: fast, usually close, not guaranteed optimal. With two
+        classes (and for regression) the L - 1 splits of the order by p(class 1 | level)
+        (by the mean of y) are exact for any L.
 
     Attributes
     ----------
@@ -504,6 +621,17 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         T_max (after ``max_leaf_nodes``) with its pruning sequence, before ``ccp_alpha``.
     classes_, n_classes_, n_features_in_, feature_names_in_ (DataFrame input only),
     priors_ (π), cost_ (C), class_weight_totals_ (N_j, weighted class totals).
+    is_categorical_ : bool array (n_features,)
+        True for the features split by subsets of their levels.
+    categories_ : list (n_features,)
+        For a categorical or ordinal feature the array of its levels (level code c is
+        ``categories_[f][c]``); None for a numeric feature.
+    feature_importances_ : array (n_features,)
+        scikit-learn's impurity-based importance of each feature in ``tree_``,
+        normalised to sum to 1 (see the property).
+    variable_importance_ : pandas.Series
+        rpart's ``variable.importance`` (without surrogates) of the features used by
+        ``tree_``, not normalised, largest first (see the property).
 
     Notes
     -----
@@ -520,7 +648,8 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
 
     def __init__(self, criterion="gini", *, priors="empirical", class_weight=None, cost=None,
                  max_depth=None, min_samples_split=2, min_samples_leaf=1,
-                 min_impurity_decrease=0.0, max_leaf_nodes=None, ccp_alpha=None):
+                 min_impurity_decrease=0.0, max_leaf_nodes=None, ccp_alpha=None,
+                 categorical_features="from_dtype", max_categories_exhaustive=12):
         self.criterion = criterion
         self.priors = priors
         self.class_weight = class_weight
@@ -531,6 +660,8 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         self.min_impurity_decrease = min_impurity_decrease
         self.max_leaf_nodes = max_leaf_nodes
         self.ccp_alpha = ccp_alpha
+        self.categorical_features = categorical_features
+        self.max_categories_exhaustive = max_categories_exhaustive
 
     def _leaf_proba(self, leaves):
         scaled = self.tree_.value[leaves] * (self.priors_ / self.class_weight_totals_)
@@ -562,8 +693,11 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
 class CARTRegressor(_RegressorMixin, _BaseCART):
     """CART regression tree: least-squares splits (variance reduction), docs/maths.md §3.
 
-    Parameters are those of :class:`CARTClassifier` without ``priors`` and ``cost``;
-    ``criterion`` is ``"squared_error"``. R(t) = Σ_{i∈t} w_i (y_i - ȳ(t))² / W, so R(T)
+    Parameters are those of :class:`CARTClassifier` without ``priors``, ``cost``,
+    ``class_weight`` and ``max_categories_exhaustive`` (the levels of a categorical
+    feature are ordered by the mean of y at the node, and the L - 1 splits of that order
+    include the best subset split for any L); ``criterion`` is ``"squared_error"``.
+    Fitted attributes are those of :class:`CARTClassifier` without the class ones. R(t) = Σ_{i∈t} w_i (y_i - ȳ(t))² / W, so R(T)
     is the resubstitution mean squared error, and ``ccp_alpha`` is on that scale.
 
     Units do not matter: y × c gives the same tree with means × c and squared errors
@@ -577,7 +711,7 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
 
     def __init__(self, criterion="squared_error", *, max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
-                 ccp_alpha=None):
+                 ccp_alpha=None, categorical_features="from_dtype"):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -585,6 +719,7 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
         self.min_impurity_decrease = min_impurity_decrease
         self.max_leaf_nodes = max_leaf_nodes
         self.ccp_alpha = ccp_alpha
+        self.categorical_features = categorical_features
 
     def predict(self, X):
         """Weighted mean ȳ(t) of the leaf each row reaches."""
@@ -652,14 +787,17 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
 
     def __init__(self, criterion="gini", *, priors="empirical", class_weight=None, cost=None,
                  max_depth=None, min_samples_split=2, min_samples_leaf=1,
-                 min_impurity_decrease=0.0, max_leaf_nodes=None, cv=10, stratify=False,
-                 n_repeats=1, selection="1se", random_state=0):
+                 min_impurity_decrease=0.0, max_leaf_nodes=None,
+                 categorical_features="from_dtype", max_categories_exhaustive=12, cv=10,
+                 stratify=False, n_repeats=1, selection="1se", random_state=0):
         super().__init__(criterion, priors=priors, class_weight=class_weight, cost=cost,
                          max_depth=max_depth,
                          min_samples_split=min_samples_split,
                          min_samples_leaf=min_samples_leaf,
                          min_impurity_decrease=min_impurity_decrease,
-                         max_leaf_nodes=max_leaf_nodes)
+                         max_leaf_nodes=max_leaf_nodes,
+                         categorical_features=categorical_features,
+                         max_categories_exhaustive=max_categories_exhaustive)
         del self.ccp_alpha
         self.cv = cv
         self.stratify = stratify
@@ -676,12 +814,14 @@ class CARTRegressorCV(_CVMixin, CARTRegressor):
     """ + _CV_DOC)
 
     def __init__(self, criterion="squared_error", *, max_depth=None, min_samples_split=2,
-                 min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None, cv=10,
-                 n_repeats=1, selection="1se", random_state=0):
+                 min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
+                 categorical_features="from_dtype", cv=10, n_repeats=1, selection="1se",
+                 random_state=0):
         super().__init__(criterion, max_depth=max_depth, min_samples_split=min_samples_split,
                          min_samples_leaf=min_samples_leaf,
                          min_impurity_decrease=min_impurity_decrease,
-                         max_leaf_nodes=max_leaf_nodes)
+                         max_leaf_nodes=max_leaf_nodes,
+                         categorical_features=categorical_features)
         del self.ccp_alpha
         self.cv = cv
         self.n_repeats = n_repeats

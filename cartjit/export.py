@@ -14,6 +14,14 @@ For a classifier the counts are the weighted class counts N_j(t) in the order of
 ``classes_`` and the class is the node label j*(t); for a regressor each node shows
 the weighted mean ȳ(t). R is the node risk R(t) of docs/maths.md §1 and §3 (so the R of the leaves
 add up to R(T)).
+
+A split on a categorical feature (docs/maths.md §7) names the levels each child takes,
+``humidity in {high}`` / ``humidity in {normal}``; a long set is cut after
+:data:`MAX_LEVELS_SHOWN` levels with the number left out, ``{a, b, c, ... (+9 more)}``.
+The sets list the levels present among the node's learning cases: any other level (and
+one never seen in fit) goes to the child with more training weight. A split on an
+ordinal feature (an ordered pandas categorical) names the last level on the left,
+``size <= medium`` / ``size > medium``.
 """
 from __future__ import annotations
 
@@ -21,7 +29,10 @@ import numpy as np
 
 from ._tree import LEAF
 
-__all__ = ["export_text"]
+__all__ = ["export_text", "MAX_LEVELS_SHOWN"]
+
+#: Levels printed in one set of a categorical split before it is cut short.
+MAX_LEVELS_SHOWN = 8
 
 
 def _number(x, decimals):
@@ -36,6 +47,43 @@ def _risk(x, decimals):
     if x == 0:
         return "0"
     return f"{x:.{max(decimals, 1)}g}" if abs(x) < 10 ** -decimals else _number(x, decimals)
+
+
+def _level_codes(words):
+    """The level codes whose bits are set in a row of ``Tree.level_sets`` (uint64 words)."""
+    codes = []
+    for w, word in enumerate(words.tolist()):
+        base = 64 * w
+        while word:
+            low = word & -word
+            codes.append(base + low.bit_length() - 1)
+            word ^= low
+    return codes
+
+
+def _level_set(levels, codes):
+    """``{a, b, ...}`` for the given level codes, cut after MAX_LEVELS_SHOWN levels."""
+    shown = [str(levels[c]) if levels is not None and c < len(levels) else f"#{c}"
+             for c in codes[:MAX_LEVELS_SHOWN]]
+    if len(codes) > MAX_LEVELS_SHOWN:
+        shown.append(f"... (+{len(codes) - MAX_LEVELS_SHOWN} more)")
+    return "{" + ", ".join(shown) + "}"
+
+
+def _split_texts(tree, node, name, levels, decimals):
+    """The (left, right) split conditions of an internal node."""
+    row = int(tree.level_row[node]) if hasattr(tree, "level_row") else -1
+    if row >= 0:
+        left = _level_set(levels, _level_codes(tree.level_sets[row, 0]))
+        right = _level_set(levels, _level_codes(tree.level_sets[row, 1]))
+        return f"{name} in {left}", f"{name} in {right}"
+    thr = float(tree.threshold[node])
+    if levels is not None and 0 <= thr < len(levels) - 1:
+        # codes of an ordinal feature: the left child takes the levels up to floor(thr)
+        last = str(levels[int(np.floor(thr))])
+        return f"{name} <= {last}", f"{name} > {last}"
+    text = _number(thr, decimals)
+    return f"{name} <= {text}", f"{name} > {text}"
 
 
 def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
@@ -85,6 +133,7 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
                              f"fitted on {n_features} features")
     classes = getattr(estimator, "classes_", None)
     is_classifier = classes is not None
+    categories = getattr(estimator, "categories_", None) or [None] * n_features
 
     lines = []
     if is_classifier:
@@ -126,8 +175,8 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
             continue
         lines.append(line)
         if not leaf:
-            f = names[int(tree.feature[node])]
-            thr = _number(tree.threshold[node], decimals)
-            stack.append((int(tree.right[node]), f"{f} > {thr}"))
-            stack.append((int(tree.left[node]), f"{f} <= {thr}"))
+            f = int(tree.feature[node])
+            left, right = _split_texts(tree, node, names[f], categories[f], decimals)
+            stack.append((int(tree.right[node]), right))
+            stack.append((int(tree.left[node]), left))
     return "\n".join(lines) + "\n"

@@ -129,8 +129,11 @@ def test_string_X(est_cls, data):
         est_cls().fit(X.astype(str), yt)
     with pytest.raises(TypeError, match="X must contain numbers"):
         est_cls().fit(np.array([[1.0, "a"]] * 30, dtype=object), yt)
+    # A string column is categorical by default; without categorical features it is
+    # refused, naming the column.
     with pytest.raises(TypeError, match="X: column 'colour' has dtype"):
-        est_cls().fit(pd.DataFrame({"colour": ["red", "blue"] * 15}), yt)
+        est_cls(categorical_features=None).fit(pd.DataFrame({"colour": ["red", "blue"] * 15}),
+                                               yt)
     est = est_cls().fit(X, yt)
     with pytest.raises(TypeError, match="X has string dtype"):
         est.predict(X.astype(str))

@@ -283,8 +283,8 @@ def test_show_prints_the_tree_and_the_pruning_table(capsys):
 def test_show_errors(capsys):
     assert main(["show", "nope"]) == 2
     assert "DATASET must be a bundled dataset" in capsys.readouterr().err
-    assert main(["show", "play_golf"]) == 2
-    assert "not numeric" in capsys.readouterr().err
+    assert main(["show", "play_golf", "--features", "play"]) == 2
+    assert "'play' is the target column" in capsys.readouterr().err
     assert main(["show", "iris", "--features", "petal_size"]) == 2
     assert "--features" in capsys.readouterr().err
 
@@ -343,3 +343,40 @@ def test_compile_says_how_long_and_where(capsys):
     assert main(["compile"]) == 0
     out = capsys.readouterr().out
     assert "cartjit compile:" in out and " s" in out and "cache" in out
+
+
+# --------------------------------------------------------------------------- categorical
+
+def test_show_play_golf_splits_its_categorical_features(capsys):
+    assert main(["show", "play_golf", "--criterion", "entropy"]) == 0
+    text = capsys.readouterr().out
+    assert ("features: temperature (categorical, 2 levels), humidity (categorical, "
+            "2 levels); target: play") in text
+    assert "\n  1) humidity " in text and "\n    3) temperature " in text
+    assert "Variable importance (rpart's, as % of the total): humidity 60, temperature 40" \
+        in text
+
+
+def test_show_a_file_with_a_string_column(tmp_path, capsys):
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    colour = rng.choice(["red", "green", "blue", "grey"], 80)
+    frame = pd.DataFrame({"colour": colour, "x": rng.standard_normal(80),
+                          "label": np.where(np.isin(colour, ["red", "grey"]), "warm", "cold")})
+    frame.to_csv(tmp_path / "c.csv", index=False)
+    assert main(["show", str(tmp_path / "c.csv"), "--target", "label"]) == 0
+    text = capsys.readouterr().out
+    assert "features: colour (categorical, 4 levels), x; target: label" in text
+    assert "\n  1) colour " in text
+    assert main(["show", str(tmp_path / "c.csv"), "--target", "label", "--features",
+                 "label"]) == 2
+    assert "'label' is the target column" in capsys.readouterr().err
+
+
+def test_datasets_lists_the_r_datasets(capsys):
+    assert main(["datasets"]) == 0
+    text = capsys.readouterr().out
+    for name in ("chickwts", "insect_sprays", "infert", "tooth_growth", "npk", "titanic",
+                 "hair_eye_color"):
+        assert name in text

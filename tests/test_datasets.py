@@ -278,7 +278,9 @@ def test_loader_flags_must_be_bool():
 
 def test_list_datasets_sorted_names():
     names = list_datasets()
-    assert names == ["iris", "iris_petal", "play_golf", "potato_yield"]
+    assert names == ["chickwts", "hair_eye_color", "infert", "insect_sprays", "iris",
+                     "iris_petal", "npk", "play_golf", "potato_yield", "titanic",
+                     "tooth_growth"]
     assert names == sorted(names)
 
 
@@ -523,3 +525,90 @@ def test_generators_refuse_sizes_over_the_memory_limit(monkeypatch, gen, kwargs)
     monkeypatch.setenv("CARTJIT_MEMORY_LIMIT", "8G")
     with pytest.raises(MemoryLimitError, match="n_samples=.*memory limit"):
         getattr(ds, gen)(**kwargs)
+
+
+# ---------------------------------------------------------------------------
+# categorical data from R's datasets package
+# ---------------------------------------------------------------------------
+
+from cartjit.datasets import (load_chickwts, load_hair_eye_color, load_infert,  # noqa: E402
+                              load_insect_sprays, load_npk, load_titanic,
+                              load_tooth_growth)
+
+# Facts about R's data (its help pages, and table() / sum() in R): rows, target, the
+# levels of each factor in R's order with their counts, and the sum of a numeric column.
+R_DATA = [
+    (load_chickwts, 71, "weight", {"feed": {"casein": 12, "horsebean": 10, "linseed": 12,
+                                            "meatmeal": 11, "soybean": 14,
+                                            "sunflower": 12}}, ("weight", 18553)),
+    (load_insect_sprays, 72, "count", {"spray": dict.fromkeys("ABCDEF", 12)},
+     ("count", 684)),
+    (load_infert, 248, "case", {"education": {"0-5yrs": 12, "6-11yrs": 120,
+                                              "12+ yrs": 116}}, ("case", 83)),
+    (load_tooth_growth, 60, "len", {"supp": {"OJ": 30, "VC": 30}}, ("len", 1128.8)),
+    (load_npk, 24, "yield", {"block": {str(b): 4 for b in range(1, 7)},
+                             "N": {"0": 12, "1": 12}}, ("yield", 1317.0)),
+    (load_titanic, 2201, "survived", {"class": {"1st": 325, "2nd": 285, "3rd": 706,
+                                                "Crew": 885},
+                                      "sex": {"Male": 1731, "Female": 470}}, None),
+    (load_hair_eye_color, 592, "eye", {"hair": {"Black": 108, "Brown": 286, "Red": 71,
+                                                "Blond": 127},
+                                       "sex": {"Male": 279, "Female": 313}}, None),
+]
+
+
+@pytest.mark.parametrize("loader, n, target, factors, total", R_DATA,
+                         ids=[row[0].__name__ for row in R_DATA])
+def test_r_datasets_rows_levels_and_values(loader, n, target, factors, total):
+    frame = loader()
+    assert len(frame) == n and frame.columns[-1] == target
+    for column, counts in factors.items():
+        col = frame[column]
+        assert isinstance(col.dtype, pd.CategoricalDtype) and not col.cat.ordered
+        assert list(col.cat.categories) == list(counts)  # R's level order
+        assert col.value_counts(sort=False).to_dict() == counts
+    if total is not None:
+        assert frame[total[0]].sum() == pytest.approx(total[1], rel=1e-12)
+    X, y = loader(return_X_y=True)
+    assert list(X.columns) == list(frame.columns[:-1]) and y.name == target
+    with pytest.raises(TypeError, match="return_X_y must be True or False"):
+        loader(return_X_y=1)
+
+
+def test_tables_of_counts_are_expanded_to_one_row_per_case():
+    titanic = load_titanic()
+    assert titanic["survived"].value_counts().to_dict() == {"No": 1490, "Yes": 711}
+    # the 23 female crew members: 3 died, 20 survived (R: Titanic["Crew", "Female", , ])
+    crew_f = titanic[(titanic["class"] == "Crew") & (titanic["sex"] == "Female")]
+    assert crew_f["survived"].value_counts().to_dict() == {"Yes": 20, "No": 3}
+    eyes = load_hair_eye_color()
+    assert eyes["eye"].value_counts().to_dict() == {"Brown": 220, "Blue": 215, "Hazel": 93,
+                                                    "Green": 64}
+    assert list(eyes.columns) == ["hair", "sex", "eye"]
+
+
+def test_r_datasets_are_registered_and_fit_with_categorical_features():
+    from cartjit import CARTClassifier, CARTRegressor
+    for name in ("chickwts", "insect_sprays", "infert", "tooth_growth", "npk", "titanic",
+                 "hair_eye_color"):
+        ds = load_dataset(name)
+        assert name in list_datasets()
+        X, y = ds.frame[list(ds.features)], ds.frame[ds.target]
+        cls = CARTClassifier if ds.task == "classification" else CARTRegressor
+        est = cls(max_depth=2).fit(X, y)
+        expected = [isinstance(X[c].dtype, pd.CategoricalDtype) for c in ds.features]
+        assert est.is_categorical_.tolist() == expected, name
+
+
+def test_r_datasets_match_r(tmp_path):
+    """The bundled values are R's (skipped without Rscript)."""
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        pytest.skip("Rscript not found")
+    out = tmp_path / "cw.csv"
+    subprocess.run([rscript, "-e", f"write.csv(chickwts, '{out}', row.names=FALSE)"],
+                   check=True, capture_output=True, timeout=120)
+    r = pd.read_csv(out)
+    ours = load_chickwts()
+    assert list(ours["feed"].astype(str)) == list(r["feed"])
+    np.testing.assert_array_equal(ours["weight"].to_numpy(), r["weight"].to_numpy())

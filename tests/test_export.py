@@ -94,3 +94,77 @@ def test_export_text_is_importable_from_the_package():
     X, y = load_iris(return_X_y=True)
     text = cartjit.export_text(CARTClassifier(max_depth=1).fit(X, y))
     assert text.splitlines()[2].startswith("0) root: n=150, counts [50, 50, 50]")
+
+
+# --------------------------------------------------------------------------- categorical
+
+def test_play_golf_text_names_the_levels():
+    """The play-golf tree of docs/maths.md §6, written by hand from its counts: humidity at
+    the root (high: 4 no, 2 yes; normal: 4 yes), then temperature under humidity = high
+    (high: 3 no; normal: 1 no, 2 yes). The lowest level code (high) is on the left."""
+    from cartjit.datasets import load_play_golf
+    X, y = load_play_golf(return_X_y=True)
+    text = export_text(CARTClassifier("entropy").fit(X, y))
+    assert text == (
+        "CARTClassifier: 5 nodes, 3 leaves, depth 2; classes no, yes\n"
+        "node) split: n, class counts -> class, R(t)    (* leaf)\n"
+        "0) root: n=10, counts [4, 6] -> yes, R=0.4\n"
+        "  1) humidity in {high}: n=6, counts [4, 2] -> no, R=0.2\n"
+        "    3) temperature in {high}: n=3, counts [3, 0] -> no, R=0 *\n"
+        "    4) temperature in {normal}: n=3, counts [1, 2] -> yes, R=0.1 *\n"
+        "  2) humidity in {normal}: n=4, counts [0, 4] -> yes, R=0 *\n")
+
+
+def _one_subset_split(left_codes, right_codes, n_levels):
+    """A hand-built three-node tree whose root splits feature 0 by level subsets."""
+    from types import SimpleNamespace
+
+    from cartjit._tree import Tree, validate
+
+    n_words = (n_levels + 63) // 64
+    sets = np.zeros((1, 2, n_words), dtype=np.uint64)
+    for side, codes in enumerate((left_codes, right_codes)):
+        for c in codes:
+            sets[0, side, c // 64] |= np.uint64(1) << np.uint64(c % 64)
+    i32 = lambda v: np.asarray(v, dtype=np.int32)  # noqa: E731
+    f64 = lambda v: np.asarray(v, dtype=np.float64)  # noqa: E731
+    tree = Tree(feature=i32([0, -1, -1]), threshold=f64([np.nan] * 3), left=i32([1, -1, -1]),
+                right=i32([2, -1, -1]), parent=i32([-1, 0, 0]), depth=i32([0, 1, 1]),
+                n_node_samples=np.asarray([30, 20, 10], dtype=np.int64),
+                weighted_n_node_samples=f64([30, 20, 10]),
+                value=f64([[20, 10], [18, 2], [2, 8]]), impurity=f64([0.44, 0.18, 0.32]),
+                risk=f64([1 / 3, 2 / 30, 2 / 30]), label=i32([0, 0, 1]),
+                alpha=f64([0.1, 0, 0]), improvement=f64([0.2, 0, 0]),
+                majority_left=i32([1, 0, 0]), level_row=i32([0, -1, -1]), level_sets=sets)
+    validate(tree)
+    levels = np.asarray([f"L{c}" for c in range(n_levels)], dtype=object)
+    return SimpleNamespace(tree_=tree, n_features_in_=1, classes_=np.array(["a", "b"]),
+                           categories_=[levels], feature_names_in_=np.array(["grade"]))
+
+
+def test_subset_split_lines_from_the_bitsets():
+    est = _one_subset_split([0, 3], [1, 2], 4)
+    lines = node_lines(export_text(est))
+    assert lines[1] == "  1) grade in {L0, L3}: n=20, counts [18, 2] -> a, R=0.067 *"
+    assert lines[2] == "  2) grade in {L1, L2}: n=10, counts [2, 8] -> b, R=0.067 *"
+
+
+def test_long_level_sets_are_cut_and_codes_beyond_64_are_read():
+    left = list(range(0, 140, 2))     # 70 levels, over three 64-bit words
+    right = [1, 65, 129]
+    est = _one_subset_split(left, right, 140)
+    lines = node_lines(export_text(est))
+    assert lines[1].startswith("  1) grade in {L0, L2, L4, L6, L8, L10, L12, L14, "
+                               "... (+62 more)}: n=20")
+    assert lines[2].startswith("  2) grade in {L1, L65, L129}: n=10")
+
+
+def test_ordinal_split_names_the_last_level_on_the_left():
+    import pandas as pd
+    size = pd.Categorical(["S", "M", "L", "XL"] * 10, categories=["S", "M", "L", "XL"],
+                          ordered=True)
+    X = pd.DataFrame({"size": size})
+    y = np.where(np.asarray(size.codes) <= 1, "small", "big")
+    lines = node_lines(export_text(CARTClassifier().fit(X, y)))
+    assert lines[1].startswith("  1) size <= M: n=20, counts [0, 20] -> small")
+    assert lines[2].startswith("  2) size > M: n=20, counts [20, 0] -> big")

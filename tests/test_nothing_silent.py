@@ -678,3 +678,112 @@ def test_property_regression_y_scaled(seed, exponent, ties):
     assert_same_structure(est.tree_, ref.tree_)
     assert_scaled(est.tree_.value, ref.tree_.value, c, rtol=1e-12)
     assert_scaled(est.tree_.risk / c, ref.tree_.risk, c, rtol=1e-10)
+
+
+# --------------------------------------------------------------------------- categorical
+
+import pandas as pd  # noqa: E402
+
+
+def _categorical_frame(seed, n=90, levels=("a", "b", "c", "d")):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"cat": rng.choice(list(levels), n), "x": rng.normal(size=n)})
+    return X, rng
+
+
+@pytest.mark.parametrize("levels", [
+    (-1.7976931348623157e308, -5e-324, 0.0, 1.7976931348623157e308),   # extreme numbers
+    (1.0, np.nextafter(1.0, 2.0), np.nextafter(np.nextafter(1.0, 2.0), 2.0), 2.0),  # 1 ulp
+    ("", " ", "é", "\U0001F600"),                                         # odd strings
+])
+def test_extreme_levels_are_just_levels(levels):
+    """Levels are matched by value: the tree depends only on which cases share a level,
+    so any four distinct levels give the tree of the codes 0..3 in the same order."""
+    rng = np.random.default_rng(50)
+    codes = rng.integers(0, 4, 80)
+    x = rng.normal(size=80)
+    y = np.where(np.isin(codes, [0, 3]), 1.0, 0.0) + 0.3 * x + rng.normal(scale=0.1,
+                                                                          size=80)
+    values = np.asarray(levels, dtype=object)[codes]
+    if isinstance(levels[0], float):
+        values = values.astype(np.float64)
+    X = np.empty((80, 2), dtype=object) if values.dtype == object else np.empty((80, 2))
+    X[:, 0], X[:, 1] = values, x
+    est = CARTRegressor(categorical_features=[0]).fit(X, y)
+    ref = CARTRegressor(categorical_features=[0]).fit(
+        np.column_stack([codes.astype(float), x]), y)
+    assert sorted(est.categories_[0].tolist()) == sorted(levels)
+    assert_same_structure(est.tree_, ref.tree_)
+    np.testing.assert_array_equal(est.tree_.level_sets, ref.tree_.level_sets)
+    np.testing.assert_array_equal(est.predict(X), ref.predict(np.column_stack(
+        [codes.astype(float), x])))
+
+
+def test_max_levels_is_accepted_and_one_more_refused():
+    from cartjit._encoding import MAX_LEVELS
+    n = MAX_LEVELS
+    X = np.column_stack([np.arange(n, dtype=float), np.zeros(n)])
+    y = np.arange(n) % 2
+    est = CARTClassifier(categorical_features=[0], max_depth=1).fit(X, y)
+    assert len(est.categories_[0]) == MAX_LEVELS
+    X1 = np.column_stack([np.arange(n + 1, dtype=float), np.zeros(n + 1)])
+    with pytest.raises(ValueError, match=f"column 0 has {n + 1} distinct levels"):
+        CARTClassifier(categorical_features=[0]).fit(X1, np.arange(n + 1) % 2)
+
+
+@pytest.mark.parametrize("est_cls", [CARTClassifier, CARTRegressor])
+def test_categorical_weights_scaled_change_nothing(est_cls):
+    """Weights × c: the same subset splits, weighted counts × c."""
+    X, rng = _categorical_frame(51)
+    y = (X["cat"].isin(["a", "d"]).to_numpy() ^ (X["x"].to_numpy() > 0.8)).astype(int)
+    y = y if est_cls is CARTClassifier else y + rng.normal(scale=0.1, size=len(y))
+    w = rng.integers(1, 4, size=len(y)).astype(float)
+    ref = est_cls().fit(X, y, sample_weight=w)
+    for c in (2.0**-30, 1e-200, 3e250):
+        est = quiet_fit(est_cls(), X, y, sample_weight=w * c)
+        assert_same_structure(est.tree_, ref.tree_)
+        np.testing.assert_array_equal(est.tree_.level_sets, ref.tree_.level_sets)
+        assert_scaled(est.tree_.weighted_n_node_samples, ref.tree_.weighted_n_node_samples,
+                      c)
+
+
+@pytest.mark.parametrize("est_cls", [CARTClassifier, CARTRegressor, CARTClassifierCV,
+                                     CARTRegressorCV])
+def test_categorical_integer_weights_equal_duplicated_rows(est_cls):
+    X, rng = _categorical_frame(52, n=60)
+    y = X["cat"].isin(["b", "c"]).to_numpy().astype(int)
+    if est_cls in (CARTRegressor, CARTRegressorCV):
+        y = y + rng.normal(scale=0.2, size=len(y))
+    w = rng.integers(1, 4, size=len(y))
+    dup = X.loc[X.index.repeat(w)].reset_index(drop=True)
+    y_dup = np.repeat(y, w)
+    kw = {"cv": 3} if est_cls in (CARTClassifierCV, CARTRegressorCV) else {}
+    if kw:  # the CV partitions differ between the two; compare the full trees only
+        a = est_cls(**kw).fit(X, y, sample_weight=w.astype(float)).tree_max_
+        b = est_cls(**kw).fit(dup, y_dup).tree_max_
+    else:
+        a = est_cls().fit(X, y, sample_weight=w.astype(float)).tree_
+        b = est_cls().fit(dup, y_dup).tree_
+    for name in ("feature", "threshold", "left", "level_row"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_array_equal(a.level_sets, b.level_sets)
+    np.testing.assert_allclose(a.weighted_n_node_samples, b.weighted_n_node_samples,
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("est_cls", [CARTClassifier, CARTRegressor])
+@pytest.mark.parametrize("bad, error, words", [
+    (lambda X: X.assign(cat=X["cat"].astype(object).where(X.index != 0, None)),
+     ValueError, "missing values are not supported"),
+    (lambda X: X.assign(cat=np.where(X.index % 2, X["cat"], 7).astype(object)),
+     TypeError, "mixes values of types"),
+    (lambda X: X.assign(cat=X["cat"].str.encode("utf-8")), TypeError, "holds bytes"),
+])
+def test_categorical_battery_names_the_column(est_cls, bad, error, words):
+    X, rng = _categorical_frame(53, n=40)
+    y = rng.integers(0, 2, 40) if est_cls is CARTClassifier else rng.normal(size=40)
+    with pytest.raises(error, match=f"column 'cat'.*{words}|{words}.*column 'cat'"):
+        est_cls().fit(bad(X), y)
+    fitted = est_cls().fit(X, y)
+    with pytest.raises(error, match="column 'cat'"):
+        fitted.predict(bad(X))

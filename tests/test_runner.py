@@ -366,12 +366,14 @@ def test_runner_layout_has_no_cycle_and_engine_never_imports_it():
               for p in (root / "experiments").glob("*.py") if p.stem != "__init__"}
     assert set(runner) >= {f"cartjit.experiments.{m}" for m in
                            ("config", "data", "cells", "backends", "store", "reports", "run")}
-    # the runner uses the public engine only (estimators, datasets, the memory limit, and
-    # the kernel cache's state for its warm-up)
+    # the runner uses the public engine only (estimators, datasets, the memory limit, the
+    # kernel cache's state for its warm-up, and the estimators' input encoding, so that
+    # categorical columns are coded exactly as a fit codes them)
     engine_used = {m for deps in runner.values() for m in deps
                    if m.startswith("cartjit.") and not m.startswith("cartjit.experiments")}
     assert engine_used <= {"cartjit.estimators", "cartjit.datasets", "cartjit._limits",
-                           "cartjit._cache", "cartjit.__version__"}, engine_used
+                           "cartjit._cache", "cartjit._encoding",
+                           "cartjit.__version__"}, engine_used
     # no cycle among the runner's modules
     graph = {m: {d for d in deps if d in runner} for m, deps in runner.items()}
     state = {}
@@ -814,3 +816,80 @@ def test_every_file_of_a_finished_run_damaged_in_turn(tiny_run, tmp_path):
     # delete); every damaged cell file, run.json, config.toml or lock file is handled
     assert all(how == "a directory" and rel.split("/")[0] not in ("cells", "run.json")
                for rel, how in refused), refused
+
+
+# --------------------------------------------------------------------------- categorical
+
+CATEGORICAL = """
+    [cv]
+    V = [3]
+    n_repeats = 2
+    seed = 11
+    [[datasets]]
+    bundled = "play_golf"
+    tree = { criterion = "entropy" }
+    [[datasets]]
+    name = "colours"
+    path = "colours.csv"
+    target = "label"
+"""
+
+
+def colours_csv(tmp_path, n=60):
+    rng = np.random.default_rng(2)
+    colour = rng.choice(["red", "green", "blue"], n)
+    frame = pd.DataFrame({"x": rng.standard_normal(n), "colour": colour,
+                          "label": np.where(colour == "green", "g", "other")})
+    frame.to_csv(tmp_path / "colours.csv", index=False)
+    return frame
+
+
+def test_string_columns_are_categorical_features_of_every_cell(tmp_path):
+    frame = colours_csv(tmp_path)
+    data = resolve(read_config(write(tmp_path, CATEGORICAL)))
+    golf, colours = data
+    assert golf.categorical == (0, 1) and colours.categorical == (1,)
+    # X holds the level codes (sorted levels: blue 0, green 1, red 2)
+    np.testing.assert_array_equal(colours.X[:, 1], frame["colour"].map(
+        {"blue": 0.0, "green": 1.0, "red": 2.0}).to_numpy())
+    cells = plan_cells(data)
+    assert {c.categorical for c in cells if c.dataset == "colours"} == {(1,)}
+    # a cell is the CV estimator fitted on the DataFrame itself, string column included
+    cell = next(c for c in cells if c.dataset == "colours")
+    from cartjit.experiments.cells import cell_payload
+    result = compute_cell(cell_payload(cell), colours.X, colours.y, ("min",))
+    direct = CARTClassifierCV(cv=cell.V, n_repeats=1, selection="min",
+                              random_state=cell.seed).fit(frame[["x", "colour"]],
+                                                          frame["label"])
+    np.testing.assert_allclose(result["columns"]["cv_risk"],
+                               direct.cv_results_["cv_risk"].to_numpy(), rtol=1e-12)
+
+
+def test_categorical_flags_enter_the_data_fingerprint(tmp_path):
+    from cartjit.experiments.data import _fingerprint
+    X, y = np.zeros((4, 2)), np.arange(4)
+    plain = _fingerprint(X, y, ["a", "b"], "y")
+    assert _fingerprint(X, y, ["a", "b"], "y", ()) == plain  # numeric data: unchanged
+    assert _fingerprint(X, y, ["a", "b"], "y", (1,)) != plain
+
+
+def test_a_categorical_run_end_to_end(tmp_path):
+    colours_csv(tmp_path)
+    out = tmp_path / "out"
+    run_experiment(write(tmp_path, CATEGORICAL), out, backend="serial", quiet=True)
+    table = pd.read_csv(out / "results.csv")
+    assert set(table["dataset"]) == {"play_golf", "colours"}
+    assert np.isfinite(table["cv_risk"]).all()
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "categorical: colour" in summary
+
+
+def test_missing_values_in_a_string_column_name_it(tmp_path):
+    from cartjit.experiments.config import ConfigError
+    frame = colours_csv(tmp_path)
+    frame.loc[3, "colour"] = None
+    frame.to_csv(tmp_path / "colours.csv", index=False)
+    with pytest.raises(ConfigError, match="column 'colour' of dataset 'colours' has missing "
+                                          "values") as info:
+        resolve(read_config(write(tmp_path, CATEGORICAL)))
+    assert info.value.field == "datasets[2].features"

@@ -241,11 +241,22 @@ def test_play_golf_counts_are_the_worked_example():
                       ("normal", "normal", "yes"): 2}
 
 
+def _levels(clf, t, side):
+    """Level names of one side of subset split t (side 0: left, 1: right)."""
+    tree = clf.tree_
+    word = int(tree.level_sets[tree.level_row[t], side, 0])
+    levels = clf.categories_[tree.feature[t]]
+    return {str(levels[c]) for c in range(len(levels)) if word >> c & 1}
+
+
 def test_play_golf_entropy_tree():
-    X, y = golf_encoded()
+    """The worked example on the data as it comes, string columns: both features are
+    categorical and the splits are subset splits (docs/maths.md §6, §7)."""
+    X, y = load_play_golf(return_X_y=True)
     clf = CARTClassifier(criterion="entropy").fit(X, y)
     tree = clf.tree_
     validate(tree)
+    assert list(clf.is_categorical_) == [True, True]
     # Expected gains from docs/maths.md §6, recomputed from the counts: 6 yes / 4 no at the root;
     # humidity high: 2 yes / 4 no, normal: 4 yes; temperature high: 2/3, normal: 4/1.
     root = entropy_bits([6, 4])
@@ -257,15 +268,18 @@ def test_play_golf_entropy_tree():
     assert clf.feature_names_in_[tree.feature[0]] == "humidity"
     assert tree.impurity[0] == pytest.approx(root, rel=1e-12)  # in bits
     assert split_gain(tree, 0) == pytest.approx(humidity_gain, rel=1e-12)
+    assert tree.improvement[0] == pytest.approx(humidity_gain, rel=1e-12)
     assert split_gain(tree, 0) == pytest.approx(0.420, abs=5e-4)
 
-    # humidity = high is encoded 1, so it goes right (x <= 0.5 goes left).
-    assert 0 < tree.threshold[0] < 1
-    high, normal = tree.right[0], tree.left[0]
+    # A subset split: "high" has the lowest level code, so its side is the left child.
+    assert np.isnan(tree.threshold[0])
+    assert _levels(clf, 0, 0) == {"high"} and _levels(clf, 0, 1) == {"normal"}
+    high, normal = tree.left[0], tree.right[0]
     assert tree.left[normal] == -1  # humidity normal: 4 × play, pure
     assert clf.classes_[tree.label[normal]] == "yes"
     assert tree.left[high] != -1
     assert clf.feature_names_in_[tree.feature[high]] == "temperature"
+    assert _levels(clf, high, 0) == {"high"} and _levels(clf, high, 1) == {"normal"}
     assert split_gain(tree, high) == pytest.approx(
         entropy_bits([2, 4]) - 0.5 * entropy_bits([2, 1]), rel=1e-12)
     assert clf.get_n_leaves() == 3  # (normal, high) holds 2 yes / 1 no with identical X
@@ -275,3 +289,9 @@ def test_play_golf_entropy_tree():
     assert split_gain(temp.tree_, 0) == pytest.approx(temperature_gain, rel=1e-12)
     assert split_gain(temp.tree_, 0) == pytest.approx(0.125, abs=5e-4)
     assert split_gain(tree, 0) > split_gain(temp.tree_, 0)
+
+    # The 0/1 encoding of each two-level feature gives the same tree by thresholds.
+    Xe, ye = golf_encoded()
+    enc = CARTClassifier(criterion="entropy").fit(Xe, ye).tree_
+    assert enc.n_leaves == tree.n_leaves
+    assert sorted(enc.improvement) == pytest.approx(sorted(tree.improvement), rel=1e-12)

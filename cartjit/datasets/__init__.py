@@ -22,6 +22,41 @@ Bundled datasets (CSV files in ``cartjit/datasets/data``, read with pandas):
     example from the worked examples of docs/maths.md §6. With entropy the root split is on
     humidity (gain about 0.420 bits, against 0.125 for temperature).
 
+Categorical data from R's ``datasets`` package (public-domain data that R has shipped
+for decades; written once from R with ``write.csv``, values unchanged). Their factors
+are pandas ``category`` columns with R's levels in R's order, so that a fit with
+``categorical_features="from_dtype"`` sees the levels rpart sees, with the same codes:
+
+``chickwts``
+    Weights (g) of 71 chicks after six weeks on one of six feed supplements (``feed``):
+    regression on one six-level factor.
+``insect_sprays``
+    Counts of insects on 72 agricultural experimental units treated with one of six
+    insecticides (``spray``, A-F): regression on one six-level factor.
+``infert``
+    248 women of a matched case-control study of infertility after abortions:
+    ``education`` (three levels), ``age``, ``parity``, ``induced`` and ``spontaneous``
+    (counts of prior abortions, 2 meaning 2 or more), target ``case`` (1 infertile,
+    0 control); R's matching columns ``stratum`` and ``pooled.stratum`` are left out.
+``tooth_growth``
+    Length of odontoblasts in 60 guinea pigs given vitamin C at three doses (mg/day,
+    numeric ``dose``) by one of two delivery methods (``supp``: ``OJ`` orange juice or
+    ``VC`` ascorbic acid): regression on a factor and a number.
+``npk``
+    A classical N, P, K (nitrogen, phosphate, potassium) factorial experiment on the
+    growth of peas in six blocks of four plots: ``yield`` (pounds per plot) against the
+    factors ``block`` (1-6) and ``N``, ``P``, ``K`` (0 or 1).
+``titanic``
+    The 2201 people aboard the Titanic, one row each, from R's ``Titanic`` table of
+    counts: ``class`` (1st, 2nd, 3rd, Crew), ``sex``, ``age`` (Child, Adult), target
+    ``survived`` (No, Yes).
+``hair_eye_color``
+    592 statistics students, one row each, from R's ``HairEyeColor`` table of counts:
+    ``hair`` (4 levels) and ``sex``, target ``eye`` colour (4 classes: Brown, Blue,
+    Hazel, Green), a small problem with more than two classes and categorical features.
+
+MASS's ``housing`` (with its ``Freq`` weights) is not bundled.
+
 Each ``load_*`` function returns a fresh :class:`pandas.DataFrame` (mutating it never
 affects a later load), or ``(X, y)`` with ``return_X_y=True``. The experiment runner
 uses the registry: :func:`list_datasets` and :func:`load_dataset`, which returns a
@@ -38,6 +73,35 @@ R. A. Fisher (1936), The use of multiple measurements in taxonomic problems.
 
 E. Anderson (1935), The irises of the Gaspe Peninsula. *Bulletin of the American Iris
 Society* 59, 2-5.
+
+R Core Team, R: A language and environment for statistical computing, package
+``datasets`` (help pages ``?chickwts``, ``?InsectSprays``, ``?infert``,
+``?ToothGrowth``, ``?npk``, ``?Titanic``, ``?HairEyeColor`` give the full sources below).
+
+Anonymous (1948), *Biometrika* 35, 214 (chickwts); D. R. McNeil (1977), *Interactive
+Data Analysis*, Wiley.
+
+G. Beall (1942), The transformation of data from entomological field experiments.
+*Biometrika* 29, 243-262 (InsectSprays).
+
+D. Trichopoulos, N. Handanos, J. Danezis, A. Kalandidi and V. Kalapothaki (1976),
+Induced abortion and secondary infertility. *British Journal of Obstetrics and
+Gynaecology* 83, 645-650 (infert).
+
+E. W. Crampton (1947), The growth of the odontoblast of the incisor teeth as a criterion
+of vitamin C intake of the guinea pig. *The Journal of Nutrition* 33(5), 491-504
+(ToothGrowth).
+
+W. N. Venables and B. D. Ripley (2002), *Modern Applied Statistics with S*, 4th ed.,
+Springer (npk, after an Imperial College exercise).
+
+R. J. MacG. Dawson (1995), The "unusual episode" data revisited. *Journal of Statistics
+Education* 3(3); British Board of Trade (1912), Report on the loss of the S.S. Titanic
+(Titanic).
+
+R. D. Snee (1974), Graphical display of two-way contingency tables. *The American
+Statistician* 28, 9-12; M. Friendly (1992), Graphical methods for categorical data,
+SAS User Group International Conference Proceedings 17, 190-200 (HairEyeColor).
 """
 from __future__ import annotations
 
@@ -53,9 +117,16 @@ __all__ = [
     "Dataset",
     "list_datasets",
     "load_dataset",
+    "load_chickwts",
+    "load_hair_eye_color",
+    "load_infert",
+    "load_insect_sprays",
     "load_iris",
+    "load_npk",
     "load_play_golf",
     "load_potato_yield",
+    "load_titanic",
+    "load_tooth_growth",
     "make_classification",
     "make_regression",
 ]
@@ -204,6 +275,207 @@ def load_play_golf(*, return_X_y=False):
     return _finish(frame, "play", return_X_y)
 
 
+# --------------------------------------------------------------------------- R datasets
+
+#: R's factor levels, in R's order, of the categorical columns of the R datasets.
+_R_LEVELS = {
+    "chickwts.csv": {"feed": ("casein", "horsebean", "linseed", "meatmeal", "soybean",
+                              "sunflower")},
+    "insect_sprays.csv": {"spray": ("A", "B", "C", "D", "E", "F")},
+    "infert.csv": {"education": ("0-5yrs", "6-11yrs", "12+ yrs")},
+    "tooth_growth.csv": {"supp": ("OJ", "VC")},
+    "npk.csv": {"block": ("1", "2", "3", "4", "5", "6"), "N": ("0", "1"), "P": ("0", "1"),
+                "K": ("0", "1")},
+    "titanic.csv": {"class": ("1st", "2nd", "3rd", "Crew"), "sex": ("Male", "Female"),
+                    "age": ("Child", "Adult")},
+    "hair_eye_color.csv": {"hair": ("Black", "Brown", "Red", "Blond"),
+                           "sex": ("Male", "Female")},
+}
+
+
+def _r_frame(filename):
+    """A bundled R dataset with its factors as pandas categoricals (R's levels)."""
+    frame = _read_csv(filename).copy(deep=True)
+    for column, levels in _R_LEVELS[filename].items():
+        values = frame[column].astype(str)
+        frame[column] = pd.Categorical(values, categories=list(levels))
+        if frame[column].isna().any():  # a value that is not one of R's levels
+            raise ValueError(f"{filename}: column {column!r} holds a value outside "
+                             f"{list(levels)}; the bundled file is damaged")
+    return frame
+
+
+def _expand_counts(frame, count="freq"):
+    """One row per case of a table of counts (R's ``as.data.frame`` of a table)."""
+    rows = frame.index.repeat(frame[count].to_numpy())
+    return frame.loc[rows].drop(columns=[count]).reset_index(drop=True)
+
+
+def load_chickwts(*, return_X_y=False):
+    """Load R's ``chickwts``: weights of 71 chicks on six feed supplements.
+
+    An experiment on the effectiveness of feed supplements on the growth rate of
+    chickens: newly hatched chicks were randomly allocated into six groups, each given
+    a different supplement, and weighed after six weeks.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        71 rows: ``feed`` (categorical, 6 levels: casein, horsebean, linseed, meatmeal,
+        soybean, sunflower) and ``weight`` (g, the regression target). A fresh copy.
+    X, y : pandas.DataFrame, pandas.Series
+        With ``return_X_y=True``.
+
+    References
+    ----------
+    Anonymous (1948), *Biometrika* 35, 214. R's ``datasets::chickwts``.
+    """
+    _check_flag("return_X_y", return_X_y)
+    return _finish(_r_frame("chickwts.csv"), "weight", return_X_y)
+
+
+def load_insect_sprays(*, return_X_y=False):
+    """Load R's ``InsectSprays``: insect counts on 72 units under six insecticides.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        72 rows: ``spray`` (categorical, A-F) and ``count`` (the regression target).
+        A fresh copy.
+    X, y : pandas.DataFrame, pandas.Series
+        With ``return_X_y=True``.
+
+    References
+    ----------
+    G. Beall (1942), *Biometrika* 29, 243-262. R's ``datasets::InsectSprays``.
+    """
+    _check_flag("return_X_y", return_X_y)
+    return _finish(_r_frame("insect_sprays.csv"), "count", return_X_y)
+
+
+def load_infert(*, return_X_y=False):
+    """Load R's ``infert``: infertility after spontaneous and induced abortion.
+
+    A matched case-control study: 83 women with secondary infertility (cases) and
+    165 controls. R's matching columns ``stratum`` and ``pooled.stratum`` are left out.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        248 rows: ``education`` (categorical: 0-5yrs, 6-11yrs, 12+ yrs), ``age``
+        (years), ``parity`` (count), ``induced`` and ``spontaneous`` (prior abortions:
+        0, 1, 2 meaning 2 or more), and the target ``case`` (1 case, 0 control).
+        A fresh copy.
+    X, y : pandas.DataFrame, pandas.Series
+        With ``return_X_y=True``.
+
+    References
+    ----------
+    D. Trichopoulos et al. (1976), *British Journal of Obstetrics and Gynaecology* 83,
+    645-650. R's ``datasets::infert``.
+    """
+    _check_flag("return_X_y", return_X_y)
+    return _finish(_r_frame("infert.csv"), "case", return_X_y)
+
+
+def load_tooth_growth(*, return_X_y=False):
+    """Load R's ``ToothGrowth``: odontoblast length in 60 guinea pigs.
+
+    Each animal received one of three doses of vitamin C (0.5, 1 and 2 mg/day) by one
+    of two delivery methods, orange juice or ascorbic acid.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        60 rows: ``supp`` (categorical: OJ, VC), ``dose`` (mg/day, numeric) and the
+        regression target ``len``. A fresh copy.
+    X, y : pandas.DataFrame, pandas.Series
+        With ``return_X_y=True``.
+
+    References
+    ----------
+    E. W. Crampton (1947), *The Journal of Nutrition* 33(5), 491-504. R's
+    ``datasets::ToothGrowth``.
+    """
+    _check_flag("return_X_y", return_X_y)
+    return _finish(_r_frame("tooth_growth.csv"), "len", return_X_y)
+
+
+def load_npk(*, return_X_y=False):
+    """Load R's ``npk``: a 2^3 factorial N, P, K experiment on peas in six blocks.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        24 rows: ``block`` (categorical, 1-6), ``N``, ``P``, ``K`` (categorical, 0 or 1:
+        nutrient applied or not) and the regression target ``yield`` (pounds per
+        plot). A fresh copy.
+    X, y : pandas.DataFrame, pandas.Series
+        With ``return_X_y=True``.
+
+    References
+    ----------
+    W. N. Venables and B. D. Ripley (2002), *Modern Applied Statistics with S*.
+    R's ``datasets::npk``.
+    """
+    _check_flag("return_X_y", return_X_y)
+    return _finish(_r_frame("npk.csv"), "yield", return_X_y)
+
+
+def load_titanic(*, return_X_y=False):
+    """Load R's ``Titanic`` as one row per person aboard (2201 rows).
+
+    The file holds R's table of counts (``as.data.frame(Titanic)``, 32 rows with a
+    count each); the loader repeats each row by its count, in the table's order.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        2201 rows: ``class`` (categorical: 1st, 2nd, 3rd, Crew), ``sex`` (Male, Female),
+        ``age`` (Child, Adult) and the target ``survived`` (the strings No, Yes).
+        A fresh copy.
+    X, y : pandas.DataFrame, pandas.Series
+        With ``return_X_y=True``.
+
+    References
+    ----------
+    R. J. MacG. Dawson (1995), *Journal of Statistics Education* 3(3). R's
+    ``datasets::Titanic``.
+    """
+    _check_flag("return_X_y", return_X_y)
+    frame = _expand_counts(_r_frame("titanic.csv"))
+    frame["survived"] = frame["survived"].astype(str)
+    return _finish(frame, "survived", return_X_y)
+
+
+def load_hair_eye_color(*, return_X_y=False):
+    """Load R's ``HairEyeColor`` as one row per student (592 rows).
+
+    The file holds R's table of counts (32 rows); the loader repeats each row by its
+    count. Eye colour has four classes, so a categorical split with more than two
+    classes searches subsets of the levels (``max_categories_exhaustive``).
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        592 rows: ``hair`` (categorical: Black, Brown, Red, Blond), ``sex`` (Male,
+        Female) and the target ``eye`` (the strings Brown, Blue, Hazel, Green).
+        A fresh copy.
+    X, y : pandas.DataFrame, pandas.Series
+        With ``return_X_y=True``.
+
+    References
+    ----------
+    R. D. Snee (1974), *The American Statistician* 28, 9-12. R's
+    ``datasets::HairEyeColor``.
+    """
+    _check_flag("return_X_y", return_X_y)
+    frame = _expand_counts(_r_frame("hair_eye_color.csv"))
+    frame["eye"] = frame["eye"].astype(str)
+    frame = frame[["hair", "sex", "eye"]]
+    return _finish(frame, "eye", return_X_y)
+
+
 # name -> (loader, target, task, description). Immutable: a tuple of tuples.
 _REGISTRY = (
     (
@@ -238,6 +510,59 @@ _REGISTRY = (
         "Potato yield: rainfall (mm) against yield (t/ha) on 15 fields; "
         "worked examples of docs/maths.md §6.",
     ),
+    (
+        "chickwts",
+        load_chickwts,
+        "weight",
+        "regression",
+        "R's chickwts: weight (g) of 71 chicks against feed supplement (6 levels).",
+    ),
+    (
+        "insect_sprays",
+        load_insect_sprays,
+        "count",
+        "regression",
+        "R's InsectSprays: insect counts on 72 units against insecticide (6 levels).",
+    ),
+    (
+        "infert",
+        load_infert,
+        "case",
+        "classification",
+        "R's infert: 248 women, infertility case/control against education (3 levels), "
+        "age, parity and prior abortions.",
+    ),
+    (
+        "tooth_growth",
+        load_tooth_growth,
+        "len",
+        "regression",
+        "R's ToothGrowth: odontoblast length of 60 guinea pigs against vitamin C "
+        "delivery (OJ/VC) and dose.",
+    ),
+    (
+        "npk",
+        load_npk,
+        "yield",
+        "regression",
+        "R's npk: pea yield on 24 plots against block (6 levels) and N, P, K (0/1).",
+    ),
+    (
+        "titanic",
+        load_titanic,
+        "survived",
+        "classification",
+        "R's Titanic, one row per person: survival of 2201 people against class (4 "
+        "levels), sex and age.",
+    ),
+    (
+        "hair_eye_color",
+        load_hair_eye_color,
+        "eye",
+        "classification",
+        "R's HairEyeColor, one row per student: eye colour (4 classes) of 592 "
+        "students against hair colour (4 levels) and sex.",
+    ),
 )
 
 
@@ -247,7 +572,7 @@ def list_datasets():
     Returns
     -------
     list of str
-        Sorted: ``["iris", "iris_petal", "play_golf", "potato_yield"]``.
+        Sorted by name.
     """
     return sorted(entry[0] for entry in _REGISTRY)
 

@@ -59,6 +59,7 @@ class Cell:
     settings_label: str = ""
     settings_slug: str = ""
     dataset_fingerprint: str = ""
+    categorical: tuple = ()      # indices of the dataset's subset-split features
 
     @property
     def key(self) -> dict:
@@ -135,7 +136,8 @@ def plan_cells(data):
                                  settings_index=s_index, settings=settings,
                                  settings_label=labels[s_index][0],
                                  settings_slug=labels[s_index][1],
-                                 dataset_fingerprint=d.fingerprint)
+                                 dataset_fingerprint=d.fingerprint,
+                                 categorical=tuple(d.categorical))
                     cid = sha256_hex(cell_key(d.fingerprint, proto))[:24]
                     cells.append(Cell(**{**proto.__dict__, "cell_id": cid}))
     return cells
@@ -143,9 +145,10 @@ def plan_cells(data):
 
 # --------------------------------------------------------------------------- one cell
 
-def _estimator(task, settings, cv, stratify, seed):
+def _estimator(task, settings, cv, stratify, seed, categorical=()):
     from ..estimators import CARTClassifierCV, CARTRegressorCV
     common = dict(
+        categorical_features=list(categorical) if categorical else None,
         max_depth=None if settings["max_depth"] == "none" else settings["max_depth"],
         min_samples_split=settings["min_samples_split"],
         min_samples_leaf=settings["min_samples_leaf"],
@@ -174,7 +177,7 @@ def compute_cell(spec, X, y, selection):
     any warnings, and the wall time of the fit.
     """
     est = _estimator(spec["task"], spec["settings"], "loo" if spec["loo"] else spec["V"],
-                     spec["stratify"], spec["seed"])
+                     spec["stratify"], spec["seed"], spec.get("categorical", ()))
     if getattr(warnings.showwarning, "_cartjit_router", False):
         # warnings.catch_warnings is not thread-safe: under the run's router each
         # thread collects its own cell's warnings
@@ -238,7 +241,8 @@ def route_warnings_in_this_process():
 def cell_payload(cell):
     """What a worker needs to compute ``cell``: a plain, picklable dict."""
     return {"task": cell.task, "settings": cell.settings, "V": cell.V, "loo": cell.loo,
-            "stratify": cell.stratify, "seed": cell.seed}
+            "stratify": cell.stratify, "seed": cell.seed,
+            "categorical": list(cell.categorical)}
 
 
 def compute_single_threaded(payload, X, y, selection):

@@ -21,13 +21,20 @@ Sources:
 * synthetic: :func:`cartjit.datasets.make_classification` / ``make_regression``, features
   named ``x0, x1, ...`` and target ``y``.
 
-Feature columns must be numeric (cartjit's kernels split numeric features only) and
-complete (no missing values); a file with a header but no data rows is refused as such.
+Feature columns are kept as they are typed, as an estimator's
+``categorical_features="from_dtype"`` would: numeric columns are split by thresholds,
+string, boolean and pandas ``category`` columns (a CSV's text columns, a Parquet file's
+dictionary columns, the factors of the bundled R datasets) by subsets of their levels,
+and an *ordered* ``category`` by thresholds on its order. ``X`` holds level codes for
+them and :attr:`Data.categorical` the indices of the subset-split features, which every
+cell passes on as ``categorical_features``. Columns must be complete (no missing
+values); a file with a header but no data rows is refused as such.
 :func:`read_table` and :func:`table_problem` are shared with ``cartjit show FILE``.
 """
 from __future__ import annotations
 
 import hashlib
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +72,7 @@ class Data:
     stratify: bool
     settings: tuple               # list of tree-setting dicts (the product of [tree])
     spec: object                  # the DatasetSpec
+    categorical: tuple = ()       # indices of the features split by subsets of levels
 
     @property
     def n_samples(self) -> int:
@@ -151,9 +159,11 @@ def load_frame(config, spec):
     return frame, "y", names, kind, f"synthetic {kind} ({args})"
 
 
-def _fingerprint(X, y, names, target):
+def _fingerprint(X, y, names, target, categorical=()):
     h = hashlib.sha256()
     h.update(canonical_json([list(names), target, list(X.shape)]).encode())
+    if categorical:  # only then: fingerprints of all-numeric data stay as they were
+        h.update(canonical_json({"categorical": list(categorical)}).encode())
     h.update(np.ascontiguousarray(X, dtype=np.float64).tobytes())
     if y.dtype.kind in "biuf":
         h.update(str(y.dtype).encode())
@@ -161,6 +171,33 @@ def _fingerprint(X, y, names, target):
     else:
         h.update(canonical_json([str(v) for v in y]).encode())
     return h.hexdigest()
+
+
+def _encode_features(config, spec, frame, features):
+    """``(X, categorical)``: the feature columns as float64 (level codes for categorical
+    and ordinal columns) and the indices of the subset-split features."""
+    from .. import _encoding
+    where = f"{spec.where}.features"
+    sub = frame[features]
+    for col in features:
+        if sub[col].isna().any():
+            _fail(config, where, f"column {col!r} of dataset {spec.name!r} has missing "
+                                 "values; cartjit needs complete data")
+    with warnings.catch_warnings():
+        # a single-level column is reported by every cell that fits it
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            X, _, enc = _encoding.fit_encode(sub, "from_dtype")
+        except (TypeError, ValueError) as exc:
+            text = str(exc).replace("Input X contains", "the data contain")
+            if "infinity" in text or "NaN" in text:
+                bad = [c for c in features if sub[c].dtype.kind in "biuf"
+                       and not np.isfinite(sub[c].to_numpy(dtype=np.float64)).all()]
+                if bad:
+                    text = f"column {bad[0]!r} has missing or infinite values"
+            _fail(config, where, f"dataset {spec.name!r}: {text.removeprefix('X: ')}")
+    categorical = tuple(int(j) for j in np.flatnonzero(enc.is_categorical))
+    return np.ascontiguousarray(X), categorical
 
 
 def _settings_product(config, spec, task, n_classes):
@@ -239,6 +276,10 @@ def _resolve_V(config, spec, n):
 def _load_one(config, spec):
     frame, target, all_features, task, description = load_frame(config, spec)
     if spec.features is not None:
+        if target in spec.features:
+            _fail(config, f"{spec.where}.features",
+                  f"lists the target column {target!r} of dataset {spec.name!r}; a column "
+                  "cannot be both the target and a feature")
         missing = [f for f in spec.features if f not in all_features]
         if missing:
             _fail(config, f"{spec.where}.features",
@@ -249,18 +290,7 @@ def _load_one(config, spec):
         features = all_features
     if not features:
         _fail(config, spec.where, f"dataset {spec.name!r} has no feature columns")
-    for col in features:
-        kind = frame[col].dtype.kind
-        if kind not in "biuf":
-            _fail(config, f"{spec.where}.features",
-                  f"column {col!r} of dataset {spec.name!r} is not numeric (dtype "
-                  f"{frame[col].dtype}); the runner needs numeric features: encode it as "
-                  "numbers, or leave it out with features = [...]")
-    X = np.ascontiguousarray(frame[features].to_numpy(dtype=np.float64))
-    if not np.isfinite(X).all():
-        bad = features[int(np.flatnonzero(~np.isfinite(X).all(axis=0))[0])]
-        _fail(config, f"{spec.where}.features",
-              f"column {bad!r} of dataset {spec.name!r} has missing or infinite values")
+    X, categorical = _encode_features(config, spec, frame, features)
     ycol = frame[target]
     if ycol.isna().any():
         _fail(config, f"{spec.where}.target" if spec.source == "file" else spec.where,
@@ -295,11 +325,12 @@ def _load_one(config, spec):
     settings = _settings_product(config, spec, task, 0 if classes is None else len(classes))
     return Data(
         name=spec.name, task=task, X=X, y=y, feature_names=tuple(map(str, features)),
-        target=str(target), classes=classes, fingerprint=_fingerprint(X, y, features, target),
+        target=str(target), classes=classes,
+        fingerprint=_fingerprint(X, y, features, target, categorical),
         description=description, V=_resolve_V(config, spec, n), n_repeats=cv["n_repeats"],
         seed=cv["seed"], seeds=None if cv["seeds"] is None else tuple(cv["seeds"]),
         stratify=bool(cv["stratify"]) and task == "classification", settings=settings,
-        spec=spec)
+        spec=spec, categorical=categorical)
 
 
 def check_sweep_size(config, d):

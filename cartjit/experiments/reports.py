@@ -403,6 +403,14 @@ def _timings_markdown(ctab):
             "backend, not the method.\n\n" + "\n".join(lines) + "\n")
 
 
+def _categorical_text(d):
+    """``; categorical: a, b`` naming the features split by subsets of their levels."""
+    names = [d.feature_names[j] for j in getattr(d, "categorical", ())]
+    if not names:
+        return ""
+    return f"; categorical: {', '.join(names[:8])}{', …' if len(names) > 8 else ''}"
+
+
 def write_reports(out, config, data, cells, results, *, max_rows=40, compile_info=None):
     """Write every report file into ``out``; returns their paths relative to ``out``.
 
@@ -466,7 +474,8 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
         title = ds if not st else f"{ds} ({st})"
         md += [f"## {title}", "",
                f"N = {d.n_samples} cases, {d.n_features} features "
-               f"({', '.join(d.feature_names[:8])}{', …' if d.n_features > 8 else ''}), "
+               f"({', '.join(d.feature_names[:8])}{', …' if d.n_features > 8 else ''}"
+               f"{_categorical_text(d)}), "
                f"{d.task}; {_settings_text(cell)}"
                + (f"; {n_rep} repeat{'s' if n_rep != 1 else ''} of each random partition"
                   if n_rep else "") + (", stratified" if cell.stratify else "") + ".", ""]

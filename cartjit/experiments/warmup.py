@@ -4,7 +4,7 @@ The first fit after installing (or upgrading) cartjit compiles the Numba kernels
 takes 10-30 s; later processes load them from Numba's on-disk cache in well under a
 second. :func:`compile_kernels` fits and cross-validates tiny problems of every kind
 (classification with each criterion, given priors and a cost matrix, case weights,
-regression, stratified and repeated CV, prediction), so that every kernel signature the
+regression, stratified and repeated CV, categorical features, prediction), so that every kernel signature the
 estimators use is compiled and cached (``cartjit compile``). ``cartjit run`` warms up
 with :func:`compile_for_cells` before the cells, one tiny fit per distinct kind of cell
 of its plan (the same estimator, settings, stratification and leave-one-out or not), which
@@ -98,6 +98,13 @@ def compile_kernels():
         CARTClassifierCV(criterion, cv=3, n_repeats=2, random_state=1).fit(
             X, y3, sample_weight=w)
         CARTClassifierCV(criterion, cv="loo").fit(X[:20], y3[:20])
+        # categorical features: subset splits (two classes: ordered scan; three:
+        # exhaustive search, and the heuristic order beyond max_categories_exhaustive)
+        for y in (y2, y3):
+            CARTClassifier(criterion, categorical_features=[2]).fit(X, y).predict(X)
+        CARTClassifier(criterion, categorical_features=[2], max_categories_exhaustive=2,
+                       ccp_alpha=0.01).fit(X, y3, sample_weight=w)
+        CARTClassifierCV(criterion, categorical_features=[2], cv=3, random_state=0).fit(X, y3)
     for criterion in REGRESSOR_CRITERIA:
         est = CARTRegressor(criterion).fit(X, yr)
         est.predict(X)
@@ -107,6 +114,9 @@ def compile_kernels():
         CARTRegressorCV(criterion, cv=3, n_repeats=2, random_state=1).fit(
             X, yr, sample_weight=w)
         CARTRegressorCV(criterion, cv="loo").fit(X[:20], yr[:20])
+        CARTRegressor(criterion, categorical_features=[2]).fit(X, yr).predict(X)
+        CARTRegressorCV(criterion, categorical_features=[2], cv=3, random_state=0).fit(
+            X, yr, sample_weight=w)
 
 
 def compile_for_cells(cells):
@@ -120,8 +130,11 @@ def compile_for_cells(cells):
     n = 40
     X = np.ascontiguousarray(rng.standard_normal((n, 3)))
     seen = set()
+    X_cat = X.copy()
+    X_cat[:, 0] = np.arange(n) % 4  # a categorical feature with four levels
     for cell in cells:
-        kind = (cell.task, json.dumps(cell.settings, sort_keys=True), cell.stratify, cell.loo)
+        kind = (cell.task, json.dumps(cell.settings, sort_keys=True), cell.stratify, cell.loo,
+                bool(cell.categorical))
         if kind in seen:
             continue
         seen.add(kind)
@@ -132,11 +145,12 @@ def compile_for_cells(cells):
             y = np.arange(n, dtype=np.int64) % J
         else:
             y = X[:, 0] + 0.5 * X[:, 1]
-        est = _estimator(cell.task, s, "loo" if cell.loo else 3, cell.stratify, 0)
+        est = _estimator(cell.task, s, "loo" if cell.loo else 3, cell.stratify, 0,
+                         (0,) if cell.categorical else ())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                est.fit(X, y)
+                est.fit(X_cat if cell.categorical else X, y)
             except Exception:  # noqa: BLE001 - best effort, see the docstring
                 pass
 

@@ -10,7 +10,7 @@ Public API
     True when ``Rscript`` is found and ``library(rpart)`` loads (result cached).
 ``rpart_version()``
     rpart's version string, e.g. ``"4.1.19"``.
-``r_dataset(name, complete_cases=None)``
+``r_dataset(name, complete_cases=None, *, factors="str")``
     One of R's data frames (``datasets`` package, else ``rpart``; ``"pkg::name"`` also
     accepted) as a DataFrame. Doubles are written by R with 17 significant digits and
     parsed by Python's correctly rounded ``float``, so values arrive bit-exact. Integer
@@ -20,6 +20,13 @@ Public API
 xval_folds=None, *, seed=None, echo_data=False, timeout=300)``
     Fit ``rpart(target ~ features, data=df, method=method, parms=parms,
     control=rpart.control(...), weights=weights)`` and return a dict (see its docstring).
+``r_datasets(names, *, factors="str")``
+    Several ``r_dataset`` exports in one R process, as a dict name -> DataFrame.
+``run_rpart_many(jobs, *, timeout=300)``
+    Several ``run_rpart`` fits (dicts of its arguments) in one R process.
+``level_partition(result, node)``
+    The categorical split of one rpart node decoded from ``csplit``: the levels sent to
+    node 2k, those sent to node 2k+1, and those absent from the node.
 
 Exactness of the transfer. Python -> R: doubles are sent as C99 hexadecimal literals
 (``float.hex``), which R's reader converts exactly (R's decimal reader is not always
@@ -43,7 +50,7 @@ import subprocess
 import tempfile
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,6 +62,10 @@ __all__ = [
     "rscript_path",
     "r_dataset",
     "run_rpart",
+    "run_rpart_many",
+    "r_datasets",
+    "level_partition",
+    "LevelPartition",
     "RScriptError",
 ]
 
@@ -281,6 +292,13 @@ types <- vapply(d, function(col) {
   else stop("unsupported column type: ", class(col)[1])
 }, character(1))
 .write_df(data.frame(column = names(d), type = unname(types)), "types.csv")
+# the levels of every factor column in R's order, and whether the factor is ordered
+.lv <- data.frame(column = character(0), level = character(0), ordered = integer(0))
+for (nm in names(d)) if (is.factor(d[[nm]])) {
+  .lv <- rbind(.lv, data.frame(column = nm, level = levels(d[[nm]]),
+                               ordered = as.integer(is.ordered(d[[nm]]))))
+}
+.write_df(.lv, "levels.csv")
 .write_df(d, "data.csv")
 """
 
@@ -301,7 +319,8 @@ raw <- utils::read.csv(file.path(.outdir, "data.csv"), colClasses = "character",
 }
 d <- data.frame(row.names = seq_len(nrow(raw)))
 for (nm in names(raw)) d[[nm]] <- .decode(raw[[nm]], .col_types[[nm]])
-for (nm in names(.factor_levels)) d[[nm]] <- factor(d[[nm]], levels = .factor_levels[[nm]])
+for (nm in names(.factor_levels)) d[[nm]] <- factor(d[[nm]], levels = .factor_levels[[nm]],
+                                                     ordered = nm %in% .ordered_factors)
 
 if (.echo) .write_df(d[, c(.target, .features), drop = FALSE], "echo.csv")
 
@@ -360,6 +379,10 @@ if (any(internal)) {
                        index = numeric(0), adj = numeric(0)), "all_splits.csv")
 }
 if (!is.null(fit$csplit)) .write_df(as.data.frame(fit$csplit), "csplit.csv")
+.vi <- fit$variable.importance
+.write_df(data.frame(var = if (is.null(.vi)) character(0) else names(.vi),
+                     importance = if (is.null(.vi)) numeric(0) else unname(.vi)),
+          "importance.csv")
 
 cp <- as.data.frame(fit$cptable)
 names(cp) <- gsub(" ", "_", names(cp), fixed = TRUE)
@@ -419,31 +442,107 @@ if (.fold_fits) {
           "ylevels.csv")
 """
 
+# Several jobs in one R process: every job directory (job00000, ...) holds its params.R
+# (and data.csv); the job script runs in a fresh environment per job, with commandArgs()
+# naming that directory.
+# An error stops only its own job (error.txt), the others still run.
+_R_MANY = r"""
+.root <- commandArgs(trailingOnly = TRUE)[1]
+for (.job in sort(list.dirs(.root, full.names = TRUE, recursive = FALSE))) {
+  if (!grepl("^job[0-9]{5}$", basename(.job))) next
+  .err <- tryCatch({
+    local({
+      commandArgs <- function(trailingOnly = FALSE) .job
+      source(file.path(.root, "job.R"), local = TRUE)
+    })
+    NULL
+  }, error = function(e) conditionMessage(e))
+  if (!is.null(.err)) writeLines(.err, file.path(.job, "error.txt"))
+}
+"""
+
 
 # --------------------------------------------------------------------------- public API
 
-def r_dataset(name: str, complete_cases: bool | None = None, *,
+def r_dataset(name: str, complete_cases: bool | None = None, *, factors: str = "str",
               timeout: float = DEFAULT_TIMEOUT) -> pd.DataFrame:
     """Export one of R's data frames (``datasets``, then ``rpart``; or ``"pkg::name"``).
 
     Doubles arrive bit-exact (17 significant digits), integers as int64, factors and
     characters as Python strings; row names are dropped. ``complete_cases`` keeps only
-    the rows without NA (default: True for ``airquality``, False otherwise).
+    the rows without NA (default: True for ``airquality``, False otherwise). A contingency
+    table (``HairEyeColor``, ``Titanic``, ...) arrives as R's ``as.data.frame`` makes it:
+    one row per cell, its count in ``Freq``.
+
+    ``factors="category"`` returns R's factors as pandas categoricals instead, with R's
+    levels in R's order (unused levels included) and ``ordered=True`` for R's ordered
+    factors; ``"str"`` (the default) returns them as strings.
     """
-    if complete_cases is None:
-        complete_cases = name.split("::")[-1] == "airquality"
     with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
         work = Path(tmp)
-        (work / "params.R").write_text(
-            f".name <- {_r_string(name)}\n.complete_cases <- {'TRUE' if complete_cases else 'FALSE'}\n",
-            encoding="utf-8",
-        )
+        read = _write_dataset_job(work, name, complete_cases, factors)
         _run_r(_R_DATASET, work, timeout)
+        return read()
+
+
+def r_datasets(names: Sequence[str], *, factors: str = "str",
+               timeout: float = DEFAULT_TIMEOUT) -> dict[str, pd.DataFrame]:
+    """Several :func:`r_dataset` exports (default ``complete_cases``) in one R process."""
+    names = list(names)
+    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
+        work = Path(tmp)
+        readers = []
+        for i, name in enumerate(names):
+            sub = work / f"job{i:05d}"
+            sub.mkdir()
+            readers.append((sub, _write_dataset_job(sub, name, None, factors)))
+        _run_many(_R_DATASET, work, timeout)
+        return {name: read() for name, (sub, read) in zip(names, _checked(readers))}
+
+
+def _write_dataset_job(work: Path, name: str, complete_cases: bool | None, factors: str):
+    """Write the params.R of one export into ``work``; return the function that reads
+    the data frame once R has run there."""
+    if factors not in ("str", "category"):
+        raise ValueError(f"factors must be 'str' or 'category', got {factors!r}")
+    if complete_cases is None:
+        complete_cases = name.split("::")[-1] == "airquality"
+    (work / "params.R").write_text(
+        f".name <- {_r_string(name)}\n.complete_cases <- {'TRUE' if complete_cases else 'FALSE'}\n",
+        encoding="utf-8",
+    )
+
+    def read() -> pd.DataFrame:
         types = pd.read_csv(work / "types.csv", dtype=str, keep_default_na=False)
         type_of = dict(zip(types["column"], types["type"]))
         strs = [c for c, t in type_of.items() if t == "str"]
         ints = [c for c, t in type_of.items() if t == "int"]
-        return _read_r_csv(work / "data.csv", string_cols=strs, int_cols=ints)
+        out = _read_r_csv(work / "data.csv", string_cols=strs, int_cols=ints)
+        if factors == "category":
+            lv = pd.read_csv(work / "levels.csv", dtype=str, keep_default_na=False)
+            for col, rows in lv.groupby("column", sort=False):
+                out[col] = pd.Categorical(out[col], categories=rows["level"].tolist(),
+                                          ordered=rows["ordered"].iloc[0] == "1")
+        return out
+
+    return read
+
+
+def _run_many(script: str, work: Path, timeout: float) -> None:
+    """Run ``script`` once per job directory under ``work``, in one R process."""
+    (work / "job.R").write_text(script, encoding="utf-8")
+    if any(work.glob("job?????")):
+        _run_r(_R_MANY, work, timeout)
+
+
+def _checked(readers):
+    """The (directory, reader) pairs, after raising the first job's R error if any."""
+    for i, (sub, _) in enumerate(readers):
+        err = sub / "error.txt"
+        if err.exists():
+            raise RScriptError(f"R job {i} failed\n--- R error ---\n"
+                               + err.read_text(encoding="utf-8"))
+    return readers
 
 
 def _encode_column(s: pd.Series) -> tuple[list[str], str]:
@@ -514,6 +613,9 @@ def run_rpart(
     class_levels
         For ``method="class"``: the order of the factor levels of the target. Default:
         the sorted unique labels (``np.unique`` order, as cartjit's ``classes_``).
+        A feature column of pandas ``category`` dtype becomes a factor with the
+        categories as its levels, in their order (ordered when the categorical is); other
+        string columns become factors with their sorted values as levels.
     echo_data
         Also return the data as R decoded it (``result["data"]``), to check transfer.
     xpred
@@ -542,7 +644,16 @@ def run_rpart(
         count_1..J, prob_1..J, nodeprob); None otherwise.
         ``"where"``: int64 array, the node number of the leaf each row falls in.
         ``"ylevels"``: list of class labels (as strings) for classification.
-        ``"csplit"``: ``fit$csplit`` as a DataFrame, or None.
+        ``"csplit"``: ``fit$csplit`` as a DataFrame, or None (decode a categorical
+        split with :func:`level_partition`).
+        ``"variable_importance"``: ``fit$variable.importance`` as a float Series indexed
+        by variable name, largest first (rpart leaves out variables of importance 0;
+        empty when the tree has no split).
+        ``"factor_levels"``: the levels of every factor among ``features`` in R's order
+        (column j of ``csplit`` is level j); ``"ordered_factors"``: those sent as ordered
+        factors (pandas categoricals with ``ordered=True``), which rpart splits as
+        ordered variables on their level numbers (``threshold`` is then between 1-based
+        level numbers).
         ``"data"``: the decoded data when ``echo_data`` (else absent).
         ``"xpred"``: when ``xpred``, a float array (n, rows of the CP table): the
         predicted class (1-based, as ``yval``) or response of each case at each row.
@@ -550,6 +661,42 @@ def run_rpart(
         (node, var, n, wt, dev, yval, complexity), ``"splits"`` (node, var, threshold,
         ncat: primary splits, as above) and ``"where"`` of that fold's separate fit.
     """
+    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
+        work = Path(tmp)
+        read = _write_job(work, df, target, features, method, parms, control, weights,
+                          xval_folds, seed=seed, class_levels=class_levels,
+                          echo_data=echo_data, xpred=xpred, fold_fits=fold_fits)
+        _run_r(_R_RPART, work, timeout)
+        return read()
+
+
+def run_rpart_many(jobs: Sequence[Mapping[str, Any]], *,
+                   timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+    """Several :func:`run_rpart` fits in one R process (R starts once, which is most of
+    the cost of a small fit). Each job is a dict of :func:`run_rpart`'s arguments
+    (``timeout`` excepted); the results come back in the order of ``jobs``. An error in
+    one fit raises :class:`RScriptError` naming the job and carrying R's message."""
+    jobs = list(jobs)
+    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
+        work = Path(tmp)
+        readers = []
+        for i, job in enumerate(jobs):
+            job = dict(job)
+            if "timeout" in job:
+                raise ValueError("give the timeout of run_rpart_many, not one per job")
+            sub = work / f"job{i:05d}"
+            sub.mkdir()
+            readers.append((sub, _write_job(sub, **job)))
+        _run_many(_R_RPART, work, timeout)
+        return [read() for _, read in _checked(readers)]
+
+
+def _write_job(work: Path, df: pd.DataFrame, target: str, features: Sequence[str],
+               method: str, parms=None, control=None, weights=None, xval_folds=None, *,
+               seed=None, class_levels=None, echo_data=False, xpred=False,
+               fold_fits=False):
+    """Check the arguments of one fit, write its params.R and data.csv into ``work`` and
+    return the function that reads its results once R has run there."""
     features = list(features)
     if not features:
         raise ValueError("features must not be empty")
@@ -569,6 +716,7 @@ def run_rpart(
     cols: dict[str, list[str]] = {}
     types: dict[str, str] = {}
     factor_levels: dict[str, list[str]] = {}
+    ordered_factors: list[str] = []
     for col in [target, *features]:
         s = df[col]
         if col == target and method == "class":
@@ -585,6 +733,8 @@ def run_rpart(
         if typ == "str":
             if isinstance(s.dtype, pd.CategoricalDtype):
                 levels = [str(v) for v in s.cat.categories]
+                if s.cat.ordered:
+                    ordered_factors.append(col)
             else:
                 levels = sorted({v for v in text if v != "NA"})
             factor_levels[col] = levels
@@ -615,6 +765,7 @@ def run_rpart(
         f".control <- {_r_literal(ctrl) if ctrl else 'list()'}",
         f".col_types <- {_r_literal(types)}",
         f".factor_levels <- {_r_literal({k: list(v) for k, v in factor_levels.items()}) if factor_levels else 'list()'}",
+        f".ordered_factors <- {_r_literal(ordered_factors) if ordered_factors else 'character(0)'}",
         f".fold_vector <- {'TRUE' if fold_vector else 'FALSE'}",
         f".seed <- {_r_scalar(int(seed)) if seed is not None else 'NULL'}",
         f".echo <- {'TRUE' if echo_data else 'FALSE'}",
@@ -623,12 +774,10 @@ def run_rpart(
         f".WCOL <- {_r_string(_WCOL)}",
         f".FCOL <- {_r_string(_FCOL)}",
     ]
-    with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
-        work = Path(tmp)
-        (work / "params.R").write_text("\n".join(params) + "\n", encoding="utf-8")
-        pd.DataFrame(cols, columns=list(cols)).to_csv(work / "data.csv", index=False)
-        _run_r(_R_RPART, work, timeout)
+    (work / "params.R").write_text("\n".join(params) + "\n", encoding="utf-8")
+    pd.DataFrame(cols, columns=list(cols)).to_csv(work / "data.csv", index=False)
 
+    def read() -> dict[str, Any]:
         frame = _read_r_csv(work / "frame.csv", string_cols=["var"],
                             int_cols=["node", "n", "ncompete", "nsurrogate"])
         splits = _read_r_csv(work / "splits.csv", string_cols=["var"],
@@ -648,6 +797,11 @@ def run_rpart(
         csplit = None
         if (work / "csplit.csv").exists():
             csplit = _read_r_csv(work / "csplit.csv", float_cols=[])
+        imp = _read_r_csv(work / "importance.csv", string_cols=["var"],
+                          float_cols=["importance"])
+        importance = pd.Series(imp["importance"].to_numpy(dtype=np.float64),
+                               index=pd.Index(imp["var"].tolist(), dtype=object),
+                               name="variable_importance")
         result: dict[str, Any] = {
             "splits": splits,
             "all_splits": all_splits,
@@ -657,6 +811,10 @@ def run_rpart(
             "where": where,
             "ylevels": ylevels,
             "csplit": csplit,
+            "variable_importance": importance,
+            "factor_levels": {c: list(v) for c, v in factor_levels.items()
+                              if c != target or method != "class"},
+            "ordered_factors": list(ordered_factors),
         }
         if fold_fits:
             result["fold_fits"] = {}
@@ -677,3 +835,41 @@ def run_rpart(
             ints = [c for c in [target, *features] if types[c] == "int"]
             result["data"] = _read_r_csv(work / "echo.csv", string_cols=strs, int_cols=ints)
         return result
+
+    return read
+
+
+class LevelPartition(NamedTuple):
+    """An rpart split of a factor: level names by destination, in R's level order."""
+
+    var: str
+    to_first: tuple[str, ...]    # levels sent to node 2k (csplit code 1)
+    to_second: tuple[str, ...]   # levels sent to node 2k+1 (csplit code 3)
+    absent: tuple[str, ...]      # levels without a case of positive weight at the node (2)
+
+
+def level_partition(result: Mapping[str, Any], node: int) -> LevelPartition:
+    """Decode the primary split of rpart node ``node`` when it splits a factor.
+
+    rpart stores a split of an unordered factor with L levels as ``ncat = L`` and, in
+    ``index``, a 1-based row of ``csplit``; column j of that row is 1 when level j goes to
+    the left child (node 2k), 3 when it goes to the right child (2k+1) and 2 when no case
+    of the node has that level. Raises ``ValueError`` when the node does not split a factor.
+    """
+    splits = result["splits"].set_index("node")
+    if node not in splits.index:
+        raise ValueError(f"node {node} is not an internal node of this rpart tree")
+    row = splits.loc[node]
+    var, ncat = str(row["var"]), int(row["ncat"])
+    if ncat < 2:
+        raise ValueError(f"node {node} splits {var!r} as an ordered variable (ncat={ncat})")
+    levels = result["factor_levels"].get(var)
+    if levels is None or len(levels) != ncat:
+        raise ValueError(f"variable {var!r} of node {node} is not a factor with {ncat} levels")
+    codes = result["csplit"].iloc[int(round(float(row["threshold"]))) - 1].to_numpy()[:ncat]
+    groups: dict[int, list[str]] = {1: [], 2: [], 3: []}
+    for level, code in zip(levels, codes):
+        if int(code) not in groups:
+            raise ValueError(f"unexpected csplit code {code!r} at node {node}")
+        groups[int(code)].append(level)
+    return LevelPartition(var, tuple(groups[1]), tuple(groups[3]), tuple(groups[2]))
