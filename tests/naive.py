@@ -39,12 +39,12 @@ of levels on the side holding the lowest code present (that side goes left) and 
 complement R. Which partitions are candidates (``subset_search``):
 
 * ``"exhaustive"``: all 2^(L-1) - 1 of them, always (the true optimum);
-* ``"cartjit"`` (cartjit's documented rules): all of them when J > 2 classes are present
-  at t and L <= ``max_categories_exhaustive`` (None: no limit); otherwise the L - 1
-  prefixes of an ordering of the levels, ties by level code: with one or two classes
-  present by p(j₂ | b) = q_j₂(b) / (q_j₁(b) + q_j₂(b)) (j₁ < j₂ the classes present), in
-  regression by the weighted mean of y in the level (both computed exactly), and with
-  J > 2 classes above the limit by the score v · p(· | b) on the first principal
+* ``"cartjit"`` (cartjit's documented rules): all of them when the problem has J > 2
+  classes (whatever the node holds, as rpart decides) and L <=
+  ``max_categories_exhaustive`` (None: no limit); otherwise the L - 1 prefixes of an
+  ordering of the levels, ties by level code: with J = 2 by p(1 | b) = q_1(b) / (q_0(b) +
+  q_1(b)), in regression by the weighted mean of y in the level (both computed exactly),
+  and with J > 2 above the limit by the score v · p(· | b) on the first principal
   component v of the class proportions p(· | b), weighted by Q(b) (Coppersmith, Hong and
   Hosking 1999). With min_samples_leaf = 1 the first two give the optimum of the
   exhaustive search (Breiman et al. §4.2.2, §9.4; Fisher 1958); with a larger
@@ -61,8 +61,9 @@ set goes to that child.
 Each node also records ``second_delta`` (the best Δ of a candidate that partitions its
 cases differently) and ``ambiguous``: whether a different but nearly as good split
 (within ``NEAR_TIE_REL`` · i(t) of the best, yet not within tol), a split value close to
-the stopping thresholds, or an ordering tie whose breaking would change the candidates,
-leaves the choice to float rounding (or, for the principal component, to the accuracy
+the stopping thresholds, or an ordering tie whose breaking would change the candidates
+(except exactly equal proportions p(1 | b) under small dyadic weights, which the level
+code decides), leaves the choice to float rounding (or, for the principal component, to the accuracy
 of the eigenvector), so that another correct implementation could choose otherwise. ``ambiguous_anywhere`` says whether any node of a tree is ambiguous.
 """
 from __future__ import annotations
@@ -93,7 +94,7 @@ EIGEN_GAP = 0.75
 #: Child weights closer than this (relative) make ``majority_left`` a matter of rounding
 #: unless every weight is a small dyadic number (``NaiveNode.majority_ambiguous``).
 MAJORITY_TIE_REL = 1e-12
-#: Ordering keys (p(j₂|b), means, component scores) closer than this, relative to the
+#: Ordering keys (p(1|b), means, component scores) closer than this, relative to the
 #: largest key in magnitude, are treated as tied when looking for ambiguous orderings.
 KEY_TIE_REL = 1e-9
 
@@ -398,15 +399,18 @@ class _Problem:
         right = [i for i in idx if int(self.X[i][m]) in R]
         return _Split(m, math.nan, S, R, left, right)
 
+    def exact_weights(self, idx) -> bool:
+        """Whether every weight at the node is a multiple of 2^-10 (sums and small
+        products of them are exact in float64)."""
+        return all(Fraction(self.w[i]).denominator <= 1024 for i in idx)
+
     def subset_rule(self, idx, n_levels) -> str:
         """"all", "ordered" or "heuristic": which subsets of the levels are searched."""
         if self.subset_search == "exhaustive":
             return "all"
-        if self.task == "classification":
-            present = sum(1 for v in self.class_counts(idx) if v > 0)
-            if present > 2:
-                limit = self.max_categories_exhaustive
-                return "all" if limit is None or n_levels <= limit else "heuristic"
+        if self.task == "classification" and self.J > 2:
+            limit = self.max_categories_exhaustive
+            return "all" if limit is None or n_levels <= limit else "heuristic"
         return "ordered"
 
     def level_keys(self, idx, by_level, rule):
@@ -422,9 +426,8 @@ class _Problem:
                 keys[b] = sum((Fraction(self.w[i]) * Fraction(self.y[i]) for i in cases),
                               Fraction(0)) / W
             return keys, False
-        if rule == "ordered":
-            present = [j for j, v in enumerate(self.class_counts(idx)) if v > 0]
-            j2 = present[-1]
+        if rule == "ordered":  # two classes: by p(1 | b)
+            j2 = 1
             keys = {}
             for b, cases in by_level.items():
                 q = [Fraction(self.c[j]) * sum((Fraction(self.w[i]) for i in cases
@@ -472,6 +475,11 @@ class _Problem:
         order = sorted(levels, key=lambda b: (keys[b], b))
         cands = [self.subset_split(idx, m, order[:k]) for k in range(1, len(levels))]
         runs = [levels] if degenerate else _tied_runs(order, keys)
+        if rule == "ordered" and self.task == "classification" and self.exact_weights(idx):
+            # equal proportions, exactly: the level code decides (cross-multiplied
+            # weighted counts compare exactly when the weights are small dyadic numbers)
+            runs = [piece for run in runs for piece in
+                    ([[b] for b in run] if len({keys[b] for b in run}) == 1 else [run])]
         boundaries = set(itertools.accumulate(len(run) for run in runs))
         for k, split in enumerate(cands, start=1):
             split.inside_tie = k not in boundaries
@@ -556,7 +564,7 @@ class _Problem:
         w_left = sum((Fraction(self.w[i]) for i in split.left), Fraction(0))
         w_right = sum((Fraction(self.w[i]) for i in split.right), Fraction(0))
         node.majority_left = int(w_left >= w_right)
-        exact = all(Fraction(self.w[i]).denominator <= 1024 for i in split.left + split.right)
+        exact = self.exact_weights(split.left + split.right)
         close = abs(w_left - w_right) <= Fraction(MAJORITY_TIE_REL) * (w_left + w_right)
         node.majority_ambiguous = close and not exact
 
@@ -619,8 +627,8 @@ def _make_problem(X, y, sample_weight, task, n_classes, criterion, priors, cost,
     if subset_search not in ("cartjit", "exhaustive"):
         raise ValueError("subset_search must be 'cartjit' or 'exhaustive', got "
                          f"{subset_search!r}")
-    if max_categories_exhaustive is not None and max_categories_exhaustive < 2:
-        raise ValueError("max_categories_exhaustive must be None or an integer >= 2, got "
+    if max_categories_exhaustive is not None and max_categories_exhaustive < 1:
+        raise ValueError("max_categories_exhaustive must be None or an integer >= 1, got "
                          f"{max_categories_exhaustive!r}")
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
