@@ -444,7 +444,9 @@ def test_root_split_is_the_exhaustive_optimum(prob):
     if prob["min_samples_leaf"] == 1:
         # the ordering theorem: with every split allowed the rules reach the optimum
         assert rules.delta == pytest.approx(exhaustive.delta, rel=1e-12, abs=tol)
-    assert got == pytest.approx(rules.delta, rel=1e-10, abs=tol)
+        assert got == pytest.approx(exhaustive.delta, rel=1e-9, abs=tol)
+    if not rules.ambiguous:
+        assert got == pytest.approx(rules.delta, rel=1e-10, abs=tol)
     left = root_partition(est, prob)
     rows = positive_rows(prob).tolist()
     # cartjit's partition scored by the reference has the Δi cartjit reports
