@@ -80,6 +80,61 @@ SIMD: bool = _simd_flag(os.environ.get("CARTJIT_SIMD"))
 _COMMON = dict(cache=CACHE, nogil=True, fastmath=False, error_model="numpy")
 
 
+def _engine_stamp(package_dir):
+    """(name, size, mtime) of every engine module: a kernel compiled into one module
+    carries the code of the kernels it calls in the others."""
+    stamp = []
+    for name in sorted(os.listdir(package_dir)):
+        if name.startswith("_") and name.endswith(".py"):
+            st = os.stat(os.path.join(package_dir, name))
+            stamp.append(f"{name} {st.st_size} {st.st_mtime_ns}")
+    return "\n".join(stamp)
+
+
+def drop_stale_kernels():
+    """Delete the cached kernels of every engine module when any engine module changed.
+
+    Numba invalidates a cached kernel when *its own* source file changes, but a kernel
+    has the kernels it calls in other modules compiled into it (the grower calls the
+    split searches): after an edit or a partial update of one module, the others would
+    load stale copies of its code, silently. So the cache directory keeps a stamp of all
+    engine modules (``cartjit-engine.stamp``), and a different stamp removes cartjit's
+    index and data files there before any kernel loads. Called once, at import.
+    """
+    if not CACHE:
+        return
+    import numba
+
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    directory = numba.config.CACHE_DIR or os.path.join(package_dir, "__pycache__")
+    stamp_file = os.path.join(directory, "cartjit-engine.stamp")
+    try:
+        stamp = _engine_stamp(package_dir)
+        with open(stamp_file, encoding="utf-8") as fh:
+            if fh.read() == stamp:
+                return
+    except OSError:
+        pass
+    try:
+        modules = {n[:-3] for n in os.listdir(package_dir) if n.endswith(".py")}
+        for name in os.listdir(directory):
+            if name.endswith((".nbi", ".nbc")) and name.split(".", 1)[0] in modules:
+                try:
+                    os.remove(os.path.join(directory, name))
+                except OSError:
+                    pass
+        os.makedirs(directory, exist_ok=True)
+        tmp = f"{stamp_file}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(stamp)
+        os.replace(tmp, stamp_file)
+    except OSError:  # a read-only install: Numba's own per-module check still applies
+        pass
+
+
+drop_stale_kernels()
+
+
 def jit(func=None, **extra):
     """Decorate a serial kernel (``@jit``) with the package-wide flags."""
     if func is None:

@@ -297,7 +297,8 @@ def _check_levels(n, name, label):
 
 def _warn_single(present, name, label, levels):
     if present < 2:
-        shown = f" ({levels[0]!r})" if len(levels) == 1 else ""
+        level = levels[0].item() if hasattr(levels[0], "item") else levels[0]
+        shown = f" ({level!r})" if len(levels) == 1 else ""
         warnings.warn(
             f"{name}: categorical column {label} has a single level in the training "
             f"data{shown}: it can never be split on", UserWarning,
@@ -629,6 +630,9 @@ def warn_target_in_features(X, enc, y, names):
                     and np.unique(y_float).shape[0] > 2)
         else:
             levels = np.asarray(enc.categories[j], dtype=object)
+            if all(isinstance(v, numbers.Number) for v in levels) and (
+                    n < MIN_ROWS_NUMERIC_TARGET or len(levels) <= 2):
+                continue  # numbers as levels: the numeric rule (a plausible predictor)
             codes = X[:, j].astype(np.intp)
             y_obj = y.astype(object)
             if not np.all(levels[codes[:head]] == y_obj[:head]):

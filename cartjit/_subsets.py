@@ -45,15 +45,16 @@ from ._criteria import tie_tolerance
 from ._splitter import delta_from_counts
 
 __all__ = ["best_subset_classification", "best_subset_regression", "int_scratch_size",
-           "float_scratch_size", "CODE", "NCASE", "SIDE", "POWER_ITERATIONS"]
+           "float_scratch_size", "CODE", "NCASE", "SIDE", "JACOBI_SWEEPS"]
 
 # Blocks of the integer scratch (each ``n_levels_max`` long): the code of each present
 # level, its number of cases, its rank in the scan order, and its side (1: in S).
 CODE, NCASE, RANK, SIDE = 0, 1, 2, 3
 _N_INT_BLOCKS = 4
 
-#: Iterations of the power method for the first principal component.
-POWER_ITERATIONS = 100
+#: Most sweeps of Jacobi rotations for the first principal component (a handful
+#: suffice: each sweep squares the off-diagonal mass, roughly).
+JACOBI_SWEEPS = 50
 
 
 def int_scratch_size(n_levels_max):
@@ -66,7 +67,7 @@ def float_scratch_size(n_levels_max, n_classes):
     suffix sums (J or 2 per level), the sort scores, and room for vectors of J."""
     width = max(2, n_classes)
     lm = max(1, n_levels_max)
-    return 2 * lm * width + lm + n_classes * n_classes + 6 * width
+    return 2 * lm * width + lm + 2 * n_classes * n_classes + 6 * width
 
 
 # --------------------------------------------------------------------------- statistics
@@ -229,10 +230,65 @@ def _sort_levels(score, stats, by_odds, n_lv, ints, lm):
 # --------------------------------------------------------------------------- classification
 
 @jit
+def _leading_eigenvector(a, v, J):
+    """The eigenvector of the largest eigenvalue of the symmetric J × J matrix ``a``
+    (row-major, destroyed): returns the column of ``v`` that holds it.
+
+    Cyclic Jacobi rotations (each zeroes one off-diagonal entry) until the off-diagonal
+    mass is negligible: accurate even when the two largest eigenvalues are close, where
+    the power method converges slowly. ``v`` (J × J) receives the eigenvectors as
+    columns. Deterministic.
+    """
+    for r in range(J):
+        for c in range(J):
+            v[r * J + c] = 1.0 if r == c else 0.0
+    for _ in range(JACOBI_SWEEPS):
+        off = 0.0
+        diag = 0.0
+        for r in range(J):
+            diag += a[r * J + r] * a[r * J + r]
+            for c in range(r + 1, J):
+                off += a[r * J + c] * a[r * J + c]
+        if off <= 1e-30 * diag or off == 0.0:
+            break
+        for p in range(J - 1):
+            for q in range(p + 1, J):
+                apq = a[p * J + q]
+                if apq == 0.0:
+                    continue
+                theta = (a[q * J + q] - a[p * J + p]) / (2.0 * apq)
+                t = 1.0 / (abs(theta) + np.sqrt(theta * theta + 1.0))
+                if theta < 0.0:
+                    t = -t
+                c = 1.0 / np.sqrt(t * t + 1.0)
+                s = t * c
+                for k in range(J):
+                    akp = a[k * J + p]
+                    akq = a[k * J + q]
+                    a[k * J + p] = c * akp - s * akq
+                    a[k * J + q] = s * akp + c * akq
+                for k in range(J):
+                    apk = a[p * J + k]
+                    aqk = a[q * J + k]
+                    a[p * J + k] = c * apk - s * aqk
+                    a[q * J + k] = s * apk + c * aqk
+                for k in range(J):
+                    vkp = v[k * J + p]
+                    vkq = v[k * J + q]
+                    v[k * J + p] = c * vkp - s * vkq
+                    v[k * J + q] = s * vkp + c * vkq
+    best = 0
+    for r in range(1, J):
+        if a[r * J + r] > a[best * J + best]:
+            best = r
+    return best
+
+
+@jit
 def _first_component_scores(stats, n_lv, n_classes, factor, score, work):
     """Heuristic order: score of every level on the first principal component of the
-    class proportions p(j | level), weighted by the level's Q (power method from the
-    coordinate of largest variance; deterministic).
+    class proportions p(j | level), weighted by the level's Q (Coppersmith, Hong &
+    Hosking 1999), the component from :func:`_leading_eigenvector`.
 
     Parameters
     ----------
@@ -240,23 +296,20 @@ def _first_component_scores(stats, n_lv, n_classes, factor, score, work):
     n_lv, n_classes : L and J.
     factor : float64 (J,) c_j.
     score : float64 (L,) output.
-    work : float64 scratch of J J + 3 J.
+    work : float64 scratch of 2 J J + J.
     """
     J = n_classes
     cov = work[:J * J]
-    mean = work[J * J:J * J + J]
-    v = work[J * J + J:J * J + 2 * J]
-    nv = work[J * J + 2 * J:J * J + 3 * J]
+    vecs = work[J * J:2 * J * J]
+    mean = work[2 * J * J:2 * J * J + J]
     for j in range(J):
         mean[j] = 0.0
     q_all = 0.0
     for lvl in range(n_lv):
-        q = 0.0
         for j in range(J):
-            q += factor[j] * stats[lvl * J + j]
-        q_all += q
-        for j in range(J):
-            mean[j] += factor[j] * stats[lvl * J + j]
+            q = factor[j] * stats[lvl * J + j]
+            q_all += q
+            mean[j] += q
     for j in range(J):
         mean[j] /= q_all
     for a in range(J * J):
@@ -270,33 +323,15 @@ def _first_component_scores(stats, n_lv, n_classes, factor, score, work):
             for b in range(J):
                 db = factor[b] * stats[lvl * J + b] / q - mean[b]
                 cov[a * J + b] += q * da * db
-    start = 0
-    for j in range(1, J):
-        if cov[j * J + j] > cov[start * J + start]:
-            start = j
-    for j in range(J):
-        v[j] = 1.0 if j == start else 0.0
-    for _ in range(POWER_ITERATIONS):
-        norm = 0.0
-        for a in range(J):
-            acc = 0.0
-            for b in range(J):
-                acc += cov[a * J + b] * v[b]
-            nv[a] = acc
-            norm += acc * acc
-        if norm <= 0.0:
-            break
-        norm = np.sqrt(norm)
-        for a in range(J):
-            v[a] = nv[a] / norm
+    col = _leading_eigenvector(cov, vecs, J)
     for lvl in range(n_lv):
         q = 0.0
         for j in range(J):
             q += factor[j] * stats[lvl * J + j]
-        s = 0.0
+        sc = 0.0
         for j in range(J):
-            s += v[j] * factor[j] * stats[lvl * J + j] / q
-        score[lvl] = s
+            sc += vecs[j * J + col] * factor[j] * stats[lvl * J + j] / q
+        score[lvl] = sc
 
 
 @jit

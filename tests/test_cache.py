@@ -59,3 +59,34 @@ def test_an_index_left_behind_by_an_edit_is_not_stale(tmp_path, monkeypatch):
     assert _cache.cache_state(str(tmp_path)) == "present"
     said = []
     assert _cache.notice_once(said.append) is False and said == []
+
+
+def _import_engine(cache):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(cartjit._builder.__file__).resolve().parent.parent
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), CARTJIT_CACHE="1")
+    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
+    subprocess.run([sys.executable, "-c", "import cartjit._config"], check=True, env=env)
+
+
+def test_a_changed_engine_drops_every_module_s_cached_kernels(tmp_path):
+    """A kernel carries the code of the kernels it calls in other modules, so a change
+    to any engine module must drop the cached kernels of all of them, not only its own."""
+    stale = tmp_path / "_builder._search_subsets-321.py311.nbi"
+    data = tmp_path / "_builder._search_subsets-321.py311.1.nbc"
+    foreign = tmp_path / "othermodule.f-1.py311.nbi"
+    for f in (stale, data, foreign):
+        f.write_text("x")
+    (tmp_path / "cartjit-engine.stamp").write_text("an older engine")
+    _import_engine(tmp_path)
+    assert not stale.exists() and not data.exists()
+    assert foreign.exists()  # another package's kernels are left alone
+    stamp = (tmp_path / "cartjit-engine.stamp").read_text()
+    assert "_subsets.py" in stamp and "_builder.py" in stamp
+    # the same engine again: the cache is kept
+    stale.write_text("x")
+    _import_engine(tmp_path)
+    assert stale.exists()
