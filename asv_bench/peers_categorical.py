@@ -23,13 +23,14 @@ fit times      per kind, ``--size`` training rows, all grown to purity:
 
                cartjit and scikit-learn fit ``--repeat`` times, interleaved; rpart
                ``--rpart-repeat`` (default ``--repeat``) times after one untimed call
-               on 1,000 rows. Medians, all samples listed.
-               The ratios cartjit / rpart (target <= 0.1) and cartjit / scikit-learn
-               (target <= 0.5) are printed with the tree sizes.
+               on 1,000 rows (rpart's regression tree takes minutes at 1e5: see
+               ``--rpart-repeat``). Medians, all samples listed. The ratios
+               cartjit / rpart (target <= 0.1) and cartjit / scikit-learn (target
+               <= 0.5) are printed with the tree sizes.
 numeric fit    the numeric-only case of ``peers.py`` (``make_classification``, 20
                features, 3 classes, ``--size`` rows): cartjit, rpart and scikit-learn,
                to check that numeric fits keep their figures (run it on two checkouts,
-               or use ``ab.py``) and to compare the ratios with those of numeric data.
+               or use ``ab.py``) and to set the categorical ratios beside numeric ones.
 tree quality   per kind, ``--quality-size`` training rows and ``--holdout`` new rows of
                the same problem: leaves, depth and held-out accuracy or MSE of cartjit
                (subset splits; and, for reference, the level codes taken as numbers) and
@@ -42,13 +43,13 @@ tree quality   per kind, ``--quality-size`` training rows and ``--holdout`` new 
                comparison, not an assertion.
 
 Options: ``--size`` (1e5), ``--repeat`` (3), ``--rpart-repeat``, ``--threads N``
-(``NUMBA_NUM_THREADS``, set
-before Numba is imported; rpart and scikit-learn's tree fits are single-threaded),
+(``NUMBA_NUM_THREADS``, set before Numba is imported; rpart and scikit-learn's tree fits
+are single-threaded),
 ``--json OUT`` (every figure and sample), ``--kinds a,b,c``, ``--no-rpart``,
 ``--no-numeric``, ``--no-timing``, ``--no-quality``, ``--quality-size``, ``--holdout``,
 ``--folds``, ``--seed``. Examples::
 
-    python asv_bench/peers_categorical.py --size 1e5 --repeat 5
+    python asv_bench/peers_categorical.py --size 1e5 --repeat 5 --rpart-repeat 1
     CARTJIT_SIMD=0 python asv_bench/peers_categorical.py --threads 1 --no-quality
     python asv_bench/peers_categorical.py --no-timing --no-numeric --json quality.json
 """
