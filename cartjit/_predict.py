@@ -96,7 +96,7 @@ GROUP = 32
 
 
 @jit_parallel
-def _apply_grouped(child0, feature, threshold, X):
+def _apply_grouped(child0, feature, threshold, subsets, X):
     """Prediction, the descent: the leaf of every row, walking ``GROUP`` rows at a time
     without branches.
 
@@ -111,9 +111,14 @@ def _apply_grouped(child0, feature, threshold, X):
     child0 : int64 left child by node, the node itself at a leaf.
     feature : int64 split feature by node (0 at a leaf).
     threshold : float64 split threshold by node (+inf at a leaf).
+    subsets : :class:`Subsets` of a tree with subset splits, whose steps are taken by
+        :func:`goes_right`; empty arrays for a tree of ordered splits only, which keeps
+        the threshold-only step (the test is the same for every step of a call, so the
+        branch costs nothing measurable).
     X : float64 (n, p) the rows.
     """
     n, p = X.shape
+    has_subsets = subsets.level_row.shape[0] > 0
     out = np.empty(n, dtype=np.int64)
     n_groups = (n + GROUP - 1) // GROUP
     bad = np.zeros(n_groups, dtype=np.int64)
@@ -130,7 +135,11 @@ def _apply_grouped(child0, feature, threshold, X):
             moved = 0
             for r in range(m):
                 t = nodes[r]
-                nxt = child0[t] + np.int64(X[base + r, feature[t]] > threshold[t])
+                if has_subsets:
+                    nxt = child0[t] + goes_right(X[base + r, feature[t]], t, threshold,
+                                                 subsets)
+                else:
+                    nxt = child0[t] + np.int64(X[base + r, feature[t]] > threshold[t])
                 moved |= nxt != t
                 nodes[r] = nxt
             if moved == 0:
@@ -140,36 +149,9 @@ def _apply_grouped(child0, feature, threshold, X):
     return out, bad.sum()
 
 
-@jit_parallel
-def _apply_subsets(child0, feature, threshold, subsets, X):
-    """Prediction, the descent through a tree with subset splits: as
-    :func:`_apply_grouped`, each step taken by :func:`goes_right` (leaves are self-loops
-    with an ordered split at +inf). Returns ``(leaves, number of non-finite entries)``.
-    """
-    n, p = X.shape
-    out = np.empty(n, dtype=np.int64)
-    n_groups = (n + GROUP - 1) // GROUP
-    bad = np.zeros(n_groups, dtype=np.int64)
-    for g in prange(n_groups):
-        base = g * GROUP
-        m = min(GROUP, n - base)
-        for r in range(m):
-            for f in range(p):
-                if not np.isfinite(X[base + r, f]):
-                    bad[g] += 1
-        nodes = np.zeros(GROUP, dtype=np.int64)
-        while True:
-            moved = 0
-            for r in range(m):
-                t = nodes[r]
-                nxt = child0[t] + goes_right(X[base + r, feature[t]], t, threshold, subsets)
-                moved |= nxt != t
-                nodes[r] = nxt
-            if moved == 0:
-                break
-        for r in range(m):
-            out[base + r] = nodes[r]
-    return out, bad.sum()
+#: The :class:`Subsets` of a tree without subset splits.
+NO_SUBSETS = Subsets(np.empty(0, dtype=np.int64), np.empty((0, 2, 0), dtype=np.uint64),
+                     np.empty(0, dtype=np.int64))
 
 
 def subsets_of(tree):
@@ -191,8 +173,8 @@ def apply(feature, threshold, left, X, subsets=None):
     feat = np.where(is_leaf, 0, feature).astype(np.int64)
     thr = np.where(is_leaf, np.inf, threshold)
     if subsets is None:
-        return _apply_grouped(child0, feat, thr, X)
-    return _apply_subsets(child0, feat, thr, subsets, X)
+        subsets = NO_SUBSETS
+    return _apply_grouped(child0, feat, thr, subsets, X)
 
 
 @jit

@@ -125,9 +125,15 @@ def presort(X, n_levels=None):
     col = np.empty(n, dtype=X.dtype)
     for f in range(p):
         np.copyto(col, X[:, f])
-        order = np.argsort(col)
+        if categorical[f]:
+            # level codes as small integers: NumPy's stable sort of 8- and 16-bit
+            # integers is a radix sort, several times faster than sorting floats
+            small = np.uint8 if n_levels[f] <= 256 else np.uint16
+            order = np.argsort(col.astype(small), kind="stable")
+        else:
+            order = np.argsort(col)
+            tied[f] = _sorted_ties(col, order)
         keys[f] = order
-        tied[f] = not categorical[f] and _sorted_ties(col, order)
         del order
     with_row = tied | categorical
     rank_row = np.full(p, -1, dtype=np.int64)
