@@ -79,7 +79,7 @@ def sizes(candidates=SIZES):
     cap = max_n()
     if not large():
         cap = DEFAULT_MAX_N if cap is None else min(cap, DEFAULT_MAX_N)
-    kept = [n for n in candidates if n <= cap]
+    kept = [n for n in candidates if cap is None or n <= cap]
     return kept or [min(candidates)]
 
 
