@@ -63,8 +63,9 @@ cases differently) and ``ambiguous``: whether a different but nearly as good spl
 (within ``NEAR_TIE_REL`` · i(t) of the best, yet not within tol), a split value close to
 the stopping thresholds, or an ordering tie whose breaking would change the candidates
 (except exactly equal proportions p(1 | b) under small dyadic weights, which the level
-code decides), leaves the choice to float rounding (or, for the principal component, to the accuracy
-of the eigenvector), so that another correct implementation could choose otherwise. ``ambiguous_anywhere`` says whether any node of a tree is ambiguous.
+code decides), leaves the choice to float rounding (or, for the principal component, to
+the accuracy of the eigenvector), so that another correct implementation could choose
+otherwise. ``ambiguous_anywhere`` says whether any node of a tree is ambiguous.
 """
 from __future__ import annotations
 
@@ -936,3 +937,15 @@ def flat_apply(tree, X) -> np.ndarray:
             i = int(tree.left[i]) if go_left else int(tree.right[i])
         out[r] = i
     return out
+
+
+def fix_weights(w, groups):
+    """Give every group (class) at least one case of positive weight."""
+    if w is None:
+        return None
+    w = w.copy()
+    for g in np.unique(groups):
+        members = np.flatnonzero(groups == g)
+        if w[members].sum() <= 0:
+            w[members[0]] = 1.0
+    return w

@@ -35,11 +35,12 @@ from hypothesis import strategies as st
 from cartjit._tree import validate
 
 try:
-    from naive import (ambiguous_anywhere, assert_same_tree, flat_apply, level_set,
-                       naive_grow, naive_split_delta, naive_to_flat, naive_to_preorder)
+    from naive import (ambiguous_anywhere, assert_same_tree, fix_weights, flat_apply,
+                       level_set, naive_grow, naive_split_delta, naive_to_flat,
+                       naive_to_preorder)
 except ImportError:  # tests/ imported as a package
-    from tests.naive import (ambiguous_anywhere, assert_same_tree, flat_apply, level_set,
-                             naive_grow, naive_split_delta, naive_to_flat,
+    from tests.naive import (ambiguous_anywhere, assert_same_tree, fix_weights, flat_apply,
+                             level_set, naive_grow, naive_split_delta, naive_to_flat,
                              naive_to_preorder)
 
 # Imported unconditionally: an import error is a defect to report, never a reason to skip.
@@ -85,18 +86,6 @@ def weights(draw, n):
     return np.array(w, dtype=float)
 
 
-def _fix_weights(w, groups):
-    """Give every group (class) at least one case of positive weight."""
-    if w is None:
-        return None
-    w = w.copy()
-    for g in np.unique(groups):
-        members = np.flatnonzero(groups == g)
-        if w[members].sum() <= 0:
-            w[members[0]] = 1.0
-    return w
-
-
 @st.composite
 def problem(draw, task=None, classes=(2, 3, 4), levels=(2, 7), n_features=(1, 3),
             min_n=2):
@@ -129,7 +118,7 @@ def problem(draw, task=None, classes=(2, 3, 4), levels=(2, 7), n_features=(1, 3)
                                  .map(lambda v: 0.0 if abs(v) < 1e-100 else v),
                                  min_size=1, max_size=6))
             y = np.array(draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n)))
-        prob.update(y=y, w=_fix_weights(draw(weights(n)), np.zeros(n)))
+        prob.update(y=y, w=fix_weights(draw(weights(n)), np.zeros(n)))
         return prob
     k = draw(st.sampled_from(list(classes)))
     y = np.array(draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n)))
@@ -149,7 +138,7 @@ def problem(draw, task=None, classes=(2, 3, 4), levels=(2, 7), n_features=(1, 3)
         for j in range(J):
             if cost[j].sum() == 0:  # every true class must cost something to misclassify
                 cost[j, (j + 1) % J] = 1.0
-    prob.update(y=y, yi=yi, J=J, w=_fix_weights(draw(weights(n)), yi), priors=priors,
+    prob.update(y=y, yi=yi, J=J, w=fix_weights(draw(weights(n)), yi), priors=priors,
                 cost=cost, criterion=draw(st.sampled_from(["gini", "entropy", "twoing"])))
     return prob
 

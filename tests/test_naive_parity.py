@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 from cartjit._tree import validate
 
 try:
-    from naive import (assert_same_tree, count_leaves, naive_grow, naive_to_flat,
-                       naive_to_preorder)
+    from naive import (assert_same_tree, count_leaves, fix_weights, naive_grow,
+                       naive_to_flat, naive_to_preorder)
 except ImportError:  # tests/ imported as a package
-    from tests.naive import (assert_same_tree, count_leaves, naive_grow, naive_to_flat,
-                             naive_to_preorder)
+    from tests.naive import (assert_same_tree, count_leaves, fix_weights, naive_grow,
+                             naive_to_flat, naive_to_preorder)
 
 # Imported unconditionally: if the estimators cannot be imported, every test here fails
 # (an import error is a defect to report, never a reason to skip).
@@ -96,18 +96,6 @@ def weights(draw, n):
     return np.array(w, dtype=float)
 
 
-def _fix_weights(w, groups):
-    """Give every group (class) at least one case of positive weight."""
-    if w is None:
-        return None
-    w = w.copy()
-    for g in np.unique(groups):
-        members = np.flatnonzero(groups == g)
-        if w[members].sum() <= 0:
-            w[members[0]] = 1.0
-    return w
-
-
 @st.composite
 def stopping(draw):
     return dict(
@@ -131,7 +119,7 @@ def classification_problem(draw):
     y = label_set[codes]
     classes, yi = np.unique(y, return_inverse=True)
     J = classes.shape[0]
-    w = _fix_weights(draw(weights(n)), yi)
+    w = fix_weights(draw(weights(n)), yi)
     prior_kind = draw(st.sampled_from(["empirical", "equal", "given"]))
     if prior_kind == "given":
         a = np.array(draw(st.lists(st.integers(1, 6), min_size=J, max_size=J)), float)
@@ -165,7 +153,7 @@ def regression_problem(draw):
                              .map(lambda v: 0.0 if abs(v) < 1e-100 else v),
                              min_size=1, max_size=8))
         y = np.array(draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n)))
-    w = _fix_weights(draw(weights(n)), np.zeros(n))
+    w = fix_weights(draw(weights(n)), np.zeros(n))
     return dict(X=X, y=y, w=w, stop=draw(stopping()))
 
 
@@ -519,7 +507,7 @@ def tie_free_classification_problem(draw):
     y = labels[np.argsort(np.argsort(X[:, 0]))]  # runs of one class in x_0 order
     classes, yi = np.unique(y, return_inverse=True)
     J = classes.shape[0]
-    w = _fix_weights(draw(weights(n)), yi)
+    w = fix_weights(draw(weights(n)), yi)
     priors = draw(st.sampled_from(["empirical", "empirical", "equal"]))
     criterion = draw(st.sampled_from(["gini", "entropy"]))
     stop = draw(stopping())
@@ -643,7 +631,7 @@ def integer_weighted_problem(draw, task):
     else:
         y = np.array(draw(st.lists(st.integers(-3, 3), min_size=n, max_size=n)), float)
     w = np.array(draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), float)
-    w = _fix_weights(w, y if task == "classification" else np.zeros(n))
+    w = fix_weights(w, y if task == "classification" else np.zeros(n))
     return X, y, w
 
 
