@@ -62,7 +62,7 @@ from ._simd import LANES, compress_partition
 from ._splitter import (Segment, Targets, best_split_classification, best_split_gini_runs,
                         best_split_regression, class_counts, equal_factors,
                         threshold_between)
-from ._subsets import (SIDE, CODE, best_subset_classification, best_subset_regression,
+from ._subsets import (SIDE, best_subset_classification, best_subset_regression,
                        float_scratch_size, int_scratch_size)
 from ._tree import Tree
 
@@ -193,11 +193,9 @@ class Grown(NamedTuple):
         (``alpha`` is NaN until the pruning sequence is computed); every array is a
         copy, so the over-allocated tables can be freed."""
         inode, fnode = self.inode, self.fnode
-        left = inode[:, I_LEFT]
+        left, right = inode[:, I_LEFT], inode[:, I_RIGHT]  # -1 at leaves
         weight = fnode[:, F_WEIGHT]
-        split = left >= 0
-        kid = np.where(split, left, 0)
-        majority_left = (split & (weight[kid] >= weight[np.minimum(kid + 1, left.shape[0] - 1)]))
+        majority_left = (left >= 0) & (weight[left] >= weight[right])
         return Tree(
             feature=inode[:, I_FEATURE].astype(np.int32),
             threshold=fnode[:, F_THRESHOLD].copy(),

@@ -35,6 +35,11 @@ from hypothesis import strategies as st
 from cartjit._tree import validate
 
 try:
+    from strategies import class_tables
+except ImportError:  # tests/ imported as a package
+    from tests.strategies import class_tables
+
+try:
     from naive import (ambiguous_anywhere, assert_same_tree, fix_weights, flat_apply,
                        level_set, naive_grow, naive_split_delta, naive_to_flat,
                        naive_to_preorder)
@@ -124,20 +129,7 @@ def problem(draw, task=None, classes=(2, 3, 4), levels=(2, 7), n_features=(1, 3)
     y = np.array(draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n)))
     classes_, yi = np.unique(y, return_inverse=True)
     J = classes_.shape[0]
-    prior_kind = draw(st.sampled_from(["empirical", "equal", "given"]))
-    if prior_kind == "given":
-        a = np.array(draw(st.lists(st.integers(1, 6), min_size=J, max_size=J)), float)
-        priors = a / a.sum()
-    else:
-        priors = prior_kind
-    cost = None
-    if J > 1 and draw(st.booleans()):
-        cost = np.array(draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.0, 2.0, 3.0, 5.0]),
-                                      min_size=J * J, max_size=J * J))).reshape(J, J)
-        np.fill_diagonal(cost, 0.0)
-        for j in range(J):
-            if cost[j].sum() == 0:  # every true class must cost something to misclassify
-                cost[j, (j + 1) % J] = 1.0
+    priors, cost = draw(class_tables(J))
     prob.update(y=y, yi=yi, J=J, w=fix_weights(draw(weights(n)), yi), priors=priors,
                 cost=cost, criterion=draw(st.sampled_from(["gini", "entropy", "twoing"])))
     return prob

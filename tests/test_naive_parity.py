@@ -24,6 +24,11 @@ from hypothesis import strategies as st
 from cartjit._tree import validate
 
 try:
+    from strategies import class_tables
+except ImportError:  # tests/ imported as a package
+    from tests.strategies import class_tables
+
+try:
     from naive import (assert_same_tree, count_leaves, fix_weights, naive_grow,
                        naive_to_flat, naive_to_preorder)
 except ImportError:  # tests/ imported as a package
@@ -120,20 +125,7 @@ def classification_problem(draw):
     classes, yi = np.unique(y, return_inverse=True)
     J = classes.shape[0]
     w = fix_weights(draw(weights(n)), yi)
-    prior_kind = draw(st.sampled_from(["empirical", "equal", "given"]))
-    if prior_kind == "given":
-        a = np.array(draw(st.lists(st.integers(1, 6), min_size=J, max_size=J)), float)
-        priors = a / a.sum()
-    else:
-        priors = prior_kind
-    cost = None
-    if J > 1 and draw(st.booleans()):
-        cost = np.array(draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.0, 2.0, 3.0, 5.0]),
-                                      min_size=J * J, max_size=J * J))).reshape(J, J)
-        np.fill_diagonal(cost, 0.0)
-        for j in range(J):
-            if cost[j].sum() == 0:  # every true class must cost something to misclassify
-                cost[j, (j + 1) % J] = 1.0
+    priors, cost = draw(class_tables(J))
     criterion = draw(st.sampled_from(["gini", "entropy", "twoing"]))
     return dict(X=X, y=y, yi=yi, J=J, w=w, priors=priors, cost=cost, criterion=criterion,
                 stop=draw(stopping()))
