@@ -64,7 +64,7 @@ from ._splitter import (Segment, Targets, best_split_classification, best_split_
                         threshold_between)
 from ._subsets import (SIDE, best_subset_classification, best_subset_regression,
                        float_scratch_size, int_scratch_size)
-from ._tree import Tree
+from ._tree import Tree, without_surrogates
 
 __all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs", "Work",
            "grow", "label_bits"]
@@ -214,6 +214,8 @@ class Grown(NamedTuple):
             majority_left=majority_left.astype(np.int32),
             level_row=inode[:, I_LEVEL_ROW].astype(np.int32),
             level_sets=self.level_sets.copy(),
+            n_primary=np.where(left >= 0, inode[:, I_N], 0).astype(np.int64),
+            **without_surrogates(inode.shape[0]),
         )
 
 

@@ -70,6 +70,16 @@ class Settings(NamedTuple):
     default_cost: bool
     #: J > 2 classes: exhaustive subset search up to this many levels present at a node.
     max_categories_exhaustive: int = 12
+    #: Surrogate splits kept per node (0: none), rpart's maxsurrogate.
+    max_surrogate: int = 0
+    #: 0: a case missing the split feature stays in the node; 1: surrogates, then stays;
+    #: 2: surrogates, then the majority (rpart's usesurrogate).
+    use_surrogate: int = 2
+    #: 0: agreement over the cases with the split feature present; 1: over those with
+    #: the surrogate present too (rpart's surrogatestyle).
+    surrogate_style: int = 0
+    #: Competitor splits kept per node, rpart's maxcompete.
+    max_competitor: int = 0
 
 
 class Fitted(NamedTuple):

@@ -56,8 +56,30 @@ Subset splits of categorical features (docs/maths.md §7):
   row per subset split ever grown (a pruned subtree keeps the table and drops the rows it
   no longer points to), n_words = 0 when no feature is categorical.
 
-Later capabilities add arrays (surrogate tables); the layout is deliberately a plain bag
-of arrays so that they can be added as fields.
+Missing values, surrogate and competitor splits (docs/maths.md §8):
+
+* ``majority_left[i]`` (internal nodes): where a case goes that neither the split nor a
+  surrogate can route: 1 left, 0 right, -1 neither (the children hold equal numbers of
+  learning cases; the case stops at node ``i``, which then predicts for it). It compares
+  ``n_node_samples`` of the two children; 0 at leaves.
+* ``n_primary[i]``: the node's learning cases whose split feature is present (0 at
+  leaves). Cases missing it went down by surrogates, by the majority, or stayed in node
+  ``i`` (``use_surrogate`` < 2): then the children hold fewer cases than their parent.
+* ``surrogate_start[i]``, ``n_surrogates[i]``: rows ``[start, start + n)`` of the
+  surrogate table hold the node's surrogate splits, best first (0, 0 at leaves and when
+  none). A row: ``surrogate_feature``; ``surrogate_threshold`` with ``surrogate_low_left``
+  (1: ``x <= threshold`` goes left, 0: it goes right) for an ordered feature, or
+  ``surrogate_level_row`` (a row of ``level_sets``: [0] left, [1] right; -1 for an
+  ordered feature, whose threshold is otherwise NaN); ``surrogate_agree`` and
+  ``surrogate_adj``, the agreement and adjusted agreement; ``surrogate_count``, the
+  learning cases it routed.
+* ``competitor_start[i]``, ``n_competitors[i]``: rows of the competitor table, the best
+  splits on other features, best first: ``competitor_feature``, ``competitor_threshold``
+  / ``competitor_level_row`` (as for surrogates; an ordered competitor sends
+  ``x <= threshold`` left), ``competitor_improvement`` (in the units of ``improvement``),
+  ``competitor_count`` (cases with the feature present).
+
+The tables keep rows that a pruned subtree no longer points to, as ``level_sets`` does.
 """
 from __future__ import annotations
 
@@ -65,17 +87,26 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["LEAF", "Tree", "validate", "subtree", "apply"]
+__all__ = ["LEAF", "Tree", "validate", "subtree", "apply", "without_surrogates"]
 
 LEAF = -1
 
 _INT_FIELDS = ("feature", "left", "right", "parent", "depth", "label", "majority_left",
-               "level_row")
-_INT64_FIELDS = ("n_node_samples",)
+               "level_row", "surrogate_start", "n_surrogates", "competitor_start",
+               "n_competitors")
+_INT64_FIELDS = ("n_node_samples", "n_primary")
 _FLOAT_FIELDS = ("threshold", "weighted_n_node_samples", "impurity", "risk", "alpha",
                  "improvement")
+#: The surrogate and competitor tables, one row per surrogate or competitor split.
+SURROGATE_FIELDS = {"surrogate_feature": np.int32, "surrogate_threshold": np.float64,
+                    "surrogate_level_row": np.int32, "surrogate_low_left": np.int32,
+                    "surrogate_agree": np.float64, "surrogate_adj": np.float64,
+                    "surrogate_count": np.int64}
+COMPETITOR_FIELDS = {"competitor_feature": np.int32, "competitor_threshold": np.float64,
+                     "competitor_level_row": np.int32, "competitor_improvement": np.float64,
+                     "competitor_count": np.int64}
 #: Fields without a row per node.
-TABLE_FIELDS = ("level_sets",)
+TABLE_FIELDS = ("level_sets",) + tuple(SURROGATE_FIELDS) + tuple(COMPETITOR_FIELDS)
 
 
 class Tree(NamedTuple):
@@ -98,6 +129,23 @@ class Tree(NamedTuple):
     majority_left: np.ndarray
     level_row: np.ndarray
     level_sets: np.ndarray
+    n_primary: np.ndarray
+    surrogate_start: np.ndarray
+    n_surrogates: np.ndarray
+    competitor_start: np.ndarray
+    n_competitors: np.ndarray
+    surrogate_feature: np.ndarray
+    surrogate_threshold: np.ndarray
+    surrogate_level_row: np.ndarray
+    surrogate_low_left: np.ndarray
+    surrogate_agree: np.ndarray
+    surrogate_adj: np.ndarray
+    surrogate_count: np.ndarray
+    competitor_feature: np.ndarray
+    competitor_threshold: np.ndarray
+    competitor_level_row: np.ndarray
+    competitor_improvement: np.ndarray
+    competitor_count: np.ndarray
 
     @property
     def n_nodes(self) -> int:
@@ -119,9 +167,27 @@ class Tree(NamedTuple):
         """Whether some node splits a categorical feature by a subset of its levels."""
         return bool(np.any(self.level_row >= 0))
 
+    @property
+    def has_surrogates(self) -> bool:
+        """Whether some node has a surrogate split."""
+        return bool(np.any(self.n_surrogates > 0))
+
     def node_fields(self):
         """Names of the fields with one row per node."""
         return tuple(name for name in self._fields if name not in TABLE_FIELDS)
+
+
+def without_surrogates(n_nodes: int) -> dict:
+    """The missing-value fields of a tree of ``n_nodes`` nodes without surrogate or
+    competitor splits (every case's split feature present): keyword arguments for
+    :class:`Tree` besides ``n_primary``, which equals ``n_node_samples`` at internal
+    nodes and is 0 at leaves."""
+    fields = {name: np.zeros(n_nodes, dtype=np.int32)
+              for name in ("surrogate_start", "n_surrogates", "competitor_start",
+                           "n_competitors")}
+    for name, dtype in {**SURROGATE_FIELDS, **COMPETITOR_FIELDS}.items():
+        fields[name] = np.empty(0, dtype=dtype)
+    return fields
 
 
 def validate(tree: Tree, *, rtol: float = 1e-9) -> None:
@@ -257,7 +323,7 @@ def subtree(tree: Tree, keep_internal: np.ndarray, *, return_index: bool = False
     old = np.flatnonzero(present)
     new_id = np.full(n, -1, dtype=np.int64)
     new_id[old] = np.arange(old.shape[0])
-    fields = {"level_sets": tree.level_sets}
+    fields = {name: getattr(tree, name) for name in TABLE_FIELDS}
     for name in tree.node_fields():
         fields[name] = getattr(tree, name)[old].copy()
     s = split[old]
@@ -268,6 +334,9 @@ def subtree(tree: Tree, keep_internal: np.ndarray, *, return_index: bool = False
     fields["improvement"] = np.where(s, fields["improvement"], 0.0)
     fields["majority_left"] = np.where(s, fields["majority_left"], 0).astype(np.int32)
     fields["level_row"] = np.where(s, fields["level_row"], -1).astype(np.int32)
+    for name in ("n_primary", "surrogate_start", "n_surrogates", "competitor_start",
+                 "n_competitors"):
+        fields[name] = np.where(s, fields[name], 0).astype(fields[name].dtype)
     par = tree.parent[old]
     fields["parent"] = np.where(par >= 0, new_id[np.maximum(par, 0)], -1).astype(np.int32)
     if not np.all(np.isnan(fields["alpha"])):

@@ -850,7 +850,7 @@ def naive_to_flat(root: NaiveNode):
     splits get one ``level_sets`` row each, in preorder, with as many 64-bit words as the
     largest level code of a subset split needs.
     """
-    from cartjit._tree import LEAF, Tree
+    from cartjit._tree import LEAF, Tree, without_surrogates
 
     order = []  # (node, parent id)
     ids = {}
@@ -883,6 +883,7 @@ def naive_to_flat(root: NaiveNode):
         improvement=np.zeros(n), majority_left=np.zeros(n, np.int32),
         level_row=np.full(n, -1, np.int32),
         level_sets=np.zeros((len(subset_nodes), 2, n_words), np.uint64),
+        n_primary=np.zeros(n, np.int64), **without_surrogates(n),
     )
     rows = 0
     for node, parent in order:
@@ -901,6 +902,7 @@ def naive_to_flat(root: NaiveNode):
             f["left"][i], f["right"][i] = left[i], right[i]
             f["improvement"][i] = node.delta
             f["majority_left"][i] = node.majority_left
+            f["n_primary"][i] = node.n
             if node.is_subset_split:
                 f["level_row"][i] = rows
                 for side, levels in enumerate((node.left_levels, node.right_levels)):

@@ -119,7 +119,7 @@ def _one_subset_split(left_codes, right_codes, n_levels):
     """A hand-built three-node tree whose root splits feature 0 by level subsets."""
     from types import SimpleNamespace
 
-    from cartjit._tree import Tree, validate
+    from cartjit._tree import Tree, validate, without_surrogates
 
     n_words = (n_levels + 63) // 64
     sets = np.zeros((1, 2, n_words), dtype=np.uint64)
@@ -135,7 +135,8 @@ def _one_subset_split(left_codes, right_codes, n_levels):
                 value=f64([[20, 10], [18, 2], [2, 8]]), impurity=f64([0.44, 0.18, 0.32]),
                 risk=f64([1 / 3, 2 / 30, 2 / 30]), label=i32([0, 0, 1]),
                 alpha=f64([0.1, 0, 0]), improvement=f64([0.2, 0, 0]),
-                majority_left=i32([1, 0, 0]), level_row=i32([0, -1, -1]), level_sets=sets)
+                majority_left=i32([1, 0, 0]), level_row=i32([0, -1, -1]), level_sets=sets,
+                n_primary=np.asarray([30, 0, 0], dtype=np.int64), **without_surrogates(3))
     validate(tree)
     levels = np.asarray([f"L{c}" for c in range(n_levels)], dtype=object)
     return SimpleNamespace(tree_=tree, n_features_in_=1, classes_=np.array(["a", "b"]),
