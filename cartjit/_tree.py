@@ -346,16 +346,21 @@ def subtree(tree: Tree, keep_internal: np.ndarray, *, return_index: bool = False
     return Tree(**fields)
 
 
-def apply(tree: Tree, X: np.ndarray) -> np.ndarray:
-    """Leaf id of ``tree`` reached by every row of X (C-contiguous float64, checked shape).
+def apply(tree: Tree, X: np.ndarray, use_surrogate: int = 2) -> np.ndarray:
+    """The node at which every row of X (C-contiguous float64, checked shape, NaN for a
+    missing value) ends: a leaf, or an internal node where a case missing the split
+    feature stops (see ``majority_left``; docs/maths.md §8).
 
-    Raises ``ValueError`` if X holds NaN or infinity (checked while the rows are read).
+    ``use_surrogate`` (rpart's usesurrogate): 0, a case missing the split feature stops
+    at the node; 1, the node's surrogate splits route it, else it stops; 2, the
+    surrogates, then the majority (``majority_left``). Raises ``ValueError`` if X holds
+    infinity (checked while the rows are read).
     """
-    from ._predict import apply as leaves_of, subsets_of  # the batch kernels
-    from ._validation import raise_non_finite
+    from ._predict import apply as nodes_of, routing_of  # the batch kernels
 
-    subsets = subsets_of(tree) if tree.has_subset_splits else None
-    leaves, n_bad = leaves_of(tree.feature, tree.threshold, tree.left, X, subsets)
-    if n_bad:
-        raise_non_finite(X)
-    return leaves
+    routing = routing_of(tree, use_surrogate)
+    nodes, n_inf = nodes_of(tree.feature, tree.threshold, tree.left, X, routing)
+    if n_inf:
+        raise ValueError("Input X contains infinity or a value too large for "
+                         "dtype('float64'): only finite values and NaN (missing) are allowed")
+    return nodes
