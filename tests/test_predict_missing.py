@@ -19,6 +19,7 @@ tree and dropping the held-out rows down it.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from cartjit._criteria import GINI, SQUARED_ERROR
@@ -532,3 +533,48 @@ def test_validate_accepts_cases_that_stayed_and_bounds_the_children():
     heavy = dict(f, weighted_n_node_samples=np.array([9.0, 6, 4, 2, 2]))
     with pytest.raises(ValueError, match="cannot hold more case weight than it"):
         validate(Tree(**heavy))
+
+
+# ----------------------------------------------------------------- rpart
+
+def _correlated_with_holes(seed, n=200, p=3, frac=0.1):
+    """Two classes from x0 + 0.8 x1 + noise; x1 then mixed with x0, so each is a good
+    surrogate of the other; ``frac`` of the cells missing. Continuous values: no
+    held-out value falls on a threshold."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    y = ((X[:, 0] + 0.8 * X[:, 1] + rng.normal(scale=0.7, size=n)) > 0).astype(int)
+    X[:, 1] = X[:, 0] * 0.7 + X[:, 1] * 0.3
+    X[rng.random(X.shape) < frac] = nan
+    return np.ascontiguousarray(X), y
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("seed, use_surrogate", [(0, 0), (2, 0), (0, 2)])
+def test_cross_validated_error_equals_rpart_predictions(seed, use_surrogate):
+    """rpart's ``xpred.rpart`` (each held-out case's class at every row of the CP table,
+    the fold trees grown with the same surrogate settings) gives the misclassification
+    count of every T_k; cartjit's R^CV counts the same cases. With use_surrogate < 2
+    rpart's own ``xerror`` may differ from its predictions: for a case that stops at an
+    internal node its run-down stores the prediction for the remaining CP values but
+    no loss, so the loss of the case scored before it counts instead; cartjit scores
+    the case with the node where it stops (docs/maths.md §8). (On these data every fold
+    tree prunes at the same steps in both programs; elsewhere rpart's one-pass
+    complexities can move a fold tree's step, as tests/parity/test_rpart_cv.py shows.)"""
+    from parity import rpart_runner
+    from parity.conftest import require_rpart
+
+    require_rpart()
+    X, y = _correlated_with_holes(seed)
+    folds = np.arange(X.shape[0]) % 5
+    frame = pd.DataFrame(X, columns=["x0", "x1", "x2"]).assign(y=y)
+    control = dict(cp=0, minsplit=2, minbucket=1, maxcompete=0, maxsurrogate=5,
+                   usesurrogate=use_surrogate, maxdepth=30)
+    res = rpart_runner.run_rpart(frame, "y", ["x0", "x1", "x2"], "class", control=control,
+                                 xval_folds=folds + 1, xpred=True)
+    wrong = (res["xpred"] != (y + 1)[:, None]).sum(axis=0)  # rows: root first
+    problem = Problem(X, y.astype(np.int32), np.empty(0), np.empty(0), True, 2)
+    ours = cross_validate(problem, _settings(GINI, 2, 5, use_surrogate), folds)
+    risk = ours.table["cv_risk"].to_numpy()[::-1]  # root first, as rpart lists
+    assert risk.shape == wrong.shape
+    np.testing.assert_allclose(risk, wrong / X.shape[0], rtol=1e-12)
