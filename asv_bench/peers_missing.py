@@ -42,14 +42,14 @@ import tempfile
 import time
 
 import peers  # noqa: E402  (this folder is on sys.path; captures the environment as given)
-from mixed_data import make_mixed
+from mixed_data import make_mixed, with_holes
 
 TARGET_RPART = 0.1
 WARM_UP_ROWS = 300
 #: rpart.control of every rpart fit here (maxsurrogate filled in)
 _R_CONTROL = ("cp = 0, minsplit = 20, minbucket = 7, maxdepth = 30, xval = 0, "
               "maxcompete = 4, usesurrogate = 2, surrogatestyle = 0, maxsurrogate = {sur}")
-_SEED_HOLES = 7
+_SEED_HOLES = 7  # the mask's seed (mixed_data.with_holes)
 
 
 def parse_args(argv=None):
@@ -75,18 +75,6 @@ def parse_args(argv=None):
     if not args.no_rpart and shutil.which("Rscript") is None:
         p.error("Rscript not found: install R with rpart, or pass --no-rpart")
     return args
-
-
-def with_holes(frame, fraction, seed=_SEED_HOLES):
-    """A copy of ``frame`` with ``fraction`` of every column's cells set missing."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    out = frame.copy()
-    mask = rng.random(frame.shape) < fraction
-    for k, col in enumerate(frame.columns):
-        out.loc[mask[:, k], col] = np.nan
-    return out
 
 
 def _estimator(task, max_surrogate):
