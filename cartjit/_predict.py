@@ -54,7 +54,7 @@ class Routing(NamedTuple):
     use_surrogate: int           # 0, 1 or 2
 
 
-@jit
+@jit(inline="always")
 def _level_side(code, row, sets):
     """0 when the level ``code`` is in the left set of ``sets[row]``, 1 in the right
     set, -1 in neither (NaN, -1 for a level never seen in training, or a level absent
@@ -70,7 +70,7 @@ def _level_side(code, row, sets):
     return np.int64(-1)
 
 
-@jit
+@jit(inline="always")
 def route(X, i, t, feature, threshold, routing):
     """Prediction, one step at internal node t for row i of X: 0 to the left child, 1 to
     the right child, -1 when the case stops at t (docs/maths.md §8, rpart's
