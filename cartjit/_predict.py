@@ -33,25 +33,30 @@ __all__ = ["apply", "heldout_losses", "route", "routing_of", "FoldTree", "HeldOu
 USE_SURROGATE = (0, 1, 2)
 
 
+#: Columns of :attr:`Routing.node`.
+R_LEVEL_ROW, R_MAJORITY, R_SUR_START, R_N_SUR = 0, 1, 2, 3
+#: Columns of :attr:`Routing.sur`.
+S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT = 0, 1, 2
+
+
 class Routing(NamedTuple):
     """How a tree routes a case that a threshold alone cannot: subset splits, missing
     values, surrogate splits and the majority (see :mod:`cartjit._tree`).
 
-    Every array is contiguous and of the dtype below whatever the tree, so the kernels
-    compile one signature; a tree without subset splits or surrogates has empty tables.
+    The per-node and per-surrogate integers travel as two tables (few arrays keep the
+    parallel kernel quick to compile); every array is contiguous and of the dtype below
+    whatever the tree, so the kernels compile one signature.
     """
 
-    level_row: np.ndarray        # int64 (n_nodes,) row of level_sets, -1: ordered split
-    level_sets: np.ndarray       # uint64 (m, 2, n_words) levels going left / right
-    majority_left: np.ndarray    # int64 (n_nodes,) 1 left, 0 right, -1 stop
-    surrogate_start: np.ndarray  # int64 (n_nodes,) first row of the node's surrogates
-    n_surrogates: np.ndarray     # int64 (n_nodes,)
-    sur_feature: np.ndarray      # int64 (n_rows,) surrogate tables, best first per node
-    sur_threshold: np.ndarray    # float64 (n_rows,)
-    sur_level_row: np.ndarray    # int64 (n_rows,) -1: ordered surrogate
-    sur_low_left: np.ndarray     # int64 (n_rows,) 1: x <= threshold goes left
-    subset_splits: bool          # whether some node splits by a subset of levels
-    use_surrogate: int           # 0, 1 or 2
+    node: np.ndarray           # int64 (n_nodes, 4): level_row (-1: ordered split),
+    #                            majority_left (1 left, 0 right, -1 stop), first
+    #                            surrogate row, number of surrogates
+    sur: np.ndarray            # int64 (n_rows, 3): feature, level_row (-1: ordered),
+    #                            low_left (1: x <= threshold goes left), best first
+    sur_threshold: np.ndarray  # float64 (n_rows,)
+    level_sets: np.ndarray     # uint64 (m, 2, n_words) levels going left / right
+    subset_splits: bool        # whether some node splits by a subset of levels
+    use_surrogate: int         # 0, 1 or 2
 
 
 @jit(inline="always")
@@ -66,6 +71,47 @@ def _level_side(code, row, sets):
         if sets[row, 0, word] & bit:
             return np.int64(0)
         if sets[row, 1, word] & bit:
+            return np.int64(1)
+    return np.int64(-1)
+
+
+@jit(inline="always")
+def _split_side(x, t, threshold, routing):
+    """Step 1 of :func:`route`: the side node t's own split sends the value x of its
+    feature to, or -1 when x is missing there."""
+    row = routing.node[t, R_LEVEL_ROW]
+    if row < 0:
+        if np.isnan(x):
+            return np.int64(-1)
+        return np.int64(x > threshold[t])
+    return _level_side(x, row, routing.level_sets)
+
+
+@jit
+def _missing_side(X, i, t, routing):
+    """Steps 2-4 of :func:`route`, for row i of X missing node t's split feature."""
+    u = routing.use_surrogate
+    if u == 0:
+        return np.int64(-1)
+    start = routing.node[t, R_SUR_START]
+    for s in range(start, start + routing.node[t, R_N_SUR]):
+        v = X[i, routing.sur[s, S_FEATURE]]
+        srow = routing.sur[s, S_LEVEL_ROW]
+        if srow < 0:
+            if not np.isnan(v):
+                low = v <= routing.sur_threshold[s]
+                if routing.sur[s, S_LOW_LEFT] == 1:
+                    return np.int64(0 if low else 1)
+                return np.int64(1 if low else 0)
+        else:
+            side = _level_side(v, srow, routing.level_sets)
+            if side >= 0:
+                return side
+    if u == 2:
+        m = routing.node[t, R_MAJORITY]
+        if m == 1:
+            return np.int64(0)
+        if m == 0:
             return np.int64(1)
     return np.int64(-1)
 
@@ -86,40 +132,14 @@ def route(X, i, t, feature, threshold, routing):
     3. Otherwise, with ``use_surrogate`` == 2, ``majority_left``: 1 left, 0 right, -1
        (the children hold equal numbers of learning cases) stop.
     4. Otherwise the case stops at t.
+
+    Step 1 is inlined into the kernels; steps 2-4 (:func:`_missing_side`) are a call,
+    taken only by a case missing the split feature.
     """
-    x = X[i, feature[t]]
-    row = routing.level_row[t]
-    if row < 0:
-        if not np.isnan(x):
-            return np.int64(x > threshold[t])
-    else:
-        side = _level_side(x, row, routing.level_sets)
-        if side >= 0:
-            return side
-    u = routing.use_surrogate
-    if u == 0:
-        return np.int64(-1)
-    start = routing.surrogate_start[t]
-    for s in range(start, start + routing.n_surrogates[t]):
-        v = X[i, routing.sur_feature[s]]
-        srow = routing.sur_level_row[s]
-        if srow < 0:
-            if not np.isnan(v):
-                low = v <= routing.sur_threshold[s]
-                if routing.sur_low_left[s] == 1:
-                    return np.int64(0 if low else 1)
-                return np.int64(1 if low else 0)
-        else:
-            side = _level_side(v, srow, routing.level_sets)
-            if side >= 0:
-                return side
-    if u == 2:
-        m = routing.majority_left[t]
-        if m == 1:
-            return np.int64(0)
-        if m == 0:
-            return np.int64(1)
-    return np.int64(-1)
+    d = _split_side(X[i, feature[t]], t, threshold, routing)
+    if d < 0:
+        d = _missing_side(X, i, t, routing)
+    return d
 
 
 class FoldTree(NamedTuple):
@@ -253,26 +273,23 @@ def check_use_surrogate(use_surrogate):
 
 def routing_of(tree, use_surrogate=2):
     """The :class:`Routing` record of a :class:`cartjit._tree.Tree`."""
-    def c(a, dtype):
-        return np.ascontiguousarray(a, dtype=dtype)
-
-    return Routing(c(tree.level_row, np.int64), c(tree.level_sets, np.uint64),
-                   c(tree.majority_left, np.int64), c(tree.surrogate_start, np.int64),
-                   c(tree.n_surrogates, np.int64), c(tree.surrogate_feature, np.int64),
-                   c(tree.surrogate_threshold, np.float64),
-                   c(tree.surrogate_level_row, np.int64),
-                   c(tree.surrogate_low_left, np.int64), bool(np.any(tree.level_row >= 0)),
-                   check_use_surrogate(use_surrogate))
+    node = np.column_stack([tree.level_row, tree.majority_left, tree.surrogate_start,
+                            tree.n_surrogates]).astype(np.int64)
+    sur = np.column_stack([tree.surrogate_feature, tree.surrogate_level_row,
+                           tree.surrogate_low_left]).astype(np.int64).reshape(-1, 3)
+    return Routing(np.ascontiguousarray(node), np.ascontiguousarray(sur),
+                   np.ascontiguousarray(tree.surrogate_threshold, dtype=np.float64),
+                   np.ascontiguousarray(tree.level_sets, dtype=np.uint64),
+                   bool(np.any(tree.level_row >= 0)), check_use_surrogate(use_surrogate))
 
 
 def _plain_routing(n_nodes):
     """The :class:`Routing` of ordered splits without surrogates, where a case missing
     a split feature stops (use_surrogate 0)."""
-    none = np.zeros(n_nodes, dtype=np.int64)
-    empty = np.empty(0, dtype=np.int64)
-    return Routing(np.full(n_nodes, -1, dtype=np.int64), np.empty((0, 2, 0), dtype=np.uint64),
-                   none, none, none, empty, np.empty(0, dtype=np.float64), empty, empty,
-                   False, 0)
+    node = np.zeros((n_nodes, 4), dtype=np.int64)
+    node[:, R_LEVEL_ROW] = -1
+    return Routing(node, np.empty((0, 3), dtype=np.int64), np.empty(0, dtype=np.float64),
+                   np.empty((0, 2, 0), dtype=np.uint64), False, 0)
 
 
 def apply(feature, threshold, left, X, routing=None):
