@@ -5,9 +5,10 @@ at which a case missing the split feature stops (docs/maths.md §8). A complete 
 ``node = left[node] + (x > c)`` (using ``right == left + 1``). One row's walk is a chain
 of dependent loads, so a thread walks 32 rows together, branch-free, with leaves made
 self-loops; measured on 1e6 rows and a 26,000-node tree this took 0.058 s against
-0.137 s for a plain per-row walk (and 0.33 s for scikit-learn's predict). A group of 32
-rows with a missing value, or a tree with subset splits, takes :func:`route` at every
-step instead, which also follows surrogate splits and the majority.
+0.137 s for a plain per-row walk (and 0.33 s for scikit-learn's predict). A row with a
+missing value, or every row in a tree with subset splits, takes :func:`route` instead
+where the threshold alone cannot decide; it also follows surrogate splits and the
+majority.
 
 :func:`heldout_losses` scores a whole pruning sequence in one descent (docs/maths.md §5,
 rpart's ``rundown``): a case that reaches node t is predicted by t in T(α) for every α
