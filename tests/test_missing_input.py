@@ -569,7 +569,7 @@ def test_dataframe_with_missing_categorical_values_fits():
 def test_all_missing_feature_warns_and_is_never_split_on():
     X, y = class_data(11, n=60)
     X[:, 2] = np.nan
-    with pytest.warns(UserWarning, match="feature(s) 2 are missing on every row"):
+    with pytest.warns(UserWarning, match=r"feature\(s\) 2 are missing on every row"):
         est = CARTClassifier(max_surrogate=2).fit(X, y)
     t = est.tree_
     assert not np.any(t.feature == 2) and not np.any(t.surrogate_feature == 2)
