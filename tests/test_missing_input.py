@@ -7,8 +7,9 @@ listed by ``get_params``; rpart's variable importance with surrogate splits; the
 ``summary``. The expected values are computed here from the data (class counts, Gini
 indices by hand), not read from the code under test.
 
-The tests marked ``engine`` fit trees on data with missing values; they need the grower
-that searches splits on the present cases and builds surrogate splits.
+The tests marked ``engine`` fit and predict on data with missing values; they need the
+grower that searches splits on the present cases and builds surrogate splits, and the
+prediction kernel that routes missing values.
 """
 from __future__ import annotations
 
@@ -31,8 +32,16 @@ ESTIMATORS = [CARTClassifier, CARTRegressor, CARTClassifierCV, CARTRegressorCV]
 MISSING_PARAMS = {"max_surrogate": "auto", "use_surrogate": 2, "surrogate_style": 0,
                   "max_competitor": 4}
 
-engine = pytest.mark.skipif(importlib.util.find_spec("cartjit._surrogates") is None,
-                            reason="needs the missing-value grower (surrogate splits)")
+def _has_engine():
+    import inspect
+
+    from cartjit._tree import apply
+    return (importlib.util.find_spec("cartjit._surrogates") is not None
+            and "use_surrogate" in inspect.signature(apply).parameters)
+
+
+engine = pytest.mark.skipif(not _has_engine(), reason="needs the missing-value grower "
+                            "(surrogate splits) and the routing prediction kernel")
 
 
 def class_data(seed=0, n=60):
@@ -521,6 +530,7 @@ def _missing_data(seed=9, n=120, frac=0.15):
     X[:, 1] = X[:, 0] + rng.normal(scale=0.3, size=n)  # a good surrogate of x0
     y = (X[:, 0] > 0).astype(int)
     holes = rng.random((n, 3)) < frac
+    holes[holes.all(axis=1), 2] = False  # no row misses every feature (that one warns)
     Xm = X.copy()
     Xm[holes] = np.nan
     return X, Xm, y
@@ -597,3 +607,43 @@ def test_a_copied_feature_gets_the_importance_of_its_original():
     assert not np.any(est.tree_.feature == 1)
     imp = est.variable_importance_
     assert imp["x1"] == pytest.approx(imp["x0"], rel=1e-12)
+
+
+@engine
+def test_use_surrogate_decides_where_a_missing_value_stops():
+    """use_surrogate=0: a row missing the root's feature ends at the root and gets its
+    label; 1: a row missing every feature ends there too; 2: it follows majority_left."""
+    X, Xm, y = _missing_data(14)
+    row = np.full((1, 3), np.nan)
+    for u in (0, 1):
+        est = CARTClassifier(use_surrogate=u).fit(Xm, y)
+        t = est.tree_
+        assert est.apply(row)[0] == 0
+        assert est.predict(row)[0] == est.classes_[t.label[0]]
+        probe = X[:1].copy()
+        probe[0, t.feature[0]] = np.nan
+        if u == 0:
+            assert est.apply(probe)[0] == 0
+    est = CARTClassifier(use_surrogate=2).fit(Xm, y)
+    t = est.tree_
+    node = 0  # walk the majority directions by hand
+    while t.left[node] != LEAF and t.majority_left[node] != -1:
+        node = int(t.left[node] if t.majority_left[node] == 1 else t.right[node])
+    assert est.apply(row)[0] == node
+
+
+@engine
+def test_cli_show_summary_on_a_csv_with_empty_cells(tmp_path, capsys):
+    from cartjit.__main__ import main
+    _, Xm, y = _missing_data(15)
+    frame = pd.DataFrame(Xm, columns=["a", "b", "c"])
+    frame["y"] = np.where(y == 1, "yes", "no")
+    frame.loc[7, "y"] = None
+    frame.to_csv(tmp_path / "holes.csv", index=False)
+    with pytest.warns(UserWarning, match="y is missing on 1 of the 120 rows"):
+        status = main(["show", str(tmp_path / "holes.csv"), "--target", "y", "--summary",
+                       "--max-depth", "2"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "Node 0 (rpart 1): 119 observations" in out
+    assert "Surrogate splits:" in out and "missing)" in out
