@@ -321,7 +321,12 @@ class _BaseCART(_Base):
         if n_y != pred.shape[0]:
             raise ValueError(f"y has {n_y} entries but X has {pred.shape[0]} rows")
         if self._is_classifier:
-            y = V._as_1d(y, "y", pred.shape[0])  # shape checked, labels as given
+            y, missing = V.missing_targets(y, pred.shape[0])  # shape checked, labels as given
+            if missing.any():
+                raise ValueError(
+                    f"Input y contains {int(np.count_nonzero(missing))} missing labels (NaN "
+                    "or None): score compares every prediction with its label; drop those "
+                    "rows first")
         else:  # numeric, finite, squared errors within float64 (names y otherwise)
             y = V.check_y_reg(y, pred.shape[0])
         w, _ = V.check_sample_weight(sample_weight, pred.shape[0], for_fit=False)

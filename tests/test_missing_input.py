@@ -187,6 +187,17 @@ def test_rows_with_missing_target_are_dropped_with_one_warning(est_cls):
         np.testing.assert_array_equal(est.folds_[:, keep], ref.folds_)
 
 
+def test_a_splitter_sees_every_row_and_the_rows_without_target_take_no_part():
+    from sklearn.model_selection import StratifiedKFold
+    X, y = class_data(16, n=45)
+    labels = np.array(["no", "yes"], dtype=object)[y]
+    labels[[0, 9]] = None
+    with pytest.warns(UserWarning, match="y is missing on 2 of the 45 rows"):
+        est = CARTClassifierCV(cv=StratifiedKFold(3)).fit(X, labels)
+    assert np.all(est.folds_[:, [0, 9]] == -1)
+    assert np.all(np.delete(est.folds_, [0, 9], axis=1) >= 0)
+
+
 def test_missing_labels_of_every_kind():
     X, y = class_data(2, n=40)
     words = np.array(["no", "yes"], dtype=object)[y]
@@ -221,6 +232,11 @@ def test_missing_target_with_weights_and_all_missing():
     est = CARTRegressor(max_depth=2).fit(X, y.astype(float))
     with pytest.raises(ValueError, match="Input y contains NaN"):
         est.score(X, yy)
+    est = CARTClassifier(max_depth=2).fit(X, y)
+    with pytest.raises(ValueError, match="Input y contains 2 missing labels"):
+        est.score(X, yy)
+    with pytest.raises(ValueError, match="Input y contains 1 missing labels"):
+        est.score(X, np.where(np.arange(30) == 4, None, y))
 
 
 # ------------------------------------------------------------------------ parameters
