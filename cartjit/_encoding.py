@@ -663,6 +663,10 @@ def warn_target_in_features(X, enc, y, names):
 
 # --------------------------------------------------------------------------- missing values
 
+#: Entries of X looked at per block by :func:`warn_missing` (a block of rows at a time).
+_BLOCK_CELLS = 1 << 16
+
+
 def has_missing(X):
     """Whether the float64 array X (no infinity: checked before) holds a NaN."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -677,20 +681,20 @@ def warn_missing(X, names):
     every case can never be split on (nor serve as a surrogate): one ``UserWarning``
     names such features. A case missing every feature is kept (it stays where the
     majority sends it, docs/maths.md §8): one ``UserWarning`` gives their number. Runs
-    column by column (no n × p temporary). Returns the number of missing values.
+    in blocks of rows (no n × p temporary). Returns the number of missing values.
     """
     n, p = X.shape
     if not has_missing(X):
         return 0
-    every = np.ones(n, dtype=bool)
-    empty, total = [], 0
-    for j in range(p):
-        miss = np.isnan(X[:, j])
-        count = int(np.count_nonzero(miss))
-        total += count
-        if count == n:
-            empty.append(_label(names, j))
-        every &= miss
+    per_column = np.zeros(p, dtype=np.int64)
+    n_every = 0
+    step = max(1, _BLOCK_CELLS // p)
+    for start in range(0, n, step):
+        miss = np.isnan(X[start:start + step])
+        per_column += np.count_nonzero(miss, axis=0)
+        n_every += int(np.count_nonzero(miss.all(axis=1)))
+    total = int(per_column.sum())
+    empty = [_label(names, j) for j in np.flatnonzero(per_column == n)]
     if empty:
         which = ", ".join(empty[:10]) + (f", ... ({len(empty)} in all)" if len(empty) > 10
                                          else "")
@@ -698,7 +702,6 @@ def warn_missing(X, names):
             f"X: feature(s) {which} are missing on every row taking part in the fit: "
             "they can never be split on nor serve as a surrogate split",
             UserWarning, stacklevel=V.user_stacklevel())
-    n_every = int(np.count_nonzero(every))
     if n_every and len(empty) < p:
         rows = "row is" if n_every == 1 else "rows are"
         warnings.warn(

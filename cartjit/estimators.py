@@ -499,7 +499,10 @@ class _BaseCART(_Base):
         on it, with p(t) the node's probability under the split-search priors (its
         fraction of the case weight for regression and for empirical priors with 0-1
         cost) and Δi(t) the impurity decrease of the split (``tree_.improvement``; for
-        twoing the twoing value); normalised to sum to 1, all zeros for a single leaf.
+        twoing the twoing value; with missing values scaled by the fraction of the node
+        present on the split feature, docs/maths.md §8); primary splits only (surrogates
+        count in :attr:`variable_importance_`); normalised to sum to 1, all zeros for a
+        single leaf.
         On the same tree it equals scikit-learn's ``feature_importances_``. Like any
         impurity-based importance it favours features with many possible splits
         (continuous features, categorical features with many levels).
