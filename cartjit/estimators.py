@@ -553,7 +553,9 @@ class _BaseCART(_Base):
         (``tree_.improvement``, scaled by the fraction of the node present on the split
         feature when values are missing; for entropy in natural-log units, as rpart's
         ``information`` split, i.e. bits × ln 2). For regression this is the decrease
-        of the weighted sum of squares. Competitor splits add nothing. Not normalised
+        of the weighted sum of squares. Competitor splits add nothing. rpart builds
+        surrogates on complete data too: with ``max_surrogate="auto"`` (none on complete
+        data) give ``max_surrogate=5`` to reproduce its importance there. Not normalised
         (see :attr:`feature_importances_` for scikit-learn's normalised importance, which
         counts the primary splits only). Indexed by feature name
         (``feature_names_in_``, else ``x0, x1, ...``); only features with positive
