@@ -916,7 +916,8 @@ _CV_DOC = """
         R(root)) and ``selected``. The SE counts weights as cases (rpart's ``xstd``):
         weights × c leave R^CV unchanged and divide the SE by sqrt(c).
     alpha_, best_index_ : the chosen α_k and its row index; ``tree_`` is T(alpha_).
-    folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight).
+    folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight or
+        missing target).
     fold_alphas_ : list (repeats) of lists (folds) of each fold tree's α sequence.
     cv_risk_repeats_, cv_se_repeats_ : arrays (n_repeats, K).
 """
