@@ -320,7 +320,11 @@ def heldout_losses(tree, cases, losses):
     row's path, the α in [alpha[t], α of the previous node) have t as the row's leaf in
     T(α) (``alphas`` increasing). A row that stops at an internal node t (missing its
     split feature, docs/maths.md §8: :func:`route`) has t as its end node for every
-    α below as well, so t takes the whole remaining range [0, α of the previous node). The loss is ``class_scale[y] · cost[y, label[t]]``
+    α below as well, so t takes the whole remaining range [0, α of the previous node).
+    A case is routed exactly as :func:`apply` routes it, majority included (rpart's
+    cross-validation instead sends a case that no surrogate routes by the fit-time
+    majority, the case weight of the node's cases with the split feature on each side,
+    a tie to the right; its predictions use the children's counts, as here). The loss is ``class_scale[y] · cost[y, label[t]]``
     for classification (``label`` non-empty) and ``(y - value[t, 0])²`` for regression.
     ``out_sum[k]`` receives Σ w·loss and ``out_sq[k]`` Σ w·loss² for α = ``alphas[k]``
     (w = 1 with ``unit_weights``, when ``w`` may be empty);
