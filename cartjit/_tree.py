@@ -18,7 +18,9 @@ Node ``i`` is described by row ``i`` of every array.
   Every node but the root is the child of exactly one node.
 * ``n_node_samples[i]`` counts the learning cases (of non-zero weight) in node ``i``;
   ``weighted_n_node_samples[i]`` is their total case weight. Both are the sums of the
-  children's values.
+  children's values when every case of a split node has its split feature
+  (``n_primary[i] == n_node_samples[i]``); otherwise at least those sums, as cases
+  missing it may stay in the node (see ``n_primary`` below).
 * ``value[i]``: for classification the weighted class counts N_j(t), one column per
   class (``n_values == J``), summing to ``weighted_n_node_samples[i]``; for regression a
   single column holding the weighted mean ȳ(t).
