@@ -1,0 +1,871 @@
+"""Parity with R's rpart on data with missing predictor values (docs/maths.md §7, §8).
+
+The check: the same data frame (NaN for a missing value, in numeric and in factor
+columns) goes to rpart with NA cells and to cartjit as a pandas DataFrame, and
+``rpart(..., cp=0, xval=0, maxcompete, maxsurrogate, usesurrogate, surrogatestyle)``
+must be cartjit's ``tree_`` (its T_1), node by node and split by split. rpart's node k
+has children 2k and 2k+1; its direction may be the mirror of cartjit's (cartjit sends
+``x <= threshold`` left), so every split is compared as the sets of cases (or of levels)
+that go to each child, and the children are paired accordingly. At each node:
+
+* the node: number of cases n, case weight, risk (rpart's ``dev`` / root weight) and the
+  class label or mean;
+* the primary split: variable, the partition of the cases with the variable present,
+  the threshold (or the levels sent each way), ``count`` = ``n_primary`` (the cases
+  with the variable present) and ``improve``;
+* the competitor splits (``maxcompete``): variable, split, ``improve``, ``count`` (cases
+  with that variable present), in rank order;
+* the surrogate splits (``maxsurrogate``): variable, split and direction (which child
+  each side goes to), agreement (rpart's ``improve`` column of a surrogate row) and
+  adjusted agreement (``adj``), in rank order, and ``count`` = the learning cases it sent
+  down (``surrogate_count``).
+
+Then ``variable.importance`` (rpart sums, per variable, the ``improve`` of its primary
+splits and ``improve × adj`` of its surrogate splits; for regression ``improve`` is first
+multiplied by the node's deviance) must equal ``variable_importance_`` to 1e-9
+relative, and ``predict(fit, newdata)`` on rows with missing values -- the learning rows
+and the same rows with more cells removed -- must equal cartjit's ``predict`` /
+``predict_proba``, row by row, as must the node each row ends in (``apply``; rpart's
+``pred.rpart``). A case that neither the split nor a surrogate nor the majority can send
+on (``usesurrogate`` < 2, or children of equal size) stops at an internal node, which
+then predicts it, in both programs.
+
+Units. rpart's ``improve`` of a classification split is N p(t) Δ, where N is the total
+case weight, p(t) the node's probability and Δ cartjit's ``improvement``: the impurity
+decrease over the cases with the variable present, scaled by their share of the node
+(prior-weighted). With the default (empirical) priors used here N p(t) is the node's
+case weight W(t). For regression rpart's ``improve`` is the fraction of the node's sum
+of squares (all its cases) removed, W(t) Δ / SS(t).
+
+Which cases go where while growing (rpart's nodesplit): a case with the split variable
+present follows the split; one missing it follows the first surrogate, in rank order,
+that can send it (its variable present and, for a factor, its level one the surrogate
+sends somewhere); then, with ``usesurrogate = 2``, the side with the larger case weight
+among the cases the split sent (neither on a tie); otherwise it stays in the node, which
+then holds more cases than its two children. (rpart settles the majority while it
+computes the surrogates: with ``maxsurrogate = 0`` there is none, and the cases missing
+the split variable stay in the node while growing, whatever ``usesurrogate`` says;
+prediction still uses the majority by the children's n.) The test replays this on rpart's own tables
+to know the cases of every node, and first checks the replay against rpart's
+``fit$where`` (so the decoding of rpart's tables is checked by rpart itself).
+
+Ties: as in ``test_rpart_grow``. When the two primary splits of a node differ, their
+scaled decreases are computed exactly (rational arithmetic, Gini and squared error)
+over the cases with each variable present; an exact or near tie (``TIE_RTOL`` of the
+node's impurity) is tolerated and printed, and the branch below is not compared.
+Surrogates and competitors whose agreement or improvement ties within ``TIE_RTOL``
+with a neighbour may come in the other order. Everything else fails, with both
+programs' splits in the message. Differences that are understood and documented go to
+``KNOWN_DIFFERENCES`` (strict xfails, with the reason); it is empty.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from . import rpart_runner
+from .test_rpart_grow import Problem, _close, _tied
+
+pytestmark = pytest.mark.parity
+
+RTOL = 1e-9
+#: agreements, adjusted agreements and improvements closer than this (relative) may be
+#: ranked either way (rpart compares its own rounded sums)
+RANK_RTOL = 1e-10
+
+#: rpart's defaults for missing values, at cp = 0 without cross-validation.
+CONTROL = {"cp": 0, "minsplit": 2, "minbucket": 1, "maxdepth": 30, "xval": 0,
+           "maxcompete": 4, "maxsurrogate": 5, "usesurrogate": 2, "surrogatestyle": 0}
+
+#: case id -> reason; such cases are strict xfails
+KNOWN_DIFFERENCES: dict[str, str] = {}
+
+
+# --------------------------------------------------------------------------- data sets
+
+@functools.lru_cache(maxsize=1)
+def _r_frames() -> dict[str, pd.DataFrame]:
+    frames = rpart_runner.r_datasets(["iris", "kyphosis", "infert", "MASS::Pima.tr2"],
+                                     factors="category")
+    frames["airquality"] = rpart_runner.r_dataset("airquality", complete_cases=False)
+    return frames
+
+
+def _punch(df: pd.DataFrame, cols, frac: float, seed: int) -> pd.DataFrame:
+    """``df`` with about ``frac`` of the cells of each column in ``cols`` made missing
+    (seeded; numeric columns become float64, factor columns keep their levels)."""
+    rng = np.random.default_rng(seed)
+    out = df.copy()
+    for col in cols:
+        hole = rng.random(len(out)) < frac
+        if isinstance(out[col].dtype, pd.CategoricalDtype):
+            out[col] = out[col].where(~hole)
+        else:
+            out[col] = out[col].astype(np.float64).where(~hole)
+    return out
+
+
+def _synthetic() -> pd.DataFrame:
+    """250 rows: a 12-level and a 5-level factor, three correlated numeric columns (so
+    that surrogates have something to find), three classes and a numeric response."""
+    rng = np.random.default_rng(20251123)
+    n = 250
+    f12, f5 = rng.integers(0, 12, n), rng.integers(0, 5, n)
+    u = rng.standard_normal(n)
+    x1 = np.round(u + 0.4 * rng.standard_normal(n), 2)
+    x2 = np.round(0.8 * u + 0.6 * rng.standard_normal(n), 1)
+    x3 = np.round(rng.uniform(0, 10, n), 1)
+    e12, e5 = rng.standard_normal((12, 3)), rng.standard_normal((5, 3))
+    score = 1.2 * e12[f12] + 0.8 * e5[f5] + rng.gumbel(size=(n, 3))
+    score[:, 0] += 1.5 * u
+    score[:, 1] += 0.3 * x3
+    names12 = [f"m{i:02d}" for i in range(12)]
+    names5 = ["e", "b", "d", "a", "c"]          # level order is not alphabetical
+    return pd.DataFrame({
+        "f12": pd.Categorical(np.asarray(names12, dtype=object)[f12], categories=names12),
+        "x1": x1, "x2": x2,
+        "f5": pd.Categorical(np.asarray(names5, dtype=object)[f5], categories=names5),
+        "x3": x3,
+        "cls": np.asarray(["c0", "c1", "c2"], dtype=object)[np.argmax(score, axis=1)],
+        "z": np.round(2.0 * e12[f12, 0] - e5[f5, 1] + u + 0.2 * x3
+                      + 0.5 * rng.standard_normal(n), 3),
+        "w": np.round(rng.uniform(0.25, 3.0, n), 3),
+    })
+
+
+def _tiny() -> pd.DataFrame:
+    """Nine cases where the surrogate's cut point depends on a case missing the primary
+    variable: rpart places it halfway between x2 = 3 and that case's x2 = 3.2 (3.1)."""
+    return pd.DataFrame({
+        "y": ["a", "a", "a", "a", "b", "b", "b", "b", "b"],
+        "x1": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, np.nan],
+        "x2": [1.0, 2.0, 3.0, 4.0, 10.0, 11.0, 12.0, 3.5, 3.2],
+    })
+
+
+AIR = ("Solar.R", "Wind", "Temp", "Month", "Day")
+PIMA = ("npreg", "glu", "bp", "skin", "bmi", "ped", "age")
+IRIS4 = ("Sepal.Length", "Sepal.Width", "Petal.Length", "Petal.Width")
+KYPH = ("Age", "Number", "Start")
+INFERT = ("education", "age", "parity", "induced", "spontaneous")
+SYN = ("f12", "x1", "x2", "f5", "x3")
+
+
+@functools.lru_cache(maxsize=None)
+def _data(name: str) -> pd.DataFrame:
+    r = _r_frames()
+    if name == "airquality":       # R's airquality, the rows with Ozone recorded
+        d = r["airquality"]
+        d = d[d["Ozone"].notna()].reset_index(drop=True)
+        d["high"] = np.where(d["Ozone"] > d["Ozone"].median(), "yes", "no")
+        return d
+    if name == "airquality-holes":
+        return _punch(_data("airquality"), AIR, 0.10, 11)
+    if name == "pima":             # MASS's Pima.tr2: bp, skin and bmi have NAs
+        return r["MASS::Pima.tr2"].copy()
+    if name == "iris-holes":
+        return _punch(r["iris"], IRIS4, 0.12, 12)
+    if name == "iris-holes-reg":   # holes in the factor Species too, none in the response
+        return _punch(r["iris"], ("Sepal.Width", "Petal.Length", "Petal.Width", "Species"),
+                      0.12, 16)
+    if name == "infert-holes-reg":
+        return _punch(r["infert"], ("education", "parity", "induced", "spontaneous"), 0.10, 17)
+    if name == "kyphosis-holes":
+        return _punch(r["kyphosis"], KYPH, 0.15, 13)
+    if name == "infert-holes":
+        d = r["infert"].copy()
+        d["case"] = np.where(d["case"] == 1, "case", "control")
+        return _punch(d, INFERT, 0.10, 14)
+    if name == "synthetic-holes":
+        d = _synthetic()
+        rng = np.random.default_rng(15)
+        out = d
+        for col, frac in zip(SYN, (0.05, 0.20, 0.10, 0.15, 0.08)):
+            out = _punch(out, [col], frac, int(rng.integers(1 << 30)))
+        return out
+    if name == "tiny":
+        return _tiny()
+    raise ValueError(f"unknown data set {name!r}")
+
+
+def _newdata(case: "Case") -> pd.DataFrame:
+    """Rows to predict: the learning rows, then the same rows with a third of the
+    remaining cells of every feature removed (seeded)."""
+    d = _data(case.data)[list(case.features)]
+    more = _punch(d, case.features, 0.33, 99)
+    return pd.concat([d, more], ignore_index=True)
+
+
+# --------------------------------------------------------------------------- cases
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    data: str
+    target: str
+    method: str                           # "class" (gini) or "anova"
+    features: tuple[str, ...]
+    control: tuple[tuple[str, Any], ...] = ()   # changes to CONTROL
+    weights: str | None = None            # a column of case weights
+
+    @property
+    def ctrl(self) -> dict[str, Any]:
+        return {**CONTROL, **dict(self.control)}
+
+
+CASES = [
+    Case("airquality-ozone-anova", "airquality", "Ozone", "anova", AIR),
+    Case("airquality-high-gini", "airquality", "high", "class", AIR),
+    Case("airquality-holes-anova", "airquality-holes", "Ozone", "anova", AIR),
+    Case("pima-gini", "pima", "type", "class", PIMA),
+    Case("pima-gini-rpart-sizes", "pima", "type", "class", PIMA,
+         control=(("minsplit", 20), ("minbucket", 7))),
+    Case("pima-gini-usesurrogate0", "pima", "type", "class", PIMA,
+         control=(("usesurrogate", 0),)),
+    Case("pima-gini-usesurrogate1", "pima", "type", "class", PIMA,
+         control=(("usesurrogate", 1),)),
+    Case("iris-holes-gini", "iris-holes", "Species", "class", IRIS4),
+    Case("iris-holes-gini-style1", "iris-holes", "Species", "class", IRIS4,
+         control=(("surrogatestyle", 1),)),
+    Case("iris-holes-anova", "iris-holes-reg", "Sepal.Length", "anova",
+         ("Sepal.Width", "Petal.Length", "Petal.Width", "Species")),
+    Case("kyphosis-holes-gini", "kyphosis-holes", "Kyphosis", "class", KYPH),
+    Case("kyphosis-holes-gini-maxsurrogate0", "kyphosis-holes", "Kyphosis", "class", KYPH,
+         control=(("maxsurrogate", 0),)),
+    Case("infert-holes-gini", "infert-holes", "case", "class", INFERT),
+    Case("infert-holes-anova", "infert-holes-reg", "age", "anova",
+         ("education", "parity", "induced", "spontaneous")),
+    Case("synthetic-holes-gini", "synthetic-holes", "cls", "class", SYN),
+    Case("synthetic-holes-gini-style1-usesurrogate1", "synthetic-holes", "cls", "class", SYN,
+         control=(("surrogatestyle", 1), ("usesurrogate", 1))),
+    Case("synthetic-holes-anova-weights", "synthetic-holes", "z", "anova", SYN,
+         weights="w"),
+    Case("synthetic-holes-gini-weights-minbucket5", "synthetic-holes", "cls", "class", SYN,
+         control=(("minsplit", 10), ("minbucket", 5)), weights="w"),
+    Case("tiny-surrogate-cut-point", "tiny", "y", "class", ("x1", "x2")),
+]
+CASE_IDS = [c.id for c in CASES]
+
+
+def _weights(case: Case) -> np.ndarray | None:
+    if case.weights is None:
+        return None
+    return _data(case.data)[case.weights].to_numpy(dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=1)
+def _rpart_results() -> dict[str, dict[str, Any]]:
+    """rpart's fit of every case, with predictions, in one R process."""
+    jobs = [dict(df=_data(c.data), target=c.target, features=list(c.features),
+                 method=c.method, control=c.ctrl, weights=_weights(c), newdata=_newdata(c))
+            for c in CASES]
+    return dict(zip(CASE_IDS, rpart_runner.run_rpart_many(jobs)))
+
+
+def _require_mass() -> None:
+    from .conftest import r_required
+    if rpart_runner.have_rpart() and not _have_mass():
+        msg = "R's MASS package cannot be loaded by Rscript; install r-cran-mass"
+        if r_required():
+            pytest.fail(msg + " (required because CARTJIT_REQUIRE_R=1)", pytrace=False)
+        pytest.skip(msg)
+
+
+@functools.lru_cache(maxsize=1)
+def _have_mass() -> bool:
+    import subprocess
+    exe = rpart_runner.rscript_path()
+    if exe is None:
+        return False
+    try:
+        proc = subprocess.run([exe, "--vanilla", "-e", "library(MASS)"], capture_output=True,
+                              timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
+# --------------------------------------------------------------------------- rpart's tables
+
+@dataclass
+class RTree:
+    """rpart's fit decoded: per internal node its primary, competitor and surrogate rows
+    (positions in ``all_splits``), and the learning cases of every node (replayed)."""
+
+    case: Case
+    rp: dict[str, Any]
+    X: np.ndarray                    # (n, p): values, level codes for factors, NaN missing
+    w: np.ndarray
+    levels: dict[str, list[str]]     # level names by code, per factor feature
+    frame: pd.DataFrame              # indexed by node
+    rows: dict[int, dict[str, list[int]]]
+    masks: dict[int, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def features(self) -> list[str]:
+        return list(self.case.features)
+
+    def sp(self, row: int) -> pd.Series:
+        return self.rp["all_splits"].iloc[row]
+
+    def sides(self, row: int, cases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The cases among ``cases`` that split row ``row`` sends to node 2k and to
+        2k+1 (cases missing its variable, or with a level it sends nowhere, in neither)."""
+        sp = self.sp(row)
+        x = self.X[:, self.features.index(str(sp["var"]))]
+        present = cases & ~np.isnan(x)
+        ncat = int(sp["ncat"])
+        if ncat in (-1, 1):
+            below = present & (x < float(sp["index"]))
+            return (below, present & ~below) if ncat == -1 else (present & ~below, below)
+        part = rpart_runner.split_partition(self.rp, row)
+        names = self.levels[str(sp["var"])]
+        first = [names.index(v) for v in part.to_first]
+        second = [names.index(v) for v in part.to_second]
+        return present & np.isin(x, first), present & np.isin(x, second)
+
+    def level_sides(self, row: int) -> tuple[frozenset[int], frozenset[int]]:
+        part = rpart_runner.split_partition(self.rp, row)
+        names = self.levels[str(self.sp(row)["var"])]
+        return (frozenset(names.index(v) for v in part.to_first),
+                frozenset(names.index(v) for v in part.to_second))
+
+    def children(self, k: int, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The learning cases rpart sends from node ``k`` to 2k and to 2k+1."""
+        use = int(self.case.ctrl["usesurrogate"])
+        prim = self.rows[k]["primary"][0]
+        first, second = self.sides(prim, mask)
+        x = self.X[:, self.features.index(str(self.sp(prim)["var"]))]
+        todo = mask & np.isnan(x)
+        first, second = first.copy(), second.copy()
+        if use >= 1:
+            for row in self.rows[k]["surrogate"]:
+                a, b = self.sides(row, todo)
+                first |= a
+                second |= b
+                todo &= ~(a | b)
+        # rpart decides the majority while it computes surrogates: with maxsurrogate = 0
+        # there is none, and the cases missing the split variable stay in the node
+        if use == 2 and int(self.case.ctrl["maxsurrogate"]) > 0:
+            lcount = math.fsum(self.w[self.sides(prim, mask)[0]])
+            rcount = math.fsum(self.w[self.sides(prim, mask)[1]])
+            if lcount > rcount:
+                first |= todo
+            elif lcount < rcount:
+                second |= todo
+        return first, second
+
+
+def _codes(df: pd.DataFrame, features) -> tuple[np.ndarray, dict[str, list[str]]]:
+    X = np.empty((len(df), len(features)))
+    levels = {}
+    for f, col in enumerate(features):
+        s = df[col]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            codes = s.cat.codes.to_numpy().astype(np.float64)
+            codes[codes < 0] = np.nan
+            X[:, f] = codes
+            levels[col] = [str(v) for v in s.cat.categories]
+        else:
+            X[:, f] = s.to_numpy(dtype=np.float64)
+    return X, levels
+
+
+def rpart_tree(case: Case) -> RTree:
+    rp = _rpart_results()[case.id]
+    df = _data(case.data)
+    X, levels = _codes(df, case.features)
+    for col, names in levels.items():
+        assert rp["factor_levels"][col] == names, f"levels of {col} differ from R's"
+    w = np.ones(len(df)) if case.weights is None else _weights(case)
+    frame = rp["frame"].set_index("node")
+    rows: dict[int, dict[str, list[int]]] = {}
+    for i, (node, kind) in enumerate(zip(rp["all_splits"]["node"], rp["all_splits"]["kind"])):
+        rows.setdefault(int(node), {"primary": [], "competitor": [], "surrogate": []})[kind].append(i)
+    rt = RTree(case, rp, X, w, levels, frame, rows)
+    stack = [(1, np.ones(len(df), dtype=bool))]
+    while stack:
+        k, mask = stack.pop()
+        rt.masks[k] = mask
+        if str(frame.loc[k, "var"]) != "<leaf>":
+            a, b = rt.children(k, mask)
+            stack += [(2 * k, a), (2 * k + 1, b)]
+    return rt
+
+
+# --------------------------------------------------------------------------- the walk
+
+@dataclass
+class Report:
+    case: str
+    matched_nodes: int = 0
+    matched_splits: int = 0
+    surrogates: int = 0
+    competitors: int = 0
+    mismatches: list[str] = field(default_factory=list)
+    tolerated: list[tuple[str, str]] = field(default_factory=list)
+    pairs: dict[int, int] = field(default_factory=dict)   # rpart node -> cartjit node
+    cut: set[int] = field(default_factory=set)             # rpart nodes not compared below
+
+    def text(self) -> str:
+        lines = [f"[{self.case}] matched {self.matched_nodes} nodes, {self.matched_splits} "
+                 f"primary splits, {self.competitors} competitor and {self.surrogates} "
+                 "surrogate splits"]
+        if self.mismatches:
+            lines.append(f"{len(self.mismatches)} mismatch(es):")
+            lines += ["  - " + m for m in self.mismatches]
+        if self.tolerated:
+            lines.append(f"{len(self.tolerated)} tolerated difference(s) (not failures):")
+            lines += [f"  - [{kind}] {m}" for kind, m in self.tolerated]
+        return "\n".join(lines)
+
+
+def _problem(rt: RTree, est) -> Problem:
+    df = _data(rt.case.data)
+    if rt.case.method == "class":
+        classes = np.asarray(est.classes_)
+        y = np.searchsorted(classes, df[rt.case.target].to_numpy())
+        return Problem(rt.X, y, rt.w, rt.features, "class", classes=classes)
+    return Problem(rt.X, df[rt.case.target].to_numpy(dtype=np.float64), rt.w, rt.features,
+                   "anova")
+
+
+def _rpart_units(rt: RTree, tree, c: int, value: float) -> float:
+    """A cartjit improvement of node ``c`` in rpart's units (module docstring)."""
+    wt = float(tree.weighted_n_node_samples[c])
+    if rt.case.method == "anova":
+        dev = float(tree.risk[c]) * float(tree.weighted_n_node_samples[0])
+        return wt * value / dev
+    return wt * value
+
+
+def _bits(words) -> frozenset[int]:
+    out = set()
+    for k, word in enumerate(np.asarray(words, dtype=np.uint64).tolist()):
+        for b in range(64):
+            if (int(word) >> b) & 1:
+                out.add(64 * k + b)
+    return frozenset(out)
+
+
+def _fmt_rpart(rt: RTree, row: int) -> str:
+    sp = rt.sp(row)
+    var, ncat = str(sp["var"]), int(sp["ncat"])
+    tail = f"count={int(sp['count'])}, improve={float(sp['improve'])!r}"
+    if sp["kind"] == "surrogate":
+        tail += f", adj={float(sp['adj'])!r}"
+    if ncat in (-1, 1):
+        return f"{var} < {float(sp['index'])!r} to node 2k{'' if ncat == -1 else '+1'} ({tail})"
+    part = rpart_runner.split_partition(rt.rp, row)
+    return f"{var} {list(part.to_first)} to 2k, {list(part.to_second)} to 2k+1 ({tail})"
+
+
+def _fmt_cartjit(rt: RTree, tree, c: int, kind: str, r: int | None = None) -> str:
+    names = rt.features
+    if kind == "primary":
+        f, thr, lrow = int(tree.feature[c]), float(tree.threshold[c]), int(tree.level_row[c])
+        tail = (f"n_primary={int(tree.n_primary[c])}, improve (rpart units)="
+                f"{_rpart_units(rt, tree, c, float(tree.improvement[c]))!r}")
+    elif kind == "competitor":
+        f, thr = int(tree.competitor_feature[r]), float(tree.competitor_threshold[r])
+        lrow = int(tree.competitor_level_row[r])
+        tail = (f"count={int(tree.competitor_count[r])}, improve (rpart units)="
+                f"{_rpart_units(rt, tree, c, float(tree.competitor_improvement[r]))!r}")
+    else:
+        f, thr = int(tree.surrogate_feature[r]), float(tree.surrogate_threshold[r])
+        lrow = int(tree.surrogate_level_row[r])
+        tail = (f"count={int(tree.surrogate_count[r])}, agree={float(tree.surrogate_agree[r])!r}, "
+                f"adj={float(tree.surrogate_adj[r])!r}")
+    var = names[f]
+    if lrow < 0:
+        low = "left" if kind != "surrogate" or int(tree.surrogate_low_left[r]) == 1 else "right"
+        return f"{var} <= {thr!r} goes {low} ({tail})"
+    lv = rt.levels[var]
+    a, b = _bits(tree.level_sets[lrow, 0]), _bits(tree.level_sets[lrow, 1])
+    return (f"{var} {[lv[i] for i in sorted(a)]} left, {[lv[i] for i in sorted(b)]} right "
+            f"({tail})")
+
+
+def _same_split(rt: RTree, tree, row: int, f: int, thr: float, lrow: int,
+                low_left: int | None, flip: bool | None) -> bool:
+    """Whether rpart's split row ``row`` is cartjit's split (feature ``f``, threshold
+    ``thr`` or level row ``lrow``). ``flip`` None: compare as an unordered partition;
+    else rpart's node 2k is cartjit's right child when ``flip``, and ``low_left`` (for
+    an ordered split) says where cartjit sends ``x <= thr``."""
+    sp = rt.sp(row)
+    if rt.features.index(str(sp["var"])) != f:
+        return False
+    ncat = int(sp["ncat"])
+    if ncat in (-1, 1):
+        if lrow >= 0 or not _close(thr, float(sp["index"])):
+            return False
+        if flip is None:
+            return True
+        # rpart: x < index goes to 2k when ncat == -1; cartjit: x <= thr goes left iff low_left
+        low_to_first = ncat == -1
+        low_to_left = bool(low_left)
+        return low_to_first == (low_to_left != flip)
+    if lrow < 0:
+        return False
+    first, second = rt.level_sides(row)
+    left, right = _bits(tree.level_sets[lrow, 0]), _bits(tree.level_sets[lrow, 1])
+    if flip is None:
+        return {first, second} == {left, right}
+    return (first, second) == ((right, left) if flip else (left, right))
+
+
+def _check_node(rep: Report, rt: RTree, p: Problem, tree, k: int, c: int, where: str) -> None:
+    fr = rt.frame.loc[k]
+    root_wt = float(rt.frame.loc[1, "wt"])
+    if not _close(float(tree.weighted_n_node_samples[c]), float(fr["wt"])):
+        rep.mismatches.append(f"{where}: case weight differs: rpart {float(fr['wt'])!r}, "
+                              f"cartjit {float(tree.weighted_n_node_samples[c])!r}")
+    r_risk = float(fr["dev"]) / root_wt
+    if not _close(float(tree.risk[c]), r_risk, atol=1e-12 * max(float(tree.risk[0]), 1e-300)):
+        rep.mismatches.append(f"{where}: risk differs: rpart dev/wt_root = {r_risk!r}, "
+                              f"cartjit R(t) = {float(tree.risk[c])!r}")
+    if p.method == "anova":
+        if not _close(float(tree.value[c, 0]), float(fr["yval"]), atol=1e-12):
+            rep.mismatches.append(f"{where}: mean differs: rpart {float(fr['yval'])!r}, "
+                                  f"cartjit {float(tree.value[c, 0])!r}")
+        return
+    r_label, c_label = int(fr["yval"]) - 1, int(tree.label[c])
+    if r_label != c_label:
+        mask = rt.masks[k]
+        lr, lc = p.expected_loss(mask, r_label), p.expected_loss(mask, c_label)
+        msg = (f"{where}: label differs: rpart {p.classes[r_label]!r} (expected loss "
+               f"{float(lr)!r}), cartjit {p.classes[c_label]!r} ({float(lc)!r})")
+        if _tied(lr, lc, max(abs(lr), abs(lc))):
+            rep.tolerated.append(("label tie", msg))
+        else:
+            rep.mismatches.append(msg)
+
+
+def _ranked_lists(rep: Report, where: str, what: str, r_rows: list[int], c_rows: list[int],
+                  key, match, r_desc, c_desc) -> list[tuple[int, int]]:
+    """Compare two ranked lists of splits (rpart's rows, cartjit's rows): the same splits
+    in the same order, except that a split may take the place of another whose key
+    (``key(side, row)``, side "r" or "c") ties with its own to ``RANK_RTOL``, and a split
+    tied with the last one kept may be kept instead of it. Returns the matched pairs."""
+    pairs, used = [], set()
+    for i, r in enumerate(r_rows):
+        j = next((j for j, cr in enumerate(c_rows) if j not in used and match(r, cr)), None)
+        if j is None:
+            continue
+        used.add(j)
+        pairs.append((r, c_rows[j]))
+        if j != i:
+            other = key("c", c_rows[i]) if i < len(c_rows) else -math.inf
+            msg = (f"{where}: rpart ranks the {what} {r_desc(r)} #{i + 1}, cartjit "
+                   f"#{j + 1}")
+            if _close(key("r", r), other, rtol=RANK_RTOL):
+                rep.tolerated.append((f"{what} order tie", msg))
+            else:
+                rep.mismatches.append(msg)
+    matched_r = {r for r, _ in pairs}
+    lone_r = [r for r in r_rows if r not in matched_r]
+    lone_c = [c_rows[j] for j in range(len(c_rows)) if j not in used]
+    tie_ok = len(r_rows) == len(c_rows) and r_rows and c_rows
+    for r in lone_r:
+        msg = (f"{where}: rpart's {what} {r_desc(r)} is not among cartjit's: "
+               f"{[c_desc(cr) for cr in c_rows]}")
+        if tie_ok and _close(key("r", r), key("c", c_rows[-1]), rtol=RANK_RTOL):
+            rep.tolerated.append((f"{what} tie", msg + " (it ties with cartjit's last one)"))
+        else:
+            rep.mismatches.append(msg)
+    for cr in lone_c:
+        msg = (f"{where}: cartjit's {what} {c_desc(cr)} is not among rpart's: "
+               f"{[r_desc(r) for r in r_rows]}")
+        if tie_ok and _close(key("c", cr), key("r", r_rows[-1]), rtol=RANK_RTOL):
+            rep.tolerated.append((f"{what} tie", msg + " (it ties with rpart's last one)"))
+        else:
+            rep.mismatches.append(msg)
+    return pairs
+
+
+def compare(rt: RTree, est) -> Report:
+    """Walk rpart's tree and cartjit's ``tree_`` together (see the module docstring)."""
+    tree = est.tree_
+    p = _problem(rt, est)
+    rep = Report(rt.case.id)
+    stack = [(1, 0)]
+    while stack:
+        k, c = stack.pop()
+        fr = rt.frame.loc[k]
+        where = f"rpart node {k} ~ cartjit node {c}"
+        if int(tree.n_node_samples[c]) != int(fr["n"]):
+            rep.mismatches.append(f"{where}: n differs: rpart {int(fr['n'])}, cartjit "
+                                  f"{int(tree.n_node_samples[c])}")
+            continue
+        rep.matched_nodes += 1
+        rep.pairs[k] = c
+        _check_node(rep, rt, p, tree, k, c, where)
+        r_leaf, c_leaf = str(fr["var"]) == "<leaf>", int(tree.left[c]) == -1
+        if r_leaf and c_leaf:
+            continue
+        if r_leaf or c_leaf:
+            what = (f"rpart splits on {_fmt_rpart(rt, rt.rows[k]['primary'][0])}" if c_leaf
+                    else f"cartjit splits on {_fmt_cartjit(rt, tree, c, 'primary')}")
+            rep.mismatches.append(f"{where}: {what}, the other's node is a leaf")
+            continue
+        rows = rt.rows[k]
+        prim = rows["primary"][0]
+        sp = rt.sp(prim)
+        mask = rt.masks[k]
+        f = int(tree.feature[c])
+        lrow = int(tree.level_row[c])
+        # which child of cartjit is rpart's node 2k: compare the cases sent by the split
+        first, _second = rt.sides(prim, mask)
+        x = rt.X[:, f]
+        present = mask & ~np.isnan(x)
+        if lrow < 0:
+            c_left = present & (x <= float(tree.threshold[c]))
+        else:
+            c_left = present & np.isin(x, sorted(_bits(tree.level_sets[lrow, 0])))
+        c_right = present & ~c_left
+        r_desc_p, c_desc_p = _fmt_rpart(rt, prim), _fmt_cartjit(rt, tree, c, "primary")
+        desc = f"{where}: rpart splits on {r_desc_p}, cartjit on {c_desc_p}"
+        if not _same_split(rt, tree, prim, f, float(tree.threshold[c]), lrow, None, None):
+            rf = rt.features.index(str(sp["var"]))
+            r_present = mask & ~np.isnan(rt.X[:, rf])
+            g_r = p.gain(r_present, first)
+            g_c = p.gain(present, c_left)
+            scale = p.node_impurity(mask)
+            gains = (f" (scaled decreases, exact: rpart {float(g_r)!r}, cartjit {float(g_c)!r};"
+                     f" node p(t)i(t) = {float(scale)!r})")
+            if _tied(g_r, g_c, scale):
+                rep.tolerated.append(("near tie", desc + gains + "; branch not compared"))
+                rep.cut.add(k)
+            else:
+                better = "cartjit's" if g_c > g_r else "rpart's"
+                rep.mismatches.append(desc + gains + f" -- {better} split is better")
+            continue
+        rep.matched_splits += 1
+        flip = not np.array_equal(first, c_left)
+        if flip and not np.array_equal(first, c_right):
+            rep.mismatches.append(desc + " -- the same split but different cases")
+            continue
+        if int(sp["count"]) != int(tree.n_primary[c]):
+            rep.mismatches.append(f"{where}: cases with {sp['var']} present: rpart "
+                                  f"{int(sp['count'])}, cartjit n_primary {int(tree.n_primary[c])}")
+        imp = _rpart_units(rt, tree, c, float(tree.improvement[c]))
+        if not _close(imp, float(sp["improve"])):
+            rep.mismatches.append(f"{where}: improve differs: rpart {float(sp['improve'])!r}, "
+                                  f"cartjit {imp!r} ({c_desc_p})")
+        # competitors: compared as unordered partitions
+        c_comp = list(range(int(tree.competitor_start[c]),
+                            int(tree.competitor_start[c]) + int(tree.n_competitors[c])))
+
+        def comp_key(side, r, c=c):
+            if side == "r":
+                return float(rt.sp(r)["improve"])
+            return _rpart_units(rt, tree, c, float(tree.competitor_improvement[r]))
+
+        def comp_match(r, cr):
+            return _same_split(rt, tree, r, int(tree.competitor_feature[cr]),
+                               float(tree.competitor_threshold[cr]),
+                               int(tree.competitor_level_row[cr]), None, None)
+
+        def comp_desc(cr, c=c):
+            return _fmt_cartjit(rt, tree, c, "competitor", cr)
+
+        def r_desc(r):
+            return _fmt_rpart(rt, r)
+
+        for r, cr in _ranked_lists(rep, where, "competitor", rows["competitor"], c_comp,
+                                   comp_key, comp_match, r_desc, comp_desc):
+            rep.competitors += 1
+            if not _close(comp_key("c", cr), comp_key("r", r)) or \
+                    int(tree.competitor_count[cr]) != int(rt.sp(r)["count"]):
+                rep.mismatches.append(f"{where}: competitor differs: rpart {r_desc(r)}, "
+                                      f"cartjit {comp_desc(cr)}")
+        # surrogates: the split and the child each side goes to
+        c_sur = list(range(int(tree.surrogate_start[c]),
+                           int(tree.surrogate_start[c]) + int(tree.n_surrogates[c])))
+
+        def sur_key(side, r):
+            return float(rt.sp(r)["improve"]) if side == "r" else float(tree.surrogate_agree[r])
+
+        def sur_match(r, cr, flip=flip):
+            return _same_split(rt, tree, r, int(tree.surrogate_feature[cr]),
+                               float(tree.surrogate_threshold[cr]),
+                               int(tree.surrogate_level_row[cr]),
+                               int(tree.surrogate_low_left[cr]), flip)
+
+        def sur_desc(cr, c=c):
+            return _fmt_cartjit(rt, tree, c, "surrogate", cr)
+
+        for r, cr in _ranked_lists(rep, where, "surrogate", rows["surrogate"], c_sur,
+                                   sur_key, sur_match, r_desc, sur_desc):
+            rep.surrogates += 1
+            s = rt.sp(r)
+            if not (_close(float(tree.surrogate_agree[cr]), float(s["improve"]))
+                    and _close(float(tree.surrogate_adj[cr]), float(s["adj"]), atol=1e-14)
+                    and int(tree.surrogate_count[cr]) == int(s["count"])):
+                rep.mismatches.append(f"{where}: surrogate differs: rpart {r_desc(r)}, "
+                                      f"cartjit {sur_desc(cr)}")
+        lc, rc = int(tree.left[c]), int(tree.right[c])
+        to_first, to_second = (rc, lc) if flip else (lc, rc)
+        stack += [(2 * k + 1, to_second), (2 * k, to_first)]
+    return rep
+
+
+def rule_importance(rt: RTree, tree) -> pd.Series:
+    """rpart's variable.importance rule (module docstring) applied to cartjit's tree."""
+    tot: dict[str, float] = {}
+    for c in np.flatnonzero(tree.left != -1):
+        c = int(c)
+        imp = float(tree.weighted_n_node_samples[c]) * float(tree.improvement[c])
+        name = rt.features[int(tree.feature[c])]
+        tot[name] = tot.get(name, 0.0) + imp
+        for r in range(int(tree.surrogate_start[c]),
+                       int(tree.surrogate_start[c]) + int(tree.n_surrogates[c])):
+            name = rt.features[int(tree.surrogate_feature[r])]
+            tot[name] = tot.get(name, 0.0) + imp * float(tree.surrogate_adj[r])
+    return pd.Series(tot, dtype=np.float64)
+
+
+def importance_differences(expected: pd.Series, got: pd.Series) -> list[str]:
+    """Entries that differ by more than ``RTOL`` (names missing on one side count as 0;
+    rpart leaves out variables of importance 0)."""
+    scale = max([abs(float(v)) for v in [*expected.to_numpy(), *got.to_numpy()]] or [1.0])
+    out = []
+    for name in sorted(set(expected.index) | set(got.index)):
+        a, b = float(expected.get(name, 0.0)), float(got.get(name, 0.0))
+        if not _close(a, b, atol=1e-13 * scale):
+            out.append(f"{name}: expected {a!r}, got {b!r}")
+    return out
+
+
+# --------------------------------------------------------------------------- cartjit
+
+def fit_cartjit(case: Case):
+    from cartjit import CARTClassifier, CARTRegressor
+
+    df = _data(case.data)
+    ctrl = case.ctrl
+    kw = dict(min_samples_split=int(ctrl["minsplit"]), min_samples_leaf=int(ctrl["minbucket"]),
+              ccp_alpha=0.0, categorical_features="from_dtype",
+              max_surrogate=int(ctrl["maxsurrogate"]), use_surrogate=int(ctrl["usesurrogate"]),
+              surrogate_style=int(ctrl["surrogatestyle"]),
+              max_competitor=int(ctrl["maxcompete"]))
+    X = df[list(case.features)]
+    if case.method == "class":
+        est = CARTClassifier(criterion="gini", **kw)
+        est.fit(X, df[case.target].to_numpy(), sample_weight=_weights(case))
+    else:
+        est = CARTRegressor(**kw)
+        est.fit(X, df[case.target].to_numpy(dtype=np.float64), sample_weight=_weights(case))
+    return est
+
+
+def _params(cases):
+    return [pytest.param(c, id=c.id, marks=pytest.mark.xfail(
+        reason=KNOWN_DIFFERENCES[c.id], strict=True)) if c.id in KNOWN_DIFFERENCES
+        else pytest.param(c, id=c.id) for c in cases]
+
+
+# --------------------------------------------------------------------------- tests
+
+@pytest.fixture(autouse=True)
+def _mass():
+    _require_mass()
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_rpart_tables_decoded(case):
+    """The decoding of rpart's tables is checked by rpart itself: replaying its growing
+    rules on its splits and surrogates puts every case in the node of ``fit$where``
+    and gives every node its ``n``; its variable.importance is the rule of the module
+    docstring applied to its own tables; the data set really has missing values."""
+    rt = rpart_tree(case)
+    df = _data(case.data)
+    assert df[list(case.features)].isna().to_numpy().any(), "no missing value in the features"
+    where = np.asarray(rt.rp["where"])
+    for k, mask in rt.masks.items():
+        assert int(mask.sum()) == int(rt.frame.loc[k, "n"]), f"node {k}: replayed n differs"
+        if str(rt.frame.loc[k, "var"]) == "<leaf>":
+            assert np.array_equal(np.flatnonzero(where == k), np.flatnonzero(mask)), k
+    stuck = [k for k in rt.masks if str(rt.frame.loc[k, "var"]) != "<leaf>"
+             and np.any(where == k)]
+    for k in stuck:   # cases left at an internal node: those its children do not hold
+        kids = rt.masks[2 * k] | rt.masks[2 * k + 1]
+        assert np.array_equal(np.flatnonzero(where == k), np.flatnonzero(rt.masks[k] & ~kids))
+    # variable.importance from rpart's own splits rows
+    tot: dict[str, float] = {}
+    for k, rows in rt.rows.items():
+        sp = rt.sp(rows["primary"][0])
+        imp = float(sp["improve"]) * (float(rt.frame.loc[k, "dev"]) if case.method == "anova"
+                                      else 1.0)
+        tot[str(sp["var"])] = tot.get(str(sp["var"]), 0.0) + imp
+        for r in rows["surrogate"]:
+            s = rt.sp(r)
+            tot[str(s["var"])] = tot.get(str(s["var"]), 0.0) + imp * float(s["adj"])
+    diffs = importance_differences(pd.Series(tot, dtype=np.float64),
+                                   rt.rp["variable_importance"])
+    assert not diffs, diffs
+    # predictions on the learning rows follow the node each ends in
+    m = len(df)
+    nodes = np.asarray(rt.rp["newdata_node"])
+    assert nodes.shape == (2 * m,)
+    pred = rt.rp["newdata_pred"]
+    if case.method == "class":
+        y2 = rt.rp["yval2"].set_index("node")
+        probs = y2[[c for c in y2.columns if c.startswith("prob_")]].loc[nodes].to_numpy()
+        np.testing.assert_allclose(pred, probs, rtol=0, atol=1e-15)
+    else:
+        np.testing.assert_allclose(pred, rt.frame.loc[nodes, "yval"].to_numpy(), rtol=1e-15)
+
+
+def test_tiny_surrogate_cut_point():
+    """rpart's surrogate cut point lies halfway between a value of the cases sent by the
+    split and the next value of x2 among all the node's cases with x2 present --
+    here that of the case missing x1 -- so that case goes right."""
+    rt = rpart_tree(CASES[CASE_IDS.index("tiny-surrogate-cut-point")])
+    rows = rt.rows[1]
+    s = rt.sp(rows["surrogate"][0])
+    assert (str(s["var"]), float(s["index"]), int(s["ncat"])) == ("x2", 3.1, -1)
+    assert rt.masks[3][8] and not rt.masks[2][8]
+
+
+@pytest.mark.parametrize("case", _params(CASES))
+def test_missing_value_parity(case):
+    rt = rpart_tree(case)
+    est = fit_cartjit(case)
+    rep = compare(rt, est)
+    print(rep.text())
+    assert not rep.mismatches, rep.text()
+    tree = est.tree_
+    complete = not rep.cut and len(rep.pairs) == len(rt.frame)
+    # variable importance: rpart's rule on cartjit's tree, and variable_importance_
+    if complete:
+        diffs = importance_differences(rt.rp["variable_importance"], rule_importance(rt, tree))
+        assert not diffs, "rpart's importance rule on cartjit's tree:\n  " + "\n  ".join(diffs)
+        got = est.variable_importance_
+        diffs = importance_differences(rt.rp["variable_importance"], got)
+        assert not diffs, "variable_importance_ differs from rpart's:\n  " + "\n  ".join(diffs)
+    # predictions on rows with missing values, and the node each row ends in
+    new = _newdata(case)
+    r_nodes = np.asarray(rt.rp["newdata_node"])
+    c_nodes = np.asarray(est.apply(new))
+    ok = np.array([k in rep.pairs for k in r_nodes])
+    if complete:
+        assert ok.all()
+    expected = np.array([rep.pairs.get(int(k), -2) for k in r_nodes])
+    bad = np.flatnonzero(ok & (expected != c_nodes))
+    assert bad.size == 0, (f"{bad.size} rows end in other nodes, e.g. row {bad[0]}: rpart node "
+                           f"{r_nodes[bad[0]]} (cartjit {expected[bad[0]]}), cartjit node "
+                           f"{c_nodes[bad[0]]}; row: {new.iloc[bad[0]].to_dict()}")
+    pred = rt.rp["newdata_pred"]
+    if case.method == "class":
+        got = est.predict_proba(new)
+        np.testing.assert_allclose(got[ok], pred[ok], rtol=0, atol=1e-12)
+    else:
+        got = est.predict(new)
+        np.testing.assert_allclose(got[ok], pred[ok], rtol=RTOL, atol=1e-12)
