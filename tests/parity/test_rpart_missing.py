@@ -52,7 +52,9 @@ to know the cases of every node, and first checks the replay against rpart's
 Ties: as in ``test_rpart_grow``. When the two primary splits of a node differ, their
 scaled decreases are computed exactly (rational arithmetic, Gini and squared error)
 over the cases with each variable present; an exact or near tie (``TIE_RTOL`` of the
-node's impurity) is tolerated and printed, and the branch below is not compared.
+node's impurity) is tolerated and printed, and the branch below is not compared --
+unless cartjit's variable comes after rpart's in an exact tie (cartjit takes the lowest
+feature index), or both split the same variable into the same cases at another point.
 Surrogates and competitors whose agreement or improvement ties within ``TIE_RTOL``
 with a neighbour may come in the other order. Everything else fails, with both
 programs' splits in the message. Differences that are understood and documented go to
@@ -63,6 +65,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -639,7 +642,14 @@ def compare(rt: RTree, est) -> Report:
             scale = p.node_impurity(mask)
             gains = (f" (scaled decreases, exact: rpart {float(g_r)!r}, cartjit {float(g_c)!r};"
                      f" node p(t)i(t) = {float(scale)!r})")
-            if _tied(g_r, g_c, scale):
+            same_cases = np.array_equal(first, c_left) or np.array_equal(first, c_right)
+            if rf == f and same_cases:
+                rep.mismatches.append(desc + " -- the same cases but a different split point "
+                                      "or level sets")
+            elif isinstance(g_r, Fraction) and g_r == g_c and f > rf:
+                rep.mismatches.append(desc + gains + " -- an exact tie, which cartjit should "
+                                      "break by the lowest feature index (rpart's variable)")
+            elif _tied(g_r, g_c, scale):
                 rep.tolerated.append(("near tie", desc + gains + "; branch not compared"))
                 rep.cut.add(k)
             else:
@@ -869,3 +879,142 @@ def test_missing_value_parity(case):
     else:
         got = est.predict(new)
         np.testing.assert_allclose(got[ok], pred[ok], rtol=RTOL, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- the harness
+
+class _AsFitted:
+    """rpart's tree written in cartjit's conventions (``tree_`` with the fields that
+    :func:`compare` reads, and ``classes_``), to check the walk itself: it must accept
+    rpart's own tree, whichever child of a factor split is put on the left, and must
+    notice a change."""
+
+    def __init__(self, rt: RTree, seed: int):
+        from types import SimpleNamespace
+
+        rng = np.random.default_rng(seed)
+        fr, feats = rt.frame, rt.features
+        if rt.case.method == "class":
+            self.classes_ = np.asarray(rt.rp["ylevels"], dtype=object)
+        root_wt = float(fr.loc[1, "wt"])
+        nodes: list[int] = [1]            # breadth first; children get consecutive ids
+        ids = {1: 0}
+        flips: dict[int, bool] = {}
+        i = 0
+        while i < len(nodes):
+            k = nodes[i]
+            i += 1
+            if str(fr.loc[k, "var"]) == "<leaf>":
+                continue
+            sp = rt.sp(rt.rows[k]["primary"][0])
+            ncat = int(sp["ncat"])
+            flips[k] = (ncat == 1) if ncat in (-1, 1) else bool(rng.integers(2))
+            a, b = (2 * k + 1, 2 * k) if flips[k] else (2 * k, 2 * k + 1)
+            for kid in (a, b):
+                ids[kid] = len(nodes)
+                nodes.append(kid)
+        m = len(nodes)
+        t: dict[str, Any] = {name: np.zeros(m, dtype=np.int64) for name in (
+            "feature", "left", "right", "level_row", "n_node_samples", "n_primary", "label",
+            "surrogate_start", "n_surrogates", "competitor_start", "n_competitors")}
+        for name in ("threshold", "weighted_n_node_samples", "risk", "improvement"):
+            t[name] = np.full(m, np.nan) if name == "threshold" else np.zeros(m)
+        t["value"] = np.zeros((m, 1))
+        sets, sur, comp = [], [], []
+        n_words = 1
+
+        def level_row(first, second, flip):
+            left, right = (second, first) if flip else (first, second)
+            sets.append([[sum(1 << v for v in left)], [sum(1 << v for v in right)]])
+            return len(sets) - 1
+
+        for k in nodes:
+            c = ids[k]
+            row = fr.loc[k]
+            t["n_node_samples"][c] = int(row["n"])
+            t["weighted_n_node_samples"][c] = float(row["wt"])
+            t["risk"][c] = float(row["dev"]) / root_wt
+            t["value"][c, 0] = float(row["yval"])
+            t["label"][c] = int(row["yval"]) - 1 if rt.case.method == "class" else -1
+            t["feature"][c] = t["left"][c] = t["right"][c] = t["level_row"][c] = -1
+            if str(row["var"]) == "<leaf>":
+                continue
+            flip = flips[k]
+            t["left"][c], t["right"][c] = ids[2 * k + 1 if flip else 2 * k], ids[2 * k if flip else 2 * k + 1]
+            scale = (float(row["dev"]) if rt.case.method == "anova" else 1.0) / float(row["wt"])
+            prim = rt.rows[k]["primary"][0]
+            sp = rt.sp(prim)
+            t["feature"][c] = feats.index(str(sp["var"]))
+            t["n_primary"][c] = int(sp["count"])
+            t["improvement"][c] = float(sp["improve"]) * scale
+            if int(sp["ncat"]) in (-1, 1):
+                t["threshold"][c] = float(sp["index"])
+            else:
+                t["level_row"][c] = level_row(*rt.level_sides(prim), flip)
+            t["competitor_start"][c] = len(comp)
+            for r in rt.rows[k]["competitor"]:
+                s = rt.sp(r)
+                ordered = int(s["ncat"]) in (-1, 1)
+                comp.append((feats.index(str(s["var"])), float(s["index"]) if ordered else np.nan,
+                             -1 if ordered else level_row(*rt.level_sides(r), False),
+                             float(s["improve"]) * scale, int(s["count"])))
+            t["n_competitors"][c] = len(rt.rows[k]["competitor"])
+            t["surrogate_start"][c] = len(sur)
+            for r in rt.rows[k]["surrogate"]:
+                s = rt.sp(r)
+                ncat = int(s["ncat"])
+                ordered = ncat in (-1, 1)
+                sur.append((feats.index(str(s["var"])), float(s["index"]) if ordered else np.nan,
+                            -1 if ordered else level_row(*rt.level_sides(r), flip),
+                            int((ncat == -1) != flip) if ordered else 0,
+                            float(s["improve"]), float(s["adj"]), int(s["count"])))
+            t["n_surrogates"][c] = len(rt.rows[k]["surrogate"])
+        t["level_sets"] = np.asarray(sets, dtype=np.uint64).reshape(len(sets), 2, n_words)
+        for j, name in enumerate(("competitor_feature", "competitor_threshold",
+                                  "competitor_level_row", "competitor_improvement",
+                                  "competitor_count")):
+            t[name] = np.asarray([row[j] for row in comp])
+        for j, name in enumerate(("surrogate_feature", "surrogate_threshold",
+                                  "surrogate_level_row", "surrogate_low_left", "surrogate_agree",
+                                  "surrogate_adj", "surrogate_count")):
+            t[name] = np.asarray([row[j] for row in sur])
+        self.tree_ = SimpleNamespace(**t)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_walk_accepts_rpart_itself(case):
+    """The comparison passes rpart's own tree (written in cartjit's conventions, factor
+    splits mirrored at random), and its importance rule gives rpart's importance."""
+    rt = rpart_tree(case)
+    for seed in (0, 1):
+        fake = _AsFitted(rt, seed)
+        rep = compare(rt, fake)
+        assert not rep.mismatches and not rep.tolerated, rep.text()
+        assert len(rep.pairs) == len(rt.frame)
+        diffs = importance_differences(rt.rp["variable_importance"], rule_importance(rt, fake.tree_))
+        assert not diffs, diffs
+
+
+@pytest.mark.parametrize("change", ["surrogate direction", "surrogate count", "competitor",
+                                    "improvement", "n_primary", "threshold"])
+def test_walk_notices_a_change(change):
+    """One changed entry of a tree that matches rpart's is reported as a mismatch."""
+    case = CASES[CASE_IDS.index("pima-gini")]
+    rt = rpart_tree(case)
+    fake = _AsFitted(rt, 0)
+    t = fake.tree_
+    if change == "surrogate direction":
+        t.surrogate_low_left[0] = 1 - t.surrogate_low_left[0]
+    elif change == "surrogate count":
+        t.surrogate_count[1] += 1
+    elif change == "competitor":
+        t.competitor_improvement[2] *= 1 + 1e-6
+    elif change == "improvement":
+        t.improvement[0] *= 1 + 1e-6
+    elif change == "n_primary":
+        t.n_primary[0] -= 1
+    else:
+        c = int(np.flatnonzero(t.left >= 0)[-1])
+        t.threshold[c] = np.nextafter(t.threshold[c], np.inf) * (1 + 1e-6)
+    rep = compare(rt, fake)
+    assert rep.mismatches, f"{change}: not noticed\n" + rep.text()
