@@ -38,8 +38,9 @@ Units. rpart's ``improve`` of a classification split is N p(t) Δ, where N is th
 case weight, p(t) the node's probability and Δ cartjit's ``improvement``: the impurity
 decrease over the cases with the variable present, scaled by their share of the node
 (prior-weighted). With the default (empirical) priors used here N p(t) is the node's
-case weight W(t). For regression rpart's ``improve`` is the fraction of the node's sum
-of squares (all its cases) removed, W(t) Δ / SS(t).
+case weight W(t); for the information index rpart counts in nats, cartjit in bits (a
+factor ln 2). For regression rpart's ``improve`` is the fraction of the node's sum of
+squares (all its cases) removed, W(t) Δ / SS(t).
 
 Which cases go where while growing (rpart's nodesplit): a case with the split variable
 present follows the split; one missing it follows the first surrogate, in rank order,
@@ -234,10 +235,11 @@ class Case:
     id: str
     data: str
     target: str
-    method: str                           # "class" (gini) or "anova"
+    method: str                           # "class" or "anova"
     features: tuple[str, ...]
     control: tuple[tuple[str, Any], ...] = ()   # changes to CONTROL
     weights: str | None = None            # a column of case weights
+    criterion: str = "gini"               # "entropy" <-> parms$split = "information"
 
     @property
     def ctrl(self) -> dict[str, Any]:
@@ -260,6 +262,8 @@ CASES = [
     Case("iris-holes-gini", "iris-holes", "Species", "class", IRIS4),
     Case("iris-holes-gini-style1", "iris-holes", "Species", "class", IRIS4,
          control=(("surrogatestyle", 1),)),
+    Case("iris-holes-information", "iris-holes", "Species", "class", IRIS4,
+         criterion="entropy"),
     Case("iris-holes-anova", "iris-holes-reg", "Sepal.Length", "anova",
          ("Sepal.Width", "Petal.Length", "Petal.Width", "Species")),
     Case("kyphosis-holes-gini", "kyphosis-holes", "Kyphosis", "class", KYPH),
@@ -290,7 +294,8 @@ def _weights(case: Case) -> np.ndarray | None:
 def _rpart_results() -> dict[str, dict[str, Any]]:
     """rpart's fit of every case, with predictions, in one R process."""
     jobs = [dict(df=_data(c.data), target=c.target, features=list(c.features),
-                 method=c.method, control=c.ctrl, weights=_weights(c), newdata=_newdata(c))
+                 method=c.method, control=c.ctrl, weights=_weights(c), newdata=_newdata(c),
+                 parms={"split": "information"} if c.criterion == "entropy" else None)
             for c in CASES]
     return dict(zip(CASE_IDS, rpart_runner.run_rpart_many(jobs)))
 
@@ -502,7 +507,8 @@ def _problem(rt: RTree, est) -> Problem:
     if rt.case.method == "class":
         classes = np.asarray(est.classes_)
         y = np.searchsorted(classes, df[rt.case.target].to_numpy())
-        return Problem(rt.X, y, rt.w, rt.features, "class", classes=classes)
+        return Problem(rt.X, y, rt.w, rt.features, "class", classes=classes,
+                       criterion=rt.case.criterion)
     return Problem(rt.X, df[rt.case.target].to_numpy(dtype=np.float64), rt.w, rt.features,
                    "anova")
 
@@ -513,6 +519,8 @@ def _rpart_units(rt: RTree, tree, c: int, value: float) -> float:
     if rt.case.method == "anova":
         dev = float(tree.risk[c]) * float(tree.weighted_n_node_samples[0])
         return wt * value / dev
+    if rt.case.criterion == "entropy":
+        return wt * value * math.log(2.0)   # rpart's information index is in nats
     return wt * value
 
 
@@ -805,6 +813,8 @@ def rule_importance(rt: RTree, tree) -> pd.Series:
     for c in np.flatnonzero(tree.left != -1):
         c = int(c)
         imp = float(tree.weighted_n_node_samples[c]) * float(tree.improvement[c])
+        if rt.case.criterion == "entropy":
+            imp *= math.log(2.0)
         name = rt.features[int(tree.feature[c])]
         tot[name] = tot.get(name, 0.0) + imp
         for r in range(int(tree.surrogate_start[c]),
@@ -840,7 +850,7 @@ def fit_cartjit(case: Case):
               max_competitor=int(ctrl["maxcompete"]))
     X = df[list(case.features)]
     if case.method == "class":
-        est = CARTClassifier(criterion="gini", **kw)
+        est = CARTClassifier(criterion=case.criterion, **kw)
         est.fit(X, df[case.target].to_numpy(), sample_weight=_weights(case))
     else:
         est = CARTRegressor(**kw)
@@ -1030,6 +1040,8 @@ class _AsFitted:
             flip = flips[k]
             t["left"][c], t["right"][c] = ids[2 * k + 1 if flip else 2 * k], ids[2 * k if flip else 2 * k + 1]
             scale = (float(row["dev"]) if rt.case.method == "anova" else 1.0) / float(row["wt"])
+            if rt.case.criterion == "entropy":
+                scale /= math.log(2.0)
             prim = rt.rows[k]["primary"][0]
             sp = rt.sp(prim)
             t["feature"][c] = feats.index(str(sp["var"]))
