@@ -68,6 +68,7 @@ programs' splits in the message. Differences that are understood and documented 
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -110,6 +111,10 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "sends them the majority way while growing too, so from the first split on a "
         "variable with missing values the node sizes differ (rpart node 2: n = 59, "
         "cartjit 65)."),
+    "tiny-maxsurrogate0": (
+        "the same as kyphosis-holes-gini-maxsurrogate0 on nine cases: rpart's root holds "
+        "n = 9 and its children 3 and 5 (the case missing x1 stays at the root while "
+        "growing), cartjit's children 3 and 6."),
 }
 
 
@@ -165,6 +170,13 @@ def _synthetic() -> pd.DataFrame:
     })
 
 
+def _tiny_majority() -> pd.DataFrame:
+    """Nine cases, one missing x1 (x2 is constant, so that rpart keeps that case)."""
+    return pd.DataFrame({"y": list("aaabbbbba"),
+                         "x1": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, np.nan],
+                         "x2": np.zeros(9)})
+
+
 def _tiny() -> pd.DataFrame:
     """Nine cases where the surrogate's cut point depends on a case missing the primary
     variable: rpart places it halfway between x2 = 3 and that case's x2 = 3.2 (3.1)."""
@@ -217,6 +229,8 @@ def _data(name: str) -> pd.DataFrame:
         return out
     if name == "tiny":
         return _tiny()
+    if name == "tiny-majority":
+        return _tiny_majority()
     raise ValueError(f"unknown data set {name!r}")
 
 
@@ -280,6 +294,8 @@ CASES = [
     Case("synthetic-holes-gini-weights-minbucket5", "synthetic-holes", "cls", "class", SYN,
          control=(("minsplit", 10), ("minbucket", 5)), weights="w"),
     Case("tiny-surrogate-cut-point", "tiny", "y", "class", ("x1", "x2")),
+    Case("tiny-maxsurrogate0", "tiny-majority", "y", "class", ("x1", "x2"),
+         control=(("maxsurrogate", 0),)),
 ]
 CASE_IDS = [c.id for c in CASES]
 
@@ -1118,3 +1134,34 @@ def test_walk_notices_a_change(change):
         t.threshold[c] = np.nextafter(t.threshold[c], np.inf) * (1 + 1e-6)
     rep = compare(rt, fake)
     assert rep.mismatches, f"{change}: not noticed\n" + rep.text()
+
+
+def _cut_point_fit():
+    case = dataclasses.replace(CASES[CASE_IDS.index("tiny-maxsurrogate0")], control=())
+    new = pd.DataFrame({"x1": [3.5, 3.0, 4.0], "x2": [0.0, 0.0, 0.0]})
+    rp = rpart_runner.run_rpart(_data(case.data), "y", ["x1", "x2"], "class",
+                                control=case.ctrl, newdata=new)
+    return case, new, rp
+
+
+def test_rpart_value_on_a_cut_point():
+    """x1 = 3.5, rpart's cut point at the root (x1 < 3.5 to node 2): rpart sends it to
+    node 3, with the larger values."""
+    _, _, rp = _cut_point_fit()
+    sp = rp["splits"].iloc[0]
+    assert (sp["var"], float(sp["threshold"]), int(sp["ncat"])) == ("x1", 3.5, -1)
+    assert rp["newdata_node"].tolist() == [3, 2, 3]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a new value equal to a cut point c: rpart sends it with the larger values (its rule "
+    "is x < c), cartjit with the smaller (x <= c goes left); no learning case meets a cut "
+    "point, which lies halfway between two of their values"))
+def test_new_value_on_a_cut_point():
+    """cartjit sends x1 = 3.5 where rpart does (see test_rpart_value_on_a_cut_point)."""
+    case, new, rp = _cut_point_fit()
+    est = fit_cartjit(case)
+    tree = est.tree_
+    to_larger = int(tree.right[0])
+    assert float(tree.threshold[0]) == 3.5 and rp["newdata_node"].tolist()[0] == 3
+    assert est.apply(new).tolist() == [to_larger, int(tree.left[0]), to_larger]
