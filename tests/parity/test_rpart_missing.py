@@ -35,10 +35,11 @@ but a new case can, e.g. 26.5 between 26.4 and 26.6): rpart sends ``x < c`` one 
 so x = c with the larger values, cartjit sends ``x <= c`` left, with the smaller.
 
 Units. rpart's ``improve`` of a classification split is N p(t) Δ, where N is the total
-case weight, p(t) the node's probability and Δ cartjit's ``improvement``: the impurity
+case weight, p(t) = Σ_j π'(j) N_j(t) / N_j the node's probability under the priors of
+the split search (π' ∝ π(j) Σ_i C(i|j)) and Δ cartjit's ``improvement``: the impurity
 decrease over the cases with the variable present, scaled by their share of the node
-(prior-weighted). With the default (empirical) priors used here N p(t) is the node's
-case weight W(t); for the information index rpart counts in nats, cartjit in bits (a
+(prior-weighted). With empirical priors and 0-1 loss N p(t) is the node's case weight
+W(t); for the information index rpart counts in nats, cartjit in bits (a
 factor ln 2). For regression rpart's ``improve`` is the fraction of the node's sum of
 squares (all its cases) removed, W(t) Δ / SS(t).
 
@@ -254,6 +255,8 @@ class Case:
     control: tuple[tuple[str, Any], ...] = ()   # changes to CONTROL
     weights: str | None = None            # a column of case weights
     criterion: str = "gini"               # "entropy" <-> parms$split = "information"
+    priors: tuple[float, ...] | None = None   # parms$prior <-> priors=
+    loss: tuple[tuple[float, ...], ...] | None = None   # parms$loss <-> cost= (rows: truth)
 
     @property
     def ctrl(self) -> dict[str, Any]:
@@ -278,11 +281,15 @@ CASES = [
          control=(("surrogatestyle", 1),)),
     Case("iris-holes-information", "iris-holes", "Species", "class", IRIS4,
          criterion="entropy"),
+    Case("iris-holes-priors", "iris-holes", "Species", "class", IRIS4,
+         priors=(0.2, 0.3, 0.5)),
     Case("iris-holes-anova", "iris-holes-reg", "Sepal.Length", "anova",
          ("Sepal.Width", "Petal.Length", "Petal.Width", "Species")),
     Case("kyphosis-holes-gini", "kyphosis-holes", "Kyphosis", "class", KYPH),
     Case("kyphosis-holes-gini-maxsurrogate0", "kyphosis-holes", "Kyphosis", "class", KYPH,
          control=(("maxsurrogate", 0),)),
+    Case("kyphosis-holes-loss", "kyphosis-holes", "Kyphosis", "class", KYPH,
+         loss=((0.0, 1.0), (4.0, 0.0))),
     Case("infert-holes-gini", "infert-holes", "case", "class", INFERT),
     Case("infert-holes-anova", "infert-holes-reg", "age", "anova",
          ("education", "parity", "induced", "spontaneous")),
@@ -306,12 +313,25 @@ def _weights(case: Case) -> np.ndarray | None:
     return _data(case.data)[case.weights].to_numpy(dtype=np.float64)
 
 
+def _parms(case: Case) -> dict[str, Any] | None:
+    parms: dict[str, Any] = {}
+    if case.criterion == "entropy":
+        parms["split"] = "information"
+    if case.priors is not None:
+        parms["prior"] = list(case.priors)
+    if case.loss is not None:
+        # rpart's L[i, j]: the loss of predicting j for a case of class i; cartjit's
+        # cost[j, i] = C(i|j) has the true class in its rows too: no transpose
+        parms["loss"] = np.array(case.loss, dtype=np.float64)
+    return parms or None
+
+
 @functools.lru_cache(maxsize=1)
 def _rpart_results() -> dict[str, dict[str, Any]]:
     """rpart's fit of every case, with predictions, in one R process."""
     jobs = [dict(df=_data(c.data), target=c.target, features=list(c.features),
                  method=c.method, control=c.ctrl, weights=_weights(c), newdata=_newdata(c),
-                 parms={"split": "information"} if c.criterion == "entropy" else None)
+                 parms=_parms(c))
             for c in CASES]
     return dict(zip(CASE_IDS, rpart_runner.run_rpart_many(jobs)))
 
@@ -524,20 +544,40 @@ def _problem(rt: RTree, est) -> Problem:
         classes = np.asarray(est.classes_)
         y = np.searchsorted(classes, df[rt.case.target].to_numpy())
         return Problem(rt.X, y, rt.w, rt.features, "class", classes=classes,
-                       criterion=rt.case.criterion)
+                       criterion=rt.case.criterion,
+                       priors=None if rt.case.priors is None else np.array(rt.case.priors),
+                       cost=None if rt.case.loss is None else np.array(rt.case.loss, dtype=float))
     return Problem(rt.X, df[rt.case.target].to_numpy(dtype=np.float64), rt.w, rt.features,
                    "anova")
 
 
+def _split_priors(case: Case, class_totals: np.ndarray) -> np.ndarray:
+    """π'(j) ∝ π(j) Σ_i C(i|j), normalised (docs/maths.md §2): the priors of the split
+    search, from the case's priors (empirical: N_j / N) and loss matrix (rows: truth)."""
+    pri = (class_totals / class_totals.sum() if case.priors is None
+           else np.asarray(case.priors, dtype=np.float64))
+    if case.loss is not None:
+        pri = pri * np.asarray(case.loss, dtype=np.float64).sum(axis=1)
+    return pri / pri.sum()
+
+
 def _rpart_units(rt: RTree, tree, c: int, value: float) -> float:
-    """A cartjit improvement of node ``c`` in rpart's units (module docstring)."""
-    wt = float(tree.weighted_n_node_samples[c])
+    """A cartjit improvement of node ``c`` in rpart's units (module docstring): N p(t) Δ
+    for classification (N p(t) = W(t) with empirical priors and 0-1 loss), W(t) Δ / SS(t)
+    for regression."""
     if rt.case.method == "anova":
         dev = float(tree.risk[c]) * float(tree.weighted_n_node_samples[0])
-        return wt * value / dev
+        return float(tree.weighted_n_node_samples[c]) * value / dev
+    if rt.case.priors is None and rt.case.loss is None:
+        weight = float(tree.weighted_n_node_samples[c])
+    else:
+        totals = np.asarray(tree.value[0], dtype=np.float64)
+        prior = _split_priors(rt.case, totals)
+        p_t = float(np.sum(prior * np.asarray(tree.value[c], dtype=np.float64) / totals))
+        weight = float(tree.weighted_n_node_samples[0]) * p_t
     if rt.case.criterion == "entropy":
-        return wt * value * math.log(2.0)   # rpart's information index is in nats
-    return wt * value
+        return weight * value * math.log(2.0)   # rpart's information index is in nats
+    return weight * value
 
 
 def _bits(words) -> frozenset[int]:
@@ -643,11 +683,13 @@ def _check_node(rep: Report, rt: RTree, p: Problem, tree, k: int, c: int, where:
 
 
 def _ranked_lists(rep: Report, where: str, what: str, r_rows: list[int], c_rows: list[int],
-                  key, match, r_desc, c_desc) -> list[tuple[int, int]]:
+                  key, match, r_desc, c_desc, same_var) -> list[tuple[int, int]]:
     """Compare two ranked lists of splits (rpart's rows, cartjit's rows): the same splits
     in the same order, except that a split may take the place of another whose key
-    (``key(side, row)``, side "r" or "c") ties with its own to ``RANK_RTOL``, and a split
-    tied with the last one kept may be kept instead of it. Returns the matched pairs."""
+    (``key(side, row)``, side "r" or "c") ties with its own to ``RANK_RTOL``, a split on
+    one variable may be another split on that variable whose key ties with it (rpart
+    picks among them by its rounding), and a split tied with the last one kept may be
+    kept instead of it. Returns the matched pairs."""
     pairs, used = [], set()
     for i, r in enumerate(r_rows):
         j = next((j for j, cr in enumerate(c_rows) if j not in used and match(r, cr)), None)
@@ -666,6 +708,14 @@ def _ranked_lists(rep: Report, where: str, what: str, r_rows: list[int], c_rows:
     matched_r = {r for r, _ in pairs}
     lone_r = [r for r in r_rows if r not in matched_r]
     lone_c = [c_rows[j] for j in range(len(c_rows)) if j not in used]
+    for r in list(lone_r):
+        cr = next((cr for cr in lone_c if same_var(r, cr)
+                   and _close(key("r", r), key("c", cr), rtol=RANK_RTOL)), None)
+        if cr is not None:
+            lone_r.remove(r)
+            lone_c.remove(cr)
+            rep.tolerated.append((f"{what} tie", f"{where}: rpart's {what} {r_desc(r)} and "
+                                  f"cartjit's {c_desc(cr)}: one variable, tied splits"))
     tie_ok = len(r_rows) == len(c_rows) and r_rows and c_rows
     for r in lone_r:
         msg = (f"{where}: rpart's {what} {r_desc(r)} is not among cartjit's: "
@@ -785,8 +835,11 @@ def compare(rt: RTree, est) -> Report:
         def r_desc(r):
             return _fmt_rpart(rt, r)
 
+        def comp_var(r, cr):
+            return rt.features.index(str(rt.sp(r)["var"])) == int(tree.competitor_feature[cr])
+
         for r, cr in _ranked_lists(rep, where, "competitor", rows["competitor"], c_comp,
-                                   comp_key, comp_match, r_desc, comp_desc):
+                                   comp_key, comp_match, r_desc, comp_desc, comp_var):
             rep.competitors += 1
             if not _close(comp_key("c", cr), comp_key("r", r)) or \
                     int(tree.competitor_count[cr]) != int(rt.sp(r)["count"]):
@@ -808,8 +861,14 @@ def compare(rt: RTree, est) -> Report:
         def sur_desc(cr, c=c):
             return _fmt_cartjit(rt, tree, c, "surrogate", cr)
 
+        def sur_var(r, cr):
+            # no tolerance here: a surrogate's cut point is the first (smallest) one whose
+            # agreement strictly beats the best so far, in sums of case weights that
+            # both programs add in the same order (no rounding between tied candidates)
+            return False
+
         for r, cr in _ranked_lists(rep, where, "surrogate", rows["surrogate"], c_sur,
-                                   sur_key, sur_match, r_desc, sur_desc):
+                                   sur_key, sur_match, r_desc, sur_desc, sur_var):
             rep.surrogates += 1
             s = rt.sp(r)
             if not (_close(float(tree.surrogate_agree[cr]), float(s["improve"]))
@@ -828,9 +887,9 @@ def rule_importance(rt: RTree, tree) -> pd.Series:
     tot: dict[str, float] = {}
     for c in np.flatnonzero(tree.left != -1):
         c = int(c)
-        imp = float(tree.weighted_n_node_samples[c]) * float(tree.improvement[c])
-        if rt.case.criterion == "entropy":
-            imp *= math.log(2.0)
+        imp = _rpart_units(rt, tree, c, float(tree.improvement[c]))
+        if rt.case.method == "anova":   # rpart: improve × the node's deviance
+            imp *= float(tree.risk[c]) * float(tree.weighted_n_node_samples[0])
         name = rt.features[int(tree.feature[c])]
         tot[name] = tot.get(name, 0.0) + imp
         for r in range(int(tree.surrogate_start[c]),
@@ -866,7 +925,10 @@ def fit_cartjit(case: Case):
               max_competitor=int(ctrl["maxcompete"]))
     X = df[list(case.features)]
     if case.method == "class":
-        est = CARTClassifier(criterion=case.criterion, **kw)
+        est = CARTClassifier(
+            criterion=case.criterion,
+            priors="empirical" if case.priors is None else np.array(case.priors),
+            cost=None if case.loss is None else np.array(case.loss, dtype=np.float64), **kw)
         est.fit(X, df[case.target].to_numpy(), sample_weight=_weights(case))
     else:
         est = CARTRegressor(**kw)
@@ -1033,7 +1095,9 @@ class _AsFitted:
             "surrogate_start", "n_surrogates", "competitor_start", "n_competitors")}
         for name in ("threshold", "weighted_n_node_samples", "risk", "improvement"):
             t[name] = np.full(m, np.nan) if name == "threshold" else np.zeros(m)
-        t["value"] = np.zeros((m, 1))
+        y2 = rt.rp["yval2"].set_index("node") if rt.case.method == "class" else None
+        counts = [col for col in y2.columns if col.startswith("count_")] if y2 is not None else []
+        t["value"] = np.zeros((m, max(1, len(counts))))
         sets, sur, comp = [], [], []
         n_words = 1
 
@@ -1048,21 +1112,21 @@ class _AsFitted:
             t["n_node_samples"][c] = int(row["n"])
             t["weighted_n_node_samples"][c] = float(row["wt"])
             t["risk"][c] = float(row["dev"]) / root_wt
-            t["value"][c, 0] = float(row["yval"])
+            if counts:    # weighted class counts N_j(t)
+                t["value"][c] = y2.loc[k, counts].to_numpy(dtype=np.float64)
+            else:
+                t["value"][c, 0] = float(row["yval"])
             t["label"][c] = int(row["yval"]) - 1 if rt.case.method == "class" else -1
             t["feature"][c] = t["left"][c] = t["right"][c] = t["level_row"][c] = -1
             if str(row["var"]) == "<leaf>":
                 continue
             flip = flips[k]
             t["left"][c], t["right"][c] = ids[2 * k + 1 if flip else 2 * k], ids[2 * k if flip else 2 * k + 1]
-            scale = (float(row["dev"]) if rt.case.method == "anova" else 1.0) / float(row["wt"])
-            if rt.case.criterion == "entropy":
-                scale /= math.log(2.0)
             prim = rt.rows[k]["primary"][0]
             sp = rt.sp(prim)
             t["feature"][c] = feats.index(str(sp["var"]))
             t["n_primary"][c] = int(sp["count"])
-            t["improvement"][c] = float(sp["improve"]) * scale
+            t["improvement"][c] = float(sp["improve"])     # in rpart's units until below
             if int(sp["ncat"]) in (-1, 1):
                 t["threshold"][c] = float(sp["index"])
             else:
@@ -1073,7 +1137,7 @@ class _AsFitted:
                 ordered = int(s["ncat"]) in (-1, 1)
                 comp.append((feats.index(str(s["var"])), float(s["index"]) if ordered else np.nan,
                              -1 if ordered else level_row(*rt.level_sides(r), False),
-                             float(s["improve"]) * scale, int(s["count"])))
+                             float(s["improve"]), int(s["count"]), c))
             t["n_competitors"][c] = len(rt.rows[k]["competitor"])
             t["surrogate_start"][c] = len(sur)
             for r in rt.rows[k]["surrogate"]:
@@ -1094,7 +1158,12 @@ class _AsFitted:
                                   "surrogate_level_row", "surrogate_low_left", "surrogate_agree",
                                   "surrogate_adj", "surrogate_count")):
             t[name] = np.asarray([row[j] for row in sur])
-        self.tree_ = SimpleNamespace(**t)
+        self.tree_ = tree = SimpleNamespace(**t)
+        # from rpart's units to cartjit's (the inverse of _rpart_units)
+        for c in np.flatnonzero(tree.left >= 0):
+            tree.improvement[c] /= _rpart_units(rt, tree, int(c), 1.0)
+        for r, row in enumerate(comp):
+            tree.competitor_improvement[r] /= _rpart_units(rt, tree, row[-1], 1.0)
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
