@@ -62,8 +62,10 @@ node's impurity) is tolerated and printed, and the branch below is not compared 
 unless cartjit's variable comes after rpart's in an exact tie (cartjit takes the lowest
 feature index, then the lowest threshold), or both split the same variable into the
 same cases at another point.
-Surrogates and competitors whose agreement or improvement ties within ``TIE_RTOL``
-with a neighbour may come in the other order. Everything else fails, with both
+Surrogates and competitors whose agreement or improvement ties within ``RANK_RTOL``
+with a neighbour may come in the other order, the last one kept may be replaced by one
+tied with it, and a competitor may be another split point of the same variable with a
+tied improvement (rpart's choice among those follows its rounding). Everything else fails, with both
 programs' splits in the message. Differences that are understood and documented go to
 ``KNOWN_DIFFERENCES`` (strict xfails, with the reason).
 """
@@ -863,8 +865,8 @@ def compare(rt: RTree, est) -> Report:
 
         def sur_var(r, cr):
             # no tolerance here: a surrogate's cut point is the first (smallest) one whose
-            # agreement strictly beats the best so far, in sums of case weights that
-            # both programs add in the same order (no rounding between tied candidates)
+            # agreement, a sum of case weights, strictly beats the best so far; a tie
+            # between two cut points of one variable has one right answer
             return False
 
         for r, cr in _ranked_lists(rep, where, "surrogate", rows["surrogate"], c_sur,
