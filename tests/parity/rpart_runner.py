@@ -631,7 +631,11 @@ def run_rpart(
         ``maxcompete``, ``maxsurrogate``, ``maxdepth``, ``xval``, ...). ``xval``
         defaults to 0 here (no cross-validation) unless given here or in ``xval_folds``.
     weights
-        Case weights (``weights=`` of rpart); default all ones.
+        Case weights (``weights=`` of rpart); default all ones. They are always passed,
+        which keeps rows whose features are all missing: rpart's ``na.rpart`` drops such
+        a row only when the model frame has no other column (no ``weights=``), so
+        ``rpart(y ~ ., d)`` without weights would drop it. Rows with a missing response
+        are dropped by rpart either way.
     xval_folds
         ``xval`` of rpart: an integer V (random folds; pass ``seed``) or a vector of
         fold ids, one per row (rpart's ``xval`` accepts group ids).
