@@ -74,6 +74,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -229,6 +230,8 @@ def _data(name: str) -> pd.DataFrame:
         out = d
         for col, frac in zip(SYN, (0.05, 0.20, 0.10, 0.15, 0.08)):
             out = _punch(out, [col], frac, int(rng.integers(1 << 30)))
+        for col in SYN:   # one row with every feature missing (rpart keeps it: weights=)
+            out.loc[7, col] = np.nan
         return out
     if name == "tiny":
         return _tiny()
@@ -931,10 +934,14 @@ def fit_cartjit(case: Case):
             criterion=case.criterion,
             priors="empirical" if case.priors is None else np.array(case.priors),
             cost=None if case.loss is None else np.array(case.loss, dtype=np.float64), **kw)
-        est.fit(X, df[case.target].to_numpy(), sample_weight=_weights(case))
+        y = df[case.target].to_numpy()
     else:
         est = CARTRegressor(**kw)
-        est.fit(X, df[case.target].to_numpy(dtype=np.float64), sample_weight=_weights(case))
+        y = df[case.target].to_numpy(dtype=np.float64)
+    with warnings.catch_warnings():   # the row with every feature missing is meant
+        warnings.filterwarnings("ignore", message=".*missing every feature",
+                                category=UserWarning)
+        est.fit(X, y, sample_weight=_weights(case))
     return est
 
 
