@@ -199,8 +199,8 @@ class Work(NamedTuple):
     no_ranks: np.ndarray   # int32 empty: the ranks of a feature without ties
     level_f: np.ndarray    # float64 (n_threads, ...) per-level statistics (subset splits)
     level_i: np.ndarray    # int64 (n_threads, 4 L_max) codes, cases, ranks, sides of levels
-    present: np.ndarray    # float64 (n_threads, J) class counts of the cases with a
-                           # feature present (missing values)
+    present: np.ndarray    # float64 (n_threads, max(J, 3)) class counts of the cases
+                           # with a feature present (missing values)
 
 
 class Grown(NamedTuple):
@@ -816,11 +816,18 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
     imp = nodes.fnode[node, F_IMPURITY]
     w_total = nodes.fnode[node, F_WEIGHT]
     total = nodes.value[node]
+    counts = counts[:total.shape[0]]
     is_class = tg.criterion != SQUARED_ERROR
     scale = 1.0
     if pend < end:
         if is_class:
-            class_counts(row, start, pend, tg, counts)
+            if tg.exact_sums and 2 * (end - pend) < end - start:
+                # exact counts: the node's less the missing tail's
+                class_counts(row, pend, end, tg, counts)
+                for cl in range(counts.shape[0]):
+                    counts[cl] = total[cl] - counts[cl]
+            else:
+                class_counts(row, start, pend, tg, counts)
             q_node = 0.0
             q_present = 0.0
             for cl in range(counts.shape[0]):
@@ -959,6 +966,7 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
         if f == splits.feat[j]:
             continue
         start = fr.start[j]
+        end = fr.end[j]
         pend = start + pairs.present[kk]
         if pend - start < 2:
             continue
@@ -971,14 +979,61 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
             thr = np.nan
             low = 1
         else:
+            # the marked cases with f present: the node's, less those missing f (summed
+            # directly when weights could round)
+            high = work.present[c][:3]
+            _marked_totals(ps.keys[f], start, pend, end, tg, work.goes_left,
+                           splits.w_left[j], splits.w_right[j],
+                           pairs.present[j * p + splits.feat[j]], high)
+            rk = ps.ranks[ps.rank_row[f]] if ps.rank_row[f] >= 0 else work.no_ranks
             a, adj, thr, low = ordered_surrogate(ps.keys[f], start, pend, tg.shift,
-                                                 work.goes_left, tg.w, tg.unit_weights, X,
-                                                 f, splits.w_left[j], splits.w_right[j],
-                                                 rules.surrogate_style)
+                                                 work.goes_left, tg.w, tg.unit_weights, rk,
+                                                 X, f, high, splits.w_left[j],
+                                                 splits.w_right[j], rules.surrogate_style)
         sur.agree[kk] = a
         sur.adj[kk] = adj
         sur.threshold[kk] = thr
         sur.low_left[kk] = low
+
+
+@jit
+def _marked_totals(row, start, pend, end, tg, marks, w_left, w_right, n_marked, out):
+    """Surrogates: weight of the marked cases (split feature present) going left and
+    right among ``row[start:pend]``, and their number, into ``out[:3]``.
+
+    With exact sums (unit or integer weights) they are the node's totals (``w_left``,
+    ``w_right``, ``n_marked``) less the missing tail ``row[pend:end]``; otherwise summed
+    directly.
+    """
+    shift = tg.shift
+    if tg.exact_sums:
+        hl = w_left
+        hr = w_right
+        n = n_marked
+        lo = pend
+        hi = end
+        sign = -1.0
+    else:
+        hl = 0.0
+        hr = 0.0
+        n = 0
+        lo = start
+        hi = pend
+        sign = 1.0
+    for i in range(lo, hi):
+        case = row[i] >> shift
+        m = marks[case]
+        if m == 2:
+            continue
+        wi = 1.0 if tg.unit_weights else tg.w[case]
+        if m == 1:
+            hl += sign * wi
+        else:
+            hr += sign * wi
+        n += 1 if sign > 0 else -1
+    out[0] = hl
+    out[1] = hr
+    out[2] = n
 
 
 @jit
@@ -1179,10 +1234,11 @@ def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present
 
 
 @jit
-def _partition_mv(keys, shift, sp_index, fr, work, c, n_chunks):
+def _partition_mv(keys, shift, sp_index, splits, fr, work, c, n_chunks):
     """Step 4 (missing values), before step 3: stable three-way partition of the split
-    nodes' segments on every feature into the cases going left, those going right, and
-    those staying in the node (marks of :func:`_route`).
+    nodes' segments into the cases going left, those going right, and those staying in
+    the node (marks of :func:`_route`): the split feature of every split node, and every
+    feature of a node where cases stay (the others are left to :func:`_partition`).
 
     Parameters as :func:`_partition`, ``sp_index`` the frontier rows of every split node.
     """
@@ -1193,6 +1249,8 @@ def _partition_mv(keys, shift, sp_index, fr, work, c, n_chunks):
         t = k // p
         f = k - t * p
         j = sp_index[t]
+        if f != splits.feat[j] and splits.stop[j] == fr.end[j]:
+            continue
         row = keys[f]
         start = fr.start[j]
         n = fr.end[j] - start
@@ -1374,7 +1432,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 np.empty(0, dtype=np.int32),
                 np.zeros((n_threads, n_lf), dtype=np.float64),
                 np.zeros((n_threads, int_scratch_size(lm) if lm else 0), dtype=np.int64),
-                np.zeros((n_threads, max(n_classes, 1)), dtype=np.float64))
+                np.zeros((n_threads, max(n_classes, 3)), dtype=np.float64))
     level_sets = np.zeros((16 if lm else 0, 2, n_words), dtype=np.uint64)
     n_rows = 0
     simd = bool(_config.SIMD)
@@ -1479,7 +1537,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 # three-way partition of every feature first: the children's statistics
                 # are read from the split feature's partitioned segment
                 run_chunks(pool, min(n_threads, sp_index.shape[0] * p), _partition_mv, keys,
-                           tg.shift, sp_index, fr, work)
+                           tg.shift, sp_index, splits, fr, work)
 
             n_child = 2 * n_split
             kids = Children(np.empty(n_child, dtype=np.int64),
@@ -1493,8 +1551,10 @@ def grow(problem, presorted, factor, settings, n_threads=1):
 
             # Only splits with a child that may split again need sorted child segments.
             needs = (kids.ok[0::2] | kids.ok[1::2]).astype(bool)
+            if mv:  # nodes where cases stay are partitioned already
+                needs &= splits.stop[sp_index] == fr.end[sp_index]
             part_index = sp_index[needs]
-            if part_index.shape[0] > 0 and not mv:
+            if part_index.shape[0] > 0:
                 run_chunks(pool, min(n_threads, part_index.shape[0] * p), _partition, keys,
                            tg.shift, part_index, splits, fr, work, simd)
             n_nodes += n_child

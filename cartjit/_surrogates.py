@@ -62,8 +62,8 @@ def _fractions(agree, majority, both_total, w_left, w_right, style):
 
 
 @jit
-def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, X, f, w_left, w_right,
-                      style):
+def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, X, f, high,
+                      w_left, w_right, style):
     """Best ordered surrogate split on one feature; returns
     ``(agree, adj, threshold, low_left)``, ``low_left`` 1 when ``x <= threshold`` goes
     left, and ``(0, 0, nan, 0)`` when no threshold beats the majority.
@@ -74,49 +74,43 @@ def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, X, f, w_le
         feature present, in increasing order of it (cases are ``key >> shift``).
     marks : uint8 by case: 1 left, 0 right, 2 primary feature missing.
     w, unit_weights : case weights (unused with ``unit_weights``).
-    X, f : float64 (n, p) the cases, and the feature's column.
+    ranks : int32 dense ranks of the feature by case, or empty when its values are
+        distinct (then every position is a new value).
+    X, f : float64 (n, p) the cases, and the feature's column (read for the threshold).
+    high : float64 (3,) the marked cases of the segment: weight going left, weight going
+        right, and their number (all start above the threshold).
     w_left, w_right : weight of the node's marked cases going left and right.
     style : 0 or 1, the total of the agreement (module docstring).
     """
-    # every marked case on the high side first
-    hl = 0.0  # weight of marked-left cases above the threshold
-    hr = 0.0
-    n_high = 0
-    for i in range(start, end):
-        case = row[i] >> shift
-        m = marks[case]
-        if m == 2:
-            continue
-        wi = 1.0 if unit_weights else w[case]
-        if m == 1:
-            hl += wi
-        else:
-            hr += wi
-        n_high += 1
+    hl = high[0]  # weight of marked-left cases above the threshold
+    hr = high[1]
+    n_high = np.int64(high[2])
     both_total = hl + hr
     best = max(hl, hr)
     majority = best
     ll = 0.0  # marked-left cases at or below the threshold
     lr = 0.0
     n_low = 0
-    found = False
-    threshold = np.nan
+    best_i = np.int64(-1)
     low_left = 0
-    last = X[row[start] >> shift, f] if end > start else 0.0
+    tied = ranks.shape[0] > 0
+    last = ranks[row[start] >> shift] if tied and end > start else 0
     i = start
     while i < end and n_high >= 2:
         case = row[i] >> shift
-        xi = X[case, f]
-        if n_low >= 2 and xi != last:
+        if tied:
+            new_value = ranks[case] != last
+            last = ranks[case]
+        else:
+            new_value = i > start
+        if n_low >= 2 and new_value:
             if hl + lr > best:  # x <= threshold goes right
                 best = hl + lr
-                found = True
-                threshold = threshold_between(last, xi)
+                best_i = i
                 low_left = 0
             elif ll + hr > best:  # x <= threshold goes left
                 best = ll + hr
-                found = True
-                threshold = threshold_between(last, xi)
+                best_i = i
                 low_left = 1
         m = marks[case]
         if m != 2:
@@ -129,10 +123,10 @@ def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, X, f, w_le
                 lr += wi
             n_high -= 1
             n_low += 1
-        last = xi
         i += 1
-    if not found:
+    if best_i < 0:
         return 0.0, 0.0, np.nan, 0
+    threshold = threshold_between(X[row[best_i - 1] >> shift, f], X[row[best_i] >> shift, f])
     a, adj = _fractions(best, majority, both_total, w_left, w_right, style)
     return a, adj, threshold, low_left
 
