@@ -121,6 +121,14 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "the same as kyphosis-holes-gini-maxsurrogate0 on nine cases: rpart's root holds "
         "n = 9 and its children 3 and 5 (the case missing x1 stays at the root while "
         "growing), cartjit's children 3 and 6."),
+    "tiny-factor-surrogate-tie": (
+        "a factor surrogate sends a level whose weight ties between the two sides (and, "
+        "when the sides tie overall, every level) to rpart's 'right' child, node 2k+1: "
+        "the child whose class distribution has the larger mean class number (for "
+        "regression the larger mean response). cartjit sends it to its own right child, "
+        "the side of x1 > 4.5, which rpart numbers 2k here (ncat = +1): rpart sends level "
+        "A, and the case missing x1, to the side of the small values of x1 (n = 5), "
+        "cartjit to the other (its children hold 4 and 5)."),
 }
 
 
@@ -183,6 +191,16 @@ def _tiny_majority() -> pd.DataFrame:
                          "x2": np.zeros(9)})
 
 
+def _tiny_factor_tie() -> pd.DataFrame:
+    """Nine cases: x1 separates the classes; the factor f, as a surrogate, has level A
+    with as much weight on each side (2 and 2) and the two sides tie overall (4 and 4)."""
+    return pd.DataFrame({
+        "y": list("bbbbaaaab"),
+        "x1": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, np.nan],
+        "f": pd.Categorical(list("AACCAABBA"), categories=["A", "B", "C"]),
+    })
+
+
 def _tiny() -> pd.DataFrame:
     """Nine cases where the surrogate's cut point depends on a case missing the primary
     variable: rpart places it halfway between x2 = 3 and that case's x2 = 3.2 (3.1)."""
@@ -239,6 +257,8 @@ def _data(name: str) -> pd.DataFrame:
         return _tiny()
     if name == "tiny-majority":
         return _tiny_majority()
+    if name == "tiny-factor-tie":
+        return _tiny_factor_tie()
     raise ValueError(f"unknown data set {name!r}")
 
 
@@ -310,6 +330,7 @@ CASES = [
     Case("tiny-surrogate-cut-point", "tiny", "y", "class", ("x1", "x2")),
     Case("tiny-maxsurrogate0", "tiny-majority", "y", "class", ("x1", "x2"),
          control=(("maxsurrogate", 0),)),
+    Case("tiny-factor-surrogate-tie", "tiny-factor-tie", "y", "class", ("x1", "f")),
 ]
 CASE_IDS = [c.id for c in CASES]
 
