@@ -39,9 +39,9 @@ case weight, p(t) = Σ_j π'(j) N_j(t) / N_j the node's probability under the pr
 the split search (π' ∝ π(j) Σ_i C(i|j)) and Δ cartjit's ``improvement``: the impurity
 decrease over the cases with the variable present, scaled by their share of the node
 (prior-weighted). With empirical priors and 0-1 loss N p(t) is the node's case weight
-W(t); for the information index rpart counts in nats, cartjit in bits (a
-factor ln 2). For regression rpart's ``improve`` is the fraction of the node's sum of
-squares (all its cases) removed, W(t) Δ / SS(t).
+W(t); for the information index rpart counts in nats, cartjit in bits (a factor ln 2).
+For regression rpart's ``improve`` is the fraction of the node's sum of squares (all its
+cases) removed, W(t) Δ / SS(t).
 
 Which cases go where while growing (rpart's nodesplit): a case with the split variable
 present follows the split; one missing it follows the first surrogate, in rank order,
@@ -51,9 +51,9 @@ among the cases the split sent (neither on a tie); otherwise it stays in the nod
 then holds more cases than its two children. (rpart settles the majority while it
 computes the surrogates: with ``maxsurrogate = 0`` there is none, and the cases missing
 the split variable stay in the node while growing, whatever ``usesurrogate`` says;
-prediction still uses the majority by the children's n.) The test replays this on rpart's own tables
-to know the cases of every node, and first checks the replay against rpart's
-``fit$where`` (so the decoding of rpart's tables is checked by rpart itself).
+prediction still uses the majority by the children's n.) The test replays this on
+rpart's own tables to know the cases of every node, and first checks the replay against
+rpart's ``fit$where`` (so the decoding of rpart's tables is checked by rpart itself).
 
 Ties: as in ``test_rpart_grow``. When the two primary splits of a node differ, their
 scaled decreases are computed exactly (rational arithmetic, Gini and squared error)
@@ -61,13 +61,13 @@ over the cases with each variable present; an exact or near tie (``TIE_RTOL`` of
 node's impurity) is tolerated and printed, and the branch below is not compared --
 unless cartjit's variable comes after rpart's in an exact tie (cartjit takes the lowest
 feature index, then the lowest threshold), or both split the same variable into the
-same cases at another point.
-A split that rpart keeps although its branch lowers the risk by nothing (its complexity
-is rounding, ~1e-17, as happens with real case weights) is tolerated where cartjit's
-T_1 drops it. Surrogates and competitors whose agreement or improvement ties within ``RANK_RTOL``
-with a neighbour may come in the other order, the last one kept may be replaced by one
-tied with it, and a competitor may be another split point of the same variable with a
-tied improvement (rpart's choice among those follows its rounding). Everything else fails, with both
+same cases at another point. A split that rpart keeps although its branch lowers the
+risk by nothing (its complexity is rounding, ~1e-17, as happens with real case weights)
+is tolerated where cartjit's T_1 drops it. Surrogates and competitors whose agreement or
+improvement ties within ``RANK_RTOL`` with a neighbour may come in the other order, the
+last one kept may be replaced by one tied with it (on another variable), and a
+competitor may be another split point of the same variable with a tied improvement
+(rpart's choice among those follows its rounding). Everything else fails, with both
 programs' splits in the message. Differences that are understood and documented go to
 ``KNOWN_DIFFERENCES`` (strict xfails, with the reason).
 """
@@ -528,7 +528,8 @@ def rpart_tree(case: Case) -> RTree:
     frame = rp["frame"].set_index("node")
     rows: dict[int, dict[str, list[int]]] = {}
     for i, (node, kind) in enumerate(zip(rp["all_splits"]["node"], rp["all_splits"]["kind"])):
-        rows.setdefault(int(node), {"primary": [], "competitor": [], "surrogate": []})[kind].append(i)
+        blocks = rows.setdefault(int(node), {"primary": [], "competitor": [], "surrogate": []})
+        blocks[kind].append(i)
     rt = RTree(case, rp, X, w, levels, frame, rows)
     stack = [(1, np.ones(len(df), dtype=bool))]
     while stack:
@@ -1168,7 +1169,8 @@ class _AsFitted:
             if str(row["var"]) == "<leaf>":
                 continue
             flip = flips[k]
-            t["left"][c], t["right"][c] = ids[2 * k + 1 if flip else 2 * k], ids[2 * k if flip else 2 * k + 1]
+            lo, hi = (2 * k + 1, 2 * k) if flip else (2 * k, 2 * k + 1)
+            t["left"][c], t["right"][c] = ids[lo], ids[hi]
             prim = rt.rows[k]["primary"][0]
             sp = rt.sp(prim)
             t["feature"][c] = feats.index(str(sp["var"]))
@@ -1223,7 +1225,8 @@ def test_walk_accepts_rpart_itself(case):
         rep = compare(rt, fake)
         assert not rep.mismatches and not rep.tolerated, rep.text()
         assert len(rep.pairs) == len(rt.frame)
-        diffs = importance_differences(rt.rp["variable_importance"], rule_importance(rt, fake.tree_))
+        diffs = importance_differences(rt.rp["variable_importance"],
+                                       rule_importance(rt, fake.tree_))
         assert not diffs, diffs
 
 
