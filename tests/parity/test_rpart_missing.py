@@ -1,4 +1,4 @@
-"""Parity with R's rpart on data with missing predictor values (docs/maths.md §7, §8).
+"""Parity with R's rpart on data with missing predictor values (docs/maths.md §8, §9).
 
 The check: the same data frame (NaN for a missing value, in numeric and in factor
 columns) goes to rpart with NA cells and to cartjit as a pandas DataFrame, and
