@@ -89,6 +89,8 @@ C_FEATURE, C_LEVEL_ROW, C_COUNT = 0, 1, 2
 C_THRESHOLD, C_IMPROVEMENT = 0, 1
 #: Marks of a case at a split (``Work.goes_left``): right, left, not sent by the split.
 RIGHT, LEFT, MISSING = 0, 1, 2
+#: Surrogate agreements (fractions) closer than this are tied: feature order decides.
+RANK_TIE = 1e-12
 
 
 # --------------------------------------------------------------------------- records
@@ -1113,7 +1115,9 @@ def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, ta
             bf = -1
             for f in range(p):
                 kk = j * p + f
-                if taken[f] == 0 and sur.adj[kk] > MIN_ADJ and sur.agree[kk] > best:
+                # agreements equal up to rounding keep feature order
+                if (taken[f] == 0 and sur.adj[kk] > MIN_ADJ
+                        and sur.agree[kk] > best + RANK_TIE):
                     best = sur.agree[kk]
                     bf = f
             if bf < 0:
@@ -1192,8 +1196,8 @@ def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, ta
 def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present, work,
                         level_sets, tables):
     """Step 2, competitors (serial): for each split node of the batch, the best splits
-    of the other features (largest Δ first, feature order on ties, Δ above the tie
-    tolerance), at most ``max_competitor``, written to the competitor table; a
+    of the other features (largest Δ first, feature order on ties up to the tie
+    tolerance, Δ above it), at most ``max_competitor``, written to the competitor table; a
     categorical competitor is searched again for its sides.
 
     Parameters as :func:`_route`; ``with_present`` tells whether ``pairs.present`` was
@@ -1219,7 +1223,7 @@ def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present
             for f in range(p):
                 kk = j * p + f
                 if (f != f0 and taken[f] == 0 and pairs.pos[kk] >= 0
-                        and pairs.delta[kk] > tol and pairs.delta[kk] > best):
+                        and pairs.delta[kk] > tol and pairs.delta[kk] > best + tol):
                     best = pairs.delta[kk]
                     bf = f
             if bf < 0:
