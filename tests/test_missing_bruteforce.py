@@ -1,0 +1,512 @@
+"""Missing values against a slow reference (tests/naive_missing.py).
+
+The reference is first checked on its own: six-case examples worked by hand for every
+rule (the scaled goodness of a split searched on the present cases, agreement and
+adjusted agreement of an ordered surrogate under both surrogate styles, the "two cases
+each way" rule, the categorical surrogate's direction per level and its acceptance
+test, the routing of the cases missing the split feature under use_surrogate 0, 1 and
+2, competitors, and the majority direction of prediction), an independent brute force
+over every cut of a surrogate, and ``tests/naive.py`` itself on complete data.
+
+Then cartjit's fitted tree must be the reference tree on small random learning samples
+with holes (8 to 40 cases, 1 to 4 features mixing ordered and categorical ones, 2 or 3
+classes with every criterion, priors and costs, or regression, with and without case
+weights): primary splits, improvements, node sizes, ``n_primary``, every surrogate row
+(feature, threshold or level sets, direction, agreement, adjusted agreement, count)
+and every competitor row. Examples where float rounding could decide a tie (the
+reference says so) are skipped with ``hypothesis.assume``; ``hypothesis.event`` records
+how often (run with ``--hypothesis-show-statistics``). On complete data, asking for
+surrogates changes nothing else in the tree, nor the cross-validation tables.
+"""
+from __future__ import annotations
+
+import math
+import os
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+
+try:
+    from strategies import missing_problem, missing_stopping, surrogate_settings
+except ImportError:  # tests/ imported as a package
+    from tests.strategies import missing_problem, missing_stopping, surrogate_settings
+
+try:
+    from naive import naive_grow, naive_to_preorder
+    from naive_missing import (ADJ_MIN, LEFT, assert_same_missing_tree, flat_apply_missing,
+                               naive_grow_missing, naive_predict_missing, node_work, route,
+                               surrogates_given)
+except ImportError:  # tests/ imported as a package
+    from tests.naive import naive_grow, naive_to_preorder
+    from tests.naive_missing import (ADJ_MIN, LEFT, assert_same_missing_tree,
+                                     flat_apply_missing, naive_grow_missing,
+                                     naive_predict_missing, node_work, route,
+                                     surrogates_given)
+
+# Imported unconditionally: an import error is a defect to report, never a reason to skip.
+from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor
+from cartjit import _validation as V
+from cartjit._fit import Problem, Settings, fit_tree
+from cartjit._tree import Tree
+
+nan = np.nan
+#: Multiplies every max_examples below (e.g. CARTJIT_HYPOTHESIS_SCALE=20 for a long hunt).
+SCALE = float(os.environ.get("CARTJIT_HYPOTHESIS_SCALE", "1"))
+
+
+def examples(n):
+    return max(1, int(n * SCALE))
+
+
+HYPOTHESIS = dict(deadline=None, derandomize=True,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                         HealthCheck.filter_too_much])
+
+
+# ----------------------------------------------------------------------------------------
+# the reference on its own: six cases worked by hand
+
+# Primary x0 <= 3.5 on its five present cases (classes 0, 0, 0 | 1, 1: pure children);
+# case 5 misses x0. x1 is present everywhere.
+X_A = np.array([[1, 1], [2, 4], [3, 2], [4, 3], [5, 5], [nan, 6]], float)
+Y_A = np.array([0, 0, 0, 1, 1, 1])
+
+
+def test_goodness_is_scaled_by_the_present_fraction():
+    # Empirical priors: c_j = 1/6, Q(t) = 1, Q_present = 5/6. On the present cases
+    # i = 1 - (3/5)^2 - (2/5)^2 = 12/25 and both children are pure: Δi = 12/25, scaled
+    # 12/25 * 5/6 = 2/5. x1 (all present): the best cut is 2.5, {0, 0} | {1, 0, 1, 1}:
+    # 1/2 - (4/6)(3/8) = 1/4 (the cut at 4.5 ties it; the lower threshold wins).
+    root = node_work(X_A, Y_A, max_competitor=4)
+    assert (root.feature, root.threshold, root.n_primary) == (0, 3.5, 5)
+    assert root.delta == pytest.approx(2 / 5, rel=1e-14)
+    [c] = root.competitors
+    assert (c.feature, c.threshold, c.count) == (1, 2.5, 6)
+    assert c.improvement == pytest.approx(1 / 4, rel=1e-14)
+
+
+def test_ordered_surrogate_agreement_and_adj_by_hand():
+    # Directions of the five cases with x0: L L L R R; their x1: 1 4 2 3 5, sorted
+    # 1L 2L 3R 4L 5R. Start: best = max(wL, wR) = 3. Cut 1|2: one case below, skipped.
+    # Cut 2|3: "goes right" = w(L, x>c) + w(R, x<=c) = 1 + 0, "goes left" = 2 + 2 = 4 > 3:
+    # kept (2.5, low goes left). Cut 3|4: right 1 + 1 = 2, left 2 + 1 = 3: no. Cut 4|5:
+    # one case above, skipped. agree = 4/5; lcount = 3, rcount = 2 (case 5 has no
+    # direction), majority 3/5, adj = (4/5 - 3/5)/(2/5) = 1/2 (both styles: every case
+    # with x0 has x1).
+    for style in (0, 1):
+        root = node_work(X_A, Y_A, max_surrogate=5, surrogate_style=style)
+        [s] = root.surrogates
+        assert (s.feature, s.threshold, s.low_left) == (1, 2.5, 1)
+        assert s.agree_exact == Fraction(4, 5)
+        assert s.adj == pytest.approx(1 / 2, rel=1e-14)
+        assert (root.lcount, root.rcount) == (3.0, 2.0)
+
+
+def test_routing_under_each_use_surrogate():
+    # Case 5 (x0 missing, x1 = 6 > 2.5) goes right by the surrogate; without surrogates
+    # use_surrogate = 2 sends it with the heavier side of the present cases (lcount 3 >
+    # rcount 2: left), and use_surrogate 0 leaves it in the root.
+    expected = {  # (max_surrogate, use_surrogate): (left, right, stayed, count, majority)
+        (5, 2): ([0, 1, 2], [3, 4, 5], [], 1, -1),  # 3 against 3: no majority
+        (5, 1): ([0, 1, 2], [3, 4, 5], [], 1, -1),
+        (5, 0): ([0, 1, 2], [3, 4], [5], 0, 1),
+        (0, 2): ([0, 1, 2, 5], [3, 4], [], None, 1),
+        (0, 1): ([0, 1, 2], [3, 4], [5], None, 1),
+    }
+    for (max_surrogate, use), (left, right, stayed, count, majority) in expected.items():
+        root = node_work(X_A, Y_A, max_surrogate=max_surrogate, use_surrogate=use)
+        assert route(root) == (left, right, stayed), (max_surrogate, use)
+        assert root.n == 6 and root.left.n + root.right.n == 6 - len(stayed)
+        assert root.majority_left == majority
+        if count is not None:
+            assert root.surrogates[0].count == count
+
+
+def test_surrogate_styles_differ_when_the_surrogate_is_missing():
+    # x1 is missing for case 2 (x0 present, goes left). Primary x0 <= 3.5 (Δ = 1/2 beats
+    # x1's 12/25 * 5/6 = 2/5). Cases with both: x1 = 1L 2L 3R 4R 5R: best starts at 3;
+    # cut 2|3 "goes left" = 2 + 3 = 5 > 3 (then cut 3|4 gives 4, cut 4|5 has one above).
+    # Style 0: total lcount + rcount = 6, majority 3/6: agree 5/6, adj (5/6 - 1/2)/(1/2)
+    # = 2/3. Style 1: total 5, majority 3/5: agree 1, adj 1.
+    X = np.array([[1, 1], [2, 2], [3, nan], [4, 3], [5, 4], [6, 5]], float)
+    for style, agree, adj in ((0, Fraction(5, 6), 2 / 3), (1, Fraction(1), 1.0)):
+        root = node_work(X, Y_A, max_surrogate=5, surrogate_style=style)
+        assert (root.feature, root.threshold) == (0, 3.5)
+        [s] = root.surrogates
+        assert (s.feature, s.threshold, s.low_left) == (1, 2.5, 1)
+        assert s.agree_exact == agree and s.adj == pytest.approx(adj, rel=1e-14)
+
+
+def test_two_cases_each_way_and_direction_of_a_surrogate():
+    x = np.array([[0, 1], [0, 2], [0, 3], [0, 4], [0, 5], [0, 6]], float)
+    # five left, one right: the perfect cut 5|6 leaves one case above: refused
+    got, lcount, rcount, _ = surrogates_given(x, [1, 1, 1, 1, 1, 0], primary_feature=0)
+    assert got == [] and (lcount, rcount) == (5, 1)
+    # four left then two right: x1 <= 4.5 goes left, agree 1, adj 1
+    got, _, _, _ = surrogates_given(x, [1, 1, 1, 1, 0, 0], primary_feature=0)
+    assert [(s.feature, s.threshold, s.low_left, s.agree, s.adj) for s in got] == \
+        [(1, 4.5, 1, 1.0, 1.0)]
+    # reversed: the low values go right (low_left 0)
+    got, _, _, _ = surrogates_given(x, [0, 0, 1, 1, 1, 1], primary_feature=0)
+    assert [(s.threshold, s.low_left, s.agree) for s in got] == [(2.5, 0, 1.0)]
+    # a tie between directions at one cut: "goes right" is tried first
+    got, _, _, _ = surrogates_given(x, [1, 1, 0, 0, 1, 1], primary_feature=0)
+    # best starts at 4 (four left); cut 2|3: right 2 + 0 = 2, left 2 + 2 = 4 (not > 4);
+    # cut 3|4: right 2 + 1 = 3, left 2 + 1 = 3; cut 4|5: right 2 + 2 = 4, left 2 = 2.
+    assert got == []
+
+
+def test_categorical_surrogate_directions_and_the_acceptance_test():
+    # Primary x0 <= 3.5 (directions L L L R R R). x1 levels: 0 holds L L R (left, 2
+    # agree, 1 disagrees), 1 holds L R R (right, 2 agree, 1 disagrees): agree 4/6,
+    # accepted (2 > 1 disagreeing, 4 > 1 agreeing), adj (2/3 - 1/2)/(1/2) = 1/3.
+    # x2 levels: 0 holds L L (left), 1 holds L R (a tie: Σwl = Σwr = 3, so the default
+    # direction is right), 2 holds R R (right): agree 5/6 but a single case disagrees,
+    # so rpart's test refuses it.
+    X = np.array([[1, 0, 0], [2, 0, 0], [3, 1, 1], [4, 0, 1], [5, 1, 2], [6, 1, 2]], float)
+    root = node_work(X, Y_A, categorical=[1, 2], max_surrogate=5, max_competitor=4)
+    assert (root.feature, root.threshold) == (0, 3.5)
+    [s] = root.surrogates
+    assert (s.feature, s.left_levels, s.right_levels) == (1, {0}, {1})
+    assert s.agree_exact == Fraction(2, 3) and s.adj == pytest.approx(1 / 3, rel=1e-14)
+    assert math.isnan(s.threshold)
+    # competitors: x2 (ordered by p(1|level) 0, 1/2, 1: {0} | {1, 2} ties {0, 1} | {2}
+    # at 1/2 - (4/6)(3/8) = 1/4, the smaller set wins), then x1 with 1/2 - 4/9 = 1/18
+    assert [(c.feature, c.left_levels, c.count) for c in root.competitors] == \
+        [(2, {0}, 6), (1, {0}, 6)]
+    assert [c.improvement for c in root.competitors] == pytest.approx([1 / 4, 1 / 18])
+
+
+def test_categorical_surrogate_level_routing_and_unknown_levels():
+    # x0 missing for cases 6 and 7. Categorical x1: level 0 holds L L L, level 1 R R R
+    # (a perfect surrogate, but no case disagrees: refused); level 2 only in case 7.
+    # Weighted: case 6 weighs 5. lcount = rcount = 3: no fit-time majority, so under
+    # use_surrogate = 2 both stay in the root.
+    X = np.array([[1, 0], [2, 0], [3, 0], [4, 1], [5, 1], [6, 1], [nan, 0], [nan, 2]],
+                 float)
+    y = np.array([0, 0, 0, 1, 1, 1, 1, 0])
+    root = node_work(X, y, categorical=[1], max_surrogate=5)
+    assert root.surrogates == [] and root.feature == 0
+    assert route(root) == ([0, 1, 2], [3, 4, 5], [6, 7])
+    # an ordered x2 with one disagreeing case on each side is accepted; case 7 has x2
+    X2 = np.column_stack([X, [1, 2, 7, 3, 8, 9, 0, 10]])
+    root = node_work(X2, y, categorical=[1], max_surrogate=5, surrogate_style=1)
+    # both-present: x2 = 1L 2L 3R 7L 8R 9R; best starts at 3; cut 2|3: left 2 + 3 = 5
+    # (> 3, kept at 2.5); cut 3|7: right 1 + 1, left 2 + 2 = 4; cut 7|8: left 3 + 2 = 5
+    # (not > 5). agree 5/6, adj (5/6 - 1/2)/(1/2) = 2/3.
+    [s] = root.surrogates
+    assert (s.feature, s.threshold, s.low_left) == (2, 2.5, 1)
+    assert s.agree_exact == Fraction(5, 6)
+    # case 6 (x2 = 0 <= 2.5) goes left, case 7 (x2 = 10) right: 4 against 4
+    assert route(root) == ([0, 1, 2, 6], [3, 4, 5, 7], [])
+    assert s.count == 2 and root.majority_left == -1
+
+
+def test_prediction_walk_uses_surrogates_then_the_majority_then_stops():
+    X = np.array([[1, 1], [2, 4], [3, 2], [4, 3], [5, 5], [6, 6], [nan, 6]], float)
+    y = np.array([0, 0, 0, 1, 1, 1, 1])
+    root = naive_grow_missing(X, y, max_surrogate=5, max_depth=1)
+    # both children: left {0, 1, 2}, right {3, 4, 5, 6}: majority right
+    assert root.majority_left == 0
+    new = np.array([[2.0, 100.0], [nan, 1.0], [nan, 5.0], [nan, nan]])
+    ends = [naive_predict_missing(root, x, use_surrogate=2) for x in new]
+    assert [e is root.left for e in ends] == [True, True, False, False]
+    ends = [naive_predict_missing(root, x, use_surrogate=1) for x in new]
+    assert ends[3] is root  # no surrogate can route it, no majority asked: it stops
+    ends = [naive_predict_missing(root, x, use_surrogate=0) for x in new]
+    assert ends[1] is root and ends[0] is root.left
+
+
+def test_reference_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="use_surrogate"):
+        naive_grow_missing(X_A, Y_A, use_surrogate=3)
+    with pytest.raises(ValueError, match="surrogate_style"):
+        naive_grow_missing(X_A, Y_A, surrogate_style=2)
+    with pytest.raises(ValueError, match="max_surrogate"):
+        naive_grow_missing(X_A, Y_A, max_surrogate=-1)
+    with pytest.raises(ValueError, match="finite numbers or NaN"):
+        naive_grow_missing(np.array([[np.inf], [1.0]]), [0, 1])
+    with pytest.raises(ValueError, match="categorical feature 1"):
+        naive_grow_missing(np.array([[0, 0.5], [1, 1.0]]), [0, 1], categorical=[1])
+    with pytest.raises(ValueError, match="directions"):
+        surrogates_given(X_A, [1, 0, 2, 0, 0, 0], primary_feature=0)
+
+
+# ----------------------------------------------------------------------------------------
+# the reference on its own: brute force and tests/naive.py
+
+
+def _brute_force_surrogate(x, dirs, w):
+    """The best agreement of an ordered surrogate over every cut with two cases each
+    way and both directions, or None when none beats max(wL, wR) (exact weights)."""
+    keep = ~np.isnan(x)
+    x, dirs, w = x[keep], dirs[keep], [Fraction(v) for v in w[keep]]
+    start = max(sum((wi for wi, d in zip(w, dirs) if d == 1), Fraction(0)),
+                sum((wi for wi, d in zip(w, dirs) if d == 0), Fraction(0)))
+    best = None
+    for c in np.unique(x)[:-1]:
+        low = x <= c
+        if low.sum() < 2 or (~low).sum() < 2:
+            continue
+        for low_dir in (0, 1):
+            agree = sum((wi for wi, d, lo in zip(w, dirs, low)
+                         if d == (low_dir if lo else 1 - low_dir)), Fraction(0))
+            if agree > start and (best is None or agree > best):
+                best = agree
+    return best
+
+
+@settings(max_examples=examples(150), **HYPOTHESIS)
+@given(st.integers(6, 30).flatmap(lambda n: st.tuples(
+    st.lists(st.integers(0, 1), min_size=n, max_size=n),
+    st.lists(st.one_of(st.integers(0, 6).map(float), st.just(nan)), min_size=n, max_size=n),
+    st.lists(st.sampled_from([0.25, 0.5, 1.0, 2.0, 3.0]), min_size=n, max_size=n))))
+def test_ordered_surrogate_is_the_brute_force_best(data):
+    dirs, x, w = (np.array(a) for a in data)
+    assume(0 < dirs.sum() < dirs.size)
+    X = np.column_stack([np.zeros(x.size), x])
+    got, _, _, _ = surrogates_given(X, dirs, w, primary_feature=0, surrogate_style=1)
+    best = _brute_force_surrogate(x, dirs, w)
+    keep = ~np.isnan(x)
+    total = sum((Fraction(v) for v in w[keep]), Fraction(0))
+    if best is None:
+        assert got == []
+        return
+    # adj > 0 whenever the agreement beats the majority (style 1)
+    [s] = got
+    assert s.agree_exact == best / total
+    low = x[keep] <= s.threshold
+    agree = sum((Fraction(wi) for wi, d, lo in zip(w[keep], dirs[keep], low)
+                 if d == (s.low_left if lo else 1 - s.low_left)), Fraction(0))
+    assert agree == best  # the threshold and direction reach it
+    # and no lower cut does (rpart keeps the first cut reaching the best; at most one
+    # direction of a cut can beat max(wL, wR) >= half the weight, so the order in which
+    # the two directions are tried never hides a better one)
+    values = np.unique(x[keep])
+    chosen = values[values <= s.threshold].max()
+    for c in values[values < chosen]:
+        lo = x[keep] <= c
+        if lo.sum() < 2 or (~lo).sum() < 2:
+            continue
+        for low_dir in (0, 1):
+            a = sum((Fraction(wi) for wi, d, l_ in zip(w[keep], dirs[keep], lo)
+                     if d == (low_dir if l_ else 1 - low_dir)), Fraction(0))
+            assert a < best
+
+
+@settings(max_examples=examples(60), **HYPOTHESIS)
+@given(missing_problem(), missing_stopping())
+def test_reference_on_complete_data_is_tests_naive(prob, stop):
+    """Without a hole the reference grows tests/naive.py's tree (majority aside)."""
+    X = np.where(np.isnan(prob["X"]), 0.0, prob["X"])
+    prob = dict(prob, X=X)
+    root = _naive(prob, stop, dict(max_surrogate=5, max_competitor=4))
+    old = _naive_old(prob, stop)
+    stack = [(root, old)]
+    while stack:
+        a, b = stack.pop()
+        assert (a.n, a.is_leaf, a.feature, a.left_levels) == (b.n, b.is_leaf, b.feature,
+                                                               b.left_levels)
+        assert a.threshold == b.threshold or (math.isnan(a.threshold)
+                                              and math.isnan(b.threshold))
+        if not a.is_leaf:
+            assert a.delta == b.delta and a.n_primary == a.n
+            stack += [(a.left, b.left), (a.right, b.right)]
+
+
+# ----------------------------------------------------------------------------------------
+# fitting both
+
+
+def _positive(prob):
+    """X, y, w without the zero-weight rows (w None for unit weights)."""
+    w = prob["w"]
+    if w is None:
+        return prob["X"], prob["y"], None
+    keep = w > 0
+    return prob["X"][keep], prob["y"][keep], w[keep]
+
+
+def _naive(prob, stop, sur):
+    kw = dict(stop, **sur, categorical=prob["categorical"])
+    if prob["task"] == "regression":
+        return naive_grow_missing(prob["X"], prob["y"], prob["w"], task="regression", **kw)
+    return naive_grow_missing(prob["X"], prob["y"], prob["w"], n_classes=prob["J"],
+                              criterion=prob["criterion"], priors=prob["priors"],
+                              cost=prob["cost"], **kw)
+
+
+def _naive_old(prob, stop):
+    kw = dict(stop, categorical=prob["categorical"])
+    if prob["task"] == "regression":
+        return naive_grow(prob["X"], prob["y"], prob["w"], task="regression", **kw)
+    return naive_grow(prob["X"], prob["y"], prob["w"], n_classes=prob["J"],
+                      criterion=prob["criterion"], priors=prob["priors"], cost=prob["cost"],
+                      **kw)
+
+
+def fit_engine(prob, stop, sur) -> Tree:
+    """cartjit's tree (``cartjit._fit.fit_tree``) of the problem, zero weights dropped."""
+    X, y, w = _positive(prob)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n_levels = np.zeros(X.shape[1], dtype=np.int64)
+    for m in prob["categorical"]:
+        col = X[:, m]
+        n_levels[m] = int(np.nanmax(col)) + 1 if np.any(~np.isnan(col)) else 1
+    unit = w is None
+    w_arr = np.empty(0) if unit else np.ascontiguousarray(w, dtype=np.float64)
+    depth = stop["max_depth"]
+    common = dict(max_depth=-1 if depth is None else depth,
+                  min_samples_split=stop["min_samples_split"],
+                  min_samples_leaf=stop["min_samples_leaf"],
+                  min_impurity_decrease=stop["min_impurity_decrease"], max_leaf_nodes=None)
+    levels = n_levels if n_levels.any() else np.zeros(0, dtype=np.int64)
+    if prob["task"] == "regression":
+        problem = Problem(X, np.empty(0, dtype=np.int32), np.asarray(y, np.float64), w_arr,
+                          unit, 0, levels)
+        settings_ = Settings(V.check_criterion("squared_error", False), priors=None,
+                             cost=None, default_cost=True, **common, **sur)
+    else:
+        J = prob["J"]
+        y = np.ascontiguousarray(y, dtype=np.int32)
+        counts = np.bincount(y, weights=w, minlength=J).astype(np.float64)
+        priors = prob["priors"]
+        checked = V.check_priors(priors, counts)
+        cost, default_cost = V.check_cost(prob["cost"], J)
+        problem = Problem(X, y, np.empty(0), w_arr, unit, J, levels)
+        settings_ = Settings(V.check_criterion(prob["criterion"], True),
+                             priors=priors if isinstance(priors, str) else checked,
+                             cost=cost, default_cost=default_cost, **common, **sur)
+    return fit_tree(problem, settings_, None, 1).tree
+
+
+def _skip_if_ambiguous(root):
+    reasons = [node.why_ambiguous or "near tie" for node in naive_to_preorder(root)
+               if node.ambiguous]
+    if reasons:
+        event(f"skipped: {reasons[0].split(':')[0]}")
+    assume(not reasons)
+
+
+# ----------------------------------------------------------------------------------------
+# cartjit against the reference
+
+
+def check_tree_with_holes(prob, stop, sur):
+    root = _naive(prob, stop, sur)
+    _skip_if_ambiguous(root)
+    tree = fit_engine(prob, stop, sur)
+    skipped = assert_same_missing_tree(tree, root)
+    if skipped["competitor_tables_skipped"]:
+        event("competitor table not compared (near tie)")
+    if any(node.surrogates for node in naive_to_preorder(root)):
+        event("some surrogate")
+    if any(node.stayed for node in naive_to_preorder(root)):
+        event("some case stayed in a split node")
+
+
+@settings(max_examples=examples(120), **HYPOTHESIS)
+@given(missing_problem(), missing_stopping(), surrogate_settings())
+def test_tree_with_holes_is_the_reference_tree(prob, stop, sur):
+    check_tree_with_holes(prob, stop, sur)
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(1500), **HYPOTHESIS)
+@given(missing_problem(), missing_stopping(), surrogate_settings())
+def test_tree_with_holes_is_the_reference_tree_long(prob, stop, sur):
+    check_tree_with_holes(prob, stop, sur)
+
+
+@settings(max_examples=examples(60), **HYPOTHESIS)
+@given(missing_problem(task="classification", n_features=(2, 4)), st.data())
+def test_prediction_follows_the_surrogates_like_a_slow_walk(prob, data):
+    """apply() with holes in new rows: cartjit's node is the slow walk's over its own
+    tables, and the reference tree's node for the same case."""
+    sur = dict(max_surrogate=5, use_surrogate=data.draw(st.sampled_from([0, 1, 2])),
+               surrogate_style=0, max_competitor=0)
+    stop = dict(max_depth=None, min_samples_split=2, min_samples_leaf=1,
+                min_impurity_decrease=0.0)
+    root = _naive(prob, stop, sur)
+    _skip_if_ambiguous(root)
+    est = CARTClassifier(criterion=prob["criterion"], priors=prob["priors"],
+                         cost=prob["cost"], categorical_features=prob["categorical"],
+                         **sur).fit(prob["X"], prob["y"], sample_weight=prob["w"])
+    X_new = prob["X"].copy()
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    X_new[rng.random(X_new.shape) < 0.3] = nan
+    got = est.apply(X_new)
+    tree = est.tree_
+    np.testing.assert_array_equal(got, flat_apply_missing(tree, X_new, sur["use_surrogate"]))
+    ids = _node_ids(tree, root)
+    want = [ids[id(naive_predict_missing(root, x, sur["use_surrogate"]))] for x in X_new]
+    np.testing.assert_array_equal(got, want)
+
+
+def _node_ids(tree, root):
+    """{id(reference node): cartjit node id}, walking both trees in parallel."""
+    out = {}
+    stack = [(0, root)]
+    while stack:
+        i, node = stack.pop()
+        out[id(node)] = i
+        if not node.is_leaf:
+            stack += [(int(tree.left[i]), node.left), (int(tree.right[i]), node.right)]
+    return out
+
+
+SURROGATE_ONLY = ("n_surrogates", "surrogate_start", "surrogate_feature",
+                  "surrogate_threshold", "surrogate_level_row", "surrogate_low_left",
+                  "surrogate_agree", "surrogate_adj", "surrogate_count")
+
+
+def _complete(prob):
+    X = np.where(np.isnan(prob["X"]), 0.0, prob["X"])
+    return dict(prob, X=X)
+
+
+def _estimator(prob, **kw):
+    if prob["task"] == "regression":
+        return CARTRegressor(categorical_features=prob["categorical"], **kw)
+    return CARTClassifier(criterion=prob["criterion"], priors=prob["priors"],
+                          cost=prob["cost"], categorical_features=prob["categorical"], **kw)
+
+
+@settings(max_examples=examples(60), **HYPOTHESIS)
+@given(missing_problem(), missing_stopping(), st.sampled_from([0, 1, 2]))
+def test_complete_data_surrogates_change_nothing_else(prob, stop, use):
+    """No hole anywhere: asking for surrogates changes no other field of the tree, and
+    "auto" asks for none."""
+    prob = _complete(prob)
+    trees = [_estimator(prob, max_surrogate=k, use_surrogate=use, **stop)
+             .fit(prob["X"], prob["y"], sample_weight=prob["w"]).tree_ for k in (0, 5)]
+    auto = _estimator(prob, **stop).fit(prob["X"], prob["y"], sample_weight=prob["w"]).tree_
+    for name in Tree._fields:
+        a, b, c = (np.asarray(getattr(t, name)) for t in (trees[0], trees[1], auto))
+        np.testing.assert_array_equal(a, c, err_msg=f"max_surrogate='auto' vs 0: {name}")
+        if name in SURROGATE_ONLY:
+            continue
+        np.testing.assert_array_equal(a, b, err_msg=f"max_surrogate 0 vs 5: {name}")
+    assert not trees[0].has_surrogates
+    # the n_primary of a complete sample: every case of a split node
+    split = trees[1].left != -1
+    np.testing.assert_array_equal(trees[1].n_primary[split], trees[1].n_node_samples[split])
+
+
+@settings(max_examples=examples(15), **HYPOTHESIS)
+@given(missing_problem(task="classification", n_rows=(12, 40), real_weights=False))
+def test_complete_data_cv_tables_do_not_depend_on_surrogates(prob):
+    import pandas as pd
+
+    prob = _complete(prob)
+    tables = []
+    for k in (0, 5):
+        est = CARTClassifierCV(criterion=prob["criterion"], priors=prob["priors"],
+                               cost=prob["cost"], categorical_features=prob["categorical"],
+                               cv=3, random_state=0, max_surrogate=k)
+        est.fit(prob["X"], prob["y"], sample_weight=prob["w"])
+        tables.append(pd.DataFrame(est.cv_results_))
+    pd.testing.assert_frame_equal(tables[0], tables[1], check_exact=True)
