@@ -510,3 +510,138 @@ def test_complete_data_cv_tables_do_not_depend_on_surrogates(prob):
         est.fit(prob["X"], prob["y"], sample_weight=prob["w"])
         tables.append(pd.DataFrame(est.cv_results_))
     pd.testing.assert_frame_equal(tables[0], tables[1], check_exact=True)
+
+
+# ----------------------------------------------------------------------------------------
+# the reference against R's rpart (root node: primary, competitors, surrogates, routing)
+
+
+def _rpart_runner():
+    """tests/parity/rpart_runner.py, or a skip (a failure with CARTJIT_REQUIRE_R=1)."""
+    try:
+        from parity import rpart_runner
+    except ImportError:  # tests/ imported as a package
+        from tests.parity import rpart_runner
+    if not rpart_runner.have_rpart():
+        if os.environ.get("CARTJIT_REQUIRE_R", "").strip() == "1":
+            pytest.fail("Rscript with rpart is required (CARTJIT_REQUIRE_R=1)")
+        pytest.skip("Rscript with the rpart package not found")
+    return rpart_runner
+
+
+def _random_rpart_problem(rng):
+    """A small sample with holes: integer features (some categorical), y, weights."""
+    n, p = int(rng.integers(10, 40)), int(rng.integers(2, 5))
+    categorical = [m for m in range(p) if rng.random() < 0.3]
+    X = np.empty((n, p))
+    for m in range(p):
+        X[:, m] = rng.integers(0, rng.integers(2, 5) if m in categorical else 8, n)
+        X[rng.random(n) < rng.choice([0.0, 0.1, 0.3]), m] = nan
+        given = ~np.isnan(X[:, m])
+        if m in categorical and given.any():
+            X[given, m] = np.unique(X[given, m], return_inverse=True)[1]
+    task = "class" if rng.random() < 0.6 else "anova"
+    if task == "class":
+        y = np.unique(rng.integers(0, rng.integers(2, 4), n), return_inverse=True)[1]
+    else:
+        y = rng.integers(-3, 4, n).astype(float)
+    w = None if rng.random() < 0.6 else rng.integers(1, 4, n).astype(float)
+    return dict(X=X, y=y, w=w, categorical=categorical, task=task,
+                style=int(rng.integers(0, 2)), use=int(rng.integers(0, 3)))
+
+
+def _rpart_frame(prob):
+    import pandas as pd
+
+    X = prob["X"]
+    df = pd.DataFrame({
+        f"x{m}": (pd.Series([None if math.isnan(v) else f"L{int(v)}" for v in X[:, m]])
+                  if m in prob["categorical"] else X[:, m])
+        for m in range(X.shape[1])})
+    df["y"] = [f"c{v}" for v in prob["y"]] if prob["task"] == "class" else prob["y"]
+    return df
+
+
+def _rpart_levels(result, var, row, ncat):
+    """(levels to node 2k, levels to node 2k+1) of row ``row`` (1-based) of csplit."""
+    names = result["factor_levels"][var]
+    codes = result["csplit"].iloc[int(round(row)) - 1].to_numpy()[:ncat]
+    first = frozenset(int(v[1:]) for v, c in zip(names, codes) if int(c) == 1)
+    second = frozenset(int(v[1:]) for v, c in zip(names, codes) if int(c) == 3)
+    return first, second
+
+
+def test_reference_root_is_rpart_root():
+    """With rpart's midpoints (``rpart_midpoints=True``), the reference's root work is
+    rpart's on random samples with holes: primary split and improvement (up to rpart's
+    units), competitors, every surrogate (split, direction, agree, adj, count) and the
+    children's sizes after routing. rpart breaks exact ties by the rounding of its
+    floats; those are allowed to differ."""
+    runner = _rpart_runner()
+    rng = np.random.default_rng(20261123)
+    probs = [_random_rpart_problem(rng) for _ in range(120)]
+    probs = [p for p in probs if np.unique(p["y"]).size > 1]
+    jobs = [dict(df=_rpart_frame(p), target="y",
+                 features=[f"x{m}" for m in range(p["X"].shape[1])], method=p["task"],
+                 weights=p["w"],
+                 control=dict(cp=-1, minsplit=2, minbucket=1, maxcompete=4, maxsurrogate=5,
+                              usesurrogate=p["use"], surrogatestyle=p["style"], maxdepth=1))
+            for p in probs]
+    compared = 0
+    for prob, res in zip(probs, runner.run_rpart_many(jobs)):
+        root = naive_grow_missing(
+            prob["X"], prob["y"], prob["w"], categorical=prob["categorical"], max_depth=1,
+            task="classification" if prob["task"] == "class" else "regression",
+            max_surrogate=5, use_surrogate=prob["use"], surrogate_style=prob["style"],
+            max_competitor=4, rpart_midpoints=True)
+        rows = res["all_splits"][res["all_splits"].node == 1]
+        assert root.is_leaf == rows.empty
+        if root.is_leaf or root.ambiguous:
+            continue
+        prim = rows[rows.kind == "primary"].iloc[0]
+        W = float(np.sum(prob["w"])) if prob["w"] is not None else float(prob["y"].size)
+        if prim["var"] != f"x{root.feature}":  # an exact tie, decided by rounding in rpart
+            other = rows[rows["var"] == f"x{root.feature}"]
+            assert not other.empty
+            assert float(other.improve.iloc[0]) == pytest.approx(float(prim.improve),
+                                                                 rel=1e-12)
+            continue
+        compared += 1
+        # rpart's improve: W(root) times ours (classification, Q(root) = 1), ΔSS / SS(t)
+        # for anova; one factor per node either way
+        unit = float(prim.improve) / root.delta
+        if prob["task"] == "class":
+            assert unit == pytest.approx(W, rel=1e-9)
+        if prim.ncat >= 2:
+            first, _ = _rpart_levels(res, prim["var"], prim["index"], prim.ncat)
+            flip = first != root.left_levels
+        else:
+            assert prim["index"] == root.threshold
+            flip = prim.ncat == 1  # rpart sends x >= threshold to node 2k
+        comp = rows[rows.kind == "competitor"]
+        theirs = [(v, i / unit) for v, i in zip(comp["var"], comp.improve)]
+        mine = [(f"x{c.feature}", c.improvement) for c in root.competitors]
+        if [v for v, _ in theirs] != [v for v, _ in mine]:  # only where rounding ties
+            assert sorted(theirs) == pytest.approx(sorted(mine), rel=1e-9) or \
+                root.competitors_ambiguous
+        else:
+            assert [i for _, i in theirs] == pytest.approx([i for _, i in mine], rel=1e-9)
+        sur = rows[rows.kind == "surrogate"]
+        assert list(sur["var"]) == [f"x{s.feature}" for s in root.surrogates]
+        for s, (_, r) in zip(root.surrogates, sur.iterrows()):
+            assert float(r.improve) == pytest.approx(s.agree, rel=1e-12)
+            assert float(r.adj) == pytest.approx(s.adj, rel=1e-9, abs=1e-12)
+            if prob["use"] > 0:
+                assert int(r["count"]) == s.count
+            if r.ncat >= 2:
+                first, second = _rpart_levels(res, r["var"], r["index"], r.ncat)
+                got = (second, first) if flip else (first, second)
+                assert got == (s.left_levels, s.right_levels)
+            else:
+                assert float(r["index"]) == s.threshold
+                low_to_first = r.ncat == -1  # x < threshold goes to node 2k
+                assert int(low_to_first != flip) == s.low_left
+        frame = res["frame"].set_index("node")
+        sizes = [root.left.n, root.right.n]
+        assert [int(frame.n[2]), int(frame.n[3])] == (sizes[::-1] if flip else sizes)
+    assert compared > 60
