@@ -151,6 +151,10 @@ class MissingNode(NaiveNode):
     rcount: float = 0.0
     competitors_ambiguous: bool = False
     why_ambiguous: str = ""
+    #: categorical surrogate candidates whose levels were sent by the default direction
+    #: on an exact tie (Σwl == Σwr and a level with wl == wr): with the two children
+    #: named the other way round (as rpart may orient a split), they would go the other way
+    orientation_ties: list = field(default_factory=list)
 
 
 @dataclass
@@ -297,6 +301,7 @@ class _MissingProblem(_Problem):
         """As ``surrogates_for``, the primary split given by ``dirs`` ({case: LEFT or
         RIGHT} for the cases with the primary feature present)."""
         D = [i for i in idx if i in dirs]
+        self.orientation_ties = []
         lcount = sum((self.wf[i] for i in D if dirs[i] == LEFT), Fraction(0))
         rcount = sum((self.wf[i] for i in D if dirs[i] == RIGHT), Fraction(0))
         why = ""
@@ -399,6 +404,9 @@ class _MissingProblem(_Problem):
                 continue
             if wl[c] != wr[c] and self.weight_tie(wl[c], wr[c], B):
                 why = why or f"surrogate {f}: level {c} ties up to rounding"
+            if wl[c] == wr[c] and sum_l == sum_r:
+                if f not in self.orientation_ties:
+                    self.orientation_ties.append(f)
             if wl[c] < wr[c] or (wl[c] == wr[c] and default_right):
                 right.add(c)
                 agree += wr[c]
@@ -479,6 +487,7 @@ class _MissingProblem(_Problem):
         node.n_primary = len(primary.present)
         if self.max_surrogate > 0:
             surrogates, lcount, rcount, why = self.surrogates_for(idx, primary)
+            node.orientation_ties = list(self.orientation_ties)
         else:
             surrogates, why = [], ""
             dirs = self.directions(idx, primary)
