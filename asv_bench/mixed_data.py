@@ -54,7 +54,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-__all__ = ["KINDS", "MixedData", "make_mixed"]
+__all__ = ["KINDS", "MixedData", "make_mixed", "with_holes"]
 
 N_NUMERIC = 10
 N_CATEGORICAL = 5
@@ -263,3 +263,14 @@ def make_mixed(kind, n_samples=100_000, *, random_state=0, problem_state=0):
     task = "regression" if problem["n_classes"] == 0 else "classification"
     return MixedData(kind, task, frame, y, onehot, onehot_columns, ordinal,
                      problem["n_levels"], categorical)
+
+
+def with_holes(frame, fraction, seed=7):
+    """A copy of ``frame`` with a fraction ``fraction`` of every column's cells set
+    missing (NaN), at random positions drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    out = frame.copy()
+    mask = rng.random(frame.shape) < fraction
+    for k, col in enumerate(frame.columns):
+        out.loc[mask[:, k], col] = np.nan
+    return out

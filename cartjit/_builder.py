@@ -64,7 +64,9 @@ from ._splitter import (Segment, Targets, best_split_classification, best_split_
                         threshold_between)
 from ._subsets import (SIDE, best_subset_classification, best_subset_regression,
                        float_scratch_size, int_scratch_size)
-from ._tree import Tree, without_surrogates
+from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, MIN_ADJ, categorical_surrogate,
+                          ordered_surrogate)
+from ._tree import Tree
 
 __all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs", "Work",
            "grow", "label_bits"]
@@ -76,9 +78,17 @@ SEARCH_BATCH = 4096
 # Columns of the integer and float node tables (private to this module: the tree leaves
 # it through Grown.to_tree).
 I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_DEPTH, I_N, I_LEVEL_ROW = 0, 1, 2, 3, 4, 5, 6
+I_SUR_START, I_N_SUR, I_COMP_START, I_N_COMP, I_N_PRIMARY = 7, 8, 9, 10, 11
 F_THRESHOLD, F_WEIGHT, F_IMPURITY, F_IMPROVEMENT = 0, 1, 2, 3
-_N_INT = 7
+_N_INT = 12
 _N_FLOAT = 4
+# Columns of the surrogate and competitor tables.
+S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT, S_COUNT = 0, 1, 2, 3
+S_THRESHOLD, S_AGREE, S_ADJ = 0, 1, 2
+C_FEATURE, C_LEVEL_ROW, C_COUNT = 0, 1, 2
+C_THRESHOLD, C_IMPROVEMENT = 0, 1
+#: Marks of a case at a split (``Work.goes_left``): right, left, not sent by the split.
+RIGHT, LEFT, MISSING = 0, 1, 2
 
 
 # --------------------------------------------------------------------------- records
@@ -86,8 +96,10 @@ _N_FLOAT = 4
 class Nodes(NamedTuple):
     """The node tables, one row per node, over-allocated while growing."""
 
-    inode: np.ndarray   # int32 (cap, 7): feature, left, right, parent, depth, n cases,
-                        # row of the level sets (-1: not a subset split)
+    inode: np.ndarray   # int32 (cap, 12): feature, left, right, parent, depth, n cases,
+                        # row of the level sets (-1: not a subset split), first row and
+                        # number of surrogates and of competitors, cases with the split
+                        # feature present
     fnode: np.ndarray   # float64 (cap, 4): threshold, weight, impurity, Δi of the split
     value: np.ndarray   # float64 (cap, J): class counts N_j(t), or (cap, 1): the mean
 
@@ -133,6 +145,10 @@ class Rules(NamedTuple):
     q_root: float                  # Q(root) (or W(root)): p(t) = Q(t) / q_root
     simd: bool                     # 16-key blocks (cartjit._simd)
     max_exhaustive: int            # subset search over all subsets up to this many levels
+    max_surrogate: int             # surrogate splits kept per node
+    use_surrogate: int             # 0, 1, 2: how cases missing the split feature go down
+    surrogate_style: int           # 0, 1: the total of the agreement
+    max_competitor: int            # competitor splits kept per node
 
 
 class Splits(NamedTuple):
@@ -141,6 +157,20 @@ class Splits(NamedTuple):
     feat: np.ndarray        # int64 split feature, -1 when the node stays a leaf
     pos: np.ndarray         # int64 split position (the left child is [start, pos))
     child_base: np.ndarray  # int64 id of the left child
+    stop: np.ndarray        # int64 end of the right child [pos, stop) (< end when cases
+                            # stay in the node)
+    w_left: np.ndarray      # float64 weight the split itself sends left (missing values)
+    w_right: np.ndarray     # float64 ... and right
+
+
+class Tables(NamedTuple):
+    """The surrogate and competitor tables (missing values), grown like the node tables."""
+
+    sur_i: np.ndarray    # int64 (cap, 4): feature, level-set row, low side left, cases routed
+    sur_f: np.ndarray    # float64 (cap, 3): threshold, agreement, adjusted agreement
+    comp_i: np.ndarray   # int64 (cap, 3): feature, level-set row, cases present
+    comp_f: np.ndarray   # float64 (cap, 2): threshold, improvement
+    rows: np.ndarray     # int64 (3,): rows used of sur_*, comp_* and the level sets
 
 
 class Pairs(NamedTuple):
@@ -148,6 +178,16 @@ class Pairs(NamedTuple):
 
     delta: np.ndarray   # float64 Δi of the pair's best split (-inf: none)
     pos: np.ndarray     # int64 its position (-1: none)
+    present: np.ndarray  # int64 cases with the feature present (missing values only)
+
+
+class SurrogatePairs(NamedTuple):
+    """The best surrogate split of each (split node, feature) pair of a batch."""
+
+    agree: np.ndarray      # float64 agreement (0: none)
+    adj: np.ndarray        # float64 adjusted agreement
+    threshold: np.ndarray  # float64 (ordered features)
+    low_left: np.ndarray   # int64 1: x <= threshold goes left
 
 
 class Work(NamedTuple):
@@ -159,6 +199,8 @@ class Work(NamedTuple):
     no_ranks: np.ndarray   # int32 empty: the ranks of a feature without ties
     level_f: np.ndarray    # float64 (n_threads, ...) per-level statistics (subset splits)
     level_i: np.ndarray    # int64 (n_threads, 4 L_max) codes, cases, ranks, sides of levels
+    present: np.ndarray    # float64 (n_threads, max(J, 3)) class counts of the cases
+                           # with a feature present (missing values)
 
 
 class Grown(NamedTuple):
@@ -168,6 +210,7 @@ class Grown(NamedTuple):
     fnode: np.ndarray
     value: np.ndarray
     level_sets: np.ndarray  # uint64 (m, 2, n_words) the subset splits' level sets
+    tables: Tables          # surrogates and competitors (rows trimmed)
 
     @property
     def n_nodes(self):
@@ -194,8 +237,14 @@ class Grown(NamedTuple):
         copy, so the over-allocated tables can be freed."""
         inode, fnode = self.inode, self.fnode
         left, right = inode[:, I_LEFT], inode[:, I_RIGHT]  # -1 at leaves
-        weight = fnode[:, F_WEIGHT]
-        majority_left = (left >= 0) & (weight[left] >= weight[right])
+        n_cases = inode[:, I_N]
+        internal = left >= 0
+        majority_left = np.where(n_cases[left] > n_cases[right], 1,
+                                 np.where(n_cases[left] < n_cases[right], 0, -1))
+        majority_left = np.where(internal, majority_left, 0)
+        tb = self.tables
+        sur_rows = tb.sur_i.shape[0]
+        comp_rows = tb.comp_i.shape[0]
         return Tree(
             feature=inode[:, I_FEATURE].astype(np.int32),
             threshold=fnode[:, F_THRESHOLD].copy(),
@@ -214,8 +263,25 @@ class Grown(NamedTuple):
             majority_left=majority_left.astype(np.int32),
             level_row=inode[:, I_LEVEL_ROW].astype(np.int32),
             level_sets=self.level_sets.copy(),
-            n_primary=np.where(left >= 0, inode[:, I_N], 0).astype(np.int64),
-            **without_surrogates(inode.shape[0]),
+            n_primary=np.where(internal, inode[:, I_N_PRIMARY], 0).astype(np.int64),
+            surrogate_start=np.where(inode[:, I_N_SUR] > 0, inode[:, I_SUR_START],
+                                     0).astype(np.int32),
+            n_surrogates=inode[:, I_N_SUR].astype(np.int32),
+            competitor_start=np.where(inode[:, I_N_COMP] > 0, inode[:, I_COMP_START],
+                                      0).astype(np.int32),
+            n_competitors=inode[:, I_N_COMP].astype(np.int32),
+            surrogate_feature=tb.sur_i[:sur_rows, S_FEATURE].astype(np.int32),
+            surrogate_threshold=tb.sur_f[:sur_rows, S_THRESHOLD].copy(),
+            surrogate_level_row=tb.sur_i[:sur_rows, S_LEVEL_ROW].astype(np.int32),
+            surrogate_low_left=tb.sur_i[:sur_rows, S_LOW_LEFT].astype(np.int32),
+            surrogate_agree=tb.sur_f[:sur_rows, S_AGREE].copy(),
+            surrogate_adj=tb.sur_f[:sur_rows, S_ADJ].copy(),
+            surrogate_count=tb.sur_i[:sur_rows, S_COUNT].astype(np.int64),
+            competitor_feature=tb.comp_i[:comp_rows, C_FEATURE].astype(np.int32),
+            competitor_threshold=tb.comp_f[:comp_rows, C_THRESHOLD].copy(),
+            competitor_level_row=tb.comp_i[:comp_rows, C_LEVEL_ROW].astype(np.int32),
+            competitor_improvement=tb.comp_f[:comp_rows, C_IMPROVEMENT].copy(),
+            competitor_count=tb.comp_i[:comp_rows, C_COUNT].astype(np.int64),
         )
 
 
@@ -332,13 +398,8 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     rank_row = ps.rank_row
     fnode = nodes.fnode
     value = nodes.value
-    criterion = tg.criterion
-    min_leaf = rules.min_samples_leaf
-    simd = rules.simd
     p = keys.shape[0]
     n_pairs = fr.node.shape[0] * p
-    runs_criterion = criterion == GINI or criterion == ENTROPY
-    lean_ok = criterion == GINI and tg.unit_weights and tg.mask != 0
     scratch = work.scratch[c]
     cand = work.buffers[c]
     n_levels = ps.n_levels
@@ -346,25 +407,43 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
         j = k // p
         f = k - j * p
         node = fr.node[j]
-        imp = fnode[node, F_IMPURITY]
         if n_levels[f] > 0:  # searched by _search_subsets
             continue
         rk = ranks[rank_row[f]] if rank_row[f] >= 0 else work.no_ranks
         seg = Segment(keys[f], rk, fr.start[j], fr.end[j])
-        if criterion != SQUARED_ERROR:
-            total = value[node]
-            if lean_ok and rank_row[f] < 0 and equal_factors(total, tg.factor):
-                d, pos = best_split_gini_runs(seg, tg, total, imp, min_leaf, simd, scratch,
-                                              cand)
-            else:
-                d, pos = best_split_classification(seg, tg, total, imp, min_leaf,
-                                                   runs_criterion and rank_row[f] < 0,
-                                                   simd, scratch, cand)
-        else:
-            d, pos = best_split_regression(seg, tg.y_reg, tg.w, tg.unit_weights, fr.mean[j],
-                                           fnode[node, F_WEIGHT], fr.sum[j], imp, min_leaf)
+        d, pos = _ordered_best(seg, tg, rules, value[node], fnode[node, F_IMPURITY],
+                               fr.mean[j], fnode[node, F_WEIGHT], fr.sum[j],
+                               rank_row[f] >= 0, scratch, cand)
         pairs.delta[k] = d
         pairs.pos[k] = pos
+
+
+@jit
+def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scratch, cand):
+    """Step 1, one (node, ordered feature) pair: the best split of ``seg``; returns
+    ``(Δi, pos)`` (see :func:`_search` for which scan serves which pair).
+
+    Parameters
+    ----------
+    seg : :class:`cartjit._splitter.Segment` of the node's cases.
+    tg, rules : :class:`cartjit._splitter.Targets`, :class:`Rules`.
+    total : float64 (J,) class counts of the segment (classification).
+    imp : impurity of the segment's cases.
+    mean, w_total, s_total : their ȳ, W and Σ w (y - ȳ) (regression).
+    tied : whether the feature has tied values (``seg.ranks`` holds their ranks).
+    scratch, cand : this thread's scratch and candidate buffer.
+    """
+    criterion = tg.criterion
+    min_leaf = rules.min_samples_leaf
+    if criterion == SQUARED_ERROR:
+        return best_split_regression(seg, tg.y_reg, tg.w, tg.unit_weights, mean, w_total,
+                                     s_total, imp, min_leaf)
+    if (criterion == GINI and tg.unit_weights and tg.mask != 0 and not tied
+            and equal_factors(total, tg.factor)):
+        return best_split_gini_runs(seg, tg, total, imp, min_leaf, rules.simd, scratch, cand)
+    runs = (criterion == GINI or criterion == ENTROPY) and not tied
+    return best_split_classification(seg, tg, total, imp, min_leaf, runs, rules.simd,
+                                     scratch, cand)
 
 
 @jit
@@ -461,21 +540,8 @@ def _record_subset(ps, f, start, end, shift, level_i, lm, level_sets, row, goes_
     """
     keys = ps.keys[f]
     codes = ps.ranks[ps.rank_row[f]]
-    for side in range(2):
-        for wd in range(level_sets.shape[2]):
-            level_sets[row, side, wd] = 0
-    k = -1
-    prev = -1
-    go = 0
-    for i in range(start, end):
-        case = keys[i] >> shift
-        code = codes[case]
-        if code != prev:
-            k += 1
-            prev = code
-            go = level_i[SIDE * lm + k]
-            level_sets[row, 1 - go, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
-        goes_left[case] = go
+    _write_level_sets(keys, start, end, shift, codes, level_i, lm, level_sets, row)
+    _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, goes_left)
     wl = start
     wr = 0
     for i in range(start, end):
@@ -488,6 +554,36 @@ def _record_subset(ps, f, start, end, shift, level_i, lm, level_sets, row, goes_
             wr += 1
     for i in range(wr):
         keys[wl + i] = buf[i]
+
+
+@jit
+def _write_level_sets(keys, start, end, shift, codes, level_i, lm, level_sets, row):
+    """Step 2, a subset split: write the level sets of row ``row`` from the sides the
+    search left in ``level_i``: ``keys[start:end]`` lists the cases grouped by level,
+    levels in code order, so the k-th run of equal codes is present level k."""
+    for side in range(2):
+        for wd in range(level_sets.shape[2]):
+            level_sets[row, side, wd] = 0
+    k = -1
+    prev = -1
+    for i in range(start, end):
+        code = codes[keys[i] >> shift]
+        if code != prev:
+            k += 1
+            prev = code
+            go = level_i[SIDE * lm + k]
+            level_sets[row, 1 - go, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+
+
+@jit
+def _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, marks):
+    """Step 2, a subset split: mark the cases of ``keys[start:end]`` LEFT when their
+    level is in the left set of row ``row``, else RIGHT."""
+    for i in range(start, end):
+        case = keys[i] >> shift
+        code = codes[case]
+        inside = level_sets[row, 0, code >> 6] & (np.uint64(1) << np.uint64(code & 63))
+        marks[case] = LEFT if inside != 0 else RIGHT
 
 
 @jit
@@ -550,7 +646,9 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, 
         splits.feat[j] = bf
         splits.pos[j] = pos
         splits.child_base[j] = first_child + 2 * n_split
+        splits.stop[j] = fr.end[j]
         n_split += 1
+        inode[node, I_N_PRIMARY] = fr.end[j] - fr.start[j]
         row = keys[bf]
         inode[node, I_FEATURE] = bf
         inode[node, I_LEFT] = splits.child_base[j]
@@ -595,7 +693,7 @@ def _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, c, n_chunks):
         is_left = t % 2 == 0
         cid = splits.child_base[j] + (0 if is_left else 1)
         s = fr.start[j] if is_left else splits.pos[j]
-        e = splits.pos[j] if is_left else fr.end[j]
+        e = splits.pos[j] if is_left else splits.stop[j]
         depth = inode[node, I_DEPTH] + 1
         inode[cid, I_FEATURE] = -1
         inode[cid, I_LEFT] = -1
@@ -603,6 +701,8 @@ def _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, c, n_chunks):
         inode[cid, I_PARENT] = node
         inode[cid, I_DEPTH] = depth
         inode[cid, I_N] = e - s
+        for col in range(I_LEVEL_ROW, _N_INT):
+            inode[cid, col] = 0
         inode[cid, I_LEVEL_ROW] = -1
         fnode[cid, F_THRESHOLD] = np.nan
         fnode[cid, F_IMPROVEMENT] = 0.0
@@ -676,6 +776,505 @@ def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
             row[wl + i] = buf[i]
 
 
+# --------------------------------------------------------------------------- missing values
+#
+# With a missing value in X, or surrogates asked for, a level runs these steps instead
+# (docs/maths.md §8): search_mv replaces steps 1 (every feature); mark_mv, surrogates and
+# route complete step 2; partition_mv (three-way, every feature) runs before step 3.
+
+@jit
+def _present_end(row, start, end, shift, X, f):
+    """End of the node's cases with feature ``f`` present: missing values sort last, so
+    they end the segment ``row[start:end]``."""
+    i = end
+    while i > start and np.isnan(X[row[i - 1] >> shift, f]):
+        i -= 1
+    return i
+
+
+@jit
+def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_ranks,
+               scratch, cand, level_f, level_i, lm, counts):
+    """Step 1 (missing values), one (node, feature) pair: the best split of the node's
+    cases with ``f`` present, ``[start, pend)`` of its keys; returns ``(Δ, pos)`` with
+    Δ = Δi of those cases × their share Q_present(t) / Q(t) of the node (rpart's
+    weighting of the goodness of split). Leaves a subset split's sides in ``level_i``.
+
+    Parameters
+    ----------
+    ps : :class:`cartjit._presort.Presorted`.
+    f, node : the feature and the node; start, pend, end its positions.
+    mean, s_sum : ȳ(t) and Σ w (y - ȳ(t)) of the node (regression).
+    nodes, tg, rules : as :func:`_search`.
+    no_ranks : int32 empty array.
+    scratch, cand, level_f, level_i, lm : this thread's scratch.
+    counts : float64 (J,) scratch for the present cases' class counts.
+    """
+    if pend - start < 2:
+        return -np.inf, np.int64(-1)
+    row = ps.keys[f]
+    imp = nodes.fnode[node, F_IMPURITY]
+    w_total = nodes.fnode[node, F_WEIGHT]
+    total = nodes.value[node]
+    counts = counts[:total.shape[0]]
+    is_class = tg.criterion != SQUARED_ERROR
+    scale = 1.0
+    if pend < end:
+        if is_class:
+            if tg.exact_sums and 2 * (end - pend) < end - start:
+                # exact counts: the node's less the missing tail's
+                class_counts(row, pend, end, tg, counts)
+                for cl in range(counts.shape[0]):
+                    counts[cl] = total[cl] - counts[cl]
+            else:
+                class_counts(row, start, pend, tg, counts)
+            q_node = 0.0
+            q_present = 0.0
+            for cl in range(counts.shape[0]):
+                q_node += tg.factor[cl] * total[cl]
+                q_present += tg.factor[cl] * counts[cl]
+            total = counts
+            imp = impurity_from_counts(counts, tg.factor, tg.criterion)
+            scale = q_present / q_node
+        else:
+            w_present, mean, s_sum, imp, constant = _reg_node_stats(row, start, pend, tg)
+            scale = w_present / w_total
+            w_total = w_present
+    if ps.n_levels[f] > 0:
+        seg = Segment(row, ps.ranks[ps.rank_row[f]], start, pend)
+        if is_class:
+            d, n_left = best_subset_classification(seg, tg, total, imp,
+                                                   rules.min_samples_leaf,
+                                                   rules.max_exhaustive, level_f, level_i,
+                                                   lm)
+        else:
+            d, n_left = best_subset_regression(seg, tg.y_reg, tg.w, tg.unit_weights, mean,
+                                               imp, rules.min_samples_leaf, level_f,
+                                               level_i, lm)
+        pos = start + n_left if n_left >= 0 else np.int64(-1)
+    else:
+        tied = ps.rank_row[f] >= 0
+        rk = ps.ranks[ps.rank_row[f]] if tied else no_ranks
+        d, pos = _ordered_best(Segment(row, rk, start, pend), tg, rules, total, imp, mean,
+                               w_total, s_sum, tied, scratch, cand)
+    if pos >= 0:
+        d *= scale
+    return d, pos
+
+
+@jit
+def _search_mv(X, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
+    """Step 1 (missing values): the best split of every (frontier node, feature) pair in
+    chunk c, on the node's cases with the feature present (:func:`_pair_best`); also
+    records how many cases have it present.
+
+    Parameters as :func:`_search`, with ``X`` float64 (n, p) the cases (NaN: missing).
+    """
+    keys = ps.keys
+    p = keys.shape[0]
+    lm = work.level_i.shape[1] // 4
+    for k in range(c, fr.node.shape[0] * p, n_chunks):
+        j = k // p
+        f = k - j * p
+        start = fr.start[j]
+        end = fr.end[j]
+        pend = _present_end(keys[f], start, end, tg.shift, X, f)
+        pairs.present[k] = pend - start
+        d, pos = _pair_best(ps, f, fr.node[j], start, pend, end, fr.mean[j], fr.sum[j], nodes,
+                            tg, rules, work.no_ranks, work.scratch[c], work.buffers[c],
+                            work.level_f[c], work.level_i[c], lm, work.present[c])
+        pairs.delta[k] = d
+        pairs.pos[k] = pos
+
+
+@jit
+def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
+    """Step 2 (missing values), after :func:`_choose`: mark every case of each split
+    node LEFT or RIGHT by the split, or MISSING when its split feature is missing;
+    write a subset split's level sets (searched again for its sides); record the cases
+    with the split feature present and the weight the split sends each way.
+
+    Parameters as :func:`_record_subsets`, with ``X`` the cases and ``pairs`` the batch's
+    :class:`Pairs` (``present`` filled by :func:`_search_mv`).
+    """
+    p = ps.keys.shape[0]
+    marks = work.goes_left
+    shift = tg.shift
+    lm = work.level_i.shape[1] // 4
+    for j in range(fr.node.shape[0]):
+        f = splits.feat[j]
+        if f < 0:
+            continue
+        node = fr.node[j]
+        start = fr.start[j]
+        end = fr.end[j]
+        pend = start + pairs.present[j * p + f]
+        nodes.inode[node, I_N_PRIMARY] = pend - start
+        row = ps.keys[f]
+        if ps.n_levels[f] > 0:
+            _pair_best(ps, f, node, start, pend, end, fr.mean[j], fr.sum[j], nodes, tg,
+                       rules, work.no_ranks, work.scratch[0], work.buffers[0],
+                       work.level_f[0], work.level_i[0], lm, work.present[0])
+            codes = ps.ranks[ps.rank_row[f]]
+            lrow = nodes.inode[node, I_LEVEL_ROW]
+            _write_level_sets(row, start, pend, shift, codes, work.level_i[0], lm,
+                              level_sets, lrow)
+            _mark_by_level_sets(row, start, pend, shift, codes, level_sets, lrow, marks)
+        else:
+            pos = splits.pos[j]
+            for i in range(start, pend):
+                marks[row[i] >> shift] = LEFT if i < pos else RIGHT
+        w_left = 0.0
+        w_right = 0.0
+        for i in range(start, pend):
+            case = row[i] >> shift
+            wi = 1.0 if tg.unit_weights else tg.w[case]
+            if marks[case] == LEFT:
+                w_left += wi
+            else:
+                w_right += wi
+        for i in range(pend, end):
+            marks[row[i] >> shift] = MISSING
+        splits.w_left[j] = w_left
+        splits.w_right[j] = w_right
+
+
+@jit
+def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_chunks):
+    """Step 2 (surrogates): the best surrogate split of every (split node, other feature)
+    pair in chunk c (:mod:`cartjit._surrogates`), on the marks of :func:`_mark_mv`.
+
+    Parameters
+    ----------
+    X, ps, fr, tg, rules, splits, pairs : as :func:`_mark_mv`.
+    sp : int64 batch rows of the split nodes.
+    work : :class:`Work`.
+    sur : :class:`SurrogatePairs` output, pair (j, f) at ``j * p + f``.
+    c, n_chunks : this chunk of the (split node, feature) pairs.
+    """
+    p = ps.keys.shape[0]
+    lm = work.level_i.shape[1] // 4
+    lw = work.level_f[c]
+    ints = work.level_i[c]
+    for k in range(c, sp.shape[0] * p, n_chunks):
+        t = k // p
+        f = k - t * p
+        j = sp[t]
+        kk = j * p + f
+        sur.agree[kk] = 0.0
+        sur.adj[kk] = 0.0
+        if f == splits.feat[j]:
+            continue
+        start = fr.start[j]
+        end = fr.end[j]
+        pend = start + pairs.present[kk]
+        if pend - start < 2:
+            continue
+        if ps.n_levels[f] > 0:
+            a, adj = categorical_surrogate(ps.keys[f], start, pend, tg.shift, work.goes_left,
+                                           tg.w, tg.unit_weights, ps.ranks[ps.rank_row[f]],
+                                           ps.n_levels[f], splits.w_left[j],
+                                           splits.w_right[j], rules.surrogate_style, lw,
+                                           ints[3 * lm:4 * lm], ints[lm:3 * lm])
+            thr = np.nan
+            low = 1
+        else:
+            # the marked cases with f present: the node's, less those missing f (summed
+            # directly when weights could round)
+            high = work.present[c][:3]
+            _marked_totals(ps.keys[f], start, pend, end, tg, work.goes_left,
+                           splits.w_left[j], splits.w_right[j],
+                           pairs.present[j * p + splits.feat[j]], high)
+            rk = ps.ranks[ps.rank_row[f]] if ps.rank_row[f] >= 0 else work.no_ranks
+            a, adj, thr, low = ordered_surrogate(ps.keys[f], start, pend, tg.shift,
+                                                 work.goes_left, tg.w, tg.unit_weights, rk,
+                                                 X, f, high, splits.w_left[j],
+                                                 splits.w_right[j], rules.surrogate_style)
+        sur.agree[kk] = a
+        sur.adj[kk] = adj
+        sur.threshold[kk] = thr
+        sur.low_left[kk] = low
+
+
+@jit
+def _marked_totals(row, start, pend, end, tg, marks, w_left, w_right, n_marked, out):
+    """Surrogates: weight of the marked cases (split feature present) going left and
+    right among ``row[start:pend]``, and their number, into ``out[:3]``.
+
+    With exact sums (unit or integer weights) they are the node's totals (``w_left``,
+    ``w_right``, ``n_marked``) less the missing tail ``row[pend:end]``; otherwise summed
+    directly.
+    """
+    shift = tg.shift
+    if tg.exact_sums:
+        hl = w_left
+        hr = w_right
+        n = n_marked
+        lo = pend
+        hi = end
+        sign = -1.0
+    else:
+        hl = 0.0
+        hr = 0.0
+        n = 0
+        lo = start
+        hi = pend
+        sign = 1.0
+    for i in range(lo, hi):
+        case = row[i] >> shift
+        m = marks[case]
+        if m == 2:
+            continue
+        wi = 1.0 if tg.unit_weights else tg.w[case]
+        if m == 1:
+            hl += sign * wi
+        else:
+            hr += sign * wi
+        n += 1 if sign > 0 else -1
+    out[0] = hl
+    out[1] = hr
+    out[2] = n
+
+
+@jit
+def _surrogate_goes(X, case, f, tables, r, level_sets, is_cat):
+    """Routing by surrogate row ``r``: LEFT, RIGHT, or MISSING when it cannot route."""
+    x = X[case, f]
+    if np.isnan(x):
+        return MISSING
+    if is_cat:
+        code = np.int64(x)
+        lrow = tables.sur_i[r, S_LEVEL_ROW]
+        bit = np.uint64(1) << np.uint64(code & 63)
+        if level_sets[lrow, 0, code >> 6] & bit:
+            return LEFT
+        if level_sets[lrow, 1, code >> 6] & bit:
+            return RIGHT
+        return MISSING
+    low = tables.sur_i[r, S_LOW_LEFT]
+    if x <= tables.sur_f[r, S_THRESHOLD]:
+        return LEFT if low == 1 else RIGHT
+    return RIGHT if low == 1 else LEFT
+
+
+@jit
+def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, tables):
+    """Step 2 (missing values), serial: for each split node of the batch keep its best
+    surrogates (agreement first, feature order on ties, adjusted agreement > MIN_ADJ),
+    write them to the surrogate table, send its cases missing the split feature down by
+    them (``use_surrogate`` >= 1) and then by the majority (``use_surrogate`` == 2);
+    a case still unsent stays in the node. Sets the children's ranges (``splits.pos``,
+    ``splits.stop``).
+
+    Parameters as :func:`_search_surrogates`; ``level_sets`` and ``tables`` (with room
+    for every row this batch may write) receive the surrogates' rows.
+    """
+    p = ps.keys.shape[0]
+    marks = work.goes_left
+    shift = tg.shift
+    lm = work.level_i.shape[1] // 4
+    taken = np.zeros(p, dtype=np.uint8)
+    for j in range(fr.node.shape[0]):
+        f0 = splits.feat[j]
+        if f0 < 0:
+            continue
+        node = fr.node[j]
+        start = fr.start[j]
+        end = fr.end[j]
+        pend = start + pairs.present[j * p + f0]
+        first = tables.rows[0]
+        n_sur = 0
+        for r in range(rules.max_surrogate):
+            best = -1.0
+            bf = -1
+            for f in range(p):
+                kk = j * p + f
+                if taken[f] == 0 and sur.adj[kk] > MIN_ADJ and sur.agree[kk] > best:
+                    best = sur.agree[kk]
+                    bf = f
+            if bf < 0:
+                break
+            taken[bf] = 1
+            kk = j * p + bf
+            row_s = first + n_sur
+            tables.sur_i[row_s, S_FEATURE] = bf
+            tables.sur_i[row_s, S_COUNT] = 0
+            tables.sur_f[row_s, S_AGREE] = sur.agree[kk]
+            tables.sur_f[row_s, S_ADJ] = sur.adj[kk]
+            if ps.n_levels[bf] > 0:
+                side = work.level_i[0][3 * lm:4 * lm]
+                categorical_surrogate(ps.keys[bf], start, start + pairs.present[kk], shift,
+                                      marks, tg.w, tg.unit_weights,
+                                      ps.ranks[ps.rank_row[bf]], ps.n_levels[bf],
+                                      splits.w_left[j], splits.w_right[j],
+                                      rules.surrogate_style, work.level_f[0], side,
+                                      work.level_i[0][lm:3 * lm])
+                lrow = tables.rows[2]
+                tables.rows[2] += 1
+                for s in range(2):
+                    for wd in range(level_sets.shape[2]):
+                        level_sets[lrow, s, wd] = 0
+                for code in range(ps.n_levels[bf]):
+                    if side[code] != LEVEL_NONE:
+                        s = 0 if side[code] == LEVEL_LEFT else 1
+                        level_sets[lrow, s, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+                tables.sur_i[row_s, S_LEVEL_ROW] = lrow
+                tables.sur_i[row_s, S_LOW_LEFT] = 1
+                tables.sur_f[row_s, S_THRESHOLD] = np.nan
+            else:
+                tables.sur_i[row_s, S_LEVEL_ROW] = -1
+                tables.sur_i[row_s, S_LOW_LEFT] = sur.low_left[kk]
+                tables.sur_f[row_s, S_THRESHOLD] = sur.threshold[kk]
+            n_sur += 1
+        for r in range(n_sur):
+            taken[tables.sur_i[first + r, S_FEATURE]] = 0
+        tables.rows[0] = first + n_sur
+        nodes.inode[node, I_SUR_START] = first
+        nodes.inode[node, I_N_SUR] = n_sur
+        # the cases missing the split feature end its segment
+        row = ps.keys[f0]
+        w_left = splits.w_left[j]
+        w_right = splits.w_right[j]
+        for i in range(pend, end):
+            case = row[i] >> shift
+            go = MISSING
+            if rules.use_surrogate > 0:
+                for r in range(first, first + n_sur):
+                    fs = tables.sur_i[r, S_FEATURE]
+                    go = _surrogate_goes(X, case, fs, tables, r, level_sets,
+                                         ps.n_levels[fs] > 0)
+                    if go != MISSING:
+                        tables.sur_i[r, S_COUNT] += 1
+                        break
+            if go == MISSING and rules.use_surrogate == 2:
+                if w_left > w_right:
+                    go = LEFT
+                elif w_right > w_left:
+                    go = RIGHT
+            marks[case] = go
+        n_left = 0
+        n_right = 0
+        for i in range(start, end):
+            m = marks[row[i] >> shift]
+            if m == LEFT:
+                n_left += 1
+            elif m == RIGHT:
+                n_right += 1
+        splits.pos[j] = start + n_left
+        splits.stop[j] = start + n_left + n_right
+
+
+@jit
+def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present, work,
+                        level_sets, tables):
+    """Step 2, competitors (serial): for each split node of the batch, the best splits
+    of the other features (largest Δ first, feature order on ties, Δ above the tie
+    tolerance), at most ``max_competitor``, written to the competitor table; a
+    categorical competitor is searched again for its sides.
+
+    Parameters as :func:`_route`; ``with_present`` tells whether ``pairs.present`` was
+    filled (missing values), else every case of the node counts as present.
+    """
+    p = ps.keys.shape[0]
+    shift = tg.shift
+    lm = work.level_i.shape[1] // 4
+    taken = np.zeros(p, dtype=np.uint8)
+    for j in range(fr.node.shape[0]):
+        f0 = splits.feat[j]
+        if f0 < 0:
+            continue
+        node = fr.node[j]
+        start = fr.start[j]
+        end = fr.end[j]
+        tol = tie_tolerance(nodes.fnode[node, F_IMPURITY])
+        first = tables.rows[1]
+        n_comp = 0
+        for r in range(rules.max_competitor):
+            best = -np.inf
+            bf = -1
+            for f in range(p):
+                kk = j * p + f
+                if (f != f0 and taken[f] == 0 and pairs.pos[kk] >= 0
+                        and pairs.delta[kk] > tol and pairs.delta[kk] > best):
+                    best = pairs.delta[kk]
+                    bf = f
+            if bf < 0:
+                break
+            taken[bf] = 1
+            kk = j * p + bf
+            present = pairs.present[kk] if with_present else end - start
+            row_c = first + n_comp
+            row = ps.keys[bf]
+            tables.comp_i[row_c, C_FEATURE] = bf
+            tables.comp_i[row_c, C_COUNT] = present
+            tables.comp_f[row_c, C_IMPROVEMENT] = best
+            if ps.n_levels[bf] > 0:
+                _pair_best(ps, bf, node, start, start + present, end, fr.mean[j], fr.sum[j],
+                           nodes, tg, rules, work.no_ranks, work.scratch[0],
+                           work.buffers[0], work.level_f[0], work.level_i[0], lm,
+                           work.present[0])
+                lrow = tables.rows[2]
+                tables.rows[2] += 1
+                _write_level_sets(row, start, start + present, shift,
+                                  ps.ranks[ps.rank_row[bf]], work.level_i[0], lm,
+                                  level_sets, lrow)
+                tables.comp_i[row_c, C_LEVEL_ROW] = lrow
+                tables.comp_f[row_c, C_THRESHOLD] = np.nan
+            else:
+                pos = pairs.pos[kk]
+                tables.comp_i[row_c, C_LEVEL_ROW] = -1
+                tables.comp_f[row_c, C_THRESHOLD] = threshold_between(
+                    X[row[pos - 1] >> shift, bf], X[row[pos] >> shift, bf])
+            n_comp += 1
+        for r in range(n_comp):
+            taken[tables.comp_i[first + r, C_FEATURE]] = 0
+        tables.rows[1] = first + n_comp
+        nodes.inode[node, I_COMP_START] = first
+        nodes.inode[node, I_N_COMP] = n_comp
+
+
+@jit
+def _partition_mv(keys, shift, sp_index, splits, fr, work, c, n_chunks):
+    """Step 4 (missing values), before step 3: stable three-way partition of the split
+    nodes' segments into the cases going left, those going right, and those staying in
+    the node (marks of :func:`_route`): the split feature of every split node, and every
+    feature of a node where cases stay (the others are left to :func:`_partition`).
+
+    Parameters as :func:`_partition`, ``sp_index`` the frontier rows of every split node.
+    """
+    p = keys.shape[0]
+    marks = work.goes_left
+    buf = work.buffers[c]
+    for k in range(c, sp_index.shape[0] * p, n_chunks):
+        t = k // p
+        f = k - t * p
+        j = sp_index[t]
+        if f != splits.feat[j] and splits.stop[j] == fr.end[j]:
+            continue
+        row = keys[f]
+        start = fr.start[j]
+        n = fr.end[j] - start
+        wl = start
+        wr = 0
+        top = n
+        for i in range(start, start + n):
+            key = row[i]
+            m = marks[key >> shift]
+            if m == LEFT:
+                row[wl] = key
+                wl += 1
+            elif m == RIGHT:
+                buf[wr] = key
+                wr += 1
+            else:
+                top -= 1
+                buf[top] = key
+        for i in range(wr):
+            row[wl + i] = buf[i]
+        for i in range(n - top):
+            row[wl + wr + i] = buf[n - 1 - i]
+
+
 @jit
 def _pack_labels(keys, y, shift, c, n_chunks):
     """Set-up, label packing: replace every key (a case) by ``case << shift | y[case]``.
@@ -714,6 +1313,8 @@ def _root(keys, nodes, tg):
     inode[0, I_PARENT] = -1
     inode[0, I_DEPTH] = 0
     inode[0, I_N] = n
+    for col in range(I_LEVEL_ROW, _N_INT):
+        inode[0, col] = 0
     inode[0, I_LEVEL_ROW] = -1
     fnode[0, F_THRESHOLD] = np.nan
     fnode[0, F_IMPROVEMENT] = 0.0
@@ -830,10 +1431,18 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 np.zeros(X.shape[0] + 3, dtype=np.uint8),
                 np.empty(0, dtype=np.int32),
                 np.zeros((n_threads, n_lf), dtype=np.float64),
-                np.zeros((n_threads, int_scratch_size(lm) if lm else 0), dtype=np.int64))
+                np.zeros((n_threads, int_scratch_size(lm) if lm else 0), dtype=np.int64),
+                np.zeros((n_threads, max(n_classes, 3)), dtype=np.float64))
     level_sets = np.zeros((16 if lm else 0, 2, n_words), dtype=np.uint64)
     n_rows = 0
     simd = bool(_config.SIMD)
+    # Missing values, or surrogates asked for, take the steps of docs/maths.md §8.
+    max_sur = int(settings.max_surrogate)
+    max_comp = int(settings.max_competitor)
+    mv = max_sur > 0 or bool(np.isnan(X).any())
+    tables = Tables(np.zeros((16, 4), dtype=np.int64), np.zeros((16, 3), dtype=np.float64),
+                    np.zeros((16, 3), dtype=np.int64), np.zeros((16, 2), dtype=np.float64),
+                    np.zeros(3, dtype=np.int64))
 
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
     try:
@@ -842,7 +1451,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
         q_root, mean0, s0, mixed = _root(keys, nodes, tg)
         rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
                       float(settings.min_impurity_decrease), float(q_root), simd,
-                      int(settings.max_categories_exhaustive))
+                      int(settings.max_categories_exhaustive), max_sur,
+                      int(settings.use_surrogate), int(settings.surrogate_style), max_comp)
         splittable = (mixed and n >= min_samples_split and n >= 2 * min_samples_leaf
                       and max_depth != 0)
         n_nodes = 1
@@ -852,41 +1462,82 @@ def grow(problem, presorted, factor, settings, n_threads=1):
         while fr.node.shape[0] > 0:
             m = fr.node.shape[0]
             splits = Splits(np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
-                            np.zeros(m, dtype=np.int64))
+                            np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+                            np.zeros(m, dtype=np.float64), np.zeros(m, dtype=np.float64))
             # Capacity for the worst case (every frontier node splits).
             _grow_tables(nodes, n_nodes + 2 * m)
-            if lm and n_rows + m > level_sets.shape[0]:
-                level_sets.resize((max(n_rows + m, level_sets.shape[0] * 5 // 4), 2,
-                                   n_words), refcheck=False)
             # Steps 1 and 2 on a batch of frontier nodes at a time, so that the
             # (node, feature) results take a bounded amount of memory.
             n_batch = min(m, SEARCH_BATCH) * p
             all_pairs = Pairs(np.empty(n_batch, dtype=np.float64),
-                              np.empty(n_batch, dtype=np.int64))
+                              np.empty(n_batch, dtype=np.int64),
+                              np.zeros(n_batch if mv else 0, dtype=np.int64))
+            all_sur = SurrogatePairs(*(np.zeros(n_batch if mv else 0, dtype=dt)
+                                       for dt in (np.float64, np.float64, np.float64,
+                                                  np.int64)))
             n_split = 0
             for b0 in range(0, m, SEARCH_BATCH):
                 b = slice(b0, min(m, b0 + SEARCH_BATCH))
-                n_pairs = (b.stop - b.start) * p
-                pairs = Pairs(all_pairs.delta[:n_pairs], all_pairs.pos[:n_pairs])
+                bm = b.stop - b.start
+                n_pairs = bm * p
+                # room for every row this batch may write
+                if lm:
+                    need = n_rows + bm * (1 + (max_sur + max_comp if lm else 0))
+                    if need > level_sets.shape[0]:
+                        level_sets.resize((max(need, level_sets.shape[0] * 5 // 4), 2,
+                                           n_words), refcheck=False)
+                for arr, used, per in ((tables.sur_i, 0, max_sur), (tables.sur_f, 0, max_sur),
+                                       (tables.comp_i, 1, max_comp),
+                                       (tables.comp_f, 1, max_comp)):
+                    need = int(tables.rows[used]) + bm * per
+                    if need > arr.shape[0]:
+                        arr.resize((max(need, arr.shape[0] * 5 // 4), arr.shape[1]),
+                                   refcheck=False)
+                pairs = Pairs(all_pairs.delta[:n_pairs], all_pairs.pos[:n_pairs],
+                              all_pairs.present[:n_pairs if mv else 0])
                 batch = fr.rows(b)
-                run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch, nodes,
-                           tg, rules, work, pairs)
-                if n_cat:
-                    run_chunks(pool, min(n_threads, (b.stop - b.start) * n_cat),
-                               _search_subsets, presorted, batch, nodes, tg, rules, work,
-                               pairs, cat)
+                if mv:
+                    run_chunks(pool, min(n_threads, n_pairs), _search_mv, X, presorted,
+                               batch, nodes, tg, rules, work, pairs)
+                else:
+                    run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch,
+                               nodes, tg, rules, work, pairs)
+                    if n_cat:
+                        run_chunks(pool, min(n_threads, bm * n_cat), _search_subsets,
+                                   presorted, batch, nodes, tg, rules, work, pairs, cat)
                 batch_splits = Splits(*(a[b] for a in splits))
                 n_new, n_new_rows = _choose(X, presorted, batch, nodes, tg, rules, pairs,
                                             batch_splits, work.goes_left,
                                             n_nodes + 2 * n_split, n_rows)
-                if n_new_rows:
+                n_rows += n_new_rows
+                tables.rows[2] = n_rows
+                if mv and n_new:
+                    _mark_mv(X, presorted, batch, nodes, tg, rules, batch_splits, pairs, work,
+                             level_sets)
+                    sur = SurrogatePairs(*(a[:n_pairs] for a in all_sur))
+                    if max_sur:
+                        sp = np.flatnonzero(batch_splits.feat >= 0).astype(np.int64)
+                        run_chunks(pool, min(n_threads, sp.shape[0] * p), _search_surrogates,
+                                   X, presorted, batch, tg, rules, batch_splits, pairs, sp,
+                                   work, sur)
+                    _route(X, presorted, batch, nodes, tg, rules, batch_splits, pairs, sur,
+                           work, level_sets, tables)
+                elif n_new_rows:
                     _record_subsets(presorted, batch, nodes, tg, rules, batch_splits, work,
                                     level_sets)
+                if max_comp and n_new:
+                    _record_competitors(X, presorted, batch, nodes, tg, rules, batch_splits,
+                                        pairs, mv, work, level_sets, tables)
+                n_rows = int(tables.rows[2])
                 n_split += n_new
-                n_rows += n_new_rows
             if n_split == 0:
                 break
             sp_index = np.flatnonzero(splits.feat >= 0).astype(np.int64)
+            if mv:
+                # three-way partition of every feature first: the children's statistics
+                # are read from the split feature's partitioned segment
+                run_chunks(pool, min(n_threads, sp_index.shape[0] * p), _partition_mv, keys,
+                           tg.shift, sp_index, splits, fr, work)
 
             n_child = 2 * n_split
             kids = Children(np.empty(n_child, dtype=np.int64),
@@ -900,6 +1551,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
 
             # Only splits with a child that may split again need sorted child segments.
             needs = (kids.ok[0::2] | kids.ok[1::2]).astype(bool)
+            if mv:  # nodes where cases stay are partitioned already
+                needs &= splits.stop[sp_index] == fr.end[sp_index]
             part_index = sp_index[needs]
             if part_index.shape[0] > 0:
                 run_chunks(pool, min(n_threads, part_index.shape[0] * p), _partition, keys,
@@ -912,5 +1565,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
 
     # Views of the first n_nodes rows: Grown.to_tree copies what it keeps, column by
     # column, so the over-allocated tables are never duplicated whole.
+    n_sur, n_comp = int(tables.rows[0]), int(tables.rows[1])
     return Grown(nodes.inode[:n_nodes], nodes.fnode[:n_nodes], nodes.value[:n_nodes],
-                 level_sets[:n_rows])
+                 level_sets[:n_rows],
+                 Tables(tables.sur_i[:n_sur], tables.sur_f[:n_sur], tables.comp_i[:n_comp],
+                        tables.comp_f[:n_comp], tables.rows))

@@ -158,7 +158,7 @@ def subsets_of(tree):
     """The :class:`Subsets` record of a :class:`cartjit._tree.Tree` (leaves: -1)."""
     return Subsets(np.ascontiguousarray(tree.level_row, dtype=np.int64),
                    np.ascontiguousarray(tree.level_sets, dtype=np.uint64),
-                   np.ascontiguousarray(tree.majority_left, dtype=np.int64))
+                   np.ascontiguousarray(np.abs(tree.majority_left), dtype=np.int64))
 
 
 def apply(feature, threshold, left, X, subsets=None):

@@ -58,7 +58,7 @@ class Presorted(NamedTuple):
 
     A categorical feature (``n_levels[m] > 0``, X holding level codes) is sorted the same
     way, so a node's cases come grouped by level; its row of ``ranks`` holds the level
-    code of every case.
+    code of every case (L_m for a missing value, which sorts last).
     """
 
     keys: np.ndarray       # int32 (n_features, n_cases)
@@ -110,6 +110,8 @@ def presort(X, n_levels=None):
     categorical feature a row of ``ranks`` holding its codes.
 
     The order of equal values does not matter: a run of equal values is never split.
+    Missing values (NaN) sort last, so a node's cases missing a feature always end its
+    segment of that feature (partitions keep the order).
     The sorts run one after the other through one column buffer: sorting on several
     threads saved half a second at 10^6 cases but left each thread's temporary columns
     (tens of MiB) with the C library's per-thread arenas, which do not give memory back
@@ -123,15 +125,18 @@ def presort(X, n_levels=None):
     keys = np.empty((p, n), dtype=np.int32)
     tied = np.zeros(p, dtype=bool)
     col = np.empty(n, dtype=X.dtype)
+    has_missing = bool(np.isnan(X).any()) if categorical.any() else False
     for f in range(p):
         np.copyto(col, X[:, f])
         if categorical[f]:
             # level codes as small integers: NumPy's stable sort of 8- and 16-bit
-            # integers is a radix sort, several times faster than sorting floats
-            small = np.uint8 if n_levels[f] <= 256 else np.uint16
-            order = np.argsort(col.astype(small), kind="stable")
+            # integers is a radix sort, several times faster than sorting floats; a
+            # missing code sorts last as code L
+            small = np.uint8 if n_levels[f] < 256 else np.uint16
+            codes = np.where(np.isnan(col), n_levels[f], col) if has_missing else col
+            order = np.argsort(codes.astype(small), kind="stable")
         else:
-            order = np.argsort(col)
+            order = np.argsort(col)  # NaN sorts last
             tied[f] = _sorted_ties(col, order)
         keys[f] = order
         del order
@@ -143,7 +148,10 @@ def presort(X, n_levels=None):
         np.copyto(col, X[:, f])
         _dense_ranks(col, keys[f], ranks[rank_row[f]])
     for f in np.flatnonzero(categorical):
-        ranks[rank_row[f]] = X[:, f]  # the codes, exact in float64 and in int32
+        # the codes, exact in float64 and in int32; a missing code becomes L
+        codes = X[:, f]
+        ranks[rank_row[f]] = np.where(np.isnan(codes), n_levels[f], codes) if has_missing \
+            else codes
     del col
     if n * p >= PARALLEL_MIN_KEYS:
         release_free_memory()

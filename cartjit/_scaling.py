@@ -157,6 +157,7 @@ def restore(fitted, scale):
             changes["value"] = tree.value * scale.y
             changes["impurity"] = units(tree.impurity)
             changes["improvement"] = units(tree.improvement)
+            changes["competitor_improvement"] = units(tree.competitor_improvement)
     return fitted._replace(tree=tree._replace(**changes), class_totals=class_totals, path=(alphas, n_leaves, path_risk))
 
 

@@ -285,8 +285,8 @@ def _validate_subsets(tree, leaf):
     rows = tree.level_row
     if np.any(rows[leaf] != -1) or np.any(tree.majority_left[leaf] != 0):
         raise ValueError("leaves must have level_row -1 and majority_left 0")
-    if np.any((tree.majority_left != 0) & (tree.majority_left != 1)):
-        raise ValueError("majority_left must be 0 or 1")
+    if np.any((tree.majority_left < -1) | (tree.majority_left > 1)):
+        raise ValueError("majority_left must be -1, 0 or 1")
     used = rows[rows >= 0]
     if np.any(rows < -1) or np.any(used >= sets.shape[0]):
         raise ValueError("level_row must be -1 or a row of level_sets")

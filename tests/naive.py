@@ -53,10 +53,10 @@ complement R. Which partitions are candidates (``subset_search``):
 Each child needs >= min_samples_leaf cases, and Δ is computed as for a threshold. Within
 a feature, among the candidates whose Δ is within tol of the feature's best, the one with
 the smallest Σ_{b ∈ S} 2^b wins; across features the rule above is unchanged. Every split
-node records ``majority_left`` = 1 iff its left child has at least the right child's
-case weight (exact sums; ``majority_ambiguous`` when the two agree up to rounding and
-float sums in another order could decide otherwise); a case whose level is in neither
-set goes to that child.
+node records ``majority_left``: 1 when its left child holds more cases than its right
+child, 0 when fewer, -1 when as many (counts, not weights, as rpart's prediction
+compares them); a case whose level is in neither set goes to that child, or stops at
+the node on -1.
 
 Each node also records ``second_delta`` (the best Δ of a candidate that partitions its
 cases differently) and ``ambiguous``: whether a different but nearly as good split
@@ -92,9 +92,6 @@ NEAR_TIE_REL = 1e-9
 #: second is ill-determined: its direction, hence the order of the levels, depends on
 #: how accurately it is computed (an iterative method converges like EIGEN_GAP^k).
 EIGEN_GAP = 0.75
-#: Child weights closer than this (relative) make ``majority_left`` a matter of rounding
-#: unless every weight is a small dyadic number (``NaiveNode.majority_ambiguous``).
-MAJORITY_TIE_REL = 1e-12
 #: Ordering keys (p(1|b), means, component scores) closer than this, relative to the
 #: largest key in magnitude, are treated as tied when looking for ambiguous orderings.
 KEY_TIE_REL = 1e-9
@@ -123,7 +120,7 @@ class NaiveNode:
     left_levels: Optional[frozenset] = None
     right_levels: Optional[frozenset] = None
     majority_left: int = 0
-    majority_ambiguous: bool = False  # the child weights tie up to rounding
+    majority_ambiguous: bool = False  # never set: case counts are exact
     second_delta: float = -math.inf  # best Δ of a split partitioning the cases otherwise
     ambiguous: bool = False
     cases: list = field(default_factory=list, repr=False)  # learning-case ids (diagnostics)
@@ -559,15 +556,10 @@ class _Problem:
         node.ambiguous = near
 
     def judge_majority(self, node, split):
-        """``majority_left`` from the exact child weights, and whether float sums could
-        decide otherwise: the weights agree to ``MAJORITY_TIE_REL`` and some weight is not
-        a multiple of 2^-10 (then sums taken in another order round differently)."""
-        w_left = sum((Fraction(self.w[i]) for i in split.left), Fraction(0))
-        w_right = sum((Fraction(self.w[i]) for i in split.right), Fraction(0))
-        node.majority_left = int(w_left >= w_right)
-        exact = self.exact_weights(split.left + split.right)
-        close = abs(w_left - w_right) <= Fraction(MAJORITY_TIE_REL) * (w_left + w_right)
-        node.majority_ambiguous = close and not exact
+        """``majority_left`` from the children's case counts: 1 more left, 0 more
+        right, -1 as many."""
+        n_left, n_right = len(split.left), len(split.right)
+        node.majority_left = 1 if n_left > n_right else (0 if n_left < n_right else -1)
 
     def grow(self, idx, depth) -> NaiveNode:
         node = self.record(idx, depth)
@@ -917,7 +909,8 @@ def flat_apply(tree, X) -> np.ndarray:
 
     X holds what the kernels see: numbers for ordered features, level codes for
     categorical ones (-1, or any code in neither level set of a subset split, cannot be
-    routed there and goes to the child ``majority_left`` names).
+    routed there and goes to the child ``majority_left`` names, or stops there on -1:
+    the node itself is returned).
     """
     X = np.asarray(X, dtype=float)
     out = np.empty(X.shape[0], dtype=np.int64)
@@ -934,6 +927,8 @@ def flat_apply(tree, X) -> np.ndarray:
                     go_left = True
                 elif code >= 0 and code in level_set(tree.level_sets[row, 1]):
                     go_left = False
+                elif int(tree.majority_left[i]) == -1:
+                    break
                 else:
                     go_left = int(tree.majority_left[i]) == 1
             i = int(tree.left[i]) if go_left else int(tree.right[i])

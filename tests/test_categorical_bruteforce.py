@@ -260,16 +260,17 @@ def test_reference_min_samples_leaf_beats_the_ordering():
     assert root.left_levels | root.right_levels == {0, 1, 2}
 
 
-def test_reference_majority_is_exact_and_flags_rounding_ties():
+def test_reference_majority_counts_cases_not_weights():
     X = np.array([[0], [0], [1], [1], [1]], float)
     y = np.array([0, 0, 1, 1, 1])
-    # 1 + 2 against 1 + 1 + 1: a true tie, the left child takes the unroutable cases
-    root = naive_grow(X, y, np.array([1.0, 2.0, 1.0, 1.0, 1.0]), max_depth=1)
-    assert root.majority_left == 1 and not root.majority_ambiguous
-    # 0.3 + 0.25 is 2^-55 short of 0.2 + 0.25 + 0.1 as exact rationals, while both
-    # float sums are 0.55: which child is heavier is left to rounding
-    root = naive_grow(X, y, np.array([0.3, 0.25, 0.2, 0.25, 0.1]), max_depth=1)
-    assert root.majority_left == 0 and root.majority_ambiguous
+    # weights 1 + 5 against 1 + 1 + 1: the right child holds more cases
+    root = naive_grow(X, y, np.array([1.0, 5.0, 1.0, 1.0, 1.0]), categorical=[0], max_depth=1)
+    assert root.majority_left == 0
+    # two cases each way: no majority, an unroutable case stops at the root
+    root = naive_grow(X[:4], y[:4], categorical=[0], max_depth=1)
+    assert root.majority_left == -1
+    assert flat_apply(naive_to_flat(root), np.array([[0.0], [-1.0], [1.0]])).tolist() \
+        == [1, 0, 2]
 
 
 def test_reference_rejects_bad_arguments():
@@ -355,8 +356,8 @@ def test_reference_tree_meets_the_flat_contract(prob, stop):
             assert node.left_levels | node.right_levels == codes
             assert not node.left_levels & node.right_levels
             assert min(codes) in node.left_levels  # S holds the lowest level present
-        if not node.majority_ambiguous:
-            assert node.majority_left == int(node.left.weighted_n >= node.right.weighted_n)
+        assert node.majority_left == (1 if node.left.n > node.right.n else
+                                      0 if node.left.n < node.right.n else -1)
         assert min(node.left.n, node.right.n) >= prob["min_samples_leaf"]
 
 

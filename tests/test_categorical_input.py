@@ -495,8 +495,9 @@ def test_unseen_levels_go_to_the_majority_child():
         leaves = est.apply(new)
     high = t.left[0]
     assert leaves[0] == t.left[high] and leaves[1] == t.right[high]
-    # an unseen temperature under humidity = high goes to the heavier of its children
-    heavier = t.left[high] if t.majority_left[high] else t.right[high]
+    # an unseen temperature under humidity = high goes to the child with more cases,
+    # or stops at humidity = high when they hold as many
+    heavier = {1: t.left[high], 0: t.right[high], -1: high}[int(t.majority_left[high])]
     assert leaves[2] == heavier
     with pytest.warns(UserWarning):
         pred = est.predict(new)

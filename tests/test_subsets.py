@@ -118,9 +118,10 @@ def test_level_sets_describe_the_partition(criterion):
         # the left child holds the side with the lowest code present (canonical form)
         assert min(present) in left
         assert set(np.unique(X[members[tree.left[t]], f]).astype(int)) == left
-        w_left = tree.weighted_n_node_samples[tree.left[t]]
-        w_right = tree.weighted_n_node_samples[tree.right[t]]
-        assert tree.majority_left[t] == int(w_left >= w_right)
+        n_left = tree.n_node_samples[tree.left[t]]
+        n_right = tree.n_node_samples[tree.right[t]]
+        assert tree.majority_left[t] == (1 if n_left > n_right else
+                                         0 if n_left < n_right else -1)
         assert np.isnan(tree.threshold[t])
 
 

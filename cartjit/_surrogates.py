@@ -1,0 +1,193 @@
+"""Surrogate splits of one node on one feature (docs/maths.md §8).
+
+A surrogate split mimics the node's primary split on another feature, so that a case
+missing the primary feature can still be sent down. Every case of the node whose primary
+feature is present has a direction, its *mark*: 1 (left) or 0 (right); a case missing
+the primary feature is marked 2 and takes no part in the agreement. The agreement of a
+split s on feature f is the case weight of the marked cases that s sends the way their
+mark says, over the cases with f present.
+
+* **ordered feature** — the node's cases with f present are scanned in increasing order
+  of x_f. Between two consecutive distinct values (of any present case, marked or not)
+  lies a candidate threshold, taken only when at least two marked cases lie on each side;
+  both directions are tried, "x <= threshold goes right" first. A candidate must agree
+  strictly more than the best so far, which starts at the majority (the larger of the
+  marked weights going left and right among the cases with f present): the smallest
+  threshold wins ties. The rule is rpart's (``choose_surg``).
+* **categorical feature** — each level present among the marked cases goes the way most
+  of its weight goes; an even split goes with the majority direction of the marked cases
+  with f present (right when those tie too). A level without a marked case is in neither
+  set. The split is kept only when more than one marked case agrees with it and more than
+  one disagrees (rpart's test as it is written, which rejects a level-for-level copy of a
+  categorical primary split).
+
+The agreement is then divided by a total: with ``style`` 0, the weight of every marked
+case of the node (a case missing f counts as a disagreement), with ``style`` 1 the
+weight of the marked cases with f present. The adjusted agreement compares it with the
+majority rule over the same total, ``adj = (agree - majority) / (1 - majority)``.
+
+Both searches return ``(agree, adj)`` with ``(0, 0)`` when no split qualifies; the
+ordered one also the threshold and the direction, the categorical one the side of each
+level in its scratch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._config import jit
+from ._splitter import threshold_between
+
+__all__ = ["ordered_surrogate", "categorical_surrogate", "LEVEL_LEFT", "LEVEL_RIGHT",
+           "LEVEL_NONE", "MIN_ADJ"]
+
+#: Sides of a level in a categorical surrogate.
+LEVEL_NONE, LEVEL_LEFT, LEVEL_RIGHT = 0, 1, 2
+
+#: A surrogate is kept only when its adjusted agreement exceeds this (rounding can
+#: leave a tiny positive value where the agreement equals the majority).
+MIN_ADJ = 1e-10
+
+
+@jit
+def _fractions(agree, majority, both_total, w_left, w_right, style):
+    """The agreement and the adjusted agreement as fractions of the style's total."""
+    if style == 0:
+        total = w_left + w_right
+        majority = max(w_left, w_right)
+    else:
+        total = both_total
+    a = agree / total
+    m = majority / total
+    return a, (a - m) / (1.0 - m)
+
+
+@jit
+def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, X, f, high,
+                      w_left, w_right, style):
+    """Best ordered surrogate split on one feature; returns
+    ``(agree, adj, threshold, low_left)``, ``low_left`` 1 when ``x <= threshold`` goes
+    left, and ``(0, 0, nan, 0)`` when no threshold beats the majority.
+
+    Parameters
+    ----------
+    row : int32 keys of the feature; ``row[start:end]`` are the node's cases with the
+        feature present, in increasing order of it (cases are ``key >> shift``).
+    marks : uint8 by case: 1 left, 0 right, 2 primary feature missing.
+    w, unit_weights : case weights (unused with ``unit_weights``).
+    ranks : int32 dense ranks of the feature by case, or empty when its values are
+        distinct (then every position is a new value).
+    X, f : float64 (n, p) the cases, and the feature's column (read for the threshold).
+    high : float64 (3,) the marked cases of the segment: weight going left, weight going
+        right, and their number (all start above the threshold).
+    w_left, w_right : weight of the node's marked cases going left and right.
+    style : 0 or 1, the total of the agreement (module docstring).
+    """
+    hl = high[0]  # weight of marked-left cases above the threshold
+    hr = high[1]
+    n_high = np.int64(high[2])
+    both_total = hl + hr
+    best = max(hl, hr)
+    majority = best
+    ll = 0.0  # marked-left cases at or below the threshold
+    lr = 0.0
+    n_low = 0
+    best_i = np.int64(-1)
+    low_left = 0
+    tied = ranks.shape[0] > 0
+    last = ranks[row[start] >> shift] if tied and end > start else 0
+    i = start
+    while i < end and n_high >= 2:
+        case = row[i] >> shift
+        if tied:
+            new_value = ranks[case] != last
+            last = ranks[case]
+        else:
+            new_value = i > start
+        if n_low >= 2 and new_value:
+            if hl + lr > best:  # x <= threshold goes right
+                best = hl + lr
+                best_i = i
+                low_left = 0
+            elif ll + hr > best:  # x <= threshold goes left
+                best = ll + hr
+                best_i = i
+                low_left = 1
+        m = marks[case]
+        if m != 2:
+            wi = 1.0 if unit_weights else w[case]
+            if m == 1:
+                hl -= wi
+                ll += wi
+            else:
+                hr -= wi
+                lr += wi
+            n_high -= 1
+            n_low += 1
+        i += 1
+    if best_i < 0:
+        return 0.0, 0.0, np.nan, 0
+    threshold = threshold_between(X[row[best_i - 1] >> shift, f], X[row[best_i] >> shift, f])
+    a, adj = _fractions(best, majority, both_total, w_left, w_right, style)
+    return a, adj, threshold, low_left
+
+
+@jit
+def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes, n_levels,
+                          w_left, w_right, style, lw, side, counts):
+    """Best categorical surrogate split on one feature; returns ``(agree, adj)``, with
+    ``(0, 0)`` when it does not qualify, and leaves ``side[c]`` (LEVEL_NONE, LEVEL_LEFT or
+    LEVEL_RIGHT) for every level code c < ``n_levels``.
+
+    Parameters
+    ----------
+    row, start, end, shift, marks, w, unit_weights : as :func:`ordered_surrogate`.
+    codes : int32 level code by case.
+    n_levels : L, the feature's number of levels.
+    w_left, w_right, style : as :func:`ordered_surrogate`.
+    lw : float64 (>= 2L) scratch: weight of marked-left / marked-right cases by level.
+    side : int64 (>= L) output.
+    counts : int64 (>= 2L) scratch: marked-left / marked-right cases by level.
+    """
+    for c in range(2 * n_levels):
+        lw[c] = 0.0
+        counts[c] = 0
+    for i in range(start, end):
+        case = row[i] >> shift
+        m = marks[case]
+        if m == 2:
+            continue
+        c = codes[case]
+        wi = 1.0 if unit_weights else w[case]
+        k = 2 * c + (0 if m == 1 else 1)
+        lw[k] += wi
+        counts[k] += 1
+    sum_l = 0.0
+    sum_r = 0.0
+    for c in range(n_levels):
+        sum_l += lw[2 * c]
+        sum_r += lw[2 * c + 1]
+    default_left = sum_l > sum_r
+    majority = sum_l if default_left else sum_r
+    agree = 0.0
+    n_agree = 0
+    n_disagree = 0
+    for c in range(n_levels):
+        wl = lw[2 * c]
+        wr = lw[2 * c + 1]
+        nl = counts[2 * c]
+        nr = counts[2 * c + 1]
+        if nl + nr == 0:
+            side[c] = LEVEL_NONE
+        elif wl < wr or (wl == wr and not default_left):
+            side[c] = LEVEL_RIGHT
+            agree += wr
+            n_agree += nr
+            n_disagree += nl
+        else:
+            side[c] = LEVEL_LEFT
+            agree += wl
+            n_agree += nl
+            n_disagree += nr
+    if not (n_agree > 1 and n_disagree > 1):
+        return 0.0, 0.0
+    return _fractions(agree, majority, sum_l + sum_r, w_left, w_right, style)
