@@ -29,10 +29,14 @@ The work at a node t holding the cases ``idx`` (R. rpart's rules, written from s
       + w(right & x <= c), of "x <= c goes left" = w(left & x <= c) + w(right & x > c).
       best starts at max(wL, wR) of these cases; at each cut "goes right" is kept if
       strictly better than best, else "goes left" if strictly better; the first cut that
-      reaches the final best is the surrogate, its threshold the midpoint of the two
-      values (``cartjit._splitter.threshold_between``; ``rpart_midpoints=True`` takes as
-      upper value the next value of f among all the node's cases, as rpart does). No
-      strict improvement: no surrogate on f.
+      reaches the final best is the surrogate. Its threshold is the midpoint
+      (``cartjit._splitter.threshold_between``) of the cut's lower value a and the next
+      value b' of f among ALL the node's cases with f present, those missing the primary
+      feature included, as rpart computes it (rpart walks the node's cases sorted by f
+      and takes the midpoint with the previous value seen); b' can be smaller than the
+      next both-present value, and then a case missing the primary with a value between
+      b' and that value goes above the threshold. ``rpart_midpoints=False`` takes the
+      next both-present value instead. No strict improvement: no surrogate on f.
     * categorical f: per level, wl, wr (weights of cases going left / right) and nl, nr
       (their numbers); defdir = left if Σwl > Σwr else right; a level with no case goes
       nowhere; else right if wl < wr or (wl == wr and defdir is right), else left.
@@ -173,7 +177,7 @@ class _MissingProblem(_Problem):
     """``tests/naive.py``'s problem with the search and growth of the module docstring."""
 
     def __init__(self, *args, max_surrogate=0, use_surrogate=2, surrogate_style=0,
-                 max_competitor=0, rpart_midpoints=False, **kw):
+                 max_competitor=0, rpart_midpoints=True, **kw):
         super().__init__(*args, **kw)
         self.max_surrogate = max_surrogate
         self.use_surrogate = use_surrogate
@@ -573,7 +577,7 @@ def naive_grow_missing(X, y, sample_weight=None, *, task="classification", n_cla
                        min_samples_split=2, min_samples_leaf=1, min_impurity_decrease=0.0,
                        categorical=None, max_categories_exhaustive=12, max_surrogate=0,
                        use_surrogate=2, surrogate_style=0, max_competitor=0,
-                       rpart_midpoints=False):
+                       rpart_midpoints=True):
     """Grow the reference tree of the module docstring; return the root MissingNode.
 
     Arguments as ``tests/naive.py``'s ``naive_grow``, X with NaN for missing values, and
@@ -602,7 +606,7 @@ def node_work(X, y, sample_weight=None, **kw):
 
 def surrogates_given(X, directions, sample_weight=None, *, primary_feature,
                      categorical=None, max_surrogate=5, surrogate_style=0,
-                     rpart_midpoints=False):
+                     rpart_midpoints=True):
     """(b) alone: the surrogates of a primary split given by ``directions`` (one entry
     per row of X: 1 the primary sends it left, 0 right, -1 its primary feature is
     missing). Returns ``(rows, lcount, rcount, ambiguity reason)``; ``Surrogate.count``

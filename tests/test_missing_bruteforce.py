@@ -635,7 +635,7 @@ def _same_as_rpart_node(node, k, res, prob):
 
 
 def test_reference_is_rpart_on_samples_with_holes():
-    """With rpart's midpoints (``rpart_midpoints=True``), the reference grows rpart's
+    """The reference (with rpart's surrogate midpoints, its default) grows rpart's
     tree (depth 3, cp < 0 so that rpart prunes nothing) on random samples with holes:
     at every node the size (after routing), the primary split and its improvement (up
     to rpart's units), the number of cases with its feature present, the competitors and
@@ -660,3 +660,16 @@ def test_reference_is_rpart_on_samples_with_holes():
             max_competitor=4, rpart_midpoints=True)
         compared += _same_as_rpart_node(root, 1, res, prob)
     assert compared > 300
+
+
+def test_surrogate_threshold_takes_the_next_value_of_the_node():
+    # Cases 0-3 have the primary (L L R R) and x1 = 0 0 3 3: the cut between 0 and 3 is
+    # perfect. Case 4 misses the primary and has x1 = 1: rpart's midpoint is taken with
+    # the next value of x1 among all the node's cases, 0.5 (not 1.5), so that case 4
+    # goes with the values above the cut.
+    X = np.array([[0, 0], [0, 0], [0, 3], [0, 3], [0, 1]], float)
+    [s], _, _, _ = surrogates_given(X, [1, 1, 0, 0, -1], primary_feature=0)
+    assert (s.threshold, s.low_left, s.agree) == (0.5, 1, 1.0)
+    [s], _, _, _ = surrogates_given(X, [1, 1, 0, 0, -1], primary_feature=0,
+                                    rpart_midpoints=False)
+    assert s.threshold == 1.5
