@@ -1,5 +1,6 @@
 """Hypothesis strategies shared by the property tests of the naive reference
-(``test_naive_parity.py``) and of subset splits (``test_categorical_bruteforce.py``)."""
+(``test_naive_parity.py``), of subset splits (``test_categorical_bruteforce.py``) and of
+missing values (``test_missing_bruteforce.py``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,24 +37,43 @@ def holes(draw, n):
     return np.array(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n))) < rate
 
 
+def _noisy_copy(draw, source, kind, n):
+    """A column that mostly follows ``source`` (a surrogate worth finding): a monotone
+    image of it (or its level codes, for a categorical column) with a few entries
+    redrawn; the source's holes are filled first."""
+    base = np.where(np.isnan(source), 0.0, source)
+    if kind == "cat":
+        cut = draw(st.sampled_from(sorted(set(base.tolist()))))
+        col = (base > cut).astype(float) + (base > cut + 1).astype(float)
+    else:
+        col = draw(st.sampled_from([1.0, -1.0, 0.5])) * base + draw(st.integers(-2, 2))
+    for r in draw(st.lists(st.integers(0, n - 1), max_size=max(1, n // 5))):
+        col[r] = float(draw(st.integers(0, 2))) if kind == "cat" else float(
+            draw(st.integers(-3, 6)))
+    return col
+
+
 @st.composite
 def missing_problem(draw, task=None, n_rows=(8, 40), n_features=(1, 4), classes=(2, 3),
-                    real_weights=True):
+                    real_weights=True, copies=False):
     """A small learning sample with holes (NaN) in ordered and categorical features.
 
     Categorical columns hold dense level codes 0..L-1 (every code present among the rows
     where the value is given, so that an estimator's level encoding is the identity);
     ordered ones small integers or a pool of floats (ties). Weights: none, small
     integers (zeros included), multiples of 1/4, or (``real_weights``) arbitrary reals.
-    Classification gets priors and costs from :func:`class_tables`; zero weights are kept
-    (drop them with ``positive``).
+    A column after the first is, half the time (always with ``copies``), a noisy copy
+    of an earlier one, so that surrogate splits have something to find. Classification
+    gets priors and costs from :func:`class_tables`; zero weights are kept.
     """
     n = draw(st.integers(*n_rows))
     p = draw(st.integers(*n_features))
     kinds = [draw(st.sampled_from(["num", "num", "cat"])) for _ in range(p)]
     columns = []
-    for kind in kinds:
-        if kind == "cat":
+    for m, kind in enumerate(kinds):
+        if m > 0 and (copies or draw(st.booleans())):  # a noisy copy of an earlier column
+            col = _noisy_copy(draw, columns[draw(st.integers(0, m - 1))], kind, n)
+        elif kind == "cat":
             L = draw(st.integers(2, 5))
             codes = np.array(draw(st.lists(st.integers(0, L - 1), min_size=n, max_size=n)))
             col = np.unique(codes, return_inverse=True)[1].astype(float)

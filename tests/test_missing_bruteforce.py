@@ -35,12 +35,12 @@ except ImportError:  # tests/ imported as a package
     from tests.strategies import missing_problem, missing_stopping, surrogate_settings
 
 try:
-    from naive import naive_grow, naive_to_preorder
+    from naive import level_set, naive_grow, naive_to_preorder
     from naive_missing import (ADJ_MIN, LEFT, assert_same_missing_tree, flat_apply_missing,
                                naive_grow_missing, naive_predict_missing, node_work, route,
                                surrogates_given)
 except ImportError:  # tests/ imported as a package
-    from tests.naive import naive_grow, naive_to_preorder
+    from tests.naive import level_set, naive_grow, naive_to_preorder
     from tests.naive_missing import (ADJ_MIN, LEFT, assert_same_missing_tree,
                                      flat_apply_missing, naive_grow_missing,
                                      naive_predict_missing, node_work, route,
@@ -408,14 +408,22 @@ def check_tree_with_holes(prob, stop, sur):
         event("some case stayed in a split node")
 
 
-@settings(max_examples=examples(120), **HYPOTHESIS)
-@given(missing_problem(), missing_stopping(), surrogate_settings())
+@settings(max_examples=examples(500), **HYPOTHESIS)
+@given(missing_problem(n_features=(2, 4)), missing_stopping(), surrogate_settings())
 def test_tree_with_holes_is_the_reference_tree(prob, stop, sur):
     check_tree_with_holes(prob, stop, sur)
 
 
+@settings(max_examples=examples(300), **HYPOTHESIS)
+@given(missing_problem(n_features=(2, 4), copies=True), missing_stopping(),
+       surrogate_settings())
+def test_tree_with_holes_and_surrogates_is_the_reference_tree(prob, stop, sur):
+    """As above, every feature after the first a noisy copy of an earlier one."""
+    check_tree_with_holes(prob, stop, sur)
+
+
 @pytest.mark.slow
-@settings(max_examples=examples(1500), **HYPOTHESIS)
+@settings(max_examples=examples(5000), **HYPOTHESIS)
 @given(missing_problem(), missing_stopping(), surrogate_settings())
 def test_tree_with_holes_is_the_reference_tree_long(prob, stop, sur):
     check_tree_with_holes(prob, stop, sur)
@@ -461,6 +469,16 @@ def _node_ids(tree, root):
 SURROGATE_ONLY = ("n_surrogates", "surrogate_start", "surrogate_feature",
                   "surrogate_threshold", "surrogate_level_row", "surrogate_low_left",
                   "surrogate_agree", "surrogate_adj", "surrogate_count")
+LEVEL_TABLE = ("level_row", "level_sets")
+COMPETITOR_ONLY = ("n_competitors", "competitor_start", "competitor_feature",
+                   "competitor_threshold", "competitor_level_row", "competitor_improvement",
+                   "competitor_count")
+
+
+def _primary_sets(tree):
+    """{node: (left levels, right levels)} of the subset splits of a flat tree."""
+    return {i: (level_set(tree.level_sets[r, 0]), level_set(tree.level_sets[r, 1]))
+            for i, r in enumerate(tree.level_row) if r >= 0}
 
 
 def _complete(prob):
@@ -475,25 +493,41 @@ def _estimator(prob, **kw):
                           cost=prob["cost"], categorical_features=prob["categorical"], **kw)
 
 
-@settings(max_examples=examples(60), **HYPOTHESIS)
-@given(missing_problem(), missing_stopping(), st.sampled_from([0, 1, 2]))
-def test_complete_data_surrogates_change_nothing_else(prob, stop, use):
-    """No hole anywhere: asking for surrogates changes no other field of the tree, and
-    "auto" asks for none."""
+@settings(max_examples=examples(100), **HYPOTHESIS)
+@given(missing_problem(), missing_stopping(), surrogate_settings())
+def test_complete_data_surrogates_change_nothing_else(prob, stop, sur):
+    """No hole anywhere: surrogates and competitors change no other field of the tree
+    (compared array by array with a fit that asks for neither)."""
     prob = _complete(prob)
-    trees = [_estimator(prob, max_surrogate=k, use_surrogate=use, **stop)
-             .fit(prob["X"], prob["y"], sample_weight=prob["w"]).tree_ for k in (0, 5)]
-    auto = _estimator(prob, **stop).fit(prob["X"], prob["y"], sample_weight=prob["w"]).tree_
+    none = dict(sur, max_surrogate=0, max_competitor=0)
+    plain, rich = fit_engine(prob, stop, none), fit_engine(prob, stop, sur)
     for name in Tree._fields:
-        a, b, c = (np.asarray(getattr(t, name)) for t in (trees[0], trees[1], auto))
-        np.testing.assert_array_equal(a, c, err_msg=f"max_surrogate='auto' vs 0: {name}")
-        if name in SURROGATE_ONLY:
+        if name in SURROGATE_ONLY or name in COMPETITOR_ONLY or name in LEVEL_TABLE:
             continue
-        np.testing.assert_array_equal(a, b, err_msg=f"max_surrogate 0 vs 5: {name}")
-    assert not trees[0].has_surrogates
-    # the n_primary of a complete sample: every case of a split node
-    split = trees[1].left != -1
-    np.testing.assert_array_equal(trees[1].n_primary[split], trees[1].n_node_samples[split])
+        np.testing.assert_array_equal(getattr(plain, name), getattr(rich, name),
+                                      err_msg=f"{name} with {sur}")
+    # the level-set table also holds the rows of subset competitors and surrogates: the
+    # primary splits' sets must be the same, wherever their rows are
+    assert _primary_sets(plain) == _primary_sets(rich)
+    assert not plain.has_surrogates and not np.any(plain.n_competitors)
+    split = rich.left != -1
+    np.testing.assert_array_equal(rich.n_primary[split], rich.n_node_samples[split])
+    np.testing.assert_array_equal(rich.n_primary[~split], 0)
+
+
+@settings(max_examples=examples(30), **HYPOTHESIS)
+@given(missing_problem(), missing_stopping())
+def test_estimators_ask_for_surrogates_only_with_holes(prob, stop):
+    """max_surrogate="auto": none on complete data (the tree of max_surrogate=0), five
+    when the training X has a hole (the tree of max_surrogate=5)."""
+    for X in (_complete(prob)["X"], prob["X"]):
+        data = dict(prob, X=X)
+        trees = [_estimator(data, max_surrogate=k, **stop)
+                 .fit(X, prob["y"], sample_weight=prob["w"]).tree_ for k in ("auto", 0, 5)]
+        same = trees[2] if np.isnan(X).any() else trees[1]
+        for name in Tree._fields:
+            np.testing.assert_array_equal(getattr(trees[0], name), getattr(same, name),
+                                          err_msg=name)
 
 
 @settings(max_examples=examples(15), **HYPOTHESIS)
