@@ -195,7 +195,8 @@ class _MissingProblem(_Problem):
         return self.exact_weights(idx)
 
     def weight_tie(self, a: Fraction, b: Fraction, idx) -> bool:
-        """Whether float sums could order a and b otherwise than the exact ones."""
+        """Whether float sums could order a and b otherwise than the exact ones (equal
+        ones included: sums of the same weights in another order may differ)."""
         if self.dyadic(idx):
             return False
         scale = sum((self.wf[i] for i in idx), Fraction(0))
@@ -257,7 +258,9 @@ class _MissingProblem(_Problem):
         ambiguous = any(tol / 2 < fb.goodness <= margin for fb in others)
         ranked = sorted(kept, key=lambda fb: -fb.goodness)  # stable: feature order on ties
         for a, b in zip(ranked[:-1], ranked[1:]):
-            if a.goodness != b.goodness and abs(a.goodness - b.goodness) <= margin:
+            # (an exact tie too: two features' goodness, computed by different sums,
+            # can differ in the last bits; which comes first is then left to rounding)
+            if abs(a.goodness - b.goodness) <= margin:
                 ambiguous = True
         chosen = ranked[:self.max_competitor]
         ambiguous |= any(fb.ambiguous for fb in chosen)
@@ -341,10 +344,10 @@ class _MissingProblem(_Problem):
             rows.append(s)
         ranked = sorted(rows, key=lambda s: -s.agree_exact)  # stable: feature order on ties
         for a, b in zip(ranked[:-1], ranked[1:]):
-            if a.agree_exact != b.agree_exact and abs(a.agree_exact - b.agree_exact) <= \
+            if abs(a.agree_exact - b.agree_exact) <= \
                     Fraction(WEIGHT_TIE_REL) and not self.dyadic(D):
                 why = why or f"surrogates {a.feature} and {b.feature} tie up to rounding"
-        if self.weight_tie(lcount, rcount, D) and lcount != rcount:
+        if self.weight_tie(lcount, rcount, D):
             why = why or "lcount and rcount tie up to rounding"
         return ranked[:self.max_surrogate], lcount, rcount, why
 
@@ -367,7 +370,7 @@ class _MissingProblem(_Problem):
             goes_left = (sum((self.wf[i] for i in low if dirs[i] == LEFT), Fraction(0))
                          + sum((self.wf[i] for i in high if dirs[i] == RIGHT), Fraction(0)))
             for value in (goes_right, goes_left):
-                if value != best and self.weight_tie(value, best, B):
+                if self.weight_tie(value, best, B):
                     why = f"surrogate {f}: agreements tie up to rounding"
             if self.rpart_midpoints:
                 b = min(v for v in node_values if v > a)
@@ -397,7 +400,7 @@ class _MissingProblem(_Problem):
                 nr[c] += 1
         why = ""
         sum_l, sum_r = sum(wl.values(), Fraction(0)), sum(wr.values(), Fraction(0))
-        if sum_l != sum_r and self.weight_tie(sum_l, sum_r, B):
+        if self.weight_tie(sum_l, sum_r, B):
             why = f"surrogate {f}: default direction ties up to rounding"
         default_right = not sum_l > sum_r
         left, right = set(), set()
@@ -406,7 +409,7 @@ class _MissingProblem(_Problem):
         for c in levels:
             if nl[c] + nr[c] == 0:
                 continue
-            if wl[c] != wr[c] and self.weight_tie(wl[c], wr[c], B):
+            if self.weight_tie(wl[c], wr[c], B):
                 why = why or f"surrogate {f}: level {c} ties up to rounding"
             if wl[c] == wr[c] and sum_l == sum_r:
                 if f not in self.orientation_ties:
@@ -497,7 +500,7 @@ class _MissingProblem(_Problem):
             dirs = self.directions(idx, primary)
             lcount = sum((self.wf[i] for i in dirs if dirs[i] == LEFT), Fraction(0))
             rcount = sum((self.wf[i] for i in dirs if dirs[i] == RIGHT), Fraction(0))
-            if lcount != rcount and self.weight_tie(lcount, rcount, list(dirs)):
+            if self.weight_tie(lcount, rcount, list(dirs)):
                 why = "lcount and rcount tie up to rounding"
         node.why_ambiguous = node.why_ambiguous or why
         node.ambiguous = bool(node.why_ambiguous)

@@ -49,6 +49,7 @@ except ImportError:  # tests/ imported as a package
 # Imported unconditionally: an import error is a defect to report, never a reason to skip.
 from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor
 from cartjit import _validation as V
+from cartjit._cv import cross_validate
 from cartjit._fit import Problem, Settings, fit_tree
 from cartjit._tree import Tree
 
@@ -348,8 +349,8 @@ def _naive_old(prob, stop):
                       **kw)
 
 
-def fit_engine(prob, stop, sur) -> Tree:
-    """cartjit's tree (``cartjit._fit.fit_tree``) of the problem, zero weights dropped."""
+def problem_and_settings(prob, stop, sur):
+    """cartjit's ``Problem`` and ``Settings`` of the problem, zero weights dropped."""
     X, y, w = _positive(prob)
     X = np.ascontiguousarray(X, dtype=np.float64)
     n_levels = np.zeros(X.shape[1], dtype=np.int64)
@@ -367,20 +368,23 @@ def fit_engine(prob, stop, sur) -> Tree:
     if prob["task"] == "regression":
         problem = Problem(X, np.empty(0, dtype=np.int32), np.asarray(y, np.float64), w_arr,
                           unit, 0, levels)
-        settings_ = Settings(V.check_criterion("squared_error", False), priors=None,
-                             cost=None, default_cost=True, **common, **sur)
-    else:
-        J = prob["J"]
-        y = np.ascontiguousarray(y, dtype=np.int32)
-        counts = np.bincount(y, weights=w, minlength=J).astype(np.float64)
-        priors = prob["priors"]
-        checked = V.check_priors(priors, counts)
-        cost, default_cost = V.check_cost(prob["cost"], J)
-        problem = Problem(X, y, np.empty(0), w_arr, unit, J, levels)
-        settings_ = Settings(V.check_criterion(prob["criterion"], True),
+        return problem, Settings(V.check_criterion("squared_error", False), priors=None,
+                                 cost=None, default_cost=True, **common, **sur)
+    J = prob["J"]
+    y = np.ascontiguousarray(y, dtype=np.int32)
+    counts = np.bincount(y, weights=w, minlength=J).astype(np.float64)
+    priors = prob["priors"]
+    checked = V.check_priors(priors, counts)
+    cost, default_cost = V.check_cost(prob["cost"], J)
+    problem = Problem(X, y, np.empty(0), w_arr, unit, J, levels)
+    return problem, Settings(V.check_criterion(prob["criterion"], True),
                              priors=priors if isinstance(priors, str) else checked,
                              cost=cost, default_cost=default_cost, **common, **sur)
-    return fit_tree(problem, settings_, None, 1).tree
+
+
+def fit_engine(prob, stop, sur) -> Tree:
+    """cartjit's tree (``cartjit._fit.fit_tree``) of the problem, zero weights dropped."""
+    return fit_tree(*problem_and_settings(prob, stop, sur), None, 1).tree
 
 
 def _skip_if_ambiguous(root):
@@ -406,6 +410,53 @@ def check_tree_with_holes(prob, stop, sur):
         event("some surrogate")
     if any(node.stayed for node in naive_to_preorder(root)):
         event("some case stayed in a split node")
+
+
+def test_competitors_tied_exactly_rank_in_feature_order():
+    """x0 (ordered) and x1 (categorical) cut the six cases the same way ({3} against the
+    rest), so their goodness is the same number; x2 (present for two cases) is the
+    primary. Ties rank in feature order: x0 first, whatever the last bits of the two
+    computations."""
+    X = np.array([[1, 0, nan], [1, 0, 1], [1, 2, nan], [2, 1, 0], [1, 2, nan], [1, 2, nan]])
+    y = np.array([2, -3, -3, 3, -1, -3], float)
+    prob = dict(X=X, categorical=[1], task="regression", y=y, w=None)
+    stop = dict(max_depth=1, min_samples_split=2, min_samples_leaf=1,
+                min_impurity_decrease=0.0)
+    sur = dict(max_surrogate=0, use_surrogate=0, surrogate_style=0, max_competitor=4)
+    root = _naive(prob, stop, sur)
+    assert root.feature == 2 and [c.feature for c in root.competitors] == [0, 1]
+    tree = fit_engine(prob, stop, sur)
+    start = int(tree.competitor_start[0])
+    assert tree.feature[0] == 2
+    assert tree.competitor_feature[start:start + 2].tolist() == [0, 1]
+
+
+def test_surrogates_tied_exactly_rank_in_feature_order():
+    """x1 and x2 agree with the primary split (x3 <= 0.5) on the same cases with the
+    same weights, so their agreements are the same number; with weights such as 0.1 the
+    float sums, taken in each feature's order, may differ in the last bit. Ties keep
+    feature order: x1 first."""
+    X = np.full((28, 4), nan)
+    X[:, 1], X[:, 3] = 0.0, 0.0
+    X[[4, 27]] = [1, 1, 1, 0]
+    X[[11, 13]] = [nan, 0, 0, 1]
+    y = np.zeros(28, dtype=int)
+    y[26] = 1
+    w = np.full(28, 0.1)
+    w[4], w[13] = 0.3, 2.9
+    prob = dict(X=X, categorical=[], task="classification", y=y, J=2, w=w,
+                priors="empirical", cost=None, criterion="gini")
+    stop = dict(max_depth=1, min_samples_split=2, min_samples_leaf=1,
+                min_impurity_decrease=0.0)
+    sur = dict(max_surrogate=5, use_surrogate=0, surrogate_style=0, max_competitor=0)
+    root = _naive(prob, stop, sur)
+    assert root.feature == 3
+    assert [s.feature for s in root.surrogates] == [1, 2]
+    assert root.surrogates[0].agree_exact == root.surrogates[1].agree_exact
+    tree = fit_engine(prob, stop, sur)
+    start = int(tree.surrogate_start[0])
+    assert tree.feature[0] == 3
+    assert tree.surrogate_feature[start:start + 2].tolist() == [1, 2]
 
 
 @settings(max_examples=examples(500), **HYPOTHESIS)
@@ -530,9 +581,25 @@ def test_estimators_ask_for_surrogates_only_with_holes(prob, stop):
                                           err_msg=name)
 
 
-@settings(max_examples=examples(15), **HYPOTHESIS)
+@settings(max_examples=examples(25), **HYPOTHESIS)
+@given(missing_problem(n_rows=(12, 40)), missing_stopping(), surrogate_settings())
+def test_complete_data_cv_tables_do_not_depend_on_surrogates(prob, stop, sur):
+    """No hole: the cross-validation tables (``cartjit._cv.cross_validate``, 3 folds) are
+    the same with and without surrogates and competitors, to the last bit."""
+    import pandas as pd
+
+    prob = _complete(prob)
+    tables = []
+    for k in (dict(sur, max_surrogate=0, max_competitor=0), sur):
+        problem, settings_ = problem_and_settings(prob, stop, k)
+        res = cross_validate(problem, settings_, 3, random_state=0)
+        tables.append(pd.DataFrame(res.table))
+    pd.testing.assert_frame_equal(tables[0], tables[1], check_exact=True)
+
+
+@settings(max_examples=examples(10), **HYPOTHESIS)
 @given(missing_problem(task="classification", n_rows=(12, 40), real_weights=False))
-def test_complete_data_cv_tables_do_not_depend_on_surrogates(prob):
+def test_complete_data_cv_estimator_does_not_depend_on_surrogates(prob):
     import pandas as pd
 
     prob = _complete(prob)
