@@ -6,7 +6,8 @@ adjusted agreement of an ordered surrogate under both surrogate styles, the "two
 each way" rule, the categorical surrogate's direction per level and its acceptance
 test, the routing of the cases missing the split feature under use_surrogate 0, 1 and
 2, competitors, and the majority direction of prediction), an independent brute force
-over every cut of a surrogate, and ``tests/naive.py`` itself on complete data.
+over every cut of a surrogate, ``tests/naive.py`` itself on complete data, and R's
+rpart (depth-3 trees on random samples with holes, when Rscript and rpart are found).
 
 Then cartjit's fitted tree must be the reference tree on small random learning samples
 with holes (8 to 40 cases, 1 to 4 features mixing ordered and categorical ones, 2 or 3
@@ -15,8 +16,10 @@ weights): primary splits, improvements, node sizes, ``n_primary``, every surroga
 (feature, threshold or level sets, direction, agreement, adjusted agreement, count)
 and every competitor row. Examples where float rounding could decide a tie (the
 reference says so) are skipped with ``hypothesis.assume``; ``hypothesis.event`` records
-how often (run with ``--hypothesis-show-statistics``). On complete data, asking for
-surrogates changes nothing else in the tree, nor the cross-validation tables.
+how often (run with ``--hypothesis-show-statistics``). Exact ties between two
+competitors or two surrogates must keep feature order (two fixed examples). On complete
+data, asking for surrogates and competitors changes nothing else in the tree, nor the
+cross-validation tables; prediction with holes follows the reference tree.
 """
 from __future__ import annotations
 
