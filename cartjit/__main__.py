@@ -132,8 +132,10 @@ def build_parser():
                     "(split rules, n, class counts or means, node risk R(t); * marks "
                     "leaves), the variable importance and the pruning sequence. String, "
                     "boolean and categorical columns are categorical features, split by "
-                    "subsets of their levels. With --cv the subtree is chosen by "
-                    "cross-validation and the CV table is printed.",
+                    "subsets of their levels. Missing values (empty cells) are allowed: "
+                    "surrogate splits route them; rows with a missing target are dropped. "
+                    "With --cv the subtree is chosen by cross-validation and the CV table "
+                    "is printed.",
         epilog="examples:\n  cartjit show iris\n  cartjit show iris_petal --cv 10 "
                "--selection min\n  cartjit show potato_yield --max-depth 2\n"
                "  cartjit show data.csv --target y --max-depth 3\n  cartjit show play_golf "
@@ -164,6 +166,9 @@ def build_parser():
     show.add_argument("--decimals", type=_nonneg_int, default=3, help="decimals (default 3)")
     show.add_argument("--show-alpha", action="store_true",
                       help="print for each split the alpha at which it is pruned")
+    show.add_argument("--summary", action="store_true",
+                      help="describe every node at length instead (rpart's summary: "
+                           "competitor and surrogate splits, improvements, missing counts)")
 
     sub.add_parser("datasets", help="list the bundled datasets",
                    description="List the bundled datasets with their size and task.")
@@ -229,12 +234,8 @@ def _cmd_show(args):
         features = list(args.features)
     X = ds.frame[features]  # string, bool and category columns are categorical features
     y = ds.frame[ds.target]
-    used = [*features, ds.target]
-    if ds.frame[used].isna().any().any():
-        col = next(c for c in used if ds.frame[c].isna().any())
-        print(f"cartjit show: error: {args.dataset}: column {col!r} has missing values; "
-              "cartjit needs complete data", file=sys.stderr)
-        return 2
+    # Missing feature values are routed by surrogate splits; rows with a missing target
+    # are dropped by fit, which warns with their number (docs/maths.md §8).
     classification = ds.task == "classification"
     if not classification and y.dtype.kind not in "biuf":
         print(f"cartjit show: error: --task regression needs a numeric target, but "
@@ -267,6 +268,9 @@ def _cmd_show(args):
              if est.is_categorical_[j] else f for j, f in enumerate(features)]
     print(f"N = {X.shape[0]}, features: {', '.join(shown)}; target: {ds.target}")
     print()
+    if args.summary:
+        print(export_text(est, decimals=args.decimals, details=True), end="")
+        return 0
     print(export_text(est, decimals=args.decimals, show_alpha=args.show_alpha), end="")
     print()
     importance = est.variable_importance_

@@ -26,19 +26,24 @@ n_features. Listed columns are nominal whatever their dtype: their levels are th
 declared categories of a ``category`` column, ``[False, True]`` for a boolean one, and
 otherwise their sorted distinct values (numbers, or strings in an object array).
 
-Refused at fit, with an error naming the column: a missing value (NaN, None, pd.NA) in
-a categorical column (missing values are not supported, as in numeric columns), an
-object column mixing kinds of values (strings and numbers, say), values other than
-strings, numbers and booleans, and more than :data:`MAX_LEVELS` levels. A categorical
-column with a single level present gives a ``UserWarning``: it can never be split.
+Missing values (docs/maths.md §8) become NaN in the float64 array, in every kind of
+column: NaN in a numeric column, and NaN, None, pd.NA or NaT in a categorical one (an
+object, ``category``, nullable ``boolean`` or ``string`` column); the codes of the
+levels stay 0..L-1 and a missing value is never a level. Infinity stays an error.
+
+Refused at fit, with an error naming the column: an object column mixing kinds of
+values (strings and numbers, say), values other than strings, numbers and booleans,
+and more than :data:`MAX_LEVELS` levels. A categorical column with a single level
+present gives a ``UserWarning``: it can never be split.
 
 At prediction time (:func:`transform`) each column must hold what it held in fit:
 numbers for a numeric feature, and values comparable with the levels of a categorical
 one (strings with strings, numbers or booleans with numbers or booleans); a mismatch is
 a ``TypeError`` naming the column. Values are matched to the fitted levels by value, not
 by a pandas ``category`` column's codes, so the order of its categories may differ from
-fit. A level never seen in fit is coded -1, which a subset split cannot route: such a
-case goes to the split's majority child (the child with more training weight), and one
+fit. A missing value is NaN, as in fit. A level never seen in fit is coded -1, which no
+split on the feature can route: at every node the case is treated as missing that
+feature (surrogate splits, then the majority; docs/maths.md §8), and one
 ``UserWarning`` names the columns, the number of rows and some of the unseen values.
 An unseen level of an ordinal feature is placed in the order when the column is an
 ordered ``category`` whose categories list the fitted ones in the same order (it gets
@@ -58,7 +63,8 @@ import numpy as np
 from . import _validation as V
 
 __all__ = ["MAX_LEVELS", "NUMERIC", "NOMINAL", "ORDINAL", "Encoding", "fit_encode",
-           "transform", "warn_target_in_features", "check_categorical_features"]
+           "transform", "warn_target_in_features", "check_categorical_features",
+           "has_missing", "warn_missing"]
 
 #: Most levels a categorical feature may have. Subset splits store one bit per level
 #: and node (``Tree.level_sets``) and the split search keeps per-level class counts,
@@ -187,13 +193,17 @@ def _label(names, j):
     return repr(str(names[j])) if names is not None else str(j)
 
 
-def _missing_error(name, label):
-    return ValueError(f"Input {name} contains NaN or None in categorical column {label}: "
-                      "missing values are not supported")
+def _missing(values):
+    """Mask of the missing entries (NaN, None, pd.NA, NaT) of a 1-d NumPy array."""
+    if values.dtype.kind in "OfMm":
+        import pandas as pd
+        return np.asarray(pd.isna(values), dtype=bool)
+    return np.zeros(values.shape[0], dtype=bool)
 
 
 def _values_family(values, name, label):
-    """``"number"``, ``"bool"`` or ``"string"`` for a 1-d array without missing values."""
+    """``"number"``, ``"bool"`` or ``"string"`` for a 1-d array without missing values
+    (an array of nothing but missing values is ``"number"``)."""
     kind = values.dtype.kind
     if kind == "b":
         return "bool"
@@ -208,7 +218,7 @@ def _values_family(values, name, label):
         raise TypeError(f"{name}: column {label} has dtype {values.dtype}; only numeric, "
                         "boolean, string and categorical columns are supported")
     from pandas.api.types import infer_dtype
-    inferred = infer_dtype(values, skipna=False)
+    inferred = infer_dtype(values, skipna=True)
     if inferred == "string":
         return "string"
     if inferred == "boolean":
@@ -220,7 +230,7 @@ def _values_family(values, name, label):
     if inferred == "bytes":
         raise TypeError(f"{name}: column {label} holds bytes; categorical levels must be "
                         "strings, numbers or booleans (decode the bytes to str)")
-    kinds = sorted({type(v).__name__ for v in values})  # not unique(): True == 1
+    kinds = sorted({type(v).__name__ for v in values[~_missing(values)]})  # True == 1
     if len(kinds) > 1:
         raise TypeError(
             f"{name}: column {label} mixes values of types {kinds}; the levels of a "
@@ -259,7 +269,7 @@ def _as_numbers(values, name, label, dtype, fitted):
         if infer_dtype(values, skipna=True) not in ("string", "bytes", "mixed",
                                                     "mixed-integer"):
             try:
-                return np.asarray(values, dtype=np.float64)
+                return V._object_as_float(values)  # None and pd.NA become NaN
             except (TypeError, ValueError, OverflowError):
                 pass
     if fitted:
@@ -296,7 +306,8 @@ def _check_levels(n, name, label):
 
 
 def _warn_single(present, name, label, levels):
-    if present < 2:
+    """Warn about a single level present (none present: :func:`warn_missing` says so)."""
+    if present == 1:
         level = levels[0].item() if hasattr(levels[0], "item") else levels[0]
         shown = f" ({level!r})" if len(levels) == 1 else ""
         warnings.warn(
@@ -309,36 +320,37 @@ def _fit_category(col, nominal, name, label):
     """Codes, levels and family of a pandas ``category`` column."""
     levels = np.asarray(col.cat.categories)
     codes = col.cat.codes.to_numpy()
-    if np.any(codes < 0):
-        raise _missing_error(name, label)
     family = _values_family(levels, name, label) if levels.size else "string"
     if nominal:
         _check_levels(levels.shape[0], name, label)
-        present = np.count_nonzero(np.bincount(codes, minlength=levels.shape[0]))
+        present = np.count_nonzero(np.bincount(codes[codes >= 0],
+                                               minlength=levels.shape[0]))
         _warn_single(present, name, label, levels)
-    return codes.astype(np.float64), levels, family
+    return np.where(codes < 0, np.nan, codes.astype(np.float64)), levels, family
 
 
 def _fit_values(values, name, label):
-    """Codes 0..L-1, the sorted distinct values (levels) and their family."""
+    """Codes 0..L-1 (NaN where missing), the sorted distinct values (levels) and their
+    family."""
     import pandas as pd
-    if values.dtype.kind == "O" or values.dtype.kind == "f":
-        if pd.isna(values).any():
-            raise _missing_error(name, label)
-    family = _values_family(values, name, label)
+    missing = _missing(values)
+    given = values[~missing] if missing.any() else values
+    family = _values_family(given, name, label)
+    codes = np.full(values.shape[0], np.nan)
     if family == "bool":
         levels = np.array([False, True])
-        codes = np.asarray(values, dtype=bool).astype(np.float64)
-        present = np.unique(codes).shape[0]
+        codes[~missing] = np.asarray(given, dtype=bool).astype(np.float64)
+        present = np.unique(codes[~missing]).shape[0]
     else:
-        if values.dtype.kind == "U":
-            values = values.astype(object)
-        codes, levels = pd.factorize(values, sort=True)
+        if given.dtype.kind == "U":
+            given = given.astype(object)
+        present_codes, levels = pd.factorize(given, sort=True)
         levels = np.asarray(levels)
         present = levels.shape[0]
         _check_levels(present, name, label)
-        codes = codes.astype(np.float64)
-    _warn_single(present, name, label, levels)
+        codes[~missing] = present_codes
+    if present:
+        _warn_single(present, name, label, levels)
     return codes, levels, family
 
 
@@ -398,7 +410,8 @@ def fit_encode(X, categorical_features, *, name="X"):
     """``(X as C-contiguous float64, feature names or None, Encoding)`` for ``fit``.
 
     Raises ``ValueError``/``TypeError`` naming the column for what cannot be encoded
-    (see the module docstring); NaN and infinity in numeric columns are refused too.
+    (see the module docstring); infinity in numeric columns is refused too. Missing
+    values are NaN in the result.
     """
     if _is_frame(X):
         if V._is_sparse(X):
@@ -409,7 +422,7 @@ def fit_encode(X, categorical_features, *, name="X"):
         from_dtype = listed is None
         if not any(_needs_columns(dt, from_dtype) for dt in X.dtypes) and \
                 not (listed is not None and listed.any()):
-            arr, names = V.check_X(X, name=name)
+            arr, names = V.check_X(X, name=name, allow_nan=True)
             return arr, names, numeric_encoding(arr.shape[1])
         columns = [X.iloc[:, j] for j in range(p)]
     else:
@@ -417,7 +430,8 @@ def fit_encode(X, categorical_features, *, name="X"):
         n, p = arr.shape
         listed = check_categorical_features(categorical_features, p, None)
         if listed is None or not listed.any():
-            arr, names = V.check_X(X if not isinstance(X, np.ndarray) else arr, name=name)
+            arr, names = V.check_X(X if not isinstance(X, np.ndarray) else arr, name=name,
+                                   allow_nan=True)
             return arr, names, numeric_encoding(arr.shape[1])
         names = None
         from_dtype = False
@@ -432,7 +446,7 @@ def fit_encode(X, categorical_features, *, name="X"):
         kinds.append(kind)
         categories.append(levels)
         families.append(family)
-    arr, _ = V.check_X(_assemble(out), name=name)
+    arr, _ = V.check_X(_assemble(out), name=name, allow_nan=True)
     return arr, names, Encoding(np.asarray(kinds, dtype=np.int8), tuple(categories),
                                 tuple(families))
 
@@ -488,26 +502,26 @@ def _transform_column(col, j, enc, name, names, unseen):
         given = _values_family(cats, name, label) if cats.size else fitted_family
         _check_family(fitted_family, given, name, label, col.dtype)
         cat_codes = col.cat.codes.to_numpy()
-        if np.any(cat_codes < 0):
-            raise _missing_error(name, label)
+        missing = cat_codes < 0
         codes_of_cats = _lookup(levels, cats)
         if kind == ORDINAL and col.cat.ordered and np.any(codes_of_cats < 0):
             mapped = _ordinal_codes(cats, levels, codes_of_cats, name, label)
-            bad = codes_of_cats[cat_codes] < 0
+            bad = ~missing & (codes_of_cats[cat_codes] < 0)
             if bad.any():
                 _note_unseen(unseen, label, cats[cat_codes[bad]], kind)
-            return mapped[cat_codes]
+            return np.where(missing, np.nan, mapped[cat_codes])
         codes = codes_of_cats[cat_codes]
     else:
-        import pandas as pd
         values = _plain_values(col)
-        if values.dtype.kind in "OUSf" and pd.isna(values).any():
-            raise _missing_error(name, label)
-        given = _values_family(values, name, label)
-        _check_family(fitted_family, given, name, label,
-                      getattr(col, "dtype", values.dtype))
-        codes = _lookup(levels, values)
-    bad = codes < 0
+        missing = _missing(values)
+        present = values[~missing] if missing.any() else values
+        if present.shape[0]:
+            given = _values_family(present, name, label)
+            _check_family(fitted_family, given, name, label,
+                          getattr(col, "dtype", values.dtype))
+        codes = np.full(values.shape[0], -1, dtype=np.int64)
+        codes[~missing] = _lookup(levels, present)
+    bad = ~missing & (codes < 0)
     if bad.any():
         values = np.asarray(col, dtype=object)[bad]
         if kind == ORDINAL:
@@ -518,7 +532,7 @@ def _transform_column(col, j, enc, name, names, unseen):
                 "categorical listing the fitted categories in their order, plus the new "
                 "ones where they belong")
         _note_unseen(unseen, label, values, kind)
-    return codes.astype(np.float64)
+    return np.where(missing, np.nan, codes.astype(np.float64))
 
 
 def _few(values):
@@ -547,8 +561,8 @@ def _warn_unseen(unseen, name, n_rows):
         parts.append(f"column {label}: {count} {rows} ({shown}{more})")
     what = []
     if any(kind == NOMINAL for *_, kind in unseen):
-        what.append("at a split on a categorical column such a row goes to the child that "
-                    "held more training weight")
+        what.append("such a level is treated as a missing value of its column (at a split "
+                    "on it, the row follows the surrogate splits, then the majority)")
     if any(kind == ORDINAL for *_, kind in unseen):
         what.append("a new level of an ordinal column is placed between its neighbours in "
                     "the column's order")
@@ -560,8 +574,8 @@ def _warn_unseen(unseen, name, n_rows):
 def transform(X, enc, n_features, estimator=None, *, name="X"):
     """X at prediction time as C-contiguous float64, encoded as in fit.
 
-    Feature names are not checked here (the caller runs ``check_feature_names``). NaN
-    and infinity in numeric columns are left to the prediction kernel.
+    Feature names are not checked here (the caller runs ``check_feature_names``).
+    Missing values are NaN, a level never seen in fit -1; infinity is refused.
     """
     if _is_frame(X):
         if V._is_sparse(X):
@@ -577,7 +591,7 @@ def transform(X, enc, n_features, estimator=None, *, name="X"):
             columns = [arr[:, j] for j in range(arr.shape[1])]
     if plain:
         return V.check_X(X, name=name, estimator=estimator, n_features=n_features,
-                         check_finite=False)[0]
+                         allow_nan=True)[0]
     if len(columns) != n_features:
         who = type(estimator).__name__ if estimator is not None else "the estimator"
         raise ValueError(f"X has {len(columns)} features, but {who} is expecting "
@@ -590,7 +604,7 @@ def transform(X, enc, n_features, estimator=None, *, name="X"):
            for j, col in enumerate(columns)]
     if unseen:
         _warn_unseen(unseen, name, n_rows)
-    return V.as_kernel_array(_assemble(out), np.float64)
+    return V.check_X(_assemble(out), name=name, allow_nan=True)[0]
 
 
 # --------------------------------------------------------------------------- target leaks
@@ -633,6 +647,8 @@ def warn_target_in_features(X, enc, y, names):
             if all(isinstance(v, numbers.Number) for v in levels) and (
                     n < MIN_ROWS_NUMERIC_TARGET or len(levels) <= 2):
                 continue  # numbers as levels: the numeric rule (a plausible predictor)
+            if np.isnan(X[:head, j]).any() or np.isnan(X[:, j]).any():
+                continue  # a missing value: the column is not a copy of y
             codes = X[:, j].astype(np.intp)
             y_obj = y.astype(object)
             if not np.all(levels[codes[:head]] == y_obj[:head]):
@@ -643,3 +659,53 @@ def warn_target_in_features(X, enc, y, names):
                 f"feature {_label(names, j)} equals the target y on every row: is the "
                 "target among the features by mistake? The tree would split on it alone",
                 UserWarning, stacklevel=V.user_stacklevel())
+
+
+# --------------------------------------------------------------------------- missing values
+
+#: Entries of X looked at per block by :func:`warn_missing` (a block of rows at a time).
+_BLOCK_CELLS = 1 << 16
+
+
+def has_missing(X):
+    """Whether the float64 array X (no infinity: checked before) holds a NaN."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.add.reduce(X, axis=None)  # NaN propagates; a huge sum may overflow
+    return bool(np.isnan(total)) or (not np.isfinite(total) and bool(np.isnan(X).any()))
+
+
+def warn_missing(X, names):
+    """Warn about the learning sample's missing values that change what can be learnt.
+
+    ``X`` holds the cases that take part in the fit (NaN: missing). A feature missing on
+    every case can never be split on (nor serve as a surrogate): one ``UserWarning``
+    names such features. A case missing every feature is kept (it stays where the
+    majority sends it, docs/maths.md §8): one ``UserWarning`` gives their number. Runs
+    in blocks of rows (no n × p temporary). Returns the number of missing values.
+    """
+    n, p = X.shape
+    if not has_missing(X):
+        return 0
+    per_column = np.zeros(p, dtype=np.int64)
+    n_every = 0
+    step = max(1, _BLOCK_CELLS // p)
+    for start in range(0, n, step):
+        miss = np.isnan(X[start:start + step])
+        per_column += np.count_nonzero(miss, axis=0)
+        n_every += int(np.count_nonzero(miss.all(axis=1)))
+    total = int(per_column.sum())
+    empty = [_label(names, j) for j in np.flatnonzero(per_column == n)]
+    if empty:
+        which = ", ".join(empty[:10]) + (f", ... ({len(empty)} in all)" if len(empty) > 10
+                                         else "")
+        warnings.warn(
+            f"X: feature(s) {which} are missing on every row taking part in the fit: "
+            "they can never be split on nor serve as a surrogate split",
+            UserWarning, stacklevel=V.user_stacklevel())
+    if n_every and len(empty) < p:
+        rows = "row is" if n_every == 1 else "rows are"
+        warnings.warn(
+            f"X: {n_every} {rows} missing every feature; they are kept: at each split "
+            "they follow the majority (use_surrogate=2) or stop in the node",
+            UserWarning, stacklevel=V.user_stacklevel())
+    return total

@@ -30,7 +30,7 @@ __all__ = ["NotFittedError", "as_kernel_array", "check_X", "check_y_class", "che
            "check_sample_weight", "check_int", "check_float", "check_choice",
            "check_priors", "check_cost", "check_class_weight", "check_criterion",
            "check_feature_names", "data_conversion_warning", "not_fitted_error",
-           "user_stacklevel",
+           "user_stacklevel", "missing_targets", "check_max_surrogate", "check_missing_params",
            "raise_non_finite", "CLASSIFIER_CRITERIA", "REGRESSOR_CRITERIA"]
 
 
@@ -131,7 +131,7 @@ def _as_numeric_2d(X, name):
                     f"{name}: column {col!r} has dtype {dt}; here only numeric and boolean "
                     "columns are supported (the estimators take string and categorical "
                     "columns through their categorical_features parameter)")
-        arr = X.to_numpy(dtype=np.float64)
+        arr = X.to_numpy(dtype=np.float64, na_value=np.nan)  # pd.NA is a missing value
     else:
         try:
             arr = np.asarray(X)
@@ -148,7 +148,7 @@ def _as_numeric_2d(X, name):
                 "then the levels)")
         if arr.dtype.kind == "O":
             try:
-                arr = arr.astype(np.float64)
+                arr = _object_as_float(arr)
             except (TypeError, ValueError, OverflowError) as exc:
                 raise TypeError(
                     f"{name} must contain numbers, got dtype {arr.dtype} with values that "
@@ -164,13 +164,28 @@ def _as_numeric_2d(X, name):
     return arr, feature_names
 
 
+def _object_as_float(arr):
+    """An object array as float64, its missing entries (None, NaN, pd.NA) as NaN."""
+    try:
+        return arr.astype(np.float64)
+    except TypeError:
+        import pandas as pd  # only for pd.NA, which float() refuses
+        missing = pd.isna(arr)
+        if not missing.any():
+            raise
+        out = np.where(missing, np.nan, arr)
+        return out.astype(np.float64)
+
+
 def check_X(X, *, name="X", estimator=None, n_features=None, min_samples=1,
-            check_finite=True):
+            check_finite=True, allow_nan=False):
     """Return ``(X as C-contiguous float64, feature names or None)`` after checking it.
 
     With ``n_features`` given (predicting), the number of columns must match.
     ``check_finite=False`` leaves the NaN/inf check to the caller (prediction does it
-    inside its kernel and calls :func:`raise_non_finite`).
+    inside its kernel and calls :func:`raise_non_finite`). ``allow_nan=True`` accepts
+    NaN as a missing value (None and pd.NA in object or nullable columns become NaN);
+    infinity is refused all the same.
     """
     arr, feature_names = _as_numeric_2d(X, name)
     n, p = arr.shape
@@ -193,17 +208,19 @@ def check_X(X, *, name="X", estimator=None, n_features=None, min_samples=1,
         with np.errstate(over="ignore", invalid="ignore"):  # huge finite values may overflow
             total = np.add.reduce(arr, axis=None)
         if not np.isfinite(total):
-            raise_non_finite(arr, name)  # raises only if an entry really is NaN or inf
+            # raises only if an entry really is NaN (unless allowed) or inf
+            raise_non_finite(arr, name, allow_nan=allow_nan)
     if n >= 2**31:
         raise ValueError(f"{name} has {n} rows; at most 2**31 - 1 are supported")
     return arr, feature_names
 
 
-def raise_non_finite(arr, name="X"):
-    """Raise the ValueError for NaN or infinite entries of ``arr``, if it has any."""
-    if np.isnan(arr).any():
+def raise_non_finite(arr, name="X", *, allow_nan=False):
+    """Raise the ValueError for NaN (unless ``allow_nan``) or infinite entries of ``arr``,
+    if it has any."""
+    if not allow_nan and np.isnan(arr).any():
         raise ValueError(f"Input {name} contains NaN: missing values are not supported")
-    if not np.isfinite(arr).all():
+    if np.isinf(arr).any():
         raise ValueError(
             f"Input {name} contains infinity or a value too large for dtype('float64')")
 
@@ -328,6 +345,11 @@ def check_sample_weight(sample_weight, n_samples, *, for_fit=True):
             raise ValueError(
                 f"sample_weight.shape == ({w.shape[0]},), expected ({n_samples},): one "
                 "weight per row of X")
+    if np.isnan(w).any():
+        raise ValueError(
+            f"sample_weight has {int(np.count_nonzero(np.isnan(w)))} missing (NaN) "
+            "entries: sample_weight must be finite (no NaN or infinity); every row needs "
+            "a weight (give 0 to leave a row out of the fit)")
     if not np.isfinite(w).all():
         raise ValueError("sample_weight must be finite (no NaN or infinity)")
     if np.any(w < 0):
@@ -362,6 +384,59 @@ def _check_weight_range(w, for_fit):
             "for float64's sums of weights, which would carry it with too few digits or "
             "drop it, so splits between such cases would be decided by rounding; set "
             "negligible weights to 0 or compress their range")
+
+
+def missing_targets(y, n_samples, name="y"):
+    """``(y as a 1-d array, mask of its missing entries)``.
+
+    Missing: NaN in a float array; None, NaN, pd.NA and NaT in an object array or a
+    nullable pandas column. The shape is checked as in :func:`check_y_class`.
+    """
+    if hasattr(y, "isna") and hasattr(y, "to_numpy") and getattr(y, "ndim", 1) == 1:
+        missing = np.asarray(y.isna(), dtype=bool)
+        if missing.any():  # a nullable column (Int64, boolean, string): NA is missing
+            arr = np.asarray(y.to_numpy(dtype=object))
+            arr = _as_1d(arr, name, n_samples)
+            return arr, missing
+    arr = _as_1d(y, name, n_samples)
+    kind = arr.dtype.kind
+    if kind == "f":
+        return arr, np.isnan(arr)
+    if kind == "O":
+        import pandas as pd
+        return arr, np.asarray(pd.isna(arr), dtype=bool)
+    if kind == "M" or kind == "m":
+        return arr, np.isnat(arr)
+    return arr, np.zeros(arr.shape[0], dtype=bool)
+
+
+def check_max_surrogate(value):
+    """``max_surrogate``: ``"auto"`` (returned as is) or an integer >= 0."""
+    if isinstance(value, str):
+        if value == "auto":
+            return value
+        raise ValueError(f"max_surrogate must be 'auto' or an integer >= 0, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"max_surrogate must be 'auto' or an integer >= 0, got {value!r} "
+                        f"({_type_name(value)})")
+    if value < 0:
+        raise ValueError(f"max_surrogate must be 'auto' or an integer >= 0, got {value}")
+    return int(value)
+
+
+def check_missing_params(max_surrogate, use_surrogate, surrogate_style, max_competitor):
+    """The missing-value parameters, checked: ``(max_surrogate ("auto" or int),
+    use_surrogate, surrogate_style, max_competitor)``."""
+    max_surrogate = check_max_surrogate(max_surrogate)
+    for name, value, allowed in (("use_surrogate", use_surrogate, (0, 1, 2)),
+                                 ("surrogate_style", surrogate_style, (0, 1))):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be one of {list(allowed)}, got {value!r} "
+                            f"({_type_name(value)})")
+        if int(value) not in allowed:
+            raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    max_competitor = check_int(max_competitor, "max_competitor", low=0)
+    return max_surrogate, int(use_surrogate), int(surrogate_style), max_competitor
 
 
 def check_int(value, name, *, low=None, allow_none=False):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import warnings
 from typing import NamedTuple
 
 import numba
@@ -52,6 +53,13 @@ HAVE_SKLEARN = _Base is not None
 
 #: The weights of a fit with unit weights: none are stored (saves n doubles).
 _UNIT_WEIGHTS = np.empty(0, dtype=np.float64)
+
+#: ``max_surrogate="auto"``: surrogate splits kept per node when the training X has a
+#: missing value (rpart's default maxsurrogate); 0 otherwise.
+AUTO_SURROGATES = 5
+
+#: Whether :func:`cartjit._tree.apply` takes ``use_surrogate``.
+_APPLY_TAKES_USE_SURROGATE = "use_surrogate" in inspect.signature(_apply_tree).parameters
 
 
 if _Base is None:
@@ -131,6 +139,14 @@ class _Prepared(NamedTuple):
     encoding: E.Encoding         # how each feature was encoded (categorical features)
 
 
+def _fill_missing_labels(y, keep):
+    """y over every row, a missing label replaced by the first present one: the labels a
+    scikit-learn splitter sees (the rows without a target take no part in any fold)."""
+    out = np.array(y, copy=True)
+    out[~keep] = y[np.flatnonzero(keep)[0]]
+    return out
+
+
 class _BaseCART(_Base):
     """Shared parameter handling, fitting pipeline and tree queries."""
 
@@ -142,12 +158,12 @@ class _BaseCART(_Base):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = True
         tags.input_tags.sparse = False
         return tags
 
     def _more_tags(self):  # scikit-learn < 1.6
-        return {"requires_y": True, "allow_nan": False}
+        return {"requires_y": True, "allow_nan": True}
 
     # -- parameters -----------------------------------------------------------------
     def _check_params(self):
@@ -165,20 +181,35 @@ class _BaseCART(_Base):
             ccp_alpha=V.check_float(self.ccp_alpha, "ccp_alpha", allow_none=True),
             max_categories_exhaustive=_check_exhaustive(
                 getattr(self, "max_categories_exhaustive", 12)),
+            missing=V.check_missing_params(self.max_surrogate, self.use_surrogate,
+                                           self.surrogate_style, self.max_competitor),
         )
 
     # -- fitting --------------------------------------------------------------------
     def _prepare(self, X, y, sample_weight):
         """Check the parameters and the data; return a :class:`_Prepared`."""
         params = self._check_params()
-        y_given = y
         X, names, encoding = E.fit_encode(X, self.categorical_features)
+        n_rows = X.shape[0]
+        y, y_missing = V.missing_targets(y, n_rows)
+        y_all = y
         if sample_weight is None:
             w, ones = _UNIT_WEIGHTS, True
         else:
-            w, ones = V.check_sample_weight(sample_weight, X.shape[0])
+            w, ones = V.check_sample_weight(sample_weight, n_rows)
             if ones:  # unit weights are not stored: the kernels take 1 for every case
                 w = _UNIT_WEIGHTS
+        keep = None  # the rows with a target; None: every row
+        if y_missing.any():
+            keep = self._drop_missing_targets(y_missing, n_rows)
+            X, y = np.ascontiguousarray(X[keep]), y[keep]
+            if not ones:
+                w = w[keep]
+                if not np.any(w > 0):
+                    raise ValueError(
+                        "sample_weight is 0 on every row with a target: no case is left "
+                        "to fit")
+        y_given = y
         if self._is_classifier:
             labels, y_enc = V.check_y_class(y, X.shape[0])
             classes = labels
@@ -214,20 +245,44 @@ class _BaseCART(_Base):
                               self._kernel_levels(encoding))
             # "empirical"/"equal" stay names: fold trees take their own proportions
             priors = priors if isinstance(priors, str) else checked
-            y_rows = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y).reshape(-1)
+            y_rows = y_all if keep is None else _fill_missing_labels(y_all, keep)
         else:
             problem = Problem(X, np.empty(0, dtype=np.int32), y_enc, w, ones, 0,
                               self._kernel_levels(encoding))
             priors, cost, default_cost = None, None, True
             y_rows = None
+        max_surrogate, use_surrogate, surrogate_style, max_competitor = params["missing"]
+        n_missing = E.warn_missing(problem.X, names)
+        if max_surrogate == "auto":
+            max_surrogate = AUTO_SURROGATES if n_missing else 0
         settings = Settings(params["criterion"], params["max_depth"],
                             params["min_samples_split"], params["min_samples_leaf"],
                             params["min_impurity_decrease"], params["max_leaf_nodes"],
-                            priors, cost, default_cost, params["max_categories_exhaustive"])
+                            priors, cost, default_cost, params["max_categories_exhaustive"],
+                            max_surrogate=max_surrogate, use_surrogate=use_surrogate,
+                            surrogate_style=surrogate_style, max_competitor=max_competitor)
         E.warn_target_in_features(problem.X if rows is None else X_all, encoding, y_given,
                                   names)
+        if keep is not None:  # rows: over the caller's rows, as cv fold ids are
+            full = np.zeros(n_rows, dtype=bool)
+            full[np.flatnonzero(keep)[rows] if rows is not None else keep] = True
+            rows = full
         return _Prepared(problem, settings, params["ccp_alpha"], names, classes, rows,
                          y_rows, encoding)
+
+    @staticmethod
+    def _drop_missing_targets(y_missing, n_rows):
+        """The mask of rows with a target; one warning says how many rows are dropped
+        (rpart's default ``na.action``, which drops them)."""
+        n_drop = int(np.count_nonzero(y_missing))
+        if n_drop == n_rows:
+            raise ValueError(f"y is missing on every row ({n_rows}): there is nothing to fit")
+        which = "that row is" if n_drop == 1 else "those rows are"
+        warnings.warn(
+            f"y is missing on {n_drop} of the {n_rows} rows; {which} dropped from the "
+            "fit (as rpart's default na.action does)", UserWarning,
+            stacklevel=V.user_stacklevel())
+        return ~y_missing
 
     @staticmethod
     def _kernel_levels(encoding):
@@ -266,7 +321,12 @@ class _BaseCART(_Base):
         if n_y != pred.shape[0]:
             raise ValueError(f"y has {n_y} entries but X has {pred.shape[0]} rows")
         if self._is_classifier:
-            y = V._as_1d(y, "y", pred.shape[0])  # shape checked, labels as given
+            y, missing = V.missing_targets(y, pred.shape[0])  # shape checked, labels as given
+            if missing.any():
+                raise ValueError(
+                    f"Input y contains {int(np.count_nonzero(missing))} missing labels (NaN "
+                    "or None): score compares every prediction with its label; drop those "
+                    "rows first")
         else:  # numeric, finite, squared errors within float64 (names y otherwise)
             y = V.check_y_reg(y, pred.shape[0])
         w, _ = V.check_sample_weight(sample_weight, pred.shape[0], for_fit=False)
@@ -277,6 +337,8 @@ class _BaseCART(_Base):
         self.tree_max_ = fitted.tree
         self.tree_ = fitted.tree if alpha is None else prune_tree(fitted.tree, alpha)
         self.n_features_in_ = prep.problem.X.shape[1]
+        self.max_surrogate_ = int(prep.settings.max_surrogate)
+        self._use_surrogate = int(prep.settings.use_surrogate)
         self._encoding = prep.encoding
         self.is_categorical_ = prep.encoding.is_categorical.copy()
         self.categories_ = list(prep.encoding.categories)
@@ -374,8 +436,12 @@ class _BaseCART(_Base):
         return E.transform(X, self._encoding, self.n_features_in_, self)
 
     def apply(self, X):
-        """Index of the leaf of ``tree_`` that each row of X reaches."""
+        """Index of the node of ``tree_`` where each row of X ends: a leaf, or an
+        internal node where a missing value stops it (docs/maths.md §8: no surrogate
+        can route it, and ``use_surrogate`` < 2 or the children are tied)."""
         X = self._check_predict_X(X)  # first: it raises NotFittedError before fit
+        if _APPLY_TAKES_USE_SURROGATE:
+            return _apply_tree(self.tree_, X, use_surrogate=self._use_surrogate)
         return _apply_tree(self.tree_, X)
 
     def decision_path(self, X):
@@ -433,7 +499,10 @@ class _BaseCART(_Base):
         on it, with p(t) the node's probability under the split-search priors (its
         fraction of the case weight for regression and for empirical priors with 0-1
         cost) and Δi(t) the impurity decrease of the split (``tree_.improvement``; for
-        twoing the twoing value); normalised to sum to 1, all zeros for a single leaf.
+        twoing the twoing value; with missing values scaled by the fraction of the node
+        present on the split feature, docs/maths.md §8); primary splits only (surrogates
+        count in :attr:`variable_importance_`); normalised to sum to 1, all zeros for a
+        single leaf.
         On the same tree it equals scikit-learn's ``feature_importances_``. Like any
         impurity-based importance it favours features with many possible splits
         (continuous features, categorical features with many levels).
@@ -444,30 +513,60 @@ class _BaseCART(_Base):
         total = totals.sum()
         return totals / total if total > 0 else totals
 
+    def _improve(self, tree=None):
+        """rpart's ``improve`` of every node's split: W(root) p(t) Δi(t) (0 at leaves),
+        in natural-log units for entropy; see :attr:`variable_importance_`."""
+        tree = self.tree_ if tree is None else tree
+        per_node = tree.weighted_n_node_samples[0] * self._node_weight(tree) * tree.improvement
+        if self._is_classifier and self.criterion == "entropy":
+            per_node = per_node * np.log(2.0)  # rpart's information is in nats
+        return per_node
+
+    def _surrogate_totals(self, per_node):
+        """Σ over the split nodes t of ``tree_`` and their surrogate splits s of
+        adj(s) × ``per_node[t]``, per feature of s."""
+        tree = self.tree_
+        totals = np.zeros(self.n_features_in_, dtype=np.float64)
+        nodes = np.flatnonzero((tree.left != LEAF) & (tree.n_surrogates > 0))
+        if nodes.shape[0] == 0:
+            return totals
+        counts = tree.n_surrogates[nodes].astype(np.int64)
+        # the table rows of every node's surrogates, and the node each row belongs to
+        owner = np.repeat(nodes, counts)
+        offset = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        rows = tree.surrogate_start[owner].astype(np.int64) + offset
+        np.add.at(totals, tree.surrogate_feature[rows],
+                  tree.surrogate_adj[rows] * per_node[owner])
+        return totals
+
     @property
     def variable_importance_(self):
-        """rpart's ``variable.importance`` without surrogates, as a pandas Series.
+        """rpart's ``variable.importance``, as a pandas Series.
 
         For each feature, the sum of rpart's ``improve`` over the split nodes t of
-        ``tree_`` that split on it: W(root) p(t) Δi(t), with W(root) the total case
-        weight, p(t) the node's probability under the split-search priors (its weight
-        fraction for regression and for empirical priors with 0-1 cost, so the term is
-        W(t) Δi(t)) and Δi(t) the impurity decrease (``tree_.improvement``; for entropy
-        in natural-log units, as rpart's ``information`` split, i.e. bits × ln 2). For
-        regression this is the decrease of the weighted sum of squares. Not normalised
-        (see :attr:`feature_importances_` for scikit-learn's normalised importance).
-        Indexed by feature name (``feature_names_in_``, else ``x0, x1, ...``); only
-        features with positive importance, sorted by decreasing importance (ties in
-        feature order); named ``"variable_importance"``.
+        ``tree_`` that split on it, plus, over the split nodes that have a surrogate
+        split on it (docs/maths.md §8), the adjusted agreement of that surrogate times
+        the node's ``improve``. rpart's ``improve`` of a split is W(root) p(t) Δi(t),
+        with W(root) the total case weight, p(t) the node's probability under the
+        split-search priors (its weight fraction for regression and for empirical priors
+        with 0-1 cost, so the term is W(t) Δi(t)) and Δi(t) the impurity decrease
+        (``tree_.improvement``, scaled by the fraction of the node present on the split
+        feature when values are missing; for entropy in natural-log units, as rpart's
+        ``information`` split, i.e. bits × ln 2). For regression this is the decrease
+        of the weighted sum of squares. Competitor splits add nothing. rpart builds
+        surrogates on complete data too: with ``max_surrogate="auto"`` (none on complete
+        data) give ``max_surrogate=5`` to reproduce its importance there. Not normalised
+        (see :attr:`feature_importances_` for scikit-learn's normalised importance, which
+        counts the primary splits only). Indexed by feature name
+        (``feature_names_in_``, else ``x0, x1, ...``); only features with positive
+        importance, sorted by decreasing importance (ties in feature order); named
+        ``"variable_importance"``.
         """
         import pandas as pd  # imported here: pandas costs time at `import cartjit`
 
         self._check_fitted()
-        tree = self.tree_
-        per_node = tree.weighted_n_node_samples[0] * self._node_weight(tree) * tree.improvement
-        if self._is_classifier and self.criterion == "entropy":
-            per_node = per_node * np.log(2.0)  # rpart's information is in nats
-        totals = self._feature_totals(per_node)
+        per_node = self._improve()
+        totals = self._feature_totals(per_node) + self._surrogate_totals(per_node)
         names = getattr(self, "feature_names_in_", None)
         if names is None:
             names = [f"x{j}" for j in range(self.n_features_in_)]
@@ -599,10 +698,11 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         categorical columns as feature indices, feature names (DataFrame input) or a
         boolean mask of length n_features; a listed column's levels are its declared
         categories (``category`` dtype), ``[False, True]`` (bool) or its sorted distinct
-        values (numbers, or strings in an object array). Missing values are refused, as
-        are more than ``cartjit._encoding.MAX_LEVELS`` (16384) levels. At prediction a
-        level not seen in fit goes, at each subset split on its feature, to the child
-        with more training weight (with a ``UserWarning``).
+        values (numbers, or strings in an object array). A missing value (NaN, None,
+        pd.NA) is no level: it is a missing value of the feature (see below). More than
+        ``cartjit._encoding.MAX_LEVELS`` (16384) levels are refused. At prediction a
+        level not seen in fit is treated as a missing value of its feature (with a
+        ``UserWarning``).
     max_categories_exhaustive : int in [1, 20], default 12
         With more than two classes in the problem (as rpart decides, whatever the node
         holds), a categorical feature with at most this many levels present at a node
@@ -612,6 +712,37 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         of that order are scanned: fast, usually close, not guaranteed optimal. With two
         classes (and for regression) the L - 1 splits of the order by p(class 1 | level)
         (by the mean of y) are exact for any L.
+    max_surrogate : "auto" or int >= 0, default "auto"
+        Surrogate splits kept per split node (rpart's ``maxsurrogate``): the splits on
+        other features that best reproduce the node's split, by agreement, among those
+        with a positive adjusted agreement (docs/maths.md §8). They route the cases
+        missing the split feature, in fit and in prediction, and count in
+        :attr:`variable_importance_`. ``"auto"``: 5 (rpart's default) when the training
+        X has a missing value, else 0 (surrogates then have nothing to route; set an int
+        to get them anyway). The value used is ``max_surrogate_``.
+    use_surrogate : {0, 1, 2}, default 2
+        What a case missing the split feature does (rpart's ``usesurrogate``), in fit and
+        in prediction: 0 stops at the node (the node predicts for it; in fit it goes to
+        neither child); 1 follows the first surrogate whose feature it has, else stops;
+        2 as 1, then goes to the child with more learning cases (stops when they tie).
+    surrogate_style : {0, 1}, default 0
+        How a surrogate's agreement is counted (rpart's ``surrogatestyle``): 0 as a
+        fraction of the cases with the split feature present (a surrogate missing on
+        many of them scores low), 1 as a fraction of those with the surrogate's feature
+        present too.
+    max_competitor : int >= 0, default 4
+        Competitor splits recorded per split node (rpart's ``maxcompete``): the best
+        split on each other feature, best first. They are only reported
+        (:func:`cartjit.summary`); they change no split.
+
+    Missing values (NaN in X, None or pd.NA in a DataFrame column) are allowed in fit and
+    prediction (docs/maths.md §8): each feature's split is searched on the cases that
+    have it, its goodness scaled by their share of the node, and the cases missing the
+    chosen feature follow the surrogates (then the majority). A feature missing on every
+    case gives a ``UserWarning`` (it can never be split on), as do cases missing every
+    feature (they are kept). Rows with a missing y are dropped, with one ``UserWarning``
+    giving their number (rpart's default ``na.action``); a missing ``sample_weight``
+    entry is an error. Infinity is refused.
 
     Attributes
     ----------
@@ -626,12 +757,14 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
     categories_ : list (n_features,)
         For a categorical or ordinal feature the array of its levels (level code c is
         ``categories_[f][c]``); None for a numeric feature.
+    max_surrogate_ : int
+        The number of surrogate splits kept per node (``max_surrogate`` resolved).
     feature_importances_ : array (n_features,)
         scikit-learn's impurity-based importance of each feature in ``tree_``,
         normalised to sum to 1 (see the property).
     variable_importance_ : pandas.Series
-        rpart's ``variable.importance`` (without surrogates) of the features used by
-        ``tree_``, not normalised, largest first (see the property).
+        rpart's ``variable.importance`` (primary and surrogate splits) of the features
+        used by ``tree_``, not normalised, largest first (see the property).
 
     Notes
     -----
@@ -649,7 +782,9 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
     def __init__(self, criterion="gini", *, priors="empirical", class_weight=None, cost=None,
                  max_depth=None, min_samples_split=2, min_samples_leaf=1,
                  min_impurity_decrease=0.0, max_leaf_nodes=None, ccp_alpha=None,
-                 categorical_features="from_dtype", max_categories_exhaustive=12):
+                 categorical_features="from_dtype", max_categories_exhaustive=12,
+                 max_surrogate="auto", use_surrogate=2, surrogate_style=0,
+                 max_competitor=4):
         self.criterion = criterion
         self.priors = priors
         self.class_weight = class_weight
@@ -662,19 +797,23 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         self.ccp_alpha = ccp_alpha
         self.categorical_features = categorical_features
         self.max_categories_exhaustive = max_categories_exhaustive
+        self.max_surrogate = max_surrogate
+        self.use_surrogate = use_surrogate
+        self.surrogate_style = surrogate_style
+        self.max_competitor = max_competitor
 
     def _leaf_proba(self, leaves):
         scaled = self.tree_.value[leaves] * (self.priors_ / self.class_weight_totals_)
         return scaled / scaled.sum(axis=1, keepdims=True)
 
     def predict(self, X):
-        """Class j*(t) of the leaf each row reaches (minimum expected cost,
+        """Class j*(t) of the node where each row ends (minimum expected cost,
         docs/maths.md §1)."""
         leaves = self.apply(X)
         return self.classes_[self.tree_.label[leaves]]
 
     def predict_proba(self, X):
-        """p(j | t) of the leaf each row reaches, with the fitted priors (columns: ``classes_``)."""
+        """p(j | t) of the node where each row ends, with the fitted priors (columns: ``classes_``)."""
         return self._leaf_proba(self.apply(X))
 
     def predict_log_proba(self, X):
@@ -693,8 +832,9 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
 class CARTRegressor(_RegressorMixin, _BaseCART):
     """CART regression tree: least-squares splits (variance reduction), docs/maths.md §3.
 
-    Parameters are those of :class:`CARTClassifier` without ``priors``, ``cost``,
-    ``class_weight`` and ``max_categories_exhaustive`` (the levels of a categorical
+    Parameters (missing values and surrogate splits included) are those of
+    :class:`CARTClassifier` without ``priors``, ``cost``, ``class_weight`` and
+    ``max_categories_exhaustive`` (the levels of a categorical
     feature are ordered by the mean of y at the node, and the L - 1 splits of that order
     include the best subset split for any L); ``criterion`` is ``"squared_error"``.
     Fitted attributes are those of :class:`CARTClassifier` without the class ones. R(t) = Σ_{i∈t} w_i (y_i - ȳ(t))² / W, so R(T)
@@ -711,7 +851,8 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
 
     def __init__(self, criterion="squared_error", *, max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
-                 ccp_alpha=None, categorical_features="from_dtype"):
+                 ccp_alpha=None, categorical_features="from_dtype", max_surrogate="auto",
+                 use_surrogate=2, surrogate_style=0, max_competitor=4):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -720,9 +861,14 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
         self.max_leaf_nodes = max_leaf_nodes
         self.ccp_alpha = ccp_alpha
         self.categorical_features = categorical_features
+        self.max_surrogate = max_surrogate
+        self.use_surrogate = use_surrogate
+        self.surrogate_style = surrogate_style
+        self.max_competitor = max_competitor
 
     def predict(self, X):
-        """Weighted mean ȳ(t) of the leaf each row reaches."""
+        """Weighted mean ȳ(t) of the node where each row ends (a leaf, or where a
+        missing value stops it)."""
         leaves = self.apply(X)
         return self.tree_.value[leaves, 0]
 
@@ -770,7 +916,8 @@ _CV_DOC = """
         R(root)) and ``selected``. The SE counts weights as cases (rpart's ``xstd``):
         weights × c leave R^CV unchanged and divide the SE by sqrt(c).
     alpha_, best_index_ : the chosen α_k and its row index; ``tree_`` is T(alpha_).
-    folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight).
+    folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight or
+        missing target).
     fold_alphas_ : list (repeats) of lists (folds) of each fold tree's α sequence.
     cv_risk_repeats_, cv_se_repeats_ : arrays (n_repeats, K).
 """
@@ -788,8 +935,9 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
     def __init__(self, criterion="gini", *, priors="empirical", class_weight=None, cost=None,
                  max_depth=None, min_samples_split=2, min_samples_leaf=1,
                  min_impurity_decrease=0.0, max_leaf_nodes=None,
-                 categorical_features="from_dtype", max_categories_exhaustive=12, cv=10,
-                 stratify=False, n_repeats=1, selection="1se", random_state=0):
+                 categorical_features="from_dtype", max_categories_exhaustive=12,
+                 max_surrogate="auto", use_surrogate=2, surrogate_style=0, max_competitor=4,
+                 cv=10, stratify=False, n_repeats=1, selection="1se", random_state=0):
         super().__init__(criterion, priors=priors, class_weight=class_weight, cost=cost,
                          max_depth=max_depth,
                          min_samples_split=min_samples_split,
@@ -797,7 +945,9 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
                          min_impurity_decrease=min_impurity_decrease,
                          max_leaf_nodes=max_leaf_nodes,
                          categorical_features=categorical_features,
-                         max_categories_exhaustive=max_categories_exhaustive)
+                         max_categories_exhaustive=max_categories_exhaustive,
+                         max_surrogate=max_surrogate, use_surrogate=use_surrogate,
+                         surrogate_style=surrogate_style, max_competitor=max_competitor)
         del self.ccp_alpha
         self.cv = cv
         self.stratify = stratify
@@ -815,13 +965,16 @@ class CARTRegressorCV(_CVMixin, CARTRegressor):
 
     def __init__(self, criterion="squared_error", *, max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
-                 categorical_features="from_dtype", cv=10, n_repeats=1, selection="1se",
+                 categorical_features="from_dtype", max_surrogate="auto", use_surrogate=2,
+                 surrogate_style=0, max_competitor=4, cv=10, n_repeats=1, selection="1se",
                  random_state=0):
         super().__init__(criterion, max_depth=max_depth, min_samples_split=min_samples_split,
                          min_samples_leaf=min_samples_leaf,
                          min_impurity_decrease=min_impurity_decrease,
                          max_leaf_nodes=max_leaf_nodes,
-                         categorical_features=categorical_features)
+                         categorical_features=categorical_features,
+                         max_surrogate=max_surrogate, use_surrogate=use_surrogate,
+                         surrogate_style=surrogate_style, max_competitor=max_competitor)
         del self.ccp_alpha
         self.cv = cv
         self.n_repeats = n_repeats

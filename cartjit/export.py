@@ -19,9 +19,14 @@ A split on a categorical feature (docs/maths.md §7) names the levels each child
 ``humidity in {high}`` / ``humidity in {normal}``; a long set is cut after
 :data:`MAX_LEVELS_SHOWN` levels with the number left out, ``{a, b, c, ... (+9 more)}``.
 The sets list the levels present among the node's learning cases: any other level (and
-one never seen in fit) goes to the child with more training weight. A split on an
-ordinal feature (an ordered pandas categorical) names the last level on the left,
+one never seen in fit) is treated as a missing value there (docs/maths.md §8). A split
+on an ordinal feature (an ordered pandas categorical) names the last level on the left,
 ``size <= medium`` / ``size > medium``.
+
+:func:`summary` (``export_text(..., details=True)``) describes every node at length in
+the spirit of R's ``summary.rpart``: sizes, risk, class counts and probabilities or mean
+and MSE, the primary split and its competitors with their improvement and the number of
+cases missing them, and the surrogate splits with their agreement (docs/maths.md §8).
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ import numpy as np
 
 from ._tree import LEAF
 
-__all__ = ["export_text", "MAX_LEVELS_SHOWN"]
+__all__ = ["export_text", "summary", "MAX_LEVELS_SHOWN"]
 
 #: Levels printed in one set of a categorical split before it is cut short.
 MAX_LEVELS_SHOWN = 8
@@ -73,11 +78,16 @@ def _level_set(levels, codes):
 def _split_texts(tree, node, name, levels, decimals):
     """The (left, right) split conditions of an internal node."""
     row = int(tree.level_row[node]) if hasattr(tree, "level_row") else -1
+    return _conditions(tree, row, float(tree.threshold[node]), name, levels, decimals)
+
+
+def _conditions(tree, row, thr, name, levels, decimals):
+    """``(x <= thr, x > thr)`` as text, or for a subset split (``row`` >= 0, a row of
+    ``level_sets``) ``(x in {left levels}, x in {right levels})``."""
     if row >= 0:
         left = _level_set(levels, _level_codes(tree.level_sets[row, 0]))
         right = _level_set(levels, _level_codes(tree.level_sets[row, 1]))
         return f"{name} in {left}", f"{name} in {right}"
-    thr = float(tree.threshold[node])
     if levels is not None and 0 <= thr < len(levels) - 1:
         # codes of an ordinal feature: the left child takes the levels up to floor(thr)
         last = str(levels[int(np.floor(thr))])
@@ -86,35 +96,14 @@ def _split_texts(tree, node, name, levels, decimals):
     return f"{name} <= {text}", f"{name} > {text}"
 
 
-def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
-                show_alpha=False):
-    """The fitted tree of ``estimator`` as indented text (see the module docstring).
-
-    Parameters
-    ----------
-    estimator : fitted CARTClassifier, CARTRegressor or their CV variants
-        Its ``tree_`` is printed (T(ccp_alpha) or the CV-selected subtree).
-    feature_names : sequence of str, optional
-        One name per feature; default ``feature_names_in_`` when the estimator was
-        fitted on a DataFrame, else ``x0, x1, ...``.
-    decimals : int, default 3
-        Decimals of thresholds, means and risks.
-    max_depth : int, optional
-        Print nodes down to this depth only; a cut branch ends with ``...``.
-    show_alpha : bool, default False
-        Also print, for each split, the α at which it is pruned away (docs/maths.md §4).
-
-    Returns
-    -------
-    str
-        The text, ending with a newline.
-    """
+def _checked(estimator, feature_names, decimals, max_depth, caller):
+    """``(tree_, feature names)`` after checking the common arguments."""
     tree = getattr(estimator, "tree_", None)
     if tree is None:
         from ._validation import not_fitted_error
         raise not_fitted_error(
             f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' "
-            "before export_text.")
+            f"before {caller}.")
     if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)) or decimals < 0:
         raise ValueError(f"decimals must be an integer >= 0, got {decimals!r}")
     if max_depth is not None and (isinstance(max_depth, bool)
@@ -131,6 +120,41 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
         if len(names) != n_features:
             raise ValueError(f"feature_names has {len(names)} entries but the estimator was "
                              f"fitted on {n_features} features")
+    return tree, names
+
+
+def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
+                show_alpha=False, details=False):
+    """The fitted tree of ``estimator`` as indented text (see the module docstring).
+
+    Parameters
+    ----------
+    estimator : fitted CARTClassifier, CARTRegressor or their CV variants
+        Its ``tree_`` is printed (T(ccp_alpha) or the CV-selected subtree).
+    feature_names : sequence of str, optional
+        One name per feature; default ``feature_names_in_`` when the estimator was
+        fitted on a DataFrame, else ``x0, x1, ...``.
+    decimals : int, default 3
+        Decimals of thresholds, means and risks.
+    max_depth : int, optional
+        Print nodes down to this depth only; a cut branch ends with ``...``.
+    show_alpha : bool, default False
+        Also print, for each split, the α at which it is pruned away (docs/maths.md §4).
+    details : bool, default False
+        Return :func:`summary` instead (every node at length: competitors, surrogates,
+        improvements); ``show_alpha`` is then ignored (the summary shows α).
+
+    Returns
+    -------
+    str
+        The text, ending with a newline.
+    """
+    if not isinstance(details, (bool, np.bool_)):
+        raise TypeError(f"details must be True or False, got {details!r}")
+    if details:
+        return summary(estimator, feature_names, decimals=decimals, max_depth=max_depth)
+    tree, names = _checked(estimator, feature_names, decimals, max_depth, "export_text")
+    n_features = int(estimator.n_features_in_)
     classes = getattr(estimator, "classes_", None)
     is_classifier = classes is not None
     categories = getattr(estimator, "categories_", None) or [None] * n_features
@@ -180,3 +204,186 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
             stack.append((int(tree.right[node]), right))
             stack.append((int(tree.left[node]), left))
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- summary
+
+def _rpart_numbers(tree):
+    """rpart's node numbers: the root is 1, the children of node k are 2k and 2k + 1."""
+    numbers = [0] * tree.n_nodes
+    numbers[0] = 1
+    for i in range(tree.n_nodes):  # children have larger ids than their parent
+        if tree.left[i] != LEAF:
+            numbers[int(tree.left[i])] = 2 * numbers[i]
+            numbers[int(tree.right[i])] = 2 * numbers[i] + 1
+    return numbers
+
+
+def _side(low_left):
+    return "to the left" if low_left else "to the right"
+
+
+def _split_line(tree, f, thr, row, low_left, names, categories, decimals):
+    """One split as rpart's summary words it: the condition and where its cases go."""
+    left, right = _conditions(tree, int(row), float(thr), names[f], categories[f], decimals)
+    if row >= 0:  # a subset split: name both sets
+        return f"{left} to the left, {right.split(' in ', 1)[1]} to the right"
+    return f"{left} {_side(low_left)}"
+
+
+def summary(estimator, feature_names=None, *, decimals=3, max_depth=None):
+    """Every node of the fitted tree at length, in the spirit of R's ``summary.rpart``.
+
+    After a header, the pruning sequence (with the cross-validated columns for the CV
+    estimators) and the variable importance (rpart's, in % of its total), one block per
+    node in the order of the node ids of ``tree_`` (:mod:`cartjit._tree`; rpart's own
+    number, root 1 and children 2k, 2k + 1, is shown beside it):
+
+    * its number of learning cases and their weight; for a split node the α at which
+      it is pruned and rpart's CP = α / R(root);
+    * classification: the predicted class j*(t), the expected loss r(t) = R(t)/p(t) and
+      P(node) = p(t) under the fitted priors, the weighted class counts N_j(t) and the
+      probabilities p(j | t); regression: the mean ȳ(t) and the MSE (the weighted
+      variance of y in the node);
+    * a split node: its children and their sizes; ``Primary splits``, the chosen split
+      then its competitors (the best split on each other feature, best first), each
+      with rpart's improve W(root) p(t) Δi (the unit of
+      ``variable_importance_``; the improvement of a feature with missing values is
+      scaled by the fraction of the node present on it, docs/maths.md §8) and the number
+      of the node's cases missing its feature; ``Surrogate splits`` with their agreement,
+      adjusted agreement and the number of learning cases each routed; and where the
+      cases that nothing routes go (the majority: the child with more learning cases).
+
+    Thresholds read as in :func:`export_text`: ``x <= c to the left`` sends the cases
+    with x <= c to the left child (a surrogate may send them right instead); a subset
+    split names the levels of each side. ``max_depth`` limits the nodes described.
+    """
+    tree, names = _checked(estimator, feature_names, decimals, max_depth, "summary")
+    n_features = int(estimator.n_features_in_)
+    classes = getattr(estimator, "classes_", None)
+    is_classifier = classes is not None
+    categories = getattr(estimator, "categories_", None) or [None] * n_features
+    fmt = lambda x: _number(x, decimals)  # noqa: E731
+    risk = lambda x: _risk(x, decimals)  # noqa: E731
+
+    # rpart's improve per unit of Δi at each node: W(root) p(t), in nats for entropy
+    improve_scale = tree.weighted_n_node_samples[0] * estimator._node_weight(tree)
+    if is_classifier and getattr(estimator, "criterion", None) == "entropy":
+        improve_scale = improve_scale * np.log(2.0)
+    if is_classifier:
+        scale = np.divide(estimator.priors_, estimator.class_weight_totals_,
+                          out=np.zeros_like(estimator.priors_),
+                          where=estimator.class_weight_totals_ > 0)
+        p_node = tree.value @ scale  # p(t) under the true priors
+    r_root = float(tree.risk[0])
+
+    lines = [f"{type(estimator).__name__}: {int(tree.n_node_samples[0])} cases (weight "
+             f"{fmt(tree.weighted_n_node_samples[0])}), {tree.n_nodes} nodes, "
+             f"{tree.n_leaves} leaves, depth {tree.max_depth}"
+             + (f"; classes {', '.join(str(c) for c in classes)}" if is_classifier else "")]
+    max_surrogate = getattr(estimator, "max_surrogate_", None)
+    if max_surrogate is not None:
+        lines.append(f"Surrogate splits: at most {max_surrogate} per node (use_surrogate="
+                     f"{getattr(estimator, 'use_surrogate', 2)}, surrogate_style="
+                     f"{getattr(estimator, 'surrogate_style', 0)}); competitor splits: at "
+                     f"most {getattr(estimator, 'max_competitor', 0)} per node")
+    lines.append("")
+    lines.extend(_path_lines(estimator, decimals))
+    importance = estimator.variable_importance_
+    if len(importance):
+        total = float(importance.sum())
+        lines.append("Variable importance (rpart's, in % of the total):")
+        lines.append("  " + ", ".join(f"{name} {100 * v / total:.0f}"
+                                      for name, v in importance.items()))
+        lines.append("")
+
+    numbers = _rpart_numbers(tree)
+    for node in range(tree.n_nodes):
+        depth = int(tree.depth[node])
+        if max_depth is not None and depth > max_depth:
+            continue
+        n = int(tree.n_node_samples[node])
+        w = float(tree.weighted_n_node_samples[node])
+        leaf = tree.left[node] == LEAF
+        head = f"Node {node} (rpart {numbers[node]}): {n} observations"
+        if w != n:
+            head += f" (weight {fmt(w)})"
+        if not leaf and not np.isnan(tree.alpha[node]):
+            cp = float(tree.alpha[node]) / r_root if r_root > 0 else 0.0
+            head += f", alpha={risk(tree.alpha[node])}, cp={risk(cp)}"
+        lines.append(head + (" (leaf)" if leaf else ""))
+        if is_classifier:
+            p_t = float(p_node[node])
+            loss = float(tree.risk[node]) / p_t if p_t > 0 else 0.0
+            lines.append(f"  predicted class={classes[tree.label[node]]}  expected "
+                         f"loss={risk(loss)}  P(node)={risk(p_t)}")
+            lines.append("    class counts: " + " ".join(fmt(v) for v in tree.value[node]))
+            prob = tree.value[node] * scale
+            prob = prob / prob.sum() if prob.sum() > 0 else prob
+            lines.append("   probabilities: " + " ".join(f"{v:.{max(decimals, 1)}f}"
+                                                        for v in prob))
+        else:
+            lines.append(f"  mean={fmt(tree.value[node, 0])}, MSE={risk(tree.impurity[node])}")
+        if not leaf:
+            lines.extend(_split_lines(tree, node, names, categories, decimals,
+                                      float(improve_scale[node])))
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _path_lines(estimator, decimals):
+    """The pruning sequence as a small table (CV columns for the CV estimators)."""
+    table = getattr(estimator, "cv_results_", None)
+    if table is not None:
+        cols = ["k", "alpha", "cp", "n_leaves", "rel_error", "xerror", "xstd"]
+        title = "Pruning sequence and cross-validation (xerror, xstd: R^CV and SE / R(root)):"
+    else:
+        try:
+            table = estimator.cost_complexity_path()
+        except Exception:  # a tree without its T_max (set by hand): no sequence to show
+            return []
+        cols = ["alpha", "cp", "n_leaves", "rel_error"]
+        title = "Pruning sequence (weakest link):"
+    cols = [c for c in cols if c in table.columns]
+    text = table[cols].to_string(index=False,
+                                 float_format=lambda v: f"{v:.{max(decimals, 4)}g}")
+    return [title] + ["  " + line for line in text.splitlines()] + [""]
+
+
+def _split_lines(tree, node, names, categories, decimals, improve_scale):
+    """The children, primary and competitor splits, surrogates and majority of a node."""
+    n = int(tree.n_node_samples[node])
+    lc, rc = int(tree.left[node]), int(tree.right[node])
+    out = [f"  left son={lc} ({int(tree.n_node_samples[lc])} obs) right son={rc} "
+           f"({int(tree.n_node_samples[rc])} obs)"]
+    imp = lambda x: _risk(x * improve_scale, decimals)  # noqa: E731
+    f = int(tree.feature[node])
+    out.append("  Primary splits:")
+    primary = _split_line(tree, f, tree.threshold[node], tree.level_row[node], 1, names,
+                          categories, decimals)
+    out.append(f"      {primary}, improve={imp(tree.improvement[node])}, "
+               f"({n - int(tree.n_primary[node])} missing)")
+    start = int(tree.competitor_start[node])
+    for r in range(start, start + int(tree.n_competitors[node])):
+        g = int(tree.competitor_feature[r])
+        text = _split_line(tree, g, tree.competitor_threshold[r],
+                           tree.competitor_level_row[r], 1, names, categories, decimals)
+        out.append(f"      {text}, improve={imp(tree.competitor_improvement[r])}, "
+                   f"({n - int(tree.competitor_count[r])} missing)")
+    k = int(tree.n_surrogates[node])
+    if k:
+        out.append("  Surrogate splits:")
+        start = int(tree.surrogate_start[node])
+        for r in range(start, start + k):
+            g = int(tree.surrogate_feature[r])
+            text = _split_line(tree, g, tree.surrogate_threshold[r],
+                               tree.surrogate_level_row[r], int(tree.surrogate_low_left[r]),
+                               names, categories, decimals)
+            out.append(f"      {text}, agree={tree.surrogate_agree[r]:.3f}, "
+                       f"adj={tree.surrogate_adj[r]:.3f}, ({int(tree.surrogate_count[r])} "
+                       "split)")
+    if int(tree.n_primary[node]) < n:  # some cases miss the split feature
+        where = {1: "left", 0: "right", -1: "none (the children tie: such cases stop here)"}
+        out.append("  Majority direction (use_surrogate=2, for the cases no split routes): "
+                   + where.get(int(tree.majority_left[node]), "?"))
+    return out

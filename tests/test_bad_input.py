@@ -32,10 +32,11 @@ def target_for(est_cls, y):
 
 
 @pytest.mark.parametrize("est_cls", ESTIMATORS)
-@pytest.mark.parametrize("bad, match", [(np.nan, "X contains NaN"),
-                                        (np.inf, "X contains infinity"),
+@pytest.mark.parametrize("bad, match", [(np.inf, "X contains infinity"),
                                         (-np.inf, "X contains infinity")])
 def test_non_finite_X(est_cls, data, bad, match):
+    """Infinity is refused in fit and predict (NaN is a missing value: it is accepted,
+    tests/test_missing_input.py)."""
     X, y = data
     X = X.copy()
     X[3, 1] = bad
@@ -46,10 +47,11 @@ def test_non_finite_X(est_cls, data, bad, match):
         fitted.predict(X)
 
 
-def test_missing_values_in_dataframe(data):
+def test_infinity_among_missing_values_is_still_refused(data):
     X, y = data
-    frame = pd.DataFrame({"a": pd.array([1, None] + [3] * 28, dtype="Int64"), "b": X[:, 0]})
-    with pytest.raises(ValueError, match="X contains NaN"):
+    frame = pd.DataFrame({"a": pd.array([1, None] + [3] * 28, dtype="Int64"),
+                          "b": np.r_[np.inf, X[1:, 0]]})
+    with pytest.raises(ValueError, match="X contains infinity"):
         CARTClassifier().fit(frame, y)
 
 
@@ -164,9 +166,10 @@ def test_other_X_dtypes(data):
 
 
 @pytest.mark.parametrize("est_cls", ESTIMATORS)
-@pytest.mark.parametrize("bad, match", [(np.nan, "y contains NaN"),
-                                        (np.inf, "y contains infinity")])
+@pytest.mark.parametrize("bad, match", [(np.inf, "y contains infinity")])
 def test_non_finite_y(est_cls, data, bad, match):
+    """Infinity in y is refused (a NaN is a missing target: its row is dropped with a
+    warning, tests/test_missing_input.py)."""
     X, y = data
     yy = target_for(est_cls, y).astype(float)
     yy[5] = bad
@@ -174,11 +177,15 @@ def test_non_finite_y(est_cls, data, bad, match):
         est_cls().fit(X, yy)
 
 
-def test_none_labels(data):
+def test_none_labels_are_missing_targets(data):
     X, y = data
     labels = np.array(["a", "b"] * 15, dtype=object)
     labels[4] = None
-    with pytest.raises(ValueError, match="y contains NaN or None"):
+    with pytest.warns(UserWarning, match="y is missing on 1 of the 30 rows"):
+        est = CARTClassifier().fit(X, labels)
+    np.testing.assert_array_equal(est.classes_, ["a", "b"])
+    labels[:] = None
+    with pytest.raises(ValueError, match="y is missing on every row"):
         CARTClassifier().fit(X, labels)
 
 
@@ -231,6 +238,9 @@ def test_bad_sample_weight(est_cls, data):
         ww[0] = bad
         with pytest.raises(ValueError, match="sample_weight must be finite"):
             est_cls().fit(X, yt, sample_weight=ww)
+    ww[0] = np.nan
+    with pytest.raises(ValueError, match=r"sample_weight has 1 missing \(NaN\) entries"):
+        est_cls().fit(X, yt, sample_weight=ww)
     with pytest.raises(TypeError, match="sample_weight must be numeric"):
         est_cls().fit(X, yt, sample_weight=["a"] * 30)
     with pytest.raises(TypeError, match="sample_weight must be an array of weights or a number"):

@@ -499,8 +499,8 @@ def _battery():
                              ("selection", np.inf, ValueError), ("cv", 2.5, TypeError)):
         add(f"{name}={value}", [CARTClassifierCV, CARTRegressorCV], {name: value}, ident,
             (exc, name))
-    add("y-nan", every, {}, lambda X, y, w: (X, np.r_[y[:-1], np.nan], w),
-        (ValueError, "y contains NaN"))
+    # a missing target drops its row, with a warning: the tree of the other rows
+    add("y-nan", every, {}, lambda X, y, w: (X, np.r_[y[:-1], np.nan], w), "drop-last")
     add("y-inf", regressors, {}, lambda X, y, w: (X, np.r_[y[:-1], np.inf], w),
         (ValueError, "y contains infinity"))
     add("y-huge-int", regressors, {},
@@ -543,6 +543,12 @@ def test_battery(est_cls, params, transform, expect):
              else {})
     extra = {k: v for k, v in extra.items() if k not in params}
     X2, y2, w2 = transform(X, y, w)
+    if expect == "drop-last":
+        with pytest.warns(UserWarning, match=f"y is missing on 1 of the {y.shape[0]} rows"):
+            est = est_cls(**extra, **params).fit(X2, y2, sample_weight=w2)
+        ref = est_cls(**extra, **params).fit(X[:-1], y[:-1], sample_weight=w[:-1])
+        assert_same_structure(est.tree_, ref.tree_)
+        return
     if isinstance(expect, tuple):
         exc, text = expect
         with pytest.raises(exc) as info:
@@ -773,8 +779,7 @@ def test_categorical_integer_weights_equal_duplicated_rows(est_cls):
 
 @pytest.mark.parametrize("est_cls", [CARTClassifier, CARTRegressor])
 @pytest.mark.parametrize("bad, error, words", [
-    (lambda X: X.assign(cat=X["cat"].astype(object).where(X.index != 0, None)),
-     ValueError, "missing values are not supported"),
+    # (a None in the column is a missing value, accepted: tests/test_missing_input.py)
     (lambda X: X.assign(cat=np.where(X.index % 2, X["cat"], 7).astype(object)),
      TypeError, "mixes values of types"),
     (lambda X: X.assign(cat=X["cat"].str.encode("utf-8")), TypeError, "holds bytes"),

@@ -76,11 +76,12 @@ def test_partition_blocks_match_scalar_and_reference(shift):
     for simd in (False, True):
         out = keys.copy()
         work = Work(np.zeros((1, 16)), np.empty((1, n), np.int32), goes_left,
-                    np.empty(0, np.int32), np.zeros((1, 0)), np.zeros((1, 0), np.int64))
+                    np.empty(0, np.int32), np.zeros((1, 0)), np.zeros((1, 0), np.int64),
+                    np.zeros((1, 3)))
         zeros = np.zeros(5, np.int64)
         fr = Frontier(sp_index, f_start, f_end, np.zeros(5), np.zeros(5))
-        _partition(out, shift, sp_index, Splits(split_feat, zeros, zeros), fr, work, simd,
-                   0, 1)
+        splits = Splits(split_feat, zeros, zeros, f_end, np.zeros(5), np.zeros(5))
+        _partition(out, shift, sp_index, splits, fr, work, simd, 0, 1)
         results[simd] = out
         for j in range(5):
             for f in range(p):

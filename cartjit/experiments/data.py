@@ -27,8 +27,11 @@ string, boolean and pandas ``category`` columns (a CSV's text columns, a Parquet
 dictionary columns, the factors of the bundled R datasets) by subsets of their levels,
 and an *ordered* ``category`` by thresholds on its order. ``X`` holds level codes for
 them and :attr:`Data.categorical` the indices of the subset-split features, which every
-cell passes on as ``categorical_features``. Columns must be complete (no missing
-values); a file with a header but no data rows is refused as such.
+cell passes on as ``categorical_features``. Missing feature values (empty CSV cells,
+Parquet nulls, NaN) stay missing (NaN in ``X``; docs/maths.md §8): the trees split on the
+cases present and route the others by surrogate splits. Rows whose target is missing are
+dropped, with one warning giving their number; a file with a header but no data rows is
+refused as such.
 :func:`read_table` and :func:`table_problem` are shared with ``cartjit show FILE``.
 """
 from __future__ import annotations
@@ -179,10 +182,6 @@ def _encode_features(config, spec, frame, features):
     from .. import _encoding
     where = f"{spec.where}.features"
     sub = frame[features]
-    for col in features:
-        if sub[col].isna().any():
-            _fail(config, where, f"column {col!r} of dataset {spec.name!r} has missing "
-                                 "values; cartjit needs complete data")
     with warnings.catch_warnings():
         # a single-level column is reported by every cell that fits it
         warnings.simplefilter("ignore", UserWarning)
@@ -190,11 +189,11 @@ def _encode_features(config, spec, frame, features):
             X, _, enc = _encoding.fit_encode(sub, "from_dtype")
         except (TypeError, ValueError) as exc:
             text = str(exc).replace("Input X contains", "the data contain")
-            if "infinity" in text or "NaN" in text:
+            if "infinity" in text:
                 bad = [c for c in features if sub[c].dtype.kind in "biuf"
-                       and not np.isfinite(sub[c].to_numpy(dtype=np.float64)).all()]
+                       and np.isinf(sub[c].to_numpy(dtype=np.float64, na_value=np.nan)).any()]
                 if bad:
-                    text = f"column {bad[0]!r} has missing or infinite values"
+                    text = f"column {bad[0]!r} has infinite values"
             _fail(config, where, f"dataset {spec.name!r}: {text.removeprefix('X: ')}")
     categorical = tuple(int(j) for j in np.flatnonzero(enc.is_categorical))
     return np.ascontiguousarray(X), categorical
@@ -290,11 +289,18 @@ def _load_one(config, spec):
         features = all_features
     if not features:
         _fail(config, spec.where, f"dataset {spec.name!r} has no feature columns")
-    X, categorical = _encode_features(config, spec, frame, features)
     ycol = frame[target]
     if ycol.isna().any():
-        _fail(config, f"{spec.where}.target" if spec.source == "file" else spec.where,
-              f"target {target!r} of dataset {spec.name!r} has missing values")
+        n_missing = int(ycol.isna().sum())
+        if n_missing == len(frame):
+            _fail(config, f"{spec.where}.target" if spec.source == "file" else spec.where,
+                  f"target {target!r} of dataset {spec.name!r} is missing on every row")
+        warnings.warn(f"dataset {spec.name!r}: target {target!r} is missing on {n_missing} "
+                      f"of the {len(frame)} rows; they are dropped (as rpart's default "
+                      "na.action does)", UserWarning, stacklevel=2)
+        frame = frame[ycol.notna().to_numpy()].reset_index(drop=True)
+        ycol = frame[target]
+    X, categorical = _encode_features(config, spec, frame, features)
     if task == "regression":
         if ycol.dtype.kind not in "biuf":
             _fail(config, f"{spec.where}.task",

@@ -81,7 +81,18 @@ def compile_kernels():
     y2 = (X[:, 0] + X[:, 1] > 0).astype(np.int64)
     yr = X[:, 0] * 2.0 + np.sin(X[:, 1]) + 0.1 * rng.standard_normal(n)
     w = rng.integers(1, 4, size=n).astype(np.float64)
+    # missing values (docs/maths.md §8): present-case search, surrogate and competitor
+    # splits, routing; column 2 is also fitted as a categorical feature with holes
+    Xm = X.copy()
+    Xm[::5, 0] = np.nan
+    Xm[1::7, 1] = np.nan
+    Xm[2::6, 2] = np.nan
+    every = np.isnan(Xm).all(axis=1)
+    Xm[every, 2] = X[every, 2]  # no case misses every feature (that would warn)
     for criterion in CLASSIFIER_CRITERIA:
+        CARTClassifier(criterion).fit(Xm, y3, sample_weight=w).predict(X)
+        CARTClassifier(criterion, categorical_features=[2], use_surrogate=1).fit(Xm, y2)
+        CARTClassifierCV(criterion, cv=3, random_state=0).fit(Xm, y3)
         for y in (y2, y3):
             est = CARTClassifier(criterion).fit(X, y)
             est.predict(X)
@@ -106,6 +117,9 @@ def compile_kernels():
                        ccp_alpha=0.01).fit(X, y3, sample_weight=w)
         CARTClassifierCV(criterion, categorical_features=[2], cv=3, random_state=0).fit(X, y3)
     for criterion in REGRESSOR_CRITERIA:
+        CARTRegressor(criterion, surrogate_style=1).fit(Xm, yr).predict(X)
+        CARTRegressor(criterion, categorical_features=[2]).fit(Xm, yr, sample_weight=w)
+        CARTRegressorCV(criterion, cv=3, random_state=0).fit(Xm, yr)
         est = CARTRegressor(criterion).fit(X, yr)
         est.predict(X)
         est.cost_complexity_path()

@@ -5,7 +5,7 @@ The parity tests use these functions to say *why* rpart's ``cptable`` (and its
 rules as rpart documents them (the vignette "An Introduction to Recursive Partitioning
 Using the RPART Routines", sections "Pruning the tree" and "Cross-validation"; the help
 pages of ``rpart``, ``rpart.control``, ``printcp`` and ``xpred.rpart``) and as stated in
-docs/maths.md §8, not from rpart's code. Nothing here imports cartjit.
+docs/maths.md §9, not from rpart's code. Nothing here imports cartjit.
 
 A tree is given as flat arrays, as cartjit stores one: ``left[t]`` and ``right[t]``
 (``-1`` at a leaf; children have larger ids than their parent, node 0 is the root),

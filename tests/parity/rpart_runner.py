@@ -1,6 +1,6 @@
 """Run R's ``rpart`` through ``Rscript`` and bring its results back as pandas objects.
 
-This is the test oracle for the parity tests (docs/maths.md §8). Nothing here imports cartjit.
+This is the test oracle for the parity tests (docs/maths.md §9). Nothing here imports cartjit.
 
 Public API
 ----------

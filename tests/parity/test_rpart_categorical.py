@@ -1,4 +1,4 @@
-"""Parity of subset splits on categorical predictors with R's rpart (docs/maths.md §7, §8).
+"""Parity of subset splits on categorical predictors with R's rpart (docs/maths.md §7, §9).
 
 The check, as for numeric predictors (see ``test_rpart_grow``): cartjit is given a
 pandas DataFrame whose factor columns are pandas ``category`` columns with R's levels in

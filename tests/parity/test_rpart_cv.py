@@ -1,5 +1,5 @@
 """Parity of the pruning sequence and of cross-validation with R's rpart
-(docs/maths.md §4, §5, §8).
+(docs/maths.md §4, §5, §9).
 
 Both programs get the same data and the same fold id vector: rpart with ``cp=0,
 minsplit=2, minbucket=1, maxcompete=0, maxsurrogate=0, xval=<ids>``, cartjit's
@@ -11,7 +11,7 @@ T_max, the least risk of a pruned subtree for every leaf count (a dynamic progra
 checked against full enumeration in tests/test_pruning.py) and the lower envelope of the
 lines R*_m + α m. rpart's ``cptable`` is compared row by row with it. rpart computes
 node complexities in one bottom-up pass and merges only bit-identical complexities, so
-its table may have a row that the exact sequence does not (docs/maths.md §8). For every
+its table may have a row that the exact sequence does not (docs/maths.md §9). For every
 such row the test shows, with the exact minimisation, that rpart's tree is not the
 smallest minimiser of R + α|T~| at the α where rpart lists it; and it reproduces rpart's
 whole table by applying the one-pass rule as :mod:`rpart_rules` states it to cartjit's

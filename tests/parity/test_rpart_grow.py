@@ -1,4 +1,4 @@
-"""Parity of tree growing with R's rpart (docs/maths.md §2, §8).
+"""Parity of tree growing with R's rpart (docs/maths.md §2, §9).
 
 The check: on data frames from R's ``datasets`` package (and ``kyphosis`` from rpart),
 ``rpart(..., cp=0, minsplit=2, minbucket=1, maxcompete=0, maxsurrogate=0, xval=0)``
@@ -57,7 +57,7 @@ from . import rpart_runner
 
 pytestmark = pytest.mark.parity
 
-#: rpart settings that grow T_max and keep T_1 = T(0) (docs/maths.md §8), primary splits only.
+#: rpart settings that grow T_max and keep T_1 = T(0) (docs/maths.md §9), primary splits only.
 GROW = {"cp": 0, "minsplit": 2, "minbucket": 1, "maxcompete": 0, "maxsurrogate": 0,
         "maxdepth": 30, "xval": 0}
 
@@ -520,7 +520,7 @@ def test_rpart_cp0_tree_is_pruned_subtree_of_tmax(case):
     n_rpart = len(rp["splits"])
     # Ties only cut off a few branches: most of rpart's tree is compared.
     assert cmp.matched_splits + n_same >= 0.8 * n_rpart, cmp.report()
-    # docs/maths.md §8: rpart's cp = 0 tree is T_1. Every matched cartjit split survives in
+    # docs/maths.md §9: rpart's cp = 0 tree is T_1. Every matched cartjit split survives in
     # cartjit's T_1 (alpha > 0); when no branch was cut off, the two T_1 coincide.
     t = est.tree_
     t1 = set(np.flatnonzero((t.left != -1) & (t.alpha > 0)).tolist())
