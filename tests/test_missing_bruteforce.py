@@ -54,7 +54,7 @@ from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor
 from cartjit import _validation as V
 from cartjit._cv import cross_validate
 from cartjit._fit import Problem, Settings, fit_tree
-from cartjit._tree import Tree
+from cartjit._tree import Tree, validate
 
 nan = np.nan
 #: Multiplies every max_examples below (e.g. CARTJIT_HYPOTHESIS_SCALE=20 for a long hunt).
@@ -413,6 +413,17 @@ def check_tree_with_holes(prob, stop, sur):
         event("some surrogate")
     if any(node.stayed for node in naive_to_preorder(root)):
         event("some case stayed in a split node")
+
+
+def test_a_tree_where_a_case_stays_meets_the_tree_contract():
+    """use_surrogate=0: case 5 of X_A (x0 missing) stays in the root, so the children
+    hold 3 + 2 of its 6 cases; ``validate`` accepts such a tree (the children hold at
+    most their parent's cases and weight)."""
+    for use, sizes in ((0, [6, 3, 2]), (2, [6, 4, 2])):
+        est = CARTClassifier(max_surrogate=0, use_surrogate=use).fit(X_A, Y_A)
+        assert est.tree_max_.n_node_samples.tolist() == sizes
+        assert est.tree_max_.n_primary.tolist() == [5, 0, 0]
+        validate(est.tree_max_)
 
 
 def test_competitors_tied_exactly_rank_in_feature_order():
