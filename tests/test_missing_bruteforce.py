@@ -39,12 +39,12 @@ except ImportError:  # tests/ imported as a package
 
 try:
     from naive import level_set, naive_grow, naive_to_preorder
-    from naive_missing import (ADJ_MIN, LEFT, assert_same_missing_tree, flat_apply_missing,
+    from naive_missing import (assert_same_missing_tree, flat_apply_missing,
                                naive_grow_missing, naive_predict_missing, node_work, route,
                                surrogates_given)
 except ImportError:  # tests/ imported as a package
     from tests.naive import level_set, naive_grow, naive_to_preorder
-    from tests.naive_missing import (ADJ_MIN, LEFT, assert_same_missing_tree,
+    from tests.naive_missing import (assert_same_missing_tree,
                                      flat_apply_missing, naive_grow_missing,
                                      naive_predict_missing, node_work, route,
                                      surrogates_given)
