@@ -11,7 +11,9 @@ presorts, grows the trees, scores them, selects k* and returns a :class:`CVResul
    sample's presorted keys are filtered by fold membership in one pass per feature
    (:func:`cartjit._presort.subset_keys`). Its own pruning sequence is computed, and
    every held-out case is dropped down it once, scoring T^(v)(α'_k) for all k at once
-   (:func:`cartjit._predict.heldout_losses`).
+   (:func:`cartjit._predict.heldout_losses`); a case missing a split feature is routed
+   by the fold tree's surrogates and majority as ``use_surrogate`` says, or stops at the
+   node, which then predicts it for every α'_k.
 4. R^CV(T_k) = Σ_j π(j) Σ_i C(i|j) N_ij(k) / N_j: each held-out case of class j adds
    w · π(j) W / N_j · C(i|j) and the sum is divided by W (N_j, W: the full sample's
    weighted class totals and total). Regression: the weighted mean squared held-out
@@ -40,7 +42,7 @@ import numpy as np
 from ._presort import presort, subset_keys
 from ._fit import fit_tree
 from ._limits import check_allocation
-from ._predict import subsets_of, FoldTree, HeldOut, LossTable, heldout_losses
+from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
 from ._pruning import midpoints, path_table
 from ._scaling import normalise
 
@@ -292,20 +294,25 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1):
     """T_max and T_max^(v) for every (repeat, fold): :func:`fit_tree`'s results.
 
     Returns ``(full, folds)``, the folds in (repeat, fold) order; each result carries its
-    tree (with the per-node collapse α) and its pruning sequence. ``keys``
+    tree (with the per-node collapse α) and its pruning sequence. Fold trees are grown
+    with the surrogate settings of the full tree (their surrogates route the held-out
+    cases, as in rpart's cross-validation) but without competitors. ``keys``
     (the full sample's :func:`cartjit._presort.presort`) are never written while other
     trees read them: each fold grows from its own filtered copy, and the full tree
     either consumes them last (one thread) or grows from a copy of its own. On threads
     the full tree, the largest task, is started first and runs beside the folds, so no
     thread idles while it grows.
     """
+    # A fold tree's surrogates route its held-out cases; its competitors are never read.
+    fold_settings = settings._replace(max_competitor=0)
+
     def run(task):
         if task is None:
             own = keys if n_threads == 1 else keys._replace(keys=keys.keys.copy())
             return fit_tree(problem, settings, own, n_threads=1)
         r, v = task
         in_train = plan.folds[r] != v
-        return fit_tree(problem, settings, subset_keys(keys, in_train, 1), n_threads=1)
+        return fit_tree(problem, fold_settings, subset_keys(keys, in_train, 1), n_threads=1)
 
     folds = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
     if problem.X.size < FOLD_THREADS_MIN_VALUES:
@@ -348,7 +355,7 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         label = t.label if problem.is_classification else np.empty(0, dtype=np.int32)
         value = t.value if problem.is_classification else t.value / scale.y
         heldout_losses(FoldTree(t.feature, t.threshold, t.left, t.alpha, label, value,
-                                subsets_of(t)),
+                                routing_of(t, settings.use_surrogate)),
                        HeldOut(problem.X, rows, problem.y_class, problem.y_reg, problem.w,
                                problem.unit_weights),
                        LossTable(class_scale, cost, alpha_prime, out_sum, out_sq))

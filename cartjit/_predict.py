@@ -1,15 +1,20 @@
 """Batch prediction: drop many cases down a flat tree at once.
 
-:func:`apply` returns the leaf reached by every row of X, walking ``node = left[node] +
-(x > c)`` (using ``right == left + 1``). One row's walk is a chain of dependent loads,
-so a thread walks 32 rows together, branch-free, with leaves made self-loops; measured
-on 1e6 rows and a 26,000-node tree this took 0.058 s against 0.137 s for a plain per-row
-walk (and 0.33 s for scikit-learn's predict).
+:func:`apply` returns the node at which every row of X ends: a leaf, or an internal node
+at which a case missing the split feature stops (docs/maths.md §8). A complete row walks
+``node = left[node] + (x > c)`` (using ``right == left + 1``). One row's walk is a chain
+of dependent loads, so a thread walks 32 rows together, branch-free, with leaves made
+self-loops; measured on 1e6 rows and a 26,000-node tree this took 0.058 s against
+0.137 s for a plain per-row walk (and 0.33 s for scikit-learn's predict). A row with a
+missing value, or every row in a tree with subset splits, takes :func:`route` instead
+where the threshold alone cannot decide; it also follows surrogate splits and the
+majority.
 
 :func:`heldout_losses` scores a whole pruning sequence in one descent (docs/maths.md §5,
 rpart's ``rundown``): a case that reaches node t is predicted by t in T(α) for every α
 at which t is a leaf of T(α), i.e. α >= ``alpha[t]`` while all ancestors still have
-larger α. It is serial (the cross-validation runs folds in parallel threads instead).
+larger α; a case that stops at t is predicted by t for every smaller α as well. It is
+serial (the cross-validation runs folds in parallel threads instead).
 """
 from __future__ import annotations
 
@@ -20,40 +25,122 @@ from numba import prange
 
 from ._config import jit, jit_parallel
 
-__all__ = ["apply", "heldout_losses", "goes_right", "FoldTree", "HeldOut", "LossTable",
-           "Subsets"]
+__all__ = ["apply", "heldout_losses", "route", "routing_of", "FoldTree", "HeldOut",
+           "LossTable", "Routing", "USE_SURROGATE",
+           "check_use_surrogate"]
+
+#: The values of ``use_surrogate`` (rpart's usesurrogate): 0 a case missing the split
+#: feature stops at the node; 1 surrogates, then it stops; 2 surrogates, then the majority.
+USE_SURROGATE = (0, 1, 2)
 
 
-class Subsets(NamedTuple):
-    """How a tree's subset splits route a case (see :mod:`cartjit._tree`)."""
-
-    level_row: np.ndarray      # int64 (n_nodes,) row of level_sets, -1: ordered split
-    level_sets: np.ndarray     # uint64 (m, 2, n_words) levels going left / right
-    majority_left: np.ndarray  # int64 (n_nodes,) 1: a case that cannot be routed goes left
+#: Columns of :attr:`Routing.node`.
+R_LEVEL_ROW, R_MAJORITY, R_SUR_START, R_N_SUR = 0, 1, 2, 3
+#: Columns of :attr:`Routing.sur`.
+S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT = 0, 1, 2
 
 
-@jit
-def goes_right(x, t, threshold, subsets):
-    """Prediction, one step: 1 when a case with value ``x`` of node t's split feature
-    goes to the right child, else 0.
+class Routing(NamedTuple):
+    """How a tree routes a case that a threshold alone cannot: subset splits, missing
+    values, surrogate splits and the majority (see :mod:`cartjit._tree`).
 
-    An ordered split sends x > threshold right. A subset split looks the level code x up
-    in its two level sets; a code in neither (a level absent from the node's learning
-    cases, or -1: never seen in training) goes with the majority.
+    The per-node and per-surrogate integers travel as two tables (few arrays keep the
+    parallel kernel quick to compile); every array is contiguous and of the dtype below
+    whatever the tree, so the kernels compile one signature.
     """
-    row = subsets.level_row[t]
-    if row < 0:
-        return np.int64(x > threshold[t])
-    sets = subsets.level_sets
-    if x >= 0.0 and x < 64.0 * sets.shape[2]:
-        code = np.int64(x)
-        word = code >> 6
-        bit = np.uint64(1) << np.uint64(code & 63)
+
+    node: np.ndarray           # int64 (n_nodes, 4): level_row (-1: ordered split),
+    #                            majority_left (1 left, 0 right, -1 stop), first
+    #                            surrogate row, number of surrogates
+    sur: np.ndarray            # int64 (n_rows, 3): feature, level_row (-1: ordered),
+    #                            low_left (1: x <= threshold goes left), best first
+    sur_threshold: np.ndarray  # float64 (n_rows,)
+    level_sets: np.ndarray     # uint64 (m, 2, n_words) levels going left / right
+    subset_splits: bool        # whether some node splits by a subset of levels
+    use_surrogate: int         # 0, 1 or 2
+
+
+@jit(inline="always")
+def _level_side(code, row, sets):
+    """0 when the level ``code`` is in the left set of ``sets[row]``, 1 in the right
+    set, -1 in neither (NaN, -1 for a level never seen in training, or a level absent
+    from the node's learning cases)."""
+    if code >= 0.0 and code < 64.0 * sets.shape[2]:
+        c = np.int64(code)
+        word = c >> 6
+        bit = np.uint64(1) << np.uint64(c & 63)
         if sets[row, 0, word] & bit:
             return np.int64(0)
         if sets[row, 1, word] & bit:
             return np.int64(1)
-    return np.int64(1 - subsets.majority_left[t])
+    return np.int64(-1)
+
+
+@jit(inline="always")
+def _split_side(x, t, threshold, routing):
+    """Step 1 of :func:`route`: the side node t's own split sends the value x of its
+    feature to, or -1 when x is missing there."""
+    row = routing.node[t, R_LEVEL_ROW]
+    if row < 0:
+        if np.isnan(x):
+            return np.int64(-1)
+        return np.int64(x > threshold[t])
+    return _level_side(x, row, routing.level_sets)
+
+
+@jit
+def _missing_side(X, i, t, routing):
+    """Steps 2-4 of :func:`route`, for row i of X missing node t's split feature."""
+    u = routing.use_surrogate
+    if u == 0:
+        return np.int64(-1)
+    start = routing.node[t, R_SUR_START]
+    for s in range(start, start + routing.node[t, R_N_SUR]):
+        v = X[i, routing.sur[s, S_FEATURE]]
+        srow = routing.sur[s, S_LEVEL_ROW]
+        if srow < 0:
+            if not np.isnan(v):
+                low = v <= routing.sur_threshold[s]
+                if routing.sur[s, S_LOW_LEFT] == 1:
+                    return np.int64(0 if low else 1)
+                return np.int64(1 if low else 0)
+        else:
+            side = _level_side(v, srow, routing.level_sets)
+            if side >= 0:
+                return side
+    if u == 2:
+        m = routing.node[t, R_MAJORITY]
+        if m == 1:
+            return np.int64(0)
+        if m == 0:
+            return np.int64(1)
+    return np.int64(-1)
+
+
+@jit(inline="always")
+def route(X, i, t, feature, threshold, routing):
+    """Prediction, one step at internal node t for row i of X: 0 to the left child, 1 to
+    the right child, -1 when the case stops at t (docs/maths.md §8, rpart's
+    ``pred_rpart``).
+
+    1. The split: if the case has its feature (not NaN; for a subset split, a level in
+       one of the two sets), an ordered split sends x > threshold right, a subset split
+       sends the level to its set's side.
+    2. Otherwise, with ``use_surrogate`` >= 1, the node's surrogates in order: the
+       first whose feature the case has (for a categorical surrogate, a level in one of
+       its sets) decides; an ordered surrogate sends x <= threshold left when
+       ``low_left`` is 1, right when it is 0.
+    3. Otherwise, with ``use_surrogate`` == 2, ``majority_left``: 1 left, 0 right, -1
+       (the children hold equal numbers of learning cases) stop.
+    4. Otherwise the case stops at t.
+
+    Step 1 is inlined into the kernels; steps 2-4 (:func:`_missing_side`) are a call,
+    taken only by a case missing the split feature.
+    """
+    d = _split_side(X[i, feature[t]], t, threshold, routing)
+    if d < 0:
+        d = _missing_side(X, i, t, routing)
+    return d
 
 
 class FoldTree(NamedTuple):
@@ -65,13 +152,13 @@ class FoldTree(NamedTuple):
     alpha: np.ndarray      # float64 (n_nodes,), collapse α of each node
     label: np.ndarray      # int32 (n_nodes,) class j*(t); empty for regression
     value: np.ndarray      # float64 (n_nodes, 1) ȳ(t) for regression (unused otherwise)
-    subsets: Subsets       # level sets of subset splits (level_row all -1 without them)
+    routing: Routing       # subset splits, surrogates, majority and use_surrogate
 
 
 class HeldOut(NamedTuple):
     """The cases and which of them a fold holds out."""
 
-    X: np.ndarray          # float64 (n, p), every case
+    X: np.ndarray          # float64 (n, p), every case (NaN: missing)
     rows: np.ndarray       # int64, the held-out rows
     y_class: np.ndarray    # int32 class indices (empty for regression)
     y_reg: np.ndarray      # float64 responses (empty for classification)
@@ -96,85 +183,132 @@ GROUP = 32
 
 
 @jit_parallel
-def _apply_grouped(child0, feature, threshold, subsets, X):
-    """Prediction, the descent: the leaf of every row, walking ``GROUP`` rows at a time
-    without branches.
+def _apply_grouped(child0, feature, threshold, routing, X):
+    """Prediction, the descent: the node at which every row ends, walking ``GROUP`` rows
+    at a time.
 
     The node arrays are the tree's, with leaves turned into self-loops: ``child0[t] = t``
     and ``threshold[t] = +inf`` at a leaf, so ``t = child0[t] + (x > threshold[t])``
     stays put once a row has reached its leaf; a group is done when a sweep moves none
-    of its rows. Groups run in parallel. Returns ``(leaves, number of non-finite
-    entries of X)``.
+    of its rows. That branch-free step serves a group of complete rows (no NaN) in a
+    tree without subset splits. In any other group the rows with a NaN (every row, in
+    a tree with subset splits) take :func:`route` at each internal node instead, and a
+    row that stops at an internal node (``route`` gives -1) stays put there too, so the
+    sweep ends all the same. Groups run in parallel. Returns ``(nodes,
+    number of infinite entries of X)``; NaN is a missing value.
 
     Parameters
     ----------
     child0 : int64 left child by node, the node itself at a leaf.
     feature : int64 split feature by node (0 at a leaf).
     threshold : float64 split threshold by node (+inf at a leaf).
-    subsets : :class:`Subsets` of a tree with subset splits, whose steps are taken by
-        :func:`goes_right`; empty arrays for a tree of ordered splits only, which keeps
-        the threshold-only step (the test is the same for every step of a call, so the
-        branch costs nothing measurable).
+    routing : :class:`Routing` of the tree (its level sets, surrogates, majority and
+        ``use_surrogate``).
     X : float64 (n, p) the rows.
     """
     n, p = X.shape
-    has_subsets = subsets.level_row.shape[0] > 0
+    has_subsets = routing.subset_splits
     out = np.empty(n, dtype=np.int64)
     n_groups = (n + GROUP - 1) // GROUP
     bad = np.zeros(n_groups, dtype=np.int64)
     for g in prange(n_groups):
         base = g * GROUP
         m = min(GROUP, n - base)
-        # the finiteness check of X rides along (the rows are read anyway)
+        # the check of X rides along (the rows are read anyway): infinity is an error,
+        # NaN sends the group down the routed path
+        odd = 0
         for r in range(m):
             for f in range(p):
                 if not np.isfinite(X[base + r, f]):
-                    bad[g] += 1
-        nodes = np.zeros(GROUP, dtype=np.int64)
-        while True:
-            moved = 0
+                    odd += 1
+        routed = np.int64(-1) if has_subsets else np.int64(0)  # bit r: row r needs route()
+        if odd:  # rare: sort NaN (missing) from infinity (an error)
             for r in range(m):
-                t = nodes[r]
-                if has_subsets:
-                    nxt = child0[t] + goes_right(X[base + r, feature[t]], t, threshold,
-                                                 subsets)
-                else:
+                for f in range(p):
+                    v = X[base + r, f]
+                    if np.isnan(v):
+                        routed |= np.int64(1) << r
+                    elif np.isinf(v):
+                        bad[g] += 1
+        nodes = np.zeros(GROUP, dtype=np.int64)
+        if routed != 0:
+            while True:
+                moved = 0
+                for r in range(m):
+                    t = nodes[r]
+                    nxt = child0[t]
+                    x = X[base + r, feature[t]]
+                    if (routed >> r) & 1 == 0 or (not has_subsets and not np.isnan(x)):
+                        nxt += np.int64(x > threshold[t])
+                    elif nxt != t:
+                        d = route(X, base + r, t, feature, threshold, routing)
+                        nxt = t if d < 0 else nxt + d
+                    moved |= nxt != t
+                    nodes[r] = nxt
+                if moved == 0:
+                    break
+        else:
+            while True:
+                moved = 0
+                for r in range(m):
+                    t = nodes[r]
                     nxt = child0[t] + np.int64(X[base + r, feature[t]] > threshold[t])
-                moved |= nxt != t
-                nodes[r] = nxt
-            if moved == 0:
-                break
+                    moved |= nxt != t
+                    nodes[r] = nxt
+                if moved == 0:
+                    break
         for r in range(m):
             out[base + r] = nodes[r]
     return out, bad.sum()
 
 
-#: The :class:`Subsets` of a tree without subset splits.
-NO_SUBSETS = Subsets(np.empty(0, dtype=np.int64), np.empty((0, 2, 0), dtype=np.uint64),
-                     np.empty(0, dtype=np.int64))
+def check_use_surrogate(use_surrogate):
+    """``use_surrogate`` as an int, or a ``TypeError``/``ValueError`` naming it."""
+    if isinstance(use_surrogate, (bool, np.bool_)) or not isinstance(use_surrogate,
+                                                                     (int, np.integer)):
+        raise TypeError(f"use_surrogate must be 0, 1 or 2, got {use_surrogate!r}")
+    if int(use_surrogate) not in USE_SURROGATE:
+        raise ValueError(f"use_surrogate must be 0, 1 or 2, got {use_surrogate!r}")
+    return int(use_surrogate)
 
 
-def subsets_of(tree):
-    """The :class:`Subsets` record of a :class:`cartjit._tree.Tree` (leaves: -1)."""
-    return Subsets(np.ascontiguousarray(tree.level_row, dtype=np.int64),
+def routing_of(tree, use_surrogate=2):
+    """The :class:`Routing` record of a :class:`cartjit._tree.Tree`."""
+    node = np.column_stack([tree.level_row, tree.majority_left, tree.surrogate_start,
+                            tree.n_surrogates]).astype(np.int64)
+    sur = np.column_stack([tree.surrogate_feature, tree.surrogate_level_row,
+                           tree.surrogate_low_left]).astype(np.int64).reshape(-1, 3)
+    return Routing(np.ascontiguousarray(node), np.ascontiguousarray(sur),
+                   np.ascontiguousarray(tree.surrogate_threshold, dtype=np.float64),
                    np.ascontiguousarray(tree.level_sets, dtype=np.uint64),
-                   np.ascontiguousarray(np.abs(tree.majority_left), dtype=np.int64))
+                   bool(np.any(tree.level_row >= 0)), check_use_surrogate(use_surrogate))
 
 
-def apply(feature, threshold, left, X, subsets=None):
-    """Leaf id of every row of X (x_m <= c goes left; the right child is ``left + 1``;
-    ``subsets``, a :class:`Subsets`, for a tree with subset splits).
+def _plain_routing(n_nodes):
+    """The :class:`Routing` of ordered splits without surrogates, where a case missing
+    a split feature stops (use_surrogate 0)."""
+    node = np.zeros((n_nodes, 4), dtype=np.int64)
+    node[:, R_LEVEL_ROW] = -1
+    return Routing(node, np.empty((0, 3), dtype=np.int64), np.empty(0, dtype=np.float64),
+                   np.empty((0, 2, 0), dtype=np.uint64), False, 0)
 
-    Returns ``(leaves, n_non_finite)``: the number of NaN or infinite entries of X, which
-    the caller turns into an error (the kernel checks them while it reads the rows).
+
+def apply(feature, threshold, left, X, routing=None):
+    """The node at which every row of X ends (x_m <= c goes left; the right child is
+    ``left + 1``; ``routing``, a :class:`Routing` (:func:`routing_of`), for subset
+    splits, surrogates and the majority; ``None``: ordered splits only, and a case
+    missing a split feature stops there).
+
+    Returns ``(nodes, n_infinite)``: the number of infinite entries of X, which the
+    caller turns into an error (the kernel counts them while it reads the rows).
     """
     is_leaf = left < 0
     child0 = np.where(is_leaf, np.arange(left.shape[0]), left).astype(np.int64)
     feat = np.where(is_leaf, 0, feature).astype(np.int64)
     thr = np.where(is_leaf, np.inf, threshold)
-    if subsets is None:
-        subsets = NO_SUBSETS
-    return _apply_grouped(child0, feat, thr, subsets, X)
+    if routing is None:
+        routing = _plain_routing(left.shape[0])
+    return _apply_grouped(child0, feat, thr, routing, X)
 
 
 @jit
@@ -184,7 +318,13 @@ def heldout_losses(tree, cases, losses):
 
     One descent per row of ``X[rows]`` (rpart's ``rundown``): at each node t on the
     row's path, the α in [alpha[t], α of the previous node) have t as the row's leaf in
-    T(α) (``alphas`` increasing). The loss is ``class_scale[y] · cost[y, label[t]]``
+    T(α) (``alphas`` increasing). A row that stops at an internal node t (missing its
+    split feature, docs/maths.md §8: :func:`route`) has t as its end node for every
+    α below as well, so t takes the whole remaining range [0, α of the previous node).
+    A case is routed exactly as :func:`apply` routes it, majority included (rpart's
+    cross-validation instead sends a case that no surrogate routes by the fit-time
+    majority, the case weight of the node's cases with the split feature on each side,
+    a tie to the right; its predictions use the children's counts, as here). The loss is ``class_scale[y] · cost[y, label[t]]``
     for classification (``label`` non-empty) and ``(y - value[t, 0])²`` for regression.
     ``out_sum[k]`` receives Σ w·loss and ``out_sq[k]`` Σ w·loss² for α = ``alphas[k]``
     (w = 1 with ``unit_weights``, when ``w`` may be empty);
@@ -201,7 +341,7 @@ def heldout_losses(tree, cases, losses):
         ``out_sum``, ``out_sq``.
     """
     feature, threshold, left, alpha = tree.feature, tree.threshold, tree.left, tree.alpha
-    label, value, subsets = tree.label, tree.value, tree.subsets
+    label, value, routing = tree.label, tree.value, tree.routing
     X, rows, y_class, y_reg = cases.X, cases.rows, cases.y_class, cases.y_reg
     w, unit_weights = cases.w, cases.unit_weights
     class_scale, cost, alphas = losses.class_scale, losses.cost, losses.alphas
@@ -214,8 +354,9 @@ def heldout_losses(tree, cases, losses):
         i = rows[r]
         node = 0
         hi = n_alpha
+        stopped = False
         while True:
-            lo = hi
+            lo = 0 if stopped else hi
             while lo > 0 and alphas[lo - 1] >= alpha[node]:
                 lo -= 1
             if lo < hi:
@@ -231,10 +372,13 @@ def heldout_losses(tree, cases, losses):
                 d_sq[hi] -= wi * loss * loss
             hi = lo
             child = left[node]
-            if hi == 0 or child < 0:
+            if hi == 0 or child < 0 or stopped:
                 break
-            child += goes_right(X[i, feature[node]], node, threshold, subsets)
-            node = child
+            d = route(X, i, node, feature, threshold, routing)
+            if d < 0:
+                stopped = True  # node's own range is taken: now everything below it
+            else:
+                node = child + d
     acc = 0.0
     acc2 = 0.0
     for k in range(n_alpha):

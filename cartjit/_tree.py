@@ -18,7 +18,9 @@ Node ``i`` is described by row ``i`` of every array.
   Every node but the root is the child of exactly one node.
 * ``n_node_samples[i]`` counts the learning cases (of non-zero weight) in node ``i``;
   ``weighted_n_node_samples[i]`` is their total case weight. Both are the sums of the
-  children's values.
+  children's values when every case of a split node has its split feature
+  (``n_primary[i] == n_node_samples[i]``); otherwise at least those sums, as cases
+  missing it may stay in the node (see ``n_primary`` below).
 * ``value[i]``: for classification the weighted class counts N_j(t), one column per
   class (``n_values == J``), summing to ``weighted_n_node_samples[i]``; for regression a
   single column holding the weighted mean ȳ(t).
@@ -244,13 +246,31 @@ def validate(tree: Tree, *, rtol: float = 1e-9) -> None:
         raise ValueError("every node but the root must be the child of exactly one node")
     if np.any(tree.n_node_samples < 1):
         raise ValueError("every node must hold at least one case")
-    if np.any(tree.n_node_samples[internal] != tree.n_node_samples[lc] + tree.n_node_samples[rc]):
-        raise ValueError("n_node_samples of a split node must be the sum of its children's")
+    _validate_missing(tree, leaf, internal, rtol)
+    # A case missing the split feature may stay in its node (use_surrogate < 2, or a tie
+    # of the majority), so the children hold at most their parent's cases; where every
+    # case has the split feature (n_primary == n_node_samples) they hold all of them.
+    n_s = tree.n_node_samples
+    complete = tree.n_primary[internal] == n_s[internal]
+    below = n_s[lc] + n_s[rc]
+    if np.any(below[complete] != n_s[internal][complete]):
+        raise ValueError("n_node_samples of a split node whose cases all have the split "
+                         "feature (n_primary == n_node_samples) must be the sum of its "
+                         "children's")
+    if np.any(below > n_s[internal]):
+        raise ValueError("the children of a split node cannot hold more cases than it")
+    if np.any(below < tree.n_primary[internal]):
+        raise ValueError("the children of a split node must hold at least its n_primary "
+                         "cases (those with the split feature present)")
     w = tree.weighted_n_node_samples
     if np.any(w <= 0):
         raise ValueError("weighted_n_node_samples must be positive")
-    if not np.allclose(w[internal], w[lc] + w[rc], rtol=rtol, atol=0):
-        raise ValueError("weighted_n_node_samples of a split node must be the sum of its children's")
+    w_below = w[lc] + w[rc]
+    if not np.allclose(w[internal][complete], w_below[complete], rtol=rtol, atol=0):
+        raise ValueError("weighted_n_node_samples of a split node whose cases all have the "
+                         "split feature must be the sum of its children's")
+    if np.any(w_below > w[internal] * (1 + rtol)):
+        raise ValueError("the children of a split node cannot hold more case weight than it")
     if np.any(tree.impurity < -rtol) or np.any(~np.isfinite(tree.impurity)):
         raise ValueError("impurity must be finite and non-negative")
     scale = max(float(tree.risk[0]), 1e-300)
@@ -275,6 +295,118 @@ def validate(tree: Tree, *, rtol: float = 1e-9) -> None:
             raise ValueError("alpha must be 0 at the leaves of T_max")
         if np.any(a[lc] > a[internal]) or np.any(a[rc] > a[internal]):
             raise ValueError("alpha must never increase from a node to its children")
+
+
+def _table_rows(tree, leaf, start, count, size, what):
+    """The rows ``[start, start + count)`` of a table of ``size`` rows used by each node:
+    in range, none at leaves, no row used twice. Returns (node of each row, row ids)."""
+    if np.any(count < 0) or np.any(start < 0):
+        raise ValueError(f"{what}: start and count must be non-negative")
+    if np.any(count[leaf] != 0) or np.any(start[leaf] != 0):
+        raise ValueError(f"{what}: start and count must be 0 at leaves")
+    if np.any(start.astype(np.int64) + count > size):
+        raise ValueError(f"{what}: rows [start, start + count) must lie in the table "
+                         f"({size} rows)")
+    owner = np.repeat(np.arange(start.shape[0]), count)
+    rows = (np.repeat(start.astype(np.int64) - np.cumsum(count) + count, count)
+            + np.arange(owner.shape[0]))
+    if np.unique(rows).shape[0] != rows.shape[0]:
+        raise ValueError(f"{what}: two nodes (or one node twice) use the same table row")
+    return owner, rows
+
+
+def _table(tree, fields, what):
+    """The columns of a surrogate or competitor table: 1-d, right dtype, same length."""
+    size = None
+    for name, dtype in fields.items():
+        arr = getattr(tree, name)
+        if arr.ndim != 1 or arr.dtype != dtype:
+            raise ValueError(f"tree.{name} must be a 1-d {np.dtype(dtype).name} array")
+        if size is None:
+            size = arr.shape[0]
+        elif arr.shape[0] != size:
+            raise ValueError(f"the {what} table's columns must have the same length "
+                             f"(tree.{name} has {arr.shape[0]} rows, expected {size})")
+    return size
+
+
+def _split_columns(tree, owner, rows, feature, threshold, level_row, what):
+    """An ordered split row has a finite threshold and level row -1, a subset split row a
+    NaN threshold and a valid row of level_sets with disjoint, non-empty sides; its
+    feature is not the node's own and appears once per node."""
+    f, thr, lr = feature[rows], threshold[rows], level_row[rows]
+    if np.any(f < 0) or np.any(f == tree.feature[owner]):
+        raise ValueError(f"{what}: the feature must be a feature index other than the "
+                         "node's split feature")
+    pairs = owner.astype(np.int64) * (int(f.max(initial=0)) + 1) + f
+    if np.unique(pairs).shape[0] != pairs.shape[0]:
+        raise ValueError(f"{what}: a node lists the same feature twice")
+    ordered = lr < 0
+    if np.any(lr < -1) or np.any(lr >= tree.level_sets.shape[0]):
+        raise ValueError(f"{what}: the level row must be -1 or a row of level_sets")
+    if np.any(~np.isfinite(thr[ordered])) or np.any(~np.isnan(thr[~ordered])):
+        raise ValueError(f"{what}: an ordered split needs a finite threshold, a subset "
+                         "split a NaN one")
+    sets = tree.level_sets[lr[~ordered]]
+    if np.any(sets[:, 0] & sets[:, 1]) or np.any(~sets[:, 0].any(axis=1)) or \
+            np.any(~sets[:, 1].any(axis=1)):
+        raise ValueError(f"{what}: the two level sets must be disjoint and non-empty")
+
+
+def _validate_missing(tree, leaf, internal, rtol):
+    """The fields of missing values: n_primary, majority_left, the surrogate and the
+    competitor tables (see the module docstring)."""
+    n_s, n_p = tree.n_node_samples, tree.n_primary
+    if np.any(n_p[leaf] != 0):
+        raise ValueError("n_primary must be 0 at leaves")
+    if np.any(n_p[internal] < 1) or np.any(n_p > n_s):
+        raise ValueError("n_primary of a split node must lie in [1, n_node_samples]")
+    lc = tree.left[internal]
+    n_l, n_r = n_s[lc], n_s[lc + 1]
+    expected = np.where(n_l > n_r, 1, np.where(n_l < n_r, 0, -1))
+    if np.any(tree.majority_left[internal] != expected):
+        raise ValueError("majority_left of a split node must be 1 when its left child holds "
+                         "more cases (n_node_samples), 0 when fewer, -1 when as many")
+
+    size = _table(tree, SURROGATE_FIELDS, "surrogate")
+    owner, rows = _table_rows(tree, leaf, tree.surrogate_start, tree.n_surrogates, size,
+                              "surrogate rows")
+    _split_columns(tree, owner, rows, tree.surrogate_feature, tree.surrogate_threshold,
+                   tree.surrogate_level_row, "a surrogate split")
+    agree, adj = tree.surrogate_agree[rows], tree.surrogate_adj[rows]
+    if np.any(~(agree >= 0)) or np.any(agree > 1 + rtol):
+        raise ValueError("surrogate_agree must lie in [0, 1]")
+    if np.any(~(adj > 0)) or np.any(adj > 1 + rtol):
+        raise ValueError("surrogate_adj must lie in (0, 1]")
+    if np.any((tree.surrogate_low_left[rows] != 0) & (tree.surrogate_low_left[rows] != 1)):
+        raise ValueError("surrogate_low_left must be 0 or 1")
+    # best first: within a node, agreement never increases
+    same = owner[1:] == owner[:-1]
+    if np.any(agree[1:][same] > agree[:-1][same]):
+        raise ValueError("a node's surrogates must be listed best first (agreement "
+                         "non-increasing)")
+    count = tree.surrogate_count[rows]
+    routed = np.zeros(n_s.shape[0], dtype=np.int64)
+    np.add.at(routed, owner, count)
+    if np.any(count < 0) or np.any(routed > n_s - n_p):
+        raise ValueError("surrogate_count must be non-negative, and a node's surrogates "
+                         "cannot route more than its cases missing the split feature")
+
+    size = _table(tree, COMPETITOR_FIELDS, "competitor")
+    owner, rows = _table_rows(tree, leaf, tree.competitor_start, tree.n_competitors, size,
+                              "competitor rows")
+    _split_columns(tree, owner, rows, tree.competitor_feature, tree.competitor_threshold,
+                   tree.competitor_level_row, "a competitor split")
+    imp = tree.competitor_improvement[rows]
+    if np.any(~(imp > 0)) or np.any(~np.isfinite(imp)):
+        raise ValueError("competitor_improvement must be positive and finite")
+    same = owner[1:] == owner[:-1]
+    if np.any(imp[1:][same] > imp[:-1][same]):
+        raise ValueError("a node's competitors must be listed best first (improvement "
+                         "non-increasing)")
+    count = tree.competitor_count[rows]
+    if np.any(count < 1) or np.any(count > n_s[owner]):
+        raise ValueError("competitor_count must lie in [1, n_node_samples]")
 
 
 def _validate_subsets(tree, leaf):
@@ -346,16 +478,21 @@ def subtree(tree: Tree, keep_internal: np.ndarray, *, return_index: bool = False
     return Tree(**fields)
 
 
-def apply(tree: Tree, X: np.ndarray) -> np.ndarray:
-    """Leaf id of ``tree`` reached by every row of X (C-contiguous float64, checked shape).
+def apply(tree: Tree, X: np.ndarray, use_surrogate: int = 2) -> np.ndarray:
+    """The node at which every row of X (C-contiguous float64, checked shape, NaN for a
+    missing value) ends: a leaf, or an internal node where a case missing the split
+    feature stops (see ``majority_left``; docs/maths.md §8).
 
-    Raises ``ValueError`` if X holds NaN or infinity (checked while the rows are read).
+    ``use_surrogate`` (rpart's usesurrogate): 0, a case missing the split feature stops
+    at the node; 1, the node's surrogate splits route it, else it stops; 2, the
+    surrogates, then the majority (``majority_left``). Raises ``ValueError`` if X holds
+    infinity (checked while the rows are read).
     """
-    from ._predict import apply as leaves_of, subsets_of  # the batch kernels
-    from ._validation import raise_non_finite
+    from ._predict import apply as nodes_of, routing_of  # the batch kernels
 
-    subsets = subsets_of(tree) if tree.has_subset_splits else None
-    leaves, n_bad = leaves_of(tree.feature, tree.threshold, tree.left, X, subsets)
-    if n_bad:
-        raise_non_finite(X)
-    return leaves
+    routing = routing_of(tree, use_surrogate)
+    nodes, n_inf = nodes_of(tree.feature, tree.threshold, tree.left, X, routing)
+    if n_inf:
+        raise ValueError("Input X contains infinity or a value too large for "
+                         "dtype('float64'): only finite values and NaN (missing) are allowed")
+    return nodes

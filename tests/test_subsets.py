@@ -59,7 +59,9 @@ def _bits(row_sets, side):
 
 
 def _walk(tree, x):
-    """Slow reference of prediction: one row down the tree, as documented."""
+    """Slow reference of prediction: one row down the tree, as documented (these trees
+    have no surrogates: a level a split cannot route goes with the majority, or stops
+    at the node when its children hold equal numbers of cases)."""
     t = 0
     while tree.left[t] != LEAF:
         v = x[tree.feature[t]]
@@ -72,6 +74,8 @@ def _walk(tree, x):
                 right = False
             elif code in _bits(sets, 1):
                 right = True
+            elif tree.majority_left[t] == -1:
+                return t
             else:
                 right = not tree.majority_left[t]
         t = tree.left[t] + int(right)
@@ -136,7 +140,8 @@ def test_prediction_routes_absent_and_unseen_levels_to_the_majority():
     got = apply(tree, Xt)
     want = np.array([_walk(tree, x) for x in Xt])
     np.testing.assert_array_equal(got, want)
-    assert np.all(tree.left[got] == LEAF)
+    stops = tree.left[got] != LEAF  # only at a split whose children tie
+    assert np.all(tree.majority_left[got[stops]] == -1)
 
 
 def test_many_levels_use_several_bitset_words():

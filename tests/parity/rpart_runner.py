@@ -27,6 +27,8 @@ xval_folds=None, *, seed=None, echo_data=False, timeout=300)``
 ``level_partition(result, node)``
     The categorical split of one rpart node decoded from ``csplit``: the levels sent to
     node 2k, those sent to node 2k+1, and those absent from the node.
+``split_partition(result, row)``
+    The same for any row of ``all_splits`` (a primary, competitor or surrogate split).
 
 Exactness of the transfer. Python -> R: doubles are sent as C99 hexadecimal literals
 (``float.hex``), which R's reader converts exactly (R's decimal reader is not always
@@ -65,6 +67,7 @@ __all__ = [
     "run_rpart_many",
     "r_datasets",
     "level_partition",
+    "split_partition",
     "LevelPartition",
     "RScriptError",
 ]
@@ -440,6 +443,29 @@ if (.fold_fits) {
 }
 .write_df(data.frame(level = if (is.null(attr(fit, "ylevels"))) character(0) else attr(fit, "ylevels")),
           "ylevels.csv")
+if (file.exists(file.path(.outdir, "newdata.csv"))) {
+  # predict() on new data (NA kept: na.pass, as predict.rpart does), and the node each
+  # row ends in: rpart:::pred.rpart gives the row of fit$frame (an internal node when
+  # neither the split nor a surrogate nor the majority sends the case on)
+  .rawn <- utils::read.csv(file.path(.outdir, "newdata.csv"), colClasses = "character",
+                           na.strings = character(0), check.names = FALSE,
+                           fileEncoding = "UTF-8")
+  .nd <- data.frame(row.names = seq_len(nrow(.rawn)))
+  for (nm in names(.rawn)) .nd[[nm]] <- .decode(.rawn[[nm]], .new_types[[nm]])
+  for (nm in intersect(names(.factor_levels), names(.nd)))
+    .nd[[nm]] <- factor(.nd[[nm]], levels = .factor_levels[[nm]],
+                        ordered = nm %in% .ordered_factors)
+  .mf <- stats::model.frame(stats::delete.response(fit$terms), .nd, na.action = stats::na.pass,
+                            xlev = attr(fit, "xlevels"))
+  .wh <- if (nrow(fr) == 1L) rep(1L, nrow(.nd)) else rpart:::pred.rpart(fit, rpart:::rpart.matrix(.mf))
+  .write_df(data.frame(node = nodes[.wh]), "newdata_node.csv")
+  .pr <- predict(fit, .nd)
+  if (is.matrix(.pr)) {
+    .pr <- as.data.frame(unclass(.pr))
+    names(.pr) <- paste0("prob_", seq_len(ncol(.pr)))
+  } else .pr <- data.frame(pred = as.numeric(.pr))
+  .write_df(.pr, "newdata_pred.csv")
+}
 """
 
 # Several jobs in one R process: every job directory (job00000, ...) holds its params.R
@@ -584,6 +610,7 @@ def run_rpart(
     echo_data: bool = False,
     xpred: bool = False,
     fold_fits: bool = False,
+    newdata: pd.DataFrame | None = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> dict[str, Any]:
     """Fit ``rpart(target ~ f1 + f2 + ..., data=df, method=method, ...)`` in R.
@@ -604,7 +631,11 @@ def run_rpart(
         ``maxcompete``, ``maxsurrogate``, ``maxdepth``, ``xval``, ...). ``xval``
         defaults to 0 here (no cross-validation) unless given here or in ``xval_folds``.
     weights
-        Case weights (``weights=`` of rpart); default all ones.
+        Case weights (``weights=`` of rpart); default all ones. They are always passed,
+        which keeps rows whose features are all missing: rpart's ``na.rpart`` drops such
+        a row only when the model frame has no other column (no ``weights=``), so
+        ``rpart(y ~ ., d)`` without weights would drop it. Rows with a missing response
+        are dropped by rpart either way.
     xval_folds
         ``xval`` of rpart: an integer V (random folds; pass ``seed``) or a vector of
         fold ids, one per row (rpart's ``xval`` accepts group ids).
@@ -625,6 +656,12 @@ def run_rpart(
     fold_fits
         Also fit rpart (same settings, ``xval = 0``) on the training part of every fold
         of ``xval_folds`` (a vector), in the same R session.
+    newdata
+        Rows to predict (a data frame holding at least the ``features`` columns; NaN or
+        None = NA, also in factor columns, whose levels are those sent with ``df``; a
+        value that is not one of those levels becomes NA too). rpart predicts them with
+        ``predict(fit, newdata)`` (missing values passed on: surrogates, then the
+        majority, as the fit's ``usesurrogate`` says).
 
     Returns
     -------
@@ -660,12 +697,29 @@ def run_rpart(
         ``"fold_fits"``: when ``fold_fits``, a dict fold id -> dict with ``"frame"``
         (node, var, n, wt, dev, yval, complexity), ``"splits"`` (node, var, threshold,
         ncat: primary splits, as above) and ``"where"`` of that fold's separate fit.
+        ``"newdata_node"``: when ``newdata`` is given, an int64 array: the rpart node
+        number each row ends in (``rpart:::pred.rpart``; an internal node when the row
+        stops there, e.g. with ``usesurrogate`` < 2); ``"newdata_pred"``: a float array,
+        ``predict(fit, newdata)``: (m, J) class probabilities for ``"class"`` (columns
+        in ``ylevels`` order), (m,) fitted values otherwise.
+
+        Reading ``all_splits`` (rpart's ``fit$splits``, one block per internal node in
+        ``frame`` order: the primary split, ``ncompete`` competitors, ``nsurrogate``
+        surrogates): ``count`` is the number of cases with the variable present for a
+        primary or competitor split and the number of cases the surrogate sent down for
+        a surrogate; ``improve`` is the improvement for primary and competitor rows and
+        the agreement (a fraction) for surrogate rows; ``adj`` the adjusted agreement of
+        a surrogate (0 otherwise). For an ordered variable ``index`` is the threshold and
+        ``ncat`` is -1 when ``x < index`` goes to node 2k, +1 when it goes to 2k+1;
+        for a factor ``ncat`` is its number of levels and ``index`` a 1-based row of
+        ``csplit`` (decode it with :func:`split_partition`).
     """
     with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
         work = Path(tmp)
         read = _write_job(work, df, target, features, method, parms, control, weights,
                           xval_folds, seed=seed, class_levels=class_levels,
-                          echo_data=echo_data, xpred=xpred, fold_fits=fold_fits)
+                          echo_data=echo_data, xpred=xpred, fold_fits=fold_fits,
+                          newdata=newdata)
         _run_r(_R_RPART, work, timeout)
         return read()
 
@@ -694,7 +748,7 @@ def run_rpart_many(jobs: Sequence[Mapping[str, Any]], *,
 def _write_job(work: Path, df: pd.DataFrame, target: str, features: Sequence[str],
                method: str, parms=None, control=None, weights=None, xval_folds=None, *,
                seed=None, class_levels=None, echo_data=False, xpred=False,
-               fold_fits=False):
+               fold_fits=False, newdata=None):
     """Check the arguments of one fit, write its params.R and data.csv into ``work`` and
     return the function that reads its results once R has run there."""
     features = list(features)
@@ -739,6 +793,23 @@ def _write_job(work: Path, df: pd.DataFrame, target: str, features: Sequence[str
                 levels = sorted({v for v in text if v != "NA"})
             factor_levels[col] = levels
 
+    new_cols: dict[str, list[str]] = {}
+    new_types: dict[str, str] = {}
+    if newdata is not None:
+        if not isinstance(newdata, pd.DataFrame):
+            raise TypeError(f"newdata must be a pandas DataFrame, got {type(newdata).__name__}")
+        if len(newdata) == 0:
+            raise ValueError("newdata must have at least one row")
+        for col in features:
+            if col not in newdata.columns:
+                raise KeyError(f"column {col!r} not in newdata")
+            text, typ = _encode_column(newdata[col])
+            if (typ == "str") != (types[col] == "str"):
+                raise ValueError(f"column {col!r} of newdata is {'not ' if typ != 'str' else ''}"
+                                 "a factor column but the training column is"
+                                 f"{' not' if types[col] != 'str' else ''}")
+            new_cols[col], new_types[col] = text, typ
+
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     if w.shape != (n,):
         raise ValueError(f"weights must have shape ({n},), got {w.shape}")
@@ -771,11 +842,14 @@ def _write_job(work: Path, df: pd.DataFrame, target: str, features: Sequence[str
         f".echo <- {'TRUE' if echo_data else 'FALSE'}",
         f".xpred <- {'TRUE' if xpred else 'FALSE'}",
         f".fold_fits <- {'TRUE' if fold_fits else 'FALSE'}",
+        f".new_types <- {_r_literal(new_types) if new_types else 'list()'}",
         f".WCOL <- {_r_string(_WCOL)}",
         f".FCOL <- {_r_string(_FCOL)}",
     ]
     (work / "params.R").write_text("\n".join(params) + "\n", encoding="utf-8")
     pd.DataFrame(cols, columns=list(cols)).to_csv(work / "data.csv", index=False)
+    if newdata is not None:
+        pd.DataFrame(new_cols, columns=list(new_cols)).to_csv(work / "newdata.csv", index=False)
 
     def read() -> dict[str, Any]:
         frame = _read_r_csv(work / "frame.csv", string_cols=["var"],
@@ -830,6 +904,11 @@ def _write_job(work: Path, df: pd.DataFrame, target: str, features: Sequence[str
                 }
         if xpred:
             result["xpred"] = _read_r_csv(work / "xpred.csv").to_numpy(dtype=np.float64)
+        if newdata is not None:
+            result["newdata_node"] = _read_r_csv(work / "newdata_node.csv",
+                                                 int_cols=["node"])["node"].to_numpy()
+            pred = _read_r_csv(work / "newdata_pred.csv").to_numpy(dtype=np.float64)
+            result["newdata_pred"] = pred if method == "class" else pred[:, 0]
         if echo_data:
             strs = [c for c in [target, *features] if types[c] == "str"]
             ints = [c for c in [target, *features] if types[c] == "int"]
@@ -863,13 +942,35 @@ def level_partition(result: Mapping[str, Any], node: int) -> LevelPartition:
     var, ncat = str(row["var"]), int(row["ncat"])
     if ncat < 2:
         raise ValueError(f"node {node} splits {var!r} as an ordered variable (ncat={ncat})")
+    return _decode_csplit(result, var, ncat, float(row["threshold"]), f"node {node}")
+
+
+def split_partition(result: Mapping[str, Any], row: int) -> LevelPartition:
+    """Decode row ``row`` (0-based position) of ``result["all_splits"]`` when it splits a
+    factor: a primary, competitor or surrogate split, coded as for
+    :func:`level_partition` (for a surrogate, 2 also marks a level that no case with the
+    primary variable present has at the node: the surrogate cannot send it anywhere).
+    Raises ``ValueError`` when the row splits an ordered variable."""
+    all_splits = result["all_splits"]
+    if not 0 <= row < len(all_splits):
+        raise ValueError(f"row {row} is not a row of all_splits (it has {len(all_splits)})")
+    sp = all_splits.iloc[row]
+    var, ncat = str(sp["var"]), int(sp["ncat"])
+    if ncat < 2:
+        raise ValueError(f"row {row} splits {var!r} as an ordered variable (ncat={ncat})")
+    return _decode_csplit(result, var, ncat, float(sp["index"]),
+                          f"row {row} (node {int(sp['node'])}, {sp['kind']})")
+
+
+def _decode_csplit(result: Mapping[str, Any], var: str, ncat: int, index: float,
+                   where: str) -> LevelPartition:
     levels = result["factor_levels"].get(var)
     if levels is None or len(levels) != ncat:
-        raise ValueError(f"variable {var!r} of node {node} is not a factor with {ncat} levels")
-    codes = result["csplit"].iloc[int(round(float(row["threshold"]))) - 1].to_numpy()[:ncat]
+        raise ValueError(f"variable {var!r} of {where} is not a factor with {ncat} levels")
+    codes = result["csplit"].iloc[int(round(index)) - 1].to_numpy()[:ncat]
     groups: dict[int, list[str]] = {1: [], 2: [], 3: []}
     for level, code in zip(levels, codes):
         if int(code) not in groups:
-            raise ValueError(f"unexpected csplit code {code!r} at node {node}")
+            raise ValueError(f"unexpected csplit code {code!r} at {where}")
         groups[int(code)].append(level)
     return LevelPartition(var, tuple(groups[1]), tuple(groups[3]), tuple(groups[2]))
