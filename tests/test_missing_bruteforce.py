@@ -406,6 +406,7 @@ def check_tree_with_holes(prob, stop, sur):
     root = _naive(prob, stop, sur)
     _skip_if_ambiguous(root)
     tree = fit_engine(prob, stop, sur)
+    validate(tree)
     skipped = assert_same_missing_tree(tree, root)
     if skipped["competitor_tables_skipped"]:
         event("competitor table not compared (near tie)")
@@ -420,7 +421,7 @@ def test_a_tree_where_a_case_stays_meets_the_tree_contract():
     hold 3 + 2 of its 6 cases; ``validate`` accepts such a tree (the children hold at
     most their parent's cases and weight)."""
     for use, sizes in ((0, [6, 3, 2]), (2, [6, 4, 2])):
-        est = CARTClassifier(max_surrogate=0, use_surrogate=use).fit(X_A, Y_A)
+        est = CARTClassifier(max_surrogate=0, use_surrogate=use, max_depth=1).fit(X_A, Y_A)
         assert est.tree_max_.n_node_samples.tolist() == sizes
         assert est.tree_max_.n_primary.tolist() == [5, 0, 0]
         validate(est.tree_max_)
