@@ -532,6 +532,30 @@ def test_prediction_follows_the_surrogates_like_a_slow_walk(prob, data):
     np.testing.assert_array_equal(got, want)
 
 
+@settings(max_examples=examples(40), **HYPOTHESIS)
+@given(missing_problem(n_features=(2, 4), copies=True), st.sampled_from([0, 1]))
+def test_learning_cases_are_predicted_where_the_fit_left_them(prob, use):
+    """use_surrogate 0 or 1 routes a case the same way when fitting and predicting
+    (primary, then surrogates, else it stops), so apply() on the learning sample gives
+    the node where each case ended during the fit: its leaf, or the split node where it
+    stayed."""
+    sur = dict(max_surrogate=5, use_surrogate=use, surrogate_style=0, max_competitor=0)
+    stop = dict(max_depth=None, min_samples_split=2, min_samples_leaf=1,
+                min_impurity_decrease=0.0)
+    root = _naive(prob, stop, sur)
+    _skip_if_ambiguous(root)
+    est = _estimator(prob, **sur).fit(prob["X"], prob["y"], sample_weight=prob["w"])
+    ids = _node_ids(est.tree_max_, root)
+    ended = {}
+    for node in naive_to_preorder(root):  # preorder: a deeper node comes later
+        for r in (node.cases if node.is_leaf else node.stayed):
+            ended[r] = ids[id(node)]
+    rows = sorted(ended)
+    assert len(rows) == root.n
+    assert est.tree_ is est.tree_max_  # no ccp_alpha: apply() walks T_max
+    np.testing.assert_array_equal(est.apply(prob["X"][rows]), [ended[r] for r in rows])
+
+
 def _node_ids(tree, root):
     """{id(reference node): cartjit node id}, walking both trees in parallel."""
     out = {}
