@@ -635,11 +635,15 @@ def test_estimators_ask_for_surrogates_only_with_holes(prob, stop):
 @settings(max_examples=examples(25), **HYPOTHESIS)
 @given(missing_problem(n_rows=(12, 40)), missing_stopping(), surrogate_settings())
 def test_complete_data_cv_tables_do_not_depend_on_surrogates(prob, stop, sur):
-    """No hole: the cross-validation tables (``cartjit._cv.cross_validate``, 3 folds) are
-    the same with and without surrogates and competitors, to the last bit."""
+    """No hole, ordered features: the cross-validation tables
+    (``cartjit._cv.cross_validate``, 3 folds) are the same with and without surrogates
+    and competitors, to the last bit. (A categorical level that a fold tree's node never
+    saw is missing there: surrogates route it, so with categorical features the tables
+    may differ.)"""
     import pandas as pd
 
-    prob = _complete(prob)
+    prob = dict(_complete(prob), categorical=[])
+    assume(prob["w"] is None or np.count_nonzero(prob["w"]) >= 3)
     tables = []
     for k in (dict(sur, max_surrogate=0, max_competitor=0), sur):
         problem, settings_ = problem_and_settings(prob, stop, k)
@@ -653,7 +657,7 @@ def test_complete_data_cv_tables_do_not_depend_on_surrogates(prob, stop, sur):
 def test_complete_data_cv_estimator_does_not_depend_on_surrogates(prob):
     import pandas as pd
 
-    prob = _complete(prob)
+    prob = dict(_complete(prob), categorical=[])
     tables = []
     for k in (0, 5):
         est = CARTClassifierCV(criterion=prob["criterion"], priors=prob["priors"],
