@@ -508,22 +508,22 @@ def test_tree_with_holes_is_the_reference_tree_long(prob, stop, sur):
 
 
 @settings(max_examples=examples(60), **HYPOTHESIS)
-@given(missing_problem(task="classification", n_features=(2, 4)), st.data())
+@given(missing_problem(n_features=(2, 4)), st.data())
 def test_prediction_follows_the_surrogates_like_a_slow_walk(prob, data):
-    """apply() with holes in new rows: cartjit's node is the slow walk's over its own
-    tables, and the reference tree's node for the same case."""
+    """apply() with holes (and never-seen levels) in new rows: cartjit's node is the slow
+    walk's over its own tables, and the reference tree's node for the same case."""
     sur = dict(max_surrogate=5, use_surrogate=data.draw(st.sampled_from([0, 1, 2])),
                surrogate_style=0, max_competitor=0)
     stop = dict(max_depth=None, min_samples_split=2, min_samples_leaf=1,
                 min_impurity_decrease=0.0)
     root = _naive(prob, stop, sur)
     _skip_if_ambiguous(root)
-    est = CARTClassifier(criterion=prob["criterion"], priors=prob["priors"],
-                         cost=prob["cost"], categorical_features=prob["categorical"],
-                         **sur).fit(prob["X"], prob["y"], sample_weight=prob["w"])
+    est = _estimator(prob, **sur).fit(prob["X"], prob["y"], sample_weight=prob["w"])
     X_new = prob["X"].copy()
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     X_new[rng.random(X_new.shape) < 0.3] = nan
+    for m in prob["categorical"]:  # a level never seen in training: missing everywhere
+        X_new[rng.random(X_new.shape[0]) < 0.2, m] = np.nanmax(prob["X"][:, m], initial=0) + 1
     got = est.apply(X_new)
     tree = est.tree_
     np.testing.assert_array_equal(got, flat_apply_missing(tree, X_new, sur["use_surrogate"]))
