@@ -161,6 +161,9 @@ class Splits(NamedTuple):
                             # stay in the node)
     w_left: np.ndarray      # float64 weight the split itself sends left (missing values)
     w_right: np.ndarray     # float64 ... and right
+    tie_left: np.ndarray    # int64 1: rpart numbers the left child 2k+1 (its mean class
+                            # number, or mean response, is not the smaller); decides
+                            # exactly tied categorical surrogates
 
 
 class Tables(NamedTuple):
@@ -926,13 +929,33 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
                 marks[row[i] >> shift] = LEFT if i < pos else RIGHT
         w_left = 0.0
         w_right = 0.0
+        # Σ c_y y w and Σ c_y w by side (regression: Σ y w and Σ w): rpart numbers the
+        # child with the smaller mean class number (mean response) 2k
+        num_l = 0.0
+        den_l = 0.0
+        num_r = 0.0
+        den_r = 0.0
+        is_class = tg.criterion != SQUARED_ERROR
         for i in range(start, pend):
-            case = row[i] >> shift
+            key = row[i]
+            case = key >> shift
             wi = 1.0 if tg.unit_weights else tg.w[case]
+            if is_class:
+                cl = key & tg.mask if tg.mask else tg.y_class[case]
+                a = tg.factor[cl] * wi
+                b = a * cl
+            else:
+                a = wi
+                b = wi * tg.y_reg[case]
             if marks[case] == LEFT:
                 w_left += wi
+                num_l += b
+                den_l += a
             else:
                 w_right += wi
+                num_r += b
+                den_r += a
+        splits.tie_left[j] = 0 if num_l * den_r < num_r * den_l else 1
         for i in range(pend, end):
             marks[row[i] >> shift] = MISSING
         splits.w_left[j] = w_left
@@ -974,8 +997,9 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
             a, adj = categorical_surrogate(ps.keys[f], start, pend, tg.shift, work.goes_left,
                                            tg.w, tg.unit_weights, ps.ranks[ps.rank_row[f]],
                                            ps.n_levels[f], splits.w_left[j],
-                                           splits.w_right[j], rules.surrogate_style, lw,
-                                           ints[3 * lm:4 * lm], ints[lm:3 * lm])
+                                           splits.w_right[j], rules.surrogate_style,
+                                           splits.tie_left[j], lw, ints[3 * lm:4 * lm],
+                                           ints[lm:3 * lm])
             thr = np.nan
             low = 1
         else:
@@ -1107,8 +1131,8 @@ def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, ta
                                       marks, tg.w, tg.unit_weights,
                                       ps.ranks[ps.rank_row[bf]], ps.n_levels[bf],
                                       splits.w_left[j], splits.w_right[j],
-                                      rules.surrogate_style, work.level_f[0], side,
-                                      work.level_i[0][lm:3 * lm])
+                                      rules.surrogate_style, splits.tie_left[j],
+                                      work.level_f[0], side, work.level_i[0][lm:3 * lm])
                 lrow = tables.rows[2]
                 tables.rows[2] += 1
                 for s in range(2):
@@ -1463,7 +1487,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
             m = fr.node.shape[0]
             splits = Splits(np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
                             np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
-                            np.zeros(m, dtype=np.float64), np.zeros(m, dtype=np.float64))
+                            np.zeros(m, dtype=np.float64), np.zeros(m, dtype=np.float64),
+                            np.zeros(m, dtype=np.int64))
             # Capacity for the worst case (every frontier node splits).
             _grow_tables(nodes, n_nodes + 2 * m)
             # Steps 1 and 2 on a batch of frontier nodes at a time, so that the

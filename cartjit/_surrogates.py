@@ -16,7 +16,9 @@ mark says, over the cases with f present.
   threshold wins ties. The rule is rpart's (``choose_surg``).
 * **categorical feature** — each level present among the marked cases goes the way most
   of its weight goes; an even split goes with the majority direction of the marked cases
-  with f present (right when those tie too). A level without a marked case is in neither
+  with f present. When those tie too, it goes to the child rpart numbers 2k+1: the one
+  whose mean class number Σ_j j p(j | child) (under the split-search priors), or mean
+  response, is not the smaller (``tie_left``). A level without a marked case is in neither
   set. The split is kept only when more than one marked case agrees with it and more than
   one disagrees (rpart's test as it is written, which rejects a level-for-level copy of a
   categorical primary split).
@@ -133,7 +135,7 @@ def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, X, 
 
 @jit
 def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes, n_levels,
-                          w_left, w_right, style, lw, side, counts):
+                          w_left, w_right, style, tie_left, lw, side, counts):
     """Best categorical surrogate split on one feature; returns ``(agree, adj)``, with
     ``(0, 0)`` when it does not qualify, and leaves ``side[c]`` (LEVEL_NONE, LEVEL_LEFT or
     LEVEL_RIGHT) for every level code c < ``n_levels``.
@@ -144,6 +146,7 @@ def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes,
     codes : int32 level code by case.
     n_levels : L, the feature's number of levels.
     w_left, w_right, style : as :func:`ordered_surrogate`.
+    tie_left : 1 when equal weights default to the left child (module docstring).
     lw : float64 (>= 2L) scratch: weight of marked-left / marked-right cases by level.
     side : int64 (>= L) output.
     counts : int64 (>= 2L) scratch: marked-left / marked-right cases by level.
@@ -166,7 +169,7 @@ def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes,
     for c in range(n_levels):
         sum_l += lw[2 * c]
         sum_r += lw[2 * c + 1]
-    default_left = sum_l > sum_r
+    default_left = sum_l > sum_r or (sum_l == sum_r and tie_left == 1)
     majority = sum_l if default_left else sum_r
     agree = 0.0
     n_agree = 0

@@ -58,9 +58,6 @@ _UNIT_WEIGHTS = np.empty(0, dtype=np.float64)
 #: missing value (rpart's default maxsurrogate); 0 otherwise.
 AUTO_SURROGATES = 5
 
-#: Whether :func:`cartjit._tree.apply` takes ``use_surrogate``.
-_APPLY_TAKES_USE_SURROGATE = "use_surrogate" in inspect.signature(_apply_tree).parameters
-
 
 if _Base is None:
     class _Base:
@@ -440,9 +437,7 @@ class _BaseCART(_Base):
         internal node where a missing value stops it (docs/maths.md §8: no surrogate
         can route it, and ``use_surrogate`` < 2 or the children are tied)."""
         X = self._check_predict_X(X)  # first: it raises NotFittedError before fit
-        if _APPLY_TAKES_USE_SURROGATE:
-            return _apply_tree(self.tree_, X, use_surrogate=self._use_surrogate)
-        return _apply_tree(self.tree_, X)
+        return _apply_tree(self.tree_, X, use_surrogate=self._use_surrogate)
 
     def decision_path(self, X):
         """Node indicator (scipy CSR matrix, n_samples × n_nodes) of each row's path.

@@ -80,7 +80,7 @@ def test_partition_blocks_match_scalar_and_reference(shift):
                     np.zeros((1, 3)))
         zeros = np.zeros(5, np.int64)
         fr = Frontier(sp_index, f_start, f_end, np.zeros(5), np.zeros(5))
-        splits = Splits(split_feat, zeros, zeros, f_end, np.zeros(5), np.zeros(5))
+        splits = Splits(split_feat, zeros, zeros, f_end, np.zeros(5), np.zeros(5), zeros)
         _partition(out, shift, sp_index, splits, fr, work, simd, 0, 1)
         results[simd] = out
         for j in range(5):

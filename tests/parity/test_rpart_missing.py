@@ -121,15 +121,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "the same as kyphosis-holes-gini-maxsurrogate0 on nine cases: rpart's root holds "
         "n = 9 and its children 3 and 5 (the case missing x1 stays at the root while "
         "growing), cartjit's children 3 and 6."),
-    "tiny-factor-surrogate-tie": (
-        "a factor surrogate, at a node where the cases the split sends each way weigh the "
-        "same (4 and 4 here), sends a level whose cases also weigh the same on both sides "
-        "(A: 2 and 2) to rpart's 'right' child, node 2k+1, i.e. the child whose class "
-        "distribution has the larger mean class number (for regression the larger mean "
-        "response); cartjit sends it to its own right child, x1 > 4.5, which rpart "
-        "numbers 2k here (ncat = +1). So rpart sends level A, and the case missing x1, "
-        "with the small values of x1 (n = 5), cartjit with the large ones (4 and 5). "
-        "Random frames with factor surrogates show it at about 3 % of the fits."),
 }
 
 
