@@ -380,9 +380,10 @@ def _validate_missing(tree, leaf, internal, rtol):
         raise ValueError("surrogate_adj must lie in (0, 1]")
     if np.any((tree.surrogate_low_left[rows] != 0) & (tree.surrogate_low_left[rows] != 1)):
         raise ValueError("surrogate_low_left must be 0 or 1")
-    # best first: within a node, agreement never increases
+    # best first: within a node, agreement never increases (beyond rounding: values
+    # equal up to rounding keep feature order)
     same = owner[1:] == owner[:-1]
-    if np.any(agree[1:][same] > agree[:-1][same]):
+    if np.any(agree[1:][same] > agree[:-1][same] + rtol):
         raise ValueError("a node's surrogates must be listed best first (agreement "
                          "non-increasing)")
     count = tree.surrogate_count[rows]
@@ -401,7 +402,7 @@ def _validate_missing(tree, leaf, internal, rtol):
     if np.any(~(imp > 0)) or np.any(~np.isfinite(imp)):
         raise ValueError("competitor_improvement must be positive and finite")
     same = owner[1:] == owner[:-1]
-    if np.any(imp[1:][same] > imp[:-1][same]):
+    if np.any(imp[1:][same] > imp[:-1][same] * (1 + rtol)):
         raise ValueError("a node's competitors must be listed best first (improvement "
                          "non-increasing)")
     count = tree.competitor_count[rows]

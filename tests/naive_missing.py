@@ -309,6 +309,7 @@ class _MissingProblem(_Problem):
         RIGHT} for the cases with the primary feature present)."""
         D = [i for i in idx if i in dirs]
         self.orientation_ties = []
+        self.tie_left, self.tie_left_close = self._rpart_right_is_left(D, dirs)
         lcount = sum((self.wf[i] for i in D if dirs[i] == LEFT), Fraction(0))
         rcount = sum((self.wf[i] for i in D if dirs[i] == RIGHT), Fraction(0))
         why = ""
@@ -383,6 +384,27 @@ class _MissingProblem(_Problem):
             return None, why
         return (best, found), why
 
+    def _rpart_right_is_left(self, D, dirs):
+        """(whether rpart numbers our left child 2k+1, whether that is close to a tie):
+        rpart's 2k is the child of the smaller mean class number Σ_j j p(j | child)
+        under the split-search priors (c_j), or the smaller mean response; on equal
+        means the low side, our left, is its 2k+1. Exact sums over the primary feature's
+        present cases ``D``."""
+        num = {LEFT: Fraction(0), RIGHT: Fraction(0)}
+        den = {LEFT: Fraction(0), RIGHT: Fraction(0)}
+        for i in D:
+            if self.task == "classification":
+                a = Fraction(self.c[self.y[i]]) * self.wf[i]
+                b = a * self.y[i]
+            else:
+                a = self.wf[i]
+                b = a * Fraction(self.y[i])
+            num[dirs[i]] += b
+            den[dirs[i]] += a
+        lhs, rhs = num[LEFT] * den[RIGHT], num[RIGHT] * den[LEFT]
+        close = abs(lhs - rhs) <= Fraction(1, 10**9) * (abs(lhs) + abs(rhs))
+        return not lhs < rhs, close and lhs != rhs
+
     def _categorical_surrogate(self, f, B, dirs):
         """((agree_sum, Surrogate) or None, ambiguity reason) of categorical feature f."""
         levels = sorted({int(self.X[i][f]) for i in B})
@@ -402,7 +424,8 @@ class _MissingProblem(_Problem):
         sum_l, sum_r = sum(wl.values(), Fraction(0)), sum(wr.values(), Fraction(0))
         if self.weight_tie(sum_l, sum_r, B):
             why = f"surrogate {f}: default direction ties up to rounding"
-        default_right = not sum_l > sum_r
+        # on equal sums, the child rpart numbers 2k+1 (see _rpart_right_is_left)
+        default_right = not (sum_l > sum_r or (sum_l == sum_r and self.tie_left))
         left, right = set(), set()
         agree = Fraction(0)
         chosen_n = other_n = 0
@@ -414,6 +437,8 @@ class _MissingProblem(_Problem):
             if wl[c] == wr[c] and sum_l == sum_r:
                 if f not in self.orientation_ties:
                     self.orientation_ties.append(f)
+                if self.tie_left_close:
+                    why = why or f"surrogate {f}: the children's mean classes tie up to rounding"
             if wl[c] < wr[c] or (wl[c] == wr[c] and default_right):
                 right.add(c)
                 agree += wr[c]
