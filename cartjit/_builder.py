@@ -1016,10 +1016,27 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
                                                  work.goes_left, tg.w, tg.unit_weights, rk,
                                                  X, f, high, splits.w_left[j],
                                                  splits.w_right[j], rules.surrogate_style)
-        sur.agree[kk] = a
+        # a surrogate no better than the majority is never kept
+        sur.agree[kk] = a if adj > MIN_ADJ else 0.0
         sur.adj[kk] = adj
         sur.threshold[kk] = thr
         sur.low_left[kk] = low
+
+
+@jit
+def _next_best(score, base, p, taken, tol, floor):
+    """Ranking (surrogates, competitors): the feature f not yet ``taken`` with the
+    largest ``score[base + f]`` above ``floor``; a later feature must beat the best so
+    far by more than ``tol``, so values equal up to rounding keep feature order. -1 when
+    none is left."""
+    best = -np.inf
+    bf = -1
+    for f in range(p):
+        v = score[base + f]
+        if taken[f] == 0 and v > floor and v > best + tol:
+            best = v
+            bf = f
+    return bf
 
 
 @jit
@@ -1111,15 +1128,8 @@ def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, ta
         first = tables.rows[0]
         n_sur = 0
         for r in range(rules.max_surrogate):
-            best = -1.0
-            bf = -1
-            for f in range(p):
-                kk = j * p + f
-                # agreements equal up to rounding keep feature order
-                if (taken[f] == 0 and sur.adj[kk] > MIN_ADJ
-                        and sur.agree[kk] > best + RANK_TIE):
-                    best = sur.agree[kk]
-                    bf = f
+            # agreements equal up to rounding keep feature order
+            bf = _next_best(sur.agree, j * p, p, taken, RANK_TIE, 0.0)
             if bf < 0:
                 break
             taken[bf] = 1
@@ -1217,19 +1227,14 @@ def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present
         tol = tie_tolerance(nodes.fnode[node, F_IMPURITY])
         first = tables.rows[1]
         n_comp = 0
+        taken[f0] = 1
         for r in range(rules.max_competitor):
-            best = -np.inf
-            bf = -1
-            for f in range(p):
-                kk = j * p + f
-                if (f != f0 and taken[f] == 0 and pairs.pos[kk] >= 0
-                        and pairs.delta[kk] > tol and pairs.delta[kk] > best + tol):
-                    best = pairs.delta[kk]
-                    bf = f
+            bf = _next_best(pairs.delta, j * p, p, taken, tol, tol)
             if bf < 0:
                 break
             taken[bf] = 1
             kk = j * p + bf
+            best = pairs.delta[kk]
             present = pairs.present[kk] if with_present else end - start
             row_c = first + n_comp
             row = ps.keys[bf]
@@ -1254,6 +1259,7 @@ def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present
                 tables.comp_f[row_c, C_THRESHOLD] = threshold_between(
                     X[row[pos - 1] >> shift, bf], X[row[pos] >> shift, bf])
             n_comp += 1
+        taken[f0] = 0
         for r in range(n_comp):
             taken[tables.comp_i[first + r, C_FEATURE]] = 0
         tables.rows[1] = first + n_comp
