@@ -423,7 +423,10 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
         pairs.pos[k] = pos
 
 
-@jit
+# Inlined where it is called: a call between kernels with array arguments costs about
+# as much as a small node's whole scan (docs/design.md), and trees grown to purity
+# search millions of small (node, feature) pairs.
+@jit(inline="always")
 def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scratch, cand):
     """Step 1, one (node, ordered feature) pair: the best split of ``seg``; returns
     ``(Δi, pos)`` (see :func:`_search` for which scan serves which pair).
@@ -1023,7 +1026,7 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
         sur.low_left[kk] = low
 
 
-@jit
+@jit(inline="always")
 def _next_best(score, base, p, taken, tol, floor):
     """Ranking (surrogates, competitors): the feature f not yet ``taken`` with the
     largest ``score[base + f]`` above ``floor``; a later feature must beat the best so
