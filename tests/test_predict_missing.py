@@ -305,9 +305,10 @@ def _with_holes(X, frac, seed):
 
 
 def _iris():
-    from sklearn.datasets import load_iris
+    from cartjit.datasets import load_iris
 
-    return load_iris(return_X_y=True)
+    X, y = load_iris(return_X_y=True)
+    return np.asarray(X, dtype=np.float64), np.unique(np.asarray(y), return_inverse=True)[1]
 
 
 def _settings(criterion, n_classes, max_surrogate, use_surrogate, surrogate_style=0,
