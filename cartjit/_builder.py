@@ -57,6 +57,7 @@ import numpy as np
 from ._config import jit
 from ._criteria import ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_tolerance
 from . import _config
+from ._predict import _level_side
 from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, run_chunks
 from ._simd import LANES, compress_partition
 from ._splitter import (Segment, Targets, best_split_classification, best_split_gini_runs,
@@ -471,16 +472,17 @@ def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
     """
     p = ps.keys.shape[0]
     n_cat = cat.shape[0]
-    level_f = work.level_f[c]
-    level_i = work.level_i[c]
     lm = work.level_i.shape[1] // 4
     for k in range(c, fr.node.shape[0] * n_cat, n_chunks):
         j = k // n_cat
         f = cat[k - j * n_cat]
-        d, n_left = _subset_search(ps, f, fr, j, fr.node[j], nodes, tg, rules, level_f,
-                                   level_i, lm)
+        # every case present: the present-case search is the plain one
+        d, pos = _pair_best(ps, f, fr.node[j], fr.start[j], fr.end[j], fr.end[j],
+                            fr.mean[j], fr.sum[j], nodes, tg, rules, work.no_ranks,
+                            work.scratch[c], work.buffers[c], work.level_f[c],
+                            work.level_i[c], lm, work.present[c])
         pairs.delta[j * p + f] = d
-        pairs.pos[j * p + f] = fr.start[j] + n_left if n_left >= 0 else -1
+        pairs.pos[j * p + f] = pos
 
 
 @jit
@@ -503,37 +505,12 @@ def _record_subsets(ps, fr, nodes, tg, rules, splits, work, level_sets):
         if f < 0 or ps.n_levels[f] == 0:
             continue
         node = fr.node[j]
-        _subset_search(ps, f, fr, j, node, nodes, tg, rules, work.level_f[0],
-                       work.level_i[0], lm)
+        _pair_best(ps, f, node, fr.start[j], fr.end[j], fr.end[j], fr.mean[j], fr.sum[j],
+                   nodes, tg, rules, work.no_ranks, work.scratch[0], work.buffers[0],
+                   work.level_f[0], work.level_i[0], lm, work.present[0])
         _record_subset(ps, f, fr.start[j], fr.end[j], tg.shift, work.level_i[0], lm,
                        level_sets, nodes.inode[node, I_LEVEL_ROW], work.goes_left,
                        work.buffers[0])
-
-
-@jit
-def _subset_search(ps, f, fr, j, node, nodes, tg, rules, level_f, level_i, lm):
-    """Step 1 (and 2), a categorical feature: the best subset split of frontier node
-    ``j`` on feature ``f`` (:mod:`cartjit._subsets`); returns ``(Δi, n_left)`` and
-    leaves the side of every level present in ``level_i``.
-
-    Parameters
-    ----------
-    ps : :class:`cartjit._presort.Presorted` (the feature's row of ``ranks``: codes).
-    f : the feature.
-    fr : :class:`Frontier`; j its row, ``node`` the node id.
-    nodes : :class:`Nodes`.
-    tg : :class:`cartjit._splitter.Targets`.
-    rules : :class:`Rules`.
-    level_f, level_i, lm : this thread's scratch (see :mod:`cartjit._subsets`).
-    """
-    seg = Segment(ps.keys[f], ps.ranks[ps.rank_row[f]], fr.start[j], fr.end[j])
-    imp = nodes.fnode[node, F_IMPURITY]
-    if tg.criterion != SQUARED_ERROR:
-        return best_subset_classification(seg, tg, nodes.value[node], imp,
-                                          rules.min_samples_leaf, rules.max_exhaustive,
-                                          level_f, level_i, lm)
-    return best_subset_regression(seg, tg.y_reg, tg.w, tg.unit_weights, fr.mean[j], imp,
-                                  rules.min_samples_leaf, level_f, level_i, lm)
 
 
 @jit
@@ -589,9 +566,7 @@ def _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, marks):
     level is in the left set of row ``row``, else RIGHT."""
     for i in range(start, end):
         case = keys[i] >> shift
-        code = codes[case]
-        inside = level_sets[row, 0, code >> 6] & (np.uint64(1) << np.uint64(code & 63))
-        marks[case] = LEFT if inside != 0 else RIGHT
+        marks[case] = LEFT if _level_side(codes[case], row, level_sets) == 0 else RIGHT
 
 
 @jit
@@ -807,6 +782,8 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
     cases with ``f`` present, ``[start, pend)`` of its keys; returns ``(Δ, pos)`` with
     Δ = Δi of those cases × their share Q_present(t) / Q(t) of the node (rpart's
     weighting of the goodness of split). Leaves a subset split's sides in ``level_i``.
+    With ``pend == end`` it is the plain search, and serves the subset splits of
+    complete-data fits too (:func:`_search_subsets`, :func:`_record_subsets`).
 
     Parameters
     ----------
@@ -1086,16 +1063,10 @@ def _marked_totals(row, start, pend, end, tg, marks, w_left, w_right, n_marked, 
 def _surrogate_goes(X, case, f, tables, r, level_sets, is_cat):
     """Routing by surrogate row ``r``: LEFT, RIGHT, or MISSING when it cannot route."""
     x = X[case, f]
+    if is_cat:  # the level's side, as prediction reads it
+        side = _level_side(x, tables.sur_i[r, S_LEVEL_ROW], level_sets)
+        return MISSING if side < 0 else (LEFT if side == 0 else RIGHT)
     if np.isnan(x):
-        return MISSING
-    if is_cat:
-        code = np.int64(x)
-        lrow = tables.sur_i[r, S_LEVEL_ROW]
-        bit = np.uint64(1) << np.uint64(code & 63)
-        if level_sets[lrow, 0, code >> 6] & bit:
-            return LEFT
-        if level_sets[lrow, 1, code >> 6] & bit:
-            return RIGHT
         return MISSING
     low = tables.sur_i[r, S_LOW_LEFT]
     if x <= tables.sur_f[r, S_THRESHOLD]:
