@@ -30,11 +30,14 @@ cases missing them, and the surrogate splits with their agreement (docs/maths.md
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._tree import LEAF
 
-__all__ = ["export_text", "summary", "MAX_LEVELS_SHOWN"]
+__all__ = ["export_text", "export_rules", "export_graphviz", "format_cp", "print_cp",
+           "summary", "MAX_LEVELS_SHOWN"]
 
 #: Levels printed in one set of a categorical split before it is cut short.
 MAX_LEVELS_SHOWN = 8
@@ -124,7 +127,7 @@ def _checked(estimator, feature_names, decimals, max_depth, caller):
 
 
 def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
-                show_alpha=False, details=False):
+                show_alpha=False, details=False, layout="tree"):
     """The fitted tree of ``estimator`` as indented text (see the module docstring).
 
     Parameters
@@ -143,6 +146,11 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
     details : bool, default False
         Return :func:`summary` instead (every node at length: competitors, surrogates,
         improvements); ``show_alpha`` is then ignored (the summary shows α).
+    layout : {"tree", "rpart"}, default "tree"
+        "tree": the layout of the module docstring. "rpart": the layout of R's
+        ``print.rpart`` (see :func:`_rpart_layout`): header ``n= N``, rpart's node
+        numbers, ``split n loss yval (yprob)`` with ``*`` at the leaves;
+        ``show_alpha`` is ignored there.
 
     Returns
     -------
@@ -151,6 +159,13 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
     """
     if not isinstance(details, (bool, np.bool_)):
         raise TypeError(f"details must be True or False, got {details!r}")
+    if layout not in ("tree", "rpart"):
+        raise ValueError(f"layout must be 'tree' or 'rpart', got {layout!r}")
+    if details and layout == "rpart":
+        raise ValueError("details=True gives the summary, which has no rpart layout: pass "
+                         "details=True or layout='rpart', not both")
+    if layout == "rpart":
+        return _rpart_layout(estimator, feature_names, decimals, max_depth)
     if details:
         return summary(estimator, feature_names, decimals=decimals, max_depth=max_depth)
     tree, names = _checked(estimator, feature_names, decimals, max_depth, "export_text")
@@ -208,14 +223,48 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
 
 # --------------------------------------------------------------------------- summary
 
-def _rpart_numbers(tree):
-    """rpart's node numbers: the root is 1, the children of node k are 2k and 2k + 1."""
+def _first_is_left(estimator, tree):
+    """Per internal node, whether its left child (``x <= c``, or the left level set) is
+    the one rpart numbers 2k: rpart puts first the child with the smaller mean, the
+    class index j weighted by p(j | child) under the split-search priors for a
+    classifier (gini.c), the mean response for a regressor (anova.c); on a tie the
+    right child comes first. (rpart decides from the cases present on the split
+    feature; with missing values the children here also hold the cases surrogates sent,
+    so on such a node the order may rarely differ from rpart's.)"""
+    internal = tree.left != LEAF
+    lc = np.where(internal, tree.left, 0)
+    rc = np.where(internal, tree.right, 0)
+    if tree.value.shape[1] == 1 and tree.label[0] < 0:  # regression: the mean
+        mean = tree.value[:, 0]
+    else:
+        priors = getattr(estimator, "priors_", None)
+        if priors is not None:
+            from ._fit import split_factor
+            factor = split_factor(priors, estimator.class_weight_totals_, estimator.cost_,
+                                  getattr(estimator, "_split_cost_default", True))
+        else:  # an estimator without its priors: the counts as they are
+            factor = np.ones(tree.value.shape[1])
+        p = tree.value * factor
+        total = p.sum(axis=1)
+        mean = np.divide(p @ np.arange(p.shape[1]), total, out=np.zeros_like(total),
+                         where=total > 0)
+    return internal & (mean[lc] < mean[rc])
+
+
+def _rpart_numbers(estimator, tree):
+    """rpart's node numbers: the root is 1, the children of node k are 2k and 2k + 1,
+    2k going to the child rpart puts first (:func:`_first_is_left`). Python ints: a
+    deep tree's numbers outgrow int64."""
+    first_left = _first_is_left(estimator, tree)
     numbers = [0] * tree.n_nodes
     numbers[0] = 1
     for i in range(tree.n_nodes):  # children have larger ids than their parent
         if tree.left[i] != LEAF:
-            numbers[int(tree.left[i])] = 2 * numbers[i]
-            numbers[int(tree.right[i])] = 2 * numbers[i] + 1
+            a, b = int(tree.left[i]), int(tree.right[i])
+            if not first_left[i]:
+                a, b = b, a
+            numbers[a] = 2 * numbers[i]
+            numbers[b] = 2 * numbers[i] + 1
     return numbers
 
 
@@ -297,7 +346,7 @@ def summary(estimator, feature_names=None, *, decimals=3, max_depth=None):
                                       for name, v in importance.items()))
         lines.append("")
 
-    numbers = _rpart_numbers(tree)
+    numbers = _rpart_numbers(estimator, tree)
     for node in range(tree.n_nodes):
         depth = int(tree.depth[node])
         if max_depth is not None and depth > max_depth:
@@ -387,3 +436,297 @@ def _split_lines(tree, node, names, categories, decimals, improve_scale):
         out.append("  Majority direction (use_surrogate=2, for the cases no split routes): "
                    + where.get(int(tree.majority_left[node]), "?"))
     return out
+
+
+# --------------------------------------------------------------------------- shared
+
+class _View(NamedTuple):
+    """What the writers below read off a fitted estimator, after checking arguments."""
+
+    tree: object          # the Tree to write (``tree_``)
+    names: list           # feature names
+    categories: list      # level names per feature (None for a numeric feature)
+    nominal: np.ndarray   # bool per feature: split by level subsets
+    classes: list | None  # class names to show (None for a regressor)
+
+
+def _view(estimator, feature_names, decimals, max_depth, caller, class_names=None):
+    tree, names = _checked(estimator, feature_names, decimals, max_depth, caller)
+    n_features = len(names)
+    categories = getattr(estimator, "categories_", None) or [None] * n_features
+    nominal = np.asarray(getattr(estimator, "is_categorical_", np.zeros(n_features, bool)),
+                         dtype=bool)
+    classes = getattr(estimator, "classes_", None)
+    if class_names is not None:
+        if classes is None:
+            raise ValueError("class_names is for classifiers: this "
+                             f"{type(estimator).__name__} predicts a number")
+        if isinstance(class_names, str) or not hasattr(class_names, "__len__"):
+            raise TypeError("class_names must be a sequence of names, one per class, got "
+                            f"{class_names!r}")
+        if len(class_names) != len(classes):
+            raise ValueError(f"class_names has {len(class_names)} entries but the estimator "
+                             f"has {len(classes)} classes ({', '.join(map(str, classes))})")
+        classes = class_names
+    classes = None if classes is None else [str(c) for c in classes]
+    return _View(tree, names, list(categories), nominal, classes)
+
+
+def _levels_named(levels, codes):
+    return [str(levels[c]) if levels is not None and c < len(levels) else f"#{c}"
+            for c in codes]
+
+
+def _preorder(tree, max_depth, first_left=None):
+    """Node ids depth-first, the first child (left unless ``first_left`` says otherwise)
+    before the second, down to ``max_depth``."""
+    order, stack = [], [0]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        if tree.left[node] != LEAF and (max_depth is None or tree.depth[node] < max_depth):
+            a, b = int(tree.left[node]), int(tree.right[node])
+            if first_left is not None and not first_left[node]:
+                a, b = b, a
+            stack.append(b)
+            stack.append(a)
+    return order
+
+
+def _cut(tree, node, max_depth):
+    """Whether ``node`` is a split node whose children ``max_depth`` leaves out."""
+    return tree.left[node] != LEAF and max_depth is not None and tree.depth[node] >= max_depth
+
+
+def _probabilities(estimator, tree, node):
+    """p(j | t) under the fitted priors (the counts' shares without them)."""
+    priors = getattr(estimator, "priors_", None)
+    counts = tree.value[node]
+    if priors is not None:
+        totals = estimator.class_weight_totals_
+        counts = counts * np.divide(priors, totals, out=np.zeros_like(priors),
+                                    where=totals > 0)
+    total = counts.sum()
+    return counts / total if total > 0 else counts
+
+
+# --------------------------------------------------------------------------- rpart layout
+
+def _rpart_layout(estimator, feature_names, decimals, max_depth):
+    """The tree as R's ``print.rpart`` prints it::
+
+        n= 150
+
+        node), split, n, loss, yval, (yprob)
+              * denotes terminal node
+
+        1) root 150 100 setosa (0.333 0.333 0.333)
+          2) petal_length< 2.45 50 0 setosa (1.000 0.000 0.000) *
+          ...
+
+    One line per node, depth-first, indented two spaces per level: rpart's node number
+    (root 1, children 2k and 2k + 1, numbered and ordered as rpart orders them, see
+    :func:`_first_is_left`), the split leading to the node as rpart writes it
+    (``x< c`` and ``x>=c``; a level set ``x=a,b``), the number of learning cases, the
+    loss (classification: R(t) times the root's case weight, the weighted count of
+    misclassified cases under the default priors and costs; regression: the deviance
+    Σ w (y - ȳ(t))²), yval (the class, or the mean) and for classification p(j | t) in
+    the order of the classes; `` *`` ends a leaf. A case exactly at a cut point goes to
+    the ``<`` side here (``x <= c``), to the ``>=`` side in rpart; thresholds are
+    midpoints between learning values, so no learning case sits on one.
+    """
+    view = _view(estimator, feature_names, decimals, max_depth, "export_text")
+    tree = view.tree
+    w_root = float(tree.weighted_n_node_samples[0])
+    first_left = _first_is_left(estimator, tree)
+    numbers = _rpart_numbers(estimator, tree)
+    fmt = lambda x: _number(x, decimals)  # noqa: E731
+
+    split_text = {0: "root"}
+    for node in range(tree.n_nodes):
+        if tree.left[node] == LEAF:
+            continue
+        f = int(tree.feature[node])
+        name, levels = view.names[f], view.categories[f]
+        row = int(tree.level_row[node])
+        thr = float(tree.threshold[node])
+        if row >= 0 or (levels is not None and 0 <= thr < len(levels) - 1):
+            if row >= 0:
+                sides = [_level_codes(tree.level_sets[row, k]) for k in (0, 1)]
+            else:  # an ordinal feature: the levels up to floor(thr) go left
+                last = int(np.floor(thr))
+                sides = [list(range(last + 1)), list(range(last + 1, len(levels)))]
+            left, right = (f"{name}={','.join(_levels_named(levels, c))}" for c in sides)
+        else:
+            left, right = f"{name}< {fmt(thr)}", f"{name}>={fmt(thr)}"
+        split_text[int(tree.left[node])] = left
+        split_text[int(tree.right[node])] = right
+
+    order = _preorder(tree, max_depth, first_left)
+    loss = [fmt(float(tree.risk[i]) * w_root) for i in order]
+    width_loss = max(len(t) for t in loss)
+    width_number = max(len(str(numbers[i])) for i in order)
+    if view.classes is not None:
+        yval = []
+        for i in order:
+            probs = " ".join(f"{p:.{decimals}f}" for p in _probabilities(estimator, tree, i))
+            yval.append(f"{view.classes[tree.label[i]]} ({probs})")
+        head = "node), split, n, loss, yval, (yprob)"
+    else:
+        yval = [fmt(tree.value[i, 0]) for i in order]
+        width = max(len(t) for t in yval)
+        yval = [t.rjust(width) for t in yval]
+        head = "node), split, n, deviance, yval"
+    lines = [f"n= {int(tree.n_node_samples[0])}", "", head, "      * denotes terminal node",
+             ""]
+    for i, node in enumerate(order):
+        line = (f"{'  ' * int(tree.depth[node])}{str(numbers[node]).rjust(width_number)}) "
+                f"{split_text[node]} {int(tree.n_node_samples[node])} "
+                f"{loss[i].rjust(width_loss)} {yval[i]}")
+        if tree.left[node] == LEAF:
+            line += " *"
+        elif _cut(tree, node, max_depth):
+            line += " ..."
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- rules
+
+class _Rule(NamedTuple):
+    """The path to one node as merged conditions: per feature in order of first use,
+    ``(lo, hi)`` (lo < x <= hi, None for an open end; level codes for an ordinal
+    feature) or a frozenset of level codes (a nominal feature)."""
+
+    node: int
+    conditions: dict
+
+
+def _rules(view, max_depth):
+    """One :class:`_Rule` per leaf (or per node at ``max_depth``), depth-first, left first."""
+    tree = view.tree
+    out = []
+    stack = [(0, {})]
+    while stack:
+        node, cond = stack.pop()
+        if tree.left[node] == LEAF or _cut(tree, node, max_depth):
+            out.append(_Rule(node, cond))
+            continue
+        f = int(tree.feature[node])
+        row = int(tree.level_row[node])
+        children = []
+        for side in (0, 1):
+            c = dict(cond)
+            if row >= 0:
+                codes = frozenset(_level_codes(tree.level_sets[row, side]))
+                c[f] = c[f] & codes if f in c else codes
+            else:
+                lo, hi = c.get(f, (None, None))
+                thr = float(tree.threshold[node])
+                if side == 0:
+                    hi = thr if hi is None else min(hi, thr)
+                else:
+                    lo = thr if lo is None else max(lo, thr)
+                c[f] = (lo, hi)
+            children.append((int(tree.left[node]) + side, c))
+        stack.append(children[1])
+        stack.append(children[0])
+    return out
+
+
+def _condition_text(view, f, cond, decimals):
+    name, levels = view.names[f], view.categories[f]
+    if isinstance(cond, frozenset):
+        return f"{name} in {_level_set(levels, sorted(cond))}"
+    lo, hi = cond
+    if levels is not None:  # ordinal: thresholds between level codes
+        show = lambda t: str(levels[int(np.floor(t))])  # noqa: E731
+    else:
+        show = lambda t: _number(t, decimals)  # noqa: E731
+    if lo is not None and hi is not None:
+        return f"{show(lo)} < {name} <= {show(hi)}"
+    return f"{name} <= {show(hi)}" if lo is None else f"{name} > {show(lo)}"
+
+
+def export_rules(estimator, feature_names=None, *, decimals=3, max_depth=None,
+                 class_names=None, as_frame=False):
+    """One readable if/then rule per leaf of the fitted tree, left to right.
+
+    ::
+
+        if petal_length > 2.45 and petal_width <= 1.75 then class = versicolor (n=54, 49/54 = 0.907)
+
+    A rule joins the conditions on the path from the root with ``and``, several
+    conditions on one feature merged into one (``2.45 < petal_length <= 4.95``; a level
+    set is the intersection of the sets on the path, ``colour in {red, blue}``; an
+    ordinal feature reads in level names, ``small < size <= large``). The rule ends with
+    the node's prediction and support: for a classifier the class j*(t), the number of
+    learning cases n(t), and the weighted count of the predicted class out of the node's
+    weight with its share; for a regressor ``y = ȳ(t) (n=...)``. The rules of a tree
+    cover every complete case exactly once: a case satisfies the conditions of the one
+    leaf ``apply`` sends it to.
+
+    A case missing a split feature is routed by the node's surrogate splits, then by
+    the majority (docs/maths.md §8), so it can end in a leaf whose conditions it does
+    not satisfy; when the tree has surrogate splits or such cases, a last line says so.
+
+    Parameters
+    ----------
+    estimator : fitted CARTClassifier, CARTRegressor or their CV variants
+    feature_names : sequence of str, optional
+        As in :func:`export_text`.
+    decimals : int, default 3
+        Decimals of thresholds, counts, shares and means.
+    max_depth : int, optional
+        Stop at this depth: a node there that still splits gives one rule (its own
+        prediction), marked ``...``.
+    class_names : sequence of str, optional
+        Names shown for the classes, one per entry of ``classes_`` (classifiers only).
+    as_frame : bool, default False
+        Return a pandas DataFrame instead of text, one row per rule: ``node`` (its id
+        in ``tree_``), ``rule`` (the conditions joined with ``and``; empty for a tree
+        that is only its root), ``n``, ``weight``, ``prediction`` (class name or mean)
+        and, for a classifier, ``share`` (the predicted class's share of the weight).
+
+    Returns
+    -------
+    str (ending with a newline) or pandas.DataFrame
+    """
+    if not isinstance(as_frame, (bool, np.bool_)):
+        raise TypeError(f"as_frame must be True or False, got {as_frame!r}")
+    view = _view(estimator, feature_names, decimals, max_depth, "export_rules", class_names)
+    tree = view.tree
+    fmt = lambda x: _number(x, decimals)  # noqa: E731
+    rows, lines = [], []
+    for rule in _rules(view, max_depth):
+        node = rule.node
+        text = " and ".join(_condition_text(view, f, c, decimals)
+                            for f, c in rule.conditions.items())
+        n = int(tree.n_node_samples[node])
+        w = float(tree.weighted_n_node_samples[node])
+        row = {"node": node, "rule": text, "n": n, "weight": w}
+        if view.classes is not None:
+            label = int(tree.label[node])
+            count = float(tree.value[node, label])
+            row["prediction"] = view.classes[label]
+            row["share"] = count / w
+            tail = (f"class = {view.classes[label]} (n={n}, {fmt(count)}/{fmt(w)} = "
+                    f"{count / w:.{decimals}f})")
+        else:
+            row["prediction"] = float(tree.value[node, 0])
+            tail = f"y = {fmt(tree.value[node, 0])} (n={n}"
+            tail += ")" if w == n else f", weight {fmt(w)})"
+        rows.append(row)
+        line = f"if {text} then {tail}" if text else f"always: {tail}"
+        lines.append(line + (" ..." if _cut(tree, node, max_depth) else ""))
+    if as_frame:
+        import pandas as pd
+        return pd.DataFrame(rows)
+    internal = tree.left != LEAF
+    n_stop = int(np.count_nonzero(tree.n_primary[internal] < tree.n_node_samples[internal]))
+    if tree.has_surrogates or n_stop:
+        lines.append(f"Note: the rules read complete cases. A case missing a split feature "
+                     f"is routed by surrogate splits ({int(np.count_nonzero(tree.n_surrogates))}"
+                     f" nodes have some), then by the majority, and may end in a leaf whose "
+                     f"conditions it does not meet.")
+    return "\n".join(lines) + "\n"
