@@ -730,3 +730,239 @@ def export_rules(estimator, feature_names=None, *, decimals=3, max_depth=None,
                      f" nodes have some), then by the majority, and may end in a leaf whose "
                      f"conditions it does not meet.")
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- Graphviz
+
+#: Fill colours of the classes (cycled beyond ten), blended with white by purity.
+CLASS_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                 "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+#: Fill colour of the largest mean of a regression tree (white for the smallest).
+VALUE_COLOUR = "#e58139"
+
+
+def _dot_string(text):
+    """``text`` as a DOT double-quoted string: backslashes and quotes escaped, a line
+    break written as Graphviz's centred ``\\n``; ``<``, ``>`` and ``&`` need nothing
+    inside quotes (only HTML-like labels would read them)."""
+    text = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
+    return f'"{text}"'
+
+
+def _blend(colour, alpha):
+    """``colour`` (#rrggbb) mixed with white: alpha 0 is white, 1 the colour itself."""
+    alpha = min(max(float(alpha), 0.0), 1.0)
+    rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(255 - alpha * (255 - c)):02x}" for c in rgb)
+
+
+def _surrogate_lines(tree, node, view, decimals):
+    """The surrogate splits of a node as ``surrogate: <condition sent left> (agree a)``,
+    and how many of its cases miss the split feature."""
+    out = []
+    start = int(tree.surrogate_start[node])
+    for r in range(start, start + int(tree.n_surrogates[node])):
+        g = int(tree.surrogate_feature[r])
+        left, right = _conditions(tree, int(tree.surrogate_level_row[r]),
+                                  float(tree.surrogate_threshold[r]), view.names[g],
+                                  view.categories[g], decimals)
+        cond = left if int(tree.surrogate_level_row[r]) >= 0 or \
+            int(tree.surrogate_low_left[r]) else right
+        out.append(f"surrogate: {cond} (agree {tree.surrogate_agree[r]:.3f})")
+    missing = int(tree.n_node_samples[node]) - int(tree.n_primary[node])
+    if missing:
+        out.append(f"missing = {missing}")
+    return out
+
+
+def export_graphviz(estimator, feature_names=None, *, class_names=None, max_depth=None,
+                    decimals=3, filled=True, surrogates=False, rounded=True):
+    """The fitted tree as Graphviz DOT text (a ``digraph``); no Graphviz install needed
+    to make it (``dot -Tpng tree.dot -o tree.png`` draws it).
+
+    One box per node, named by its id in ``tree_``: a split node shows its question
+    (``petal_length <= 2.45``, or ``colour in {red, blue}`` naming the levels that go
+    left), then ``n = ...`` (and the weight when it differs), the class counts and the
+    class j*(t) (or ``value = ȳ(t)``). The edge to the left child is labelled ``yes``,
+    to the right child ``no``. Leaves have a double border. ``filled`` colours the
+    boxes: by class from :data:`CLASS_COLOURS`, paler the less pure the node
+    (p(j*|t) from 1/J to 1); for a regressor from white (the smallest mean shown) to
+    :data:`VALUE_COLOUR` (the largest). A split node at ``max_depth`` gets one dashed
+    ``(...)`` child standing for its cut subtree. ``surrogates=True`` adds a node's
+    surrogate splits (each as the condition it sends left, with its agreement) and the
+    number of its cases missing the split feature. Names are escaped for DOT (quotes,
+    backslashes; a newline in a name becomes a line break).
+    """
+    for name, value in (("filled", filled), ("surrogates", surrogates), ("rounded", rounded)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+    view = _view(estimator, feature_names, decimals, max_depth, "export_graphviz",
+                 class_names)
+    tree = view.tree
+    fmt = lambda x: _number(x, decimals)  # noqa: E731
+    order = _preorder(tree, max_depth)
+    style = ", ".join(s for s, on in (("filled", filled), ("rounded", rounded)) if on)
+    lines = ["digraph Tree {",
+             f'node [shape=box{f", style={_dot_string(style)}" if style else ""}, '
+             'color="black", fontname="helvetica"] ;',
+             'edge [fontname="helvetica"] ;']
+    if view.classes is None and filled:
+        shown = tree.value[order, 0]
+        low, span = float(shown.min()), float(shown.max() - shown.min())
+    for node in order:
+        leaf = tree.left[node] == LEAF
+        label = []
+        if not leaf:
+            f = int(tree.feature[node])
+            label.append(_split_texts(tree, node, view.names[f], view.categories[f],
+                                      decimals)[0])
+            if surrogates:
+                label.extend(_surrogate_lines(tree, node, view, decimals))
+        n = int(tree.n_node_samples[node])
+        w = float(tree.weighted_n_node_samples[node])
+        label.append(f"n = {n}" + ("" if w == n else f" (weight {fmt(w)})"))
+        attrs = []
+        if view.classes is not None:
+            label.append("counts = [" + ", ".join(fmt(v) for v in tree.value[node]) + "]")
+            label.append(f"class = {view.classes[tree.label[node]]}")
+            if filled:
+                p = _probabilities(estimator, tree, node)
+                j = len(p)
+                alpha = (p.max() - 1 / j) / (1 - 1 / j) if j > 1 else 1.0
+                colour = CLASS_COLOURS[int(tree.label[node]) % len(CLASS_COLOURS)]
+                attrs.append(f'fillcolor="{_blend(colour, alpha)}"')
+        else:
+            label.append(f"value = {fmt(tree.value[node, 0])}")
+            if filled:
+                alpha = (float(tree.value[node, 0]) - low) / span if span > 0 else 1.0
+                attrs.append(f'fillcolor="{_blend(VALUE_COLOUR, alpha)}"')
+        if leaf:
+            attrs.append("peripheries=2")
+        lines.append(f"{node} [label={_dot_string(chr(10).join(label))}"
+                     + "".join(", " + a for a in attrs) + "] ;")
+        if node:
+            parent = int(tree.parent[node])
+            answer = "yes" if int(tree.left[parent]) == node else "no"
+            lines.append(f'{parent} -> {node} [label="{answer}"] ;')
+        if _cut(tree, node, max_depth):
+            lines.append(f'cut{node} [label="(...)", style="dashed"] ;')
+            lines.append(f"{node} -> cut{node} ;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- printcp
+
+def _r_format(values, digits):
+    """Numbers formatted together as R's ``format(x, digits=)`` does: enough significant
+    digits (at most ``digits``) for the value needing most, the same number of
+    decimals for all, scientific notation when that is narrower."""
+    values = [float(v) for v in values]
+    finite = [v for v in values if np.isfinite(v) and v != 0]
+    sig, decimals = 1, 0
+    for v in finite:
+        mantissa, exponent = f"{abs(v):.{digits - 1}e}".split("e")
+        used = len(mantissa.replace(".", "").rstrip("0")) or 1
+        sig = max(sig, used)
+        decimals = max(decimals, used - 1 - int(exponent))
+    fixed = [f"{v:.{decimals}f}" if np.isfinite(v) else str(v) for v in values]
+    sci = [f"{v:.{sig - 1}e}" if np.isfinite(v) else str(v) for v in values]
+    if max(map(len, fixed), default=0) > max(map(len, sci), default=0):
+        return sci
+    return fixed
+
+
+def format_cp(cv_estimator, digits=5):
+    """The pruning (and cross-validation) table as R's ``printcp`` prints it::
+
+        Classification tree:
+
+        Variables actually used in tree construction:
+        [1] petal_length petal_width
+
+        Root node error: 100/150 = 0.66667
+
+        n= 150
+
+             CP nsplit rel error xerror     xstd
+        1 0.500      0      1.00   1.19 0.049592
+        ...
+
+    One row per subtree T_k of the pruning sequence, the root first: CP = α_k / R(root)
+    (rpart's complexity parameter), nsplit = |T~_k| - 1, rel error = R(T_k) / R(root)
+    and, for the CV estimators, xerror = R^CV(T_k) / R(root) and xstd = SE / R(root)
+    (``cv_results_``); a last line names the row the selection rule chose. The variables
+    are those split on in T_max (``tree_max_``), sorted; the root node error is R(root)
+    times the root's weight (rpart's ``dev``: misclassified weight, or the sum of squares)
+    over the number of cases. Each column is formatted like R's with ``digits``
+    significant digits. A plain estimator prints its cost-complexity path (CP, nsplit,
+    rel error).
+    """
+    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or \
+            not 1 <= digits <= 15:
+        raise ValueError(f"digits must be an integer from 1 to 15, got {digits!r}")
+    if not hasattr(cv_estimator, "cost_complexity_path"):
+        raise TypeError("format_cp needs a cartjit estimator (CARTClassifierCV, "
+                        f"CARTRegressorCV, CARTClassifier, CARTRegressor), got "
+                        f"{type(cv_estimator).__name__}")
+    tree, names = _checked(cv_estimator, None, 0, None, "format_cp")
+    table = getattr(cv_estimator, "cv_results_", None)
+    is_cv = table is not None
+    if not is_cv:
+        table = cv_estimator.cost_complexity_path()
+    table = table.sort_values("alpha", ascending=False, kind="stable")
+    grown = getattr(cv_estimator, "tree_max_", tree)
+    used = sorted({names[f] for f in grown.feature[grown.left != LEAF].tolist()})
+
+    kind = "Classification" if getattr(cv_estimator, "classes_", None) is not None \
+        else "Regression"
+    lines = [f"{kind} tree:", ""]
+    if used:
+        lines.append("Variables actually used in tree construction:")
+        lines.extend(_r_vector(used))
+        lines.append("")
+    n = int(tree.n_node_samples[0])
+    dev = float(tree.risk[0]) * float(tree.weighted_n_node_samples[0])
+    lines.append(f"Root node error: {_r_format([dev], digits)[0]}/{n} = "
+                 f"{_r_format([dev / n], digits)[0]}")
+    lines += ["", f"n= {n}", ""]
+
+    columns = [("CP", _r_format(table["cp"], digits)),
+               ("nsplit", [str(int(v) - 1) for v in table["n_leaves"]]),
+               ("rel error", _r_format(table["rel_error"], digits))]
+    if is_cv:
+        columns += [("xerror", _r_format(table["xerror"], digits)),
+                    ("xstd", _r_format(table["xstd"], digits))]
+    rows = [str(i + 1) for i in range(len(table))]
+    width = max(map(len, rows))
+    widths = [max(len(head), *map(len, cells)) for head, cells in columns]
+    lines.append(" " * width + "".join(" " + head.rjust(w)
+                                       for (head, _), w in zip(columns, widths)))
+    for i, row in enumerate(rows):
+        lines.append(row.ljust(width) + "".join(" " + cells[i].rjust(w)
+                                                for (_, cells), w in zip(columns, widths)))
+    if is_cv:
+        chosen = int(np.flatnonzero(table["selected"].to_numpy())[0])
+        lines += ["", f"Selected by selection={cv_estimator.selection!r}: row {chosen + 1} "
+                      f"(nsplit {columns[1][1][chosen]}, CP "
+                      f"{columns[0][1][chosen].strip()})"]
+    return "\n".join(lines) + "\n"
+
+
+def _r_vector(words, width=80):
+    """A character vector as R prints it without quotes: items padded to one width,
+    lines led by the index of their first item (``[1]``)."""
+    size = max(map(len, words))
+    lead = len(f"[{len(words)}]")
+    per_line = max(1, (width - lead) // (size + 1))
+    out = []
+    for start in range(0, len(words), per_line):
+        items = " ".join(w.ljust(size) for w in words[start:start + per_line])
+        out.append(f"[{start + 1}]".rjust(lead) + " " + items.rstrip())
+    return out
+
+
+def print_cp(cv_estimator, digits=5, file=None):
+    """Print :func:`format_cp` (to ``file``, default standard output)."""
+    print(format_cp(cv_estimator, digits), end="", file=file)
