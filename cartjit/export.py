@@ -563,7 +563,7 @@ def _rpart_layout(estimator, feature_names, decimals, max_depth):
         split_text[int(tree.right[node])] = right
 
     order = _preorder(tree, max_depth, first_left)
-    loss = [fmt(float(tree.risk[i]) * w_root) for i in order]
+    loss = _column([float(tree.risk[i]) * w_root for i in order], decimals)
     width_loss = max(len(t) for t in loss)
     width_number = max(len(str(numbers[i])) for i in order)
     if view.classes is not None:
@@ -573,9 +573,7 @@ def _rpart_layout(estimator, feature_names, decimals, max_depth):
             yval.append(f"{view.classes[tree.label[i]]} ({probs})")
         head = "node), split, n, loss, yval, (yprob)"
     else:
-        yval = [fmt(tree.value[i, 0]) for i in order]
-        width = max(len(t) for t in yval)
-        yval = [t.rjust(width) for t in yval]
+        yval = _column(tree.value[order, 0], decimals)
         head = "node), split, n, deviance, yval"
     lines = [f"n= {int(tree.n_node_samples[0])}", "", head, "      * denotes terminal node",
              ""]
@@ -589,6 +587,16 @@ def _rpart_layout(estimator, feature_names, decimals, max_depth):
             line += " ..."
         lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+def _column(values, decimals):
+    """Numbers with the same decimals, as many as the value needing most (at most
+    ``decimals``), right-aligned to one width (R's ``format`` of a column)."""
+    values = [float(v) for v in values]
+    used = max(len(_number(v, decimals).partition(".")[2]) for v in values)
+    texts = [f"{v:.{used}f}" for v in values]
+    width = max(map(len, texts))
+    return [t.rjust(width) for t in texts]
 
 
 # --------------------------------------------------------------------------- rules
