@@ -69,10 +69,15 @@ def _level_codes(words):
     return codes
 
 
+def _levels_named(levels, codes):
+    """The names of level codes (``#c`` for a code without a name)."""
+    return [str(levels[c]) if levels is not None and c < len(levels) else f"#{c}"
+            for c in codes]
+
+
 def _level_set(levels, codes):
     """``{a, b, ...}`` for the given level codes, cut after MAX_LEVELS_SHOWN levels."""
-    shown = [str(levels[c]) if levels is not None and c < len(levels) else f"#{c}"
-             for c in codes[:MAX_LEVELS_SHOWN]]
+    shown = _levels_named(levels, codes[:MAX_LEVELS_SHOWN])
     if len(codes) > MAX_LEVELS_SHOWN:
         shown.append(f"... (+{len(codes) - MAX_LEVELS_SHOWN} more)")
     return "{" + ", ".join(shown) + "}"
@@ -472,11 +477,6 @@ def _view(estimator, feature_names, decimals, max_depth, caller, class_names=Non
     return _View(tree, names, list(categories), nominal, classes)
 
 
-def _levels_named(levels, codes):
-    return [str(levels[c]) if levels is not None and c < len(levels) else f"#{c}"
-            for c in codes]
-
-
 def _preorder(tree, max_depth, first_left=None):
     """Node ids depth-first, the first child (left unless ``first_left`` says otherwise)
     before the second, down to ``max_depth``."""
@@ -527,7 +527,8 @@ def _rpart_layout(estimator, feature_names, decimals, max_depth):
     One line per node, depth-first, indented two spaces per level: rpart's node number
     (root 1, children 2k and 2k + 1, numbered and ordered as rpart orders them, see
     :func:`_first_is_left`), the split leading to the node as rpart writes it
-    (``x< c`` and ``x>=c``; a level set ``x=a,b``), the number of learning cases, the
+    (``x< c`` and ``x>=c``; a level set ``x=a,b``; an ordinal feature by level names,
+    ``size<=small`` and ``size>=medium``), the number of learning cases, the
     loss (classification: R(t) times the root's case weight, the weighted count of
     misclassified cases under the default priors and costs; regression: the deviance
     Σ w (y - ȳ(t))²), yval (the class, or the mean) and for classification p(j | t) in
@@ -550,13 +551,12 @@ def _rpart_layout(estimator, feature_names, decimals, max_depth):
         name, levels = view.names[f], view.categories[f]
         row = int(tree.level_row[node])
         thr = float(tree.threshold[node])
-        if row >= 0 or (levels is not None and 0 <= thr < len(levels) - 1):
-            if row >= 0:
-                sides = [_level_codes(tree.level_sets[row, k]) for k in (0, 1)]
-            else:  # an ordinal feature: the levels up to floor(thr) go left
-                last = int(np.floor(thr))
-                sides = [list(range(last + 1)), list(range(last + 1, len(levels)))]
-            left, right = (f"{name}={','.join(_levels_named(levels, c))}" for c in sides)
+        if row >= 0:
+            left, right = (f"{name}={','.join(_levels_named(levels, _level_codes(bits)))}"
+                           for bits in tree.level_sets[row])
+        elif levels is not None and 0 <= thr < len(levels) - 1:
+            last = int(np.floor(thr))  # an ordinal feature: codes up to floor(thr) go left
+            left, right = f"{name}<={levels[last]}", f"{name}>={levels[last + 1]}"
         else:
             left, right = f"{name}< {fmt(thr)}", f"{name}>={fmt(thr)}"
         split_text[int(tree.left[node])] = left

@@ -246,17 +246,26 @@ def test_rpart_layout_and_printcp_match_r(case):
 # --------------------------------------------------------------------------- rules
 
 def rule_mask(conditions, X):
-    """Rows of the DataFrame X meeting the conditions of one rule (its text form)."""
+    """Rows of the DataFrame X meeting the conditions of one rule (its text form); an
+    ordered categorical compares by the position of its levels."""
+    def values(col, *bounds):
+        x = X[col]
+        if isinstance(x.dtype, pd.CategoricalDtype) and x.cat.ordered:
+            cats = list(x.cat.categories)
+            return (x.cat.codes.to_numpy(dtype=float),
+                    *(float(cats.index(b)) for b in bounds))
+        return (x.to_numpy(dtype=float), *(float(b) for b in bounds))
+
     mask = np.ones(len(X), dtype=bool)
     for cond in conditions.split(" and ") if conditions else []:
         if m := re.fullmatch(r"(\S+) in \{(.*)\}", cond):
             mask &= X[m[1]].astype(str).isin(m[2].split(", ")).to_numpy()
         elif m := re.fullmatch(r"(\S+) < (\S+) <= (\S+)", cond):
-            x = X[m[2]].to_numpy(dtype=float)
-            mask &= (x > float(m[1])) & (x <= float(m[3]))
+            x, lo, hi = values(m[2], m[1], m[3])
+            mask &= (x > lo) & (x <= hi)
         elif m := re.fullmatch(r"(\S+) (<=|>) (\S+)", cond):
-            x = X[m[1]].to_numpy(dtype=float)
-            mask &= (x <= float(m[3])) if m[2] == "<=" else (x > float(m[3]))
+            x, bound = values(m[1], m[3])
+            mask &= (x <= bound) if m[2] == "<=" else (x > bound)
         else:
             raise AssertionError(f"cannot read condition {cond!r}")
     return mask
@@ -295,12 +304,30 @@ def test_rules_select_exactly_the_rows_of_their_leaf_categorical(seed):
         "colour": pd.Categorical(rng.choice(list("abcdefg"), n)),
         "shape": pd.Categorical(rng.choice(["round", "square", "star"], n)),
         "size": rng.integers(0, 20, n).astype(float),
+        "grade": pd.Categorical(rng.choice(["low", "mid", "high", "top"], n),
+                                categories=["low", "mid", "high", "top"], ordered=True),
     })
-    y = np.where((X["colour"].isin(list("abc"))) ^ (X["size"] > 9) ^ (rng.random(n) < 0.2),
-                 "yes", "no")
+    y = np.where((X["colour"].isin(list("abc"))) ^ (X["size"] > 9) ^ (rng.random(n) < 0.2)
+                 ^ (X["grade"].cat.codes == 1), "yes", "no")
     est = CARTClassifier(min_samples_leaf=3).fit(X, y)
     assert est.tree_.has_subset_splits
+    assert 3 in est.tree_.feature  # the ordinal feature is split on
     check_rules_select_the_leaves(est, X)
+
+
+def test_ordinal_splits_name_their_levels():
+    """An ordered categorical splits on its level order: the rpart layout names the last
+    level on the left and the first on the right, a rule an interval of levels."""
+    grade = pd.Categorical(["low", "mid", "high", "top"] * 5,
+                           categories=["low", "mid", "high", "top"], ordered=True)
+    X = pd.DataFrame({"grade": grade})
+    y = np.where(grade.codes == 0, "a", np.where(grade.codes == 3, "c", "b"))
+    est = CARTClassifier().fit(X, y)
+    splits = [line.split(") ")[1].split(" ")[0]
+              for line in export_text(est, layout="rpart").splitlines()[6:]]
+    assert sorted(splits) == sorted(["grade<=low", "grade>=mid", "grade<=high",
+                                     "grade>=top"])
+    assert "low < grade <= high then class = b" in export_rules(est)
 
 
 def test_rules_text_merges_conditions(iris):
