@@ -79,34 +79,36 @@ def holes():
 
 # --------------------------------------------------------------------------- goldens
 
-def test_golden_iris(iris, iris_cv):
-    est = iris[2]
-    check_golden("iris_rpart.txt", export_text(est, layout="rpart"))
-    check_golden("iris_rules.txt", export_rules(est))
-    check_golden("iris_cv.dot", export_graphviz(iris_cv))
-    check_golden("iris_printcp.txt", format_cp(iris_cv))
+def rpart_layout(est):
+    return export_text(est, layout="rpart")
 
 
-def test_golden_play_golf(golf):
-    check_golden("play_golf_rpart.txt", export_text(golf, layout="rpart"))
-    check_golden("play_golf_rules.txt", export_rules(golf))
-    check_golden("play_golf.dot", export_graphviz(golf))
+#: golden file -> (fixture of the estimator, writer)
+GOLDENS = {
+    "iris_rpart.txt": ("iris", rpart_layout),
+    "iris_rules.txt": ("iris", export_rules),
+    "iris_cv.dot": ("iris_cv", export_graphviz),
+    "iris_printcp.txt": ("iris_cv", format_cp),
+    "play_golf_rpart.txt": ("golf", rpart_layout),
+    "play_golf_rules.txt": ("golf", export_rules),
+    "play_golf.dot": ("golf", export_graphviz),
+    "tooth_growth_rpart.txt": ("teeth", rpart_layout),
+    "tooth_growth_rules.txt": ("teeth", export_rules),
+    "tooth_growth_printcp.txt": ("teeth", format_cp),
+    "tooth_growth.dot": ("teeth", export_graphviz),
+    "iris_missing_rpart.txt": ("holes", rpart_layout),
+    "iris_missing_rules.txt": ("holes", export_rules),
+    "iris_missing.dot": ("holes", lambda est: export_graphviz(est, surrogates=True)),
+}
 
 
-def test_golden_regression(teeth):
-    est = teeth[2]
-    check_golden("tooth_growth_rpart.txt", export_text(est, layout="rpart"))
-    check_golden("tooth_growth_rules.txt", export_rules(est))
-    check_golden("tooth_growth_printcp.txt", format_cp(est))
-    check_golden("tooth_growth.dot", export_graphviz(est))
-
-
-def test_golden_surrogates(holes):
-    est = holes[2]
-    assert est.tree_.has_surrogates
-    check_golden("iris_missing_rpart.txt", export_text(est, layout="rpart"))
-    check_golden("iris_missing_rules.txt", export_rules(est))
-    check_golden("iris_missing.dot", export_graphviz(est, surrogates=True))
+@pytest.mark.parametrize("name", sorted(GOLDENS))
+def test_golden(name, request):
+    fixture, write = GOLDENS[name]
+    est = request.getfixturevalue(fixture)
+    est = est[2] if isinstance(est, tuple) else est
+    assert fixture != "holes" or est.tree_.has_surrogates
+    check_golden(name, write(est))
 
 
 # --------------------------------------------------------------------------- rpart layout
