@@ -794,8 +794,8 @@ def export_graphviz(estimator, feature_names=None, *, class_names=None, max_dept
     left), then ``n = ...`` (and the weight when it differs), the class counts and the
     class j*(t) (or ``value = ȳ(t)``). The edge to the left child is labelled ``yes``,
     to the right child ``no``. Leaves have a double border. ``filled`` colours the
-    boxes: by class from :data:`CLASS_COLOURS`, paler the less pure the node
-    (p(j*|t) from 1/J to 1); for a regressor from white (the smallest mean shown) to
+    boxes: by class from :data:`CLASS_COLOURS`, paler the less pure the node (the
+    largest p(j | t) from 1/J, white, to 1); for a regressor from white (the smallest mean shown) to
     :data:`VALUE_COLOUR` (the largest). A split node at ``max_depth`` gets one dashed
     ``(...)`` child standing for its cut subtree. ``surrogates=True`` adds a node's
     surrogate splits (each as the condition it sends left, with its agreement) and the
