@@ -1,8 +1,12 @@
-"""Text export of a fitted tree: :func:`export_text`.
+"""A fitted tree as text: :func:`export_text` (cartjit's layout or R's ``print.rpart``),
+:func:`export_rules` (one if/then rule per leaf), :func:`format_cp` / :func:`print_cp`
+(the pruning and CV table of R's ``printcp``), :func:`export_graphviz` (DOT text) and
+:func:`summary` (every node at length). docs/reading-trees.md shows each of them.
 
-The layout follows R's ``print.rpart``, which readers of CART output know: one line per
-node, depth-first with the left child first, indented two spaces per level, numbered by
-the node's id in the flat arrays (:mod:`cartjit._tree`), leaves marked with ``*``::
+The default layout of :func:`export_text` is close to R's ``print.rpart``, which
+readers of CART output know: one line per node, depth-first with the left child first,
+indented two spaces per level, numbered by the node's id in the flat arrays
+(:mod:`cartjit._tree`), leaves marked with ``*``::
 
     node) split: n, class counts -> class, R(t)      (* leaf)
     0) root: n=150, counts [50, 50, 50] -> setosa, R=0.667
@@ -12,8 +16,8 @@ the node's id in the flat arrays (:mod:`cartjit._tree`), leaves marked with ``*`
 
 For a classifier the counts are the weighted class counts N_j(t) in the order of
 ``classes_`` and the class is the node label j*(t); for a regressor each node shows
-the weighted mean ȳ(t). R is the node risk R(t) of docs/maths.md §1 and §3 (so the R of the leaves
-add up to R(T)).
+the weighted mean ȳ(t). R is the node risk R(t) of docs/maths.md §1 and §3 (so the R
+of the leaves add up to R(T)).
 
 A split on a categorical feature (docs/maths.md §7) names the levels each child takes,
 ``humidity in {high}`` / ``humidity in {normal}``; a long set is cut after
@@ -451,7 +455,6 @@ class _View(NamedTuple):
     tree: object          # the Tree to write (``tree_``)
     names: list           # feature names
     categories: list      # level names per feature (None for a numeric feature)
-    nominal: np.ndarray   # bool per feature: split by level subsets
     classes: list | None  # class names to show (None for a regressor)
 
 
@@ -459,8 +462,6 @@ def _view(estimator, feature_names, decimals, max_depth, caller, class_names=Non
     tree, names = _checked(estimator, feature_names, decimals, max_depth, caller)
     n_features = len(names)
     categories = getattr(estimator, "categories_", None) or [None] * n_features
-    nominal = np.asarray(getattr(estimator, "is_categorical_", np.zeros(n_features, bool)),
-                         dtype=bool)
     classes = getattr(estimator, "classes_", None)
     if class_names is not None:
         if classes is None:
@@ -474,7 +475,7 @@ def _view(estimator, feature_names, decimals, max_depth, caller, class_names=Non
                              f"has {len(classes)} classes ({', '.join(map(str, classes))})")
         classes = class_names
     classes = None if classes is None else [str(c) for c in classes]
-    return _View(tree, names, list(categories), nominal, classes)
+    return _View(tree, names, list(categories), classes)
 
 
 def _preorder(tree, max_depth, first_left=None):
