@@ -902,7 +902,8 @@ def format_cp(cv_estimator, digits=5):
     (rpart's complexity parameter), nsplit = |T~_k| - 1, rel error = R(T_k) / R(root)
     and, for the CV estimators, xerror = R^CV(T_k) / R(root) and xstd = SE / R(root)
     (``cv_results_``); a last line names the row the selection rule chose. The variables
-    are those split on in T_max (``tree_max_``), sorted; the root node error is R(root)
+    are those split on in T_1, the largest tree of the sequence, sorted; the root node
+    error is R(root)
     times the root's weight (rpart's ``dev``: misclassified weight, or the sum of squares)
     over the number of cases. Each column is formatted like R's with ``digits``
     significant digits. A plain estimator prints its cost-complexity path (CP, nsplit,
@@ -921,7 +922,9 @@ def format_cp(cv_estimator, digits=5):
     if not is_cv:
         table = cv_estimator.cost_complexity_path()
     table = table.sort_values("alpha", ascending=False, kind="stable")
-    grown = getattr(cv_estimator, "tree_max_", tree)
+    # the largest tree of the sequence, T_1 = T(0) (T_max without its splits that lower
+    # no risk), as rpart's own fit
+    grown = cv_estimator.prune(0.0).tree_ if hasattr(cv_estimator, "tree_max_") else tree
     used = sorted({names[f] for f in grown.feature[grown.left != LEAF].tolist()})
 
     kind = "Classification" if getattr(cv_estimator, "classes_", None) is not None \
