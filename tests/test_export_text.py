@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cartjit
 from cartjit import (CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV,
@@ -306,7 +308,7 @@ def check_rules_select_the_leaves(est, X, **kwargs):
     leaves = est.apply(X)
     covered = np.zeros(len(X), dtype=int)
     for line, row in zip(lines, frame.itertuples()):
-        conditions = re.fullmatch(r"if (.*) then .*", line)[1]
+        conditions = re.fullmatch(r"(?:if (.*) then|always:) .*", line)[1] or ""
         assert conditions == row.rule
         mask = rule_mask(conditions, X)
         np.testing.assert_array_equal(mask, leaves == row.node)
@@ -339,6 +341,30 @@ def test_rules_select_exactly_the_rows_of_their_leaf_categorical(seed):
     est = CARTClassifier(min_samples_leaf=3).fit(X, y)
     assert est.tree_.has_subset_splits
     assert 3 in est.tree_.feature  # the ordinal feature is split on
+    check_rules_select_the_leaves(est, X)
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(12, 80),
+       classify=st.booleans(), leaf=st.integers(1, 4))
+def test_rules_select_the_leaves_of_random_trees(seed, n, classify, leaf):
+    """Random nominal (2 to 7 levels), ordinal and integer-valued numeric features,
+    classification or regression: each rule selects exactly its leaf's rows."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({
+        "nom": pd.Categorical(rng.choice([f"L{i}" for i in range(int(rng.integers(2, 8)))],
+                                         n)),
+        "ord": pd.Categorical(rng.choice(["lo", "mid", "hi"], n),
+                              categories=["lo", "mid", "hi"], ordered=True),
+        "num": rng.integers(-5, 6, n).astype(float),
+    })
+    if classify:
+        y = rng.choice(["a", "b", "c"], n)
+        est = CARTClassifier(min_samples_leaf=leaf).fit(X, y)
+    else:
+        y = rng.normal(size=n) + X["num"].to_numpy()
+        est = CARTRegressor(min_samples_leaf=leaf).fit(X, y)
     check_rules_select_the_leaves(est, X)
 
 
