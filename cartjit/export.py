@@ -521,9 +521,10 @@ def _rpart_layout(estimator, feature_names, decimals, max_depth):
         node), split, n, loss, yval, (yprob)
               * denotes terminal node
 
-        1) root 150 100 setosa (0.333 0.333 0.333)
-          2) petal_length< 2.45 50 0 setosa (1.000 0.000 0.000) *
-          ...
+         1) root 150 100 setosa (0.333 0.333 0.333)
+           2) petal_length< 2.45 50   0 setosa (1.000 0.000 0.000) *
+           3) petal_length>=2.45 100  50 versicolor (0.000 0.500 0.500)
+           ...
 
     One line per node, depth-first, indented two spaces per level: rpart's node number
     (root 1, children 2k and 2k + 1, numbered and ordered as rpart orders them, see
@@ -565,7 +566,6 @@ def _rpart_layout(estimator, feature_names, decimals, max_depth):
 
     order = _preorder(tree, max_depth, first_left)
     loss = _column([float(tree.risk[i]) * w_root for i in order], decimals)
-    width_loss = max(len(t) for t in loss)
     width_number = max(len(str(numbers[i])) for i in order)
     if view.classes is not None:
         yval = []
@@ -581,7 +581,7 @@ def _rpart_layout(estimator, feature_names, decimals, max_depth):
     for i, node in enumerate(order):
         line = (f"{'  ' * int(tree.depth[node])}{str(numbers[node]).rjust(width_number)}) "
                 f"{split_text[node]} {int(tree.n_node_samples[node])} "
-                f"{loss[i].rjust(width_loss)} {yval[i]}")
+                f"{loss[i]} {yval[i]}")
         if tree.left[node] == LEAF:
             line += " *"
         elif _cut(tree, node, max_depth):
