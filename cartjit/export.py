@@ -645,8 +645,8 @@ def _rules(view, max_depth):
 
 def _condition_text(view, f, cond, decimals):
     name, levels = view.names[f], view.categories[f]
-    if isinstance(cond, frozenset):
-        return f"{name} in {_level_set(levels, sorted(cond))}"
+    if isinstance(cond, frozenset):  # every level: a rule is exact, however long
+        return f"{name} in {{{', '.join(_levels_named(levels, sorted(cond)))}}}"
     lo, hi = cond
     if levels is not None:  # ordinal: thresholds between level codes
         show = lambda t: str(levels[int(np.floor(t))])  # noqa: E731
@@ -667,7 +667,8 @@ def export_rules(estimator, feature_names=None, *, decimals=3, max_depth=None,
 
     A rule joins the conditions on the path from the root with ``and``, several
     conditions on one feature merged into one (``2.45 < petal_length <= 4.95``; a level
-    set is the intersection of the sets on the path, ``colour in {red, blue}``; an
+    set is the intersection of the sets on the path, ``colour in {red, blue}``, listed
+    in full however long; an
     ordinal feature reads in level names, ``small < size <= large``). The rule ends with
     the node's prediction and support: for a classifier the class j*(t), the number of
     learning cases n(t), and the weighted count of the predicted class out of the node's

@@ -324,13 +324,13 @@ def test_rules_select_exactly_the_rows_of_their_leaf_iris(iris):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_rules_select_exactly_the_rows_of_their_leaf_categorical(seed):
-    """Random data with nominal features of up to 7 levels and an integer-valued numeric
-    one (its midpoints print exactly): merged level sets and intervals select the
-    leaf's rows."""
+    """Random data with nominal features of up to 11 levels (longer sets than
+    export_text shows), an ordinal and an integer-valued numeric one (its midpoints
+    print exactly): merged level sets and intervals select the leaf's rows."""
     rng = np.random.default_rng(seed)
     n = 300
     X = pd.DataFrame({
-        "colour": pd.Categorical(rng.choice(list("abcdefg"), n)),
+        "colour": pd.Categorical(rng.choice(list("abcdefghijk"), n)),
         "shape": pd.Categorical(rng.choice(["round", "square", "star"], n)),
         "size": rng.integers(0, 20, n).astype(float),
         "grade": pd.Categorical(rng.choice(["low", "mid", "high", "top"], n),
@@ -349,11 +349,12 @@ def test_rules_select_exactly_the_rows_of_their_leaf_categorical(seed):
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(12, 80),
        classify=st.booleans(), leaf=st.integers(1, 4))
 def test_rules_select_the_leaves_of_random_trees(seed, n, classify, leaf):
-    """Random nominal (2 to 7 levels), ordinal and integer-valued numeric features,
+    """Random nominal (2 to 12 levels: a rule lists a set in full where export_text cuts
+    it after 8), ordinal and integer-valued numeric features,
     classification or regression: each rule selects exactly its leaf's rows."""
     rng = np.random.default_rng(seed)
     X = pd.DataFrame({
-        "nom": pd.Categorical(rng.choice([f"L{i}" for i in range(int(rng.integers(2, 8)))],
+        "nom": pd.Categorical(rng.choice([f"L{i}" for i in range(int(rng.integers(2, 13)))],
                                          n)),
         "ord": pd.Categorical(rng.choice(["lo", "mid", "hi"], n),
                               categories=["lo", "mid", "hi"], ordered=True),
@@ -366,6 +367,17 @@ def test_rules_select_the_leaves_of_random_trees(seed, n, classify, leaf):
         y = rng.normal(size=n) + X["num"].to_numpy()
         est = CARTRegressor(min_samples_leaf=leaf).fit(X, y)
     check_rules_select_the_leaves(est, X)
+
+
+def test_rules_list_long_level_sets_in_full():
+    levels = list("abcdefghijkl")
+    X = pd.DataFrame({"colour": pd.Categorical(levels * 3)})
+    y = np.where(X["colour"].isin(levels[:10]), "yes", "no")
+    est = CARTClassifier().fit(X, y)
+    assert "colour in {a, b, c, d, e, f, g, h, ... (+2 more)}" in export_text(est)
+    assert export_rules(est) == ("if colour in {a, b, c, d, e, f, g, h, i, j} then class = "
+                                 "yes (n=30, 30/30 = 1.000)\n"
+                                 "if colour in {k, l} then class = no (n=6, 6/6 = 1.000)\n")
 
 
 def test_ordinal_splits_name_their_levels():
