@@ -156,6 +156,20 @@ def test_rpart_layout_numbers_and_losses_from_the_counts(iris):
     assert sum(rest.endswith(" *") for _, _, rest in lines) == est.get_n_leaves()
 
 
+def test_weights_in_the_rpart_layout_rules_and_dot():
+    """setosa weighted 2: the root holds weight 200 of which versicolor and virginica,
+    100, are misclassified; n stays the number of cases."""
+    X, y = load_iris(return_X_y=True)
+    w = np.where(y == "setosa", 2.0, 1.0)
+    est = CARTClassifier(max_depth=1).fit(X, y, sample_weight=w)
+    lines = export_text(est, layout="rpart").splitlines()
+    assert lines[5] == "1) root 150 100 setosa (0.500 0.250 0.250)"
+    assert lines[6] == "  2) petal_length< 2.45 50   0 setosa (1.000 0.000 0.000) *"
+    assert export_rules(est).splitlines()[0] == \
+        "if petal_length <= 2.45 then class = setosa (n=50, 100/100 = 1.000)"
+    assert "n = 150 (weight 200)" in export_graphviz(est)
+
+
 def test_rpart_layout_of_a_subset_split_and_a_cut(golf):
     text = export_text(golf, layout="rpart", max_depth=1)
     lines = text.splitlines()[5:]
