@@ -18,11 +18,13 @@ from ._validation import NotFittedError
 __version__ = "0.1.0"
 
 __all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
-           "NotFittedError", "Tree", "export_text", "summary", "validate", "__version__"]
+           "NotFittedError", "Tree", "export_graphviz", "export_rules", "export_text",
+           "format_cp", "print_cp", "summary", "validate", "__version__"]
 
 _LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
          "CARTRegressor": "estimators", "CARTRegressorCV": "estimators",
-         "export_text": "export", "summary": "export"}
+         "export_text": "export", "summary": "export", "export_rules": "export",
+         "export_graphviz": "export", "format_cp": "export", "print_cp": "export"}
 
 
 def __getattr__(name):
