@@ -45,7 +45,7 @@ from ._criteria import tie_tolerance
 from ._splitter import delta_from_counts
 
 __all__ = ["best_subset_classification", "best_subset_regression", "int_scratch_size",
-           "float_scratch_size", "CODE", "NCASE", "SIDE", "JACOBI_SWEEPS"]
+           "float_scratch_size", "left_levels_bits", "BITSET_LEVELS", "CODE", "NCASE", "SIDE", "JACOBI_SWEEPS"]
 
 # Blocks of the integer scratch (each ``n_levels_max`` long): the code of each present
 # level, its number of cases, its rank in the scan order, and its side (1: in S).
@@ -196,6 +196,26 @@ def _reg_level_stats(seg, y, w, unit, mean, stats, ints, lm):
         ints[NCASE * lm + k] = i - run
         k += 1
     return k
+
+
+#: A subset split's left-going levels fit one uint64 bitset when every code is below this.
+BITSET_LEVELS = 64
+
+
+@jit
+def left_levels_bits(ints, lm, n_cases):
+    """The codes of the levels in S (the side a search left in :data:`SIDE`) as one
+    bitset (code c is bit c; every code below :data:`BITSET_LEVELS`); ``n_cases`` is
+    the number of cases searched, which the levels' counts add up to."""
+    bits = np.uint64(0)
+    seen = 0
+    lvl = 0
+    while seen < n_cases:
+        seen += ints[NCASE * lm + lvl]
+        if ints[SIDE * lm + lvl]:
+            bits |= np.uint64(1) << np.uint64(ints[CODE * lm + lvl])
+        lvl += 1
+    return bits
 
 
 # --------------------------------------------------------------------------- tie rule
