@@ -218,6 +218,10 @@ def left_levels_bits(ints, lm, n_cases):
     return bits
 
 
+#: Up to this many levels the scan order is found by an insertion sort.
+INSERTION_LEVELS = 24
+
+
 # --------------------------------------------------------------------------- tie rule
 
 @jit
@@ -275,6 +279,17 @@ def _sort_levels(score, stats, by_odds, n_lv, ints, lm):
     tmp = ints[RANK * lm:RANK * lm + n_lv]
     for i in range(n_lv):
         order[i] = i
+    if n_lv <= INSERTION_LEVELS:  # few levels: an insertion sort, also stable
+        for i in range(1, n_lv):
+            lvl = order[i]
+            pos = i
+            while pos > 0 and not _before(order[pos - 1], lvl, score, stats, by_odds):
+                order[pos] = order[pos - 1]
+                pos -= 1
+            order[pos] = lvl
+        for pos in range(n_lv):
+            tmp[order[pos]] = pos
+        return order
     width = 1
     while width < n_lv:
         for lo in range(0, n_lv, 2 * width):
