@@ -3,7 +3,7 @@
 Grow a tree, prune it by cost-complexity (weakest link) and choose the pruned subtree by
 V-fold cross-validation, following Breiman, Friedman, Olshen & Stone (1984) and R's rpart.
 
-The estimators, ``export_text`` and ``summary`` are imported on first use: with scikit-learn
+The estimators, ``export_text``, ``summary`` and the plots are imported on first use: with scikit-learn
 installed the estimators derive from its base classes, and importing those costs about a
 second, which ``import cartjit`` alone (the command line, ``cartjit.datasets``) need not
 pay.
@@ -18,11 +18,14 @@ from ._validation import NotFittedError
 __version__ = "0.1.0"
 
 __all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
-           "NotFittedError", "Tree", "export_text", "summary", "validate", "__version__"]
+           "NotFittedError", "Tree", "export_text", "plot_cv", "plot_importance",
+           "plot_partition", "plot_tree", "summary", "validate", "__version__"]
 
 _LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
          "CARTRegressor": "estimators", "CARTRegressorCV": "estimators",
-         "export_text": "export", "summary": "export"}
+         "export_text": "export", "summary": "export",
+         "plot_tree": "plotting", "plot_partition": "plotting", "plot_cv": "plotting",
+         "plot_importance": "plotting"}
 
 
 def __getattr__(name):

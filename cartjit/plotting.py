@@ -1,0 +1,810 @@
+"""Pictures of a fitted tree: :func:`plot_tree`, :func:`plot_partition`, :func:`plot_cv`,
+:func:`plot_importance`.
+
+Each function draws into the matplotlib ``Axes`` it is given, or into a new figure when
+``ax`` is None, and returns the Axes. A new figure is a bare
+``matplotlib.figure.Figure``: no pyplot, no GUI backend, nothing shown, so the functions
+work headless (``ax.figure.savefig("tree.png")``); in a notebook or a pyplot script pass
+``ax=plt.gca()`` or display ``ax.figure``. matplotlib is imported by the functions
+themselves (the ``plot`` extra, ``pip install "cartjit[plot]"``), never by
+``import cartjit``.
+
+One look throughout, shared with the experiment runner's plots
+(:mod:`cartjit.experiments.reports`): classes take the colours of :data:`CLASS_COLORS`
+in the order of ``classes_`` (a box or a region is the class colour blended with white,
+the more so the less pure the node), numbers (a regression tree's means) the sequential
+colour map :data:`VALUE_CMAP`, and cross-validated risks are drawn as points with bars
+of ± 1 SE (:data:`ERRORBAR_STYLE`) over the resubstitution risk as a grey dashed line
+(:data:`RESUB_STYLE`).
+
+The drawn artists carry a ``gid`` for whoever post-processes the figure (and for the
+tests): ``node-<i>`` for the box of node i of ``tree_`` in :func:`plot_tree`,
+``leaf-<i>`` for a rectangle of the region of node i in :func:`plot_partition`,
+``cv-min`` and ``cv-choice`` for the two marked subtrees of :func:`plot_cv`.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._tree import LEAF
+
+__all__ = ["plot_tree", "plot_partition", "plot_cv", "plot_importance", "CLASS_COLORS",
+           "VALUE_CMAP", "ERRORBAR_STYLE", "RESUB_STYLE"]
+
+#: Class colours, in the order of ``classes_`` (matplotlib's "tab10", then "tab20"'s
+#: light shades; more classes cycle).
+CLASS_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78",
+                "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
+                "#dbdb8d", "#9edae5")
+#: Colour map of a regression tree's values (boxes, regions and points).
+VALUE_CMAP = "viridis"
+#: Points with ± 1 SE bars: R^CV in :func:`plot_cv` and in the runner's plots.
+ERRORBAR_STYLE = {"marker": "o", "markersize": 3.5, "linewidth": 1.2, "capsize": 2.5}
+#: The resubstitution risk drawn for reference.
+RESUB_STYLE = {"color": "0.5", "linestyle": "--", "linewidth": 1.0}
+#: The line at min R^CV + 1 SE and the marks of the chosen subtrees.
+_BOUND_STYLE = {"color": "0.35", "linestyle": ":", "linewidth": 1.0}
+_MIN_COLOR = "#d62728"
+_GRID_ALPHA = 0.3
+_TITLE_SIZE = 10
+_SMALL_SIZE = 8
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+def _new_axes(ax, figsize):
+    """``ax`` after checking it, or the Axes of a new bare Figure (no pyplot)."""
+    if ax is not None:
+        from matplotlib.axes import Axes
+        if not isinstance(ax, Axes):
+            raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+        return ax
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=figsize, dpi=100)
+    return fig.add_subplot()
+
+
+def style_axes(ax, *, grid=True):
+    """The common look of a data plot: a light grid under the data."""
+    if grid:
+        ax.grid(True, alpha=_GRID_ALPHA)
+        ax.set_axisbelow(True)
+
+
+def size_axis(ax, leaves, *, log=None):
+    """Tree size on the x axis: logarithmic when a tree has more than 30 leaves (or as
+    ``log`` says), with plain numbers as tick labels. Returns whether it is logarithmic."""
+    if log is None:
+        log = float(np.max(leaves)) > 30
+    if log:
+        from matplotlib.ticker import FuncFormatter
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("size of tree (number of leaves $|\\tilde T_k|$)")
+    return bool(log)
+
+
+def class_color(j):
+    """Colour of class index ``j`` (:data:`CLASS_COLORS`, cycling)."""
+    return CLASS_COLORS[int(j) % len(CLASS_COLORS)]
+
+
+def _tint(color, strength):
+    """``color`` blended with white: strength 1 is the colour, 0 is white."""
+    from matplotlib.colors import to_rgb
+    rgb = np.asarray(to_rgb(color))
+    return tuple(1.0 - strength * (1.0 - rgb))
+
+
+def _check_fitted(estimator, caller):
+    tree = getattr(estimator, "tree_", None)
+    if tree is None:
+        from ._validation import not_fitted_error
+        raise not_fitted_error(
+            f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' "
+            f"before {caller}.")
+    return tree
+
+
+def _feature_names(estimator, feature_names):
+    n_features = int(estimator.n_features_in_)
+    if feature_names is None:
+        names = getattr(estimator, "feature_names_in_", None)
+        return [str(n) for n in names] if names is not None else \
+            [f"x{j}" for j in range(n_features)]
+    names = [str(n) for n in feature_names]
+    if len(names) != n_features:
+        raise ValueError(f"feature_names has {len(names)} entries but the estimator was "
+                         f"fitted on {n_features} features")
+    return names
+
+
+def _class_names(estimator, class_names):
+    classes = getattr(estimator, "classes_", None)
+    if classes is None:
+        if class_names is not None:
+            raise ValueError("class_names is for classifiers; this is a regression tree")
+        return None
+    if class_names is None:
+        return [str(c) for c in classes]
+    names = [str(c) for c in class_names]
+    if len(names) != len(classes):
+        raise ValueError(f"class_names has {len(names)} entries but the estimator has "
+                         f"{len(classes)} classes")
+    return names
+
+
+def _check_int(value, name, low, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be {'None or ' if allow_none else ''}an integer "
+                         f">= {low}, got {value!r}")
+    return int(value)
+
+
+def _node_fill(tree, node, is_classifier, norm):
+    """Fill colour of a node: its class colour, stronger the purer the node; or the
+    value's colour on :data:`VALUE_CMAP`."""
+    if is_classifier:
+        counts = tree.value[node]
+        total = counts.sum()
+        J = counts.shape[0]
+        top = counts.max() / total if total > 0 else 1.0
+        purity = (top - 1.0 / J) / (1.0 - 1.0 / J) if J > 1 else 1.0
+        return _tint(class_color(tree.label[node]), 0.15 + 0.55 * purity)
+    import matplotlib
+    cmap = matplotlib.colormaps[VALUE_CMAP]
+    return _tint(cmap(norm(tree.value[node, 0])), 0.4)
+
+
+def _value_norm(values):
+    from matplotlib.colors import Normalize
+    lo, hi = float(np.min(values)), float(np.max(values))
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    return Normalize(lo, hi)
+
+
+def _fmt(x, decimals):
+    x = float(x)
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.{decimals}f}".rstrip("0").rstrip(".") if decimals > 0 else f"{x:.0f}"
+
+
+# --------------------------------------------------------------------------- plot_tree
+
+def _shown_depth(tree, max_depth, max_leaves):
+    """The deepest cut depth d <= max_depth at which the nodes of depth <= d end in at
+    most ``max_leaves`` terminal boxes (true leaves, or internal nodes at depth d)."""
+    leaf = tree.left == LEAF
+    depth = tree.depth
+    deepest = tree.max_depth if max_depth is None else min(max_depth, tree.max_depth)
+    best = 0
+    for d in range(deepest + 1):
+        shown = np.count_nonzero(leaf & (depth <= d)) + np.count_nonzero(~leaf & (depth == d))
+        if shown > max_leaves:
+            break
+        best = d
+    return best
+
+
+def _layout(tree, cut):
+    """x of every node shown (leaves evenly spaced left to right, a parent centred over
+    its children) and the list of nodes shown, for the tree cut at depth ``cut``."""
+    x = np.full(tree.n_nodes, np.nan)
+    shown = []
+    stack = [0]
+    next_x = 0
+    while stack:  # depth-first, left child first: leaves come in left-to-right order
+        node = stack.pop()
+        shown.append(node)
+        if tree.left[node] == LEAF or tree.depth[node] >= cut:
+            x[node] = next_x
+            next_x += 1
+        else:
+            stack.append(int(tree.right[node]))
+            stack.append(int(tree.left[node]))
+    for node in sorted(shown, reverse=True):  # children have larger ids than parents
+        if np.isnan(x[node]):
+            x[node] = 0.5 * (x[tree.left[node]] + x[tree.right[node]])
+    return x, sorted(shown), next_x
+
+
+def _split_label(tree, node, names, categories, decimals):
+    """The left-going condition of a split node, on two lines when long."""
+    from .export import _conditions
+    f = int(tree.feature[node])
+    left, _ = _conditions(tree, int(tree.level_row[node]), float(tree.threshold[node]),
+                          names[f], categories[f], decimals)
+    if len(left) > 16:
+        name = names[f]
+        return name + "\n" + left[len(name):].strip()
+    return left
+
+
+def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_depth=None,
+              max_leaves=30, decimals=2, fontsize=None):
+    """Draw the fitted tree ``tree_`` as boxes joined by edges.
+
+    Every node is a box: a split node shows the condition of its left child (``yes``
+    edge to the left, ``no`` to the right; a subset split names the levels going left),
+    then the node's number of learning cases and its prediction: for a classifier the
+    class j*(t) and the share of its class among the node's cases (weighted), the box
+    filled with the class colour, stronger the purer the node; for a regressor the mean
+    ȳ(t), the box coloured by it. Leaves are spread evenly along the bottom and each
+    parent is centred over its children.
+
+    Parameters
+    ----------
+    estimator : fitted CARTClassifier, CARTRegressor or their CV variants
+    ax : matplotlib Axes, optional
+        Draw here; by default a new figure sized to the tree.
+    feature_names, class_names : sequences of str, optional
+        Default ``feature_names_in_`` (or ``x0, x1, ...``) and ``classes_``.
+    max_depth : int >= 0, optional
+        Draw nodes down to this depth only.
+    max_leaves : int >= 1, default 30
+        Most terminal boxes drawn. A larger tree is cut at the deepest depth that keeps
+        at most this many; a cut branch ends in a dashed box saying how many leaves it
+        hides, and a note under the tree says where it was cut.
+    decimals : int >= 0, default 2
+        Decimals of thresholds and means.
+    fontsize : float, optional
+        Text size; by default the largest (up to 11 points) whose boxes fit side by side.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    tree = _check_fitted(estimator, "plot_tree")
+    max_leaves = _check_int(max_leaves, "max_leaves", 1)
+    max_depth = _check_int(max_depth, "max_depth", 0, allow_none=True)
+    decimals = _check_int(decimals, "decimals", 0)
+    if fontsize is not None and (isinstance(fontsize, bool)
+                                 or not isinstance(fontsize, numbers.Real) or not fontsize > 0):
+        raise ValueError(f"fontsize must be None or a positive number, got {fontsize!r}")
+    names = _feature_names(estimator, feature_names)
+    classes = _class_names(estimator, class_names)
+    is_classifier = classes is not None
+    categories = list(getattr(estimator, "categories_", None) or [None] * len(names))
+
+    cut = _shown_depth(tree, max_depth, max_leaves)
+    x, shown, n_boxes = _layout(tree, cut)
+    leaf = tree.left == LEAF
+    truncated = bool(np.any(~leaf[shown] & (tree.depth[shown] >= cut)))
+    leaves_below = _leaves_below(tree)
+    norm = None if is_classifier else _value_norm(tree.value[leaf, 0])
+
+    labels = {}
+    for node in shown:
+        n = int(tree.n_node_samples[node])
+        if is_classifier:
+            counts = tree.value[node]
+            share = counts[tree.label[node]] / counts.sum()
+            lines = [classes[tree.label[node]], f"n={n}  {share:.0%}"]
+        else:
+            lines = [f"ȳ={_fmt(tree.value[node, 0], decimals)}", f"n={n}"]
+        if not leaf[node]:
+            if tree.depth[node] < cut:
+                lines.insert(0, _split_label(tree, node, names, categories, decimals))
+            else:
+                lines.append(f"… {leaves_below[node]} leaves")
+        labels[node] = "\n".join(lines)
+
+    levels = cut + 1
+    if ax is None:
+        figsize = (float(np.clip(1.05 * n_boxes + 0.4, 3.0, 33.0)),
+                   float(np.clip(1.15 * levels + 0.5, 1.8, 14.0)))
+    new = ax is None
+    ax = _new_axes(ax, figsize if new else None)
+    if new:
+        ax.figure.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
+    if fontsize is None:
+        fontsize = _fit_fontsize(ax, labels.values(), n_boxes, levels)
+
+    ax.set_xlim(-0.55, n_boxes - 0.45)
+    ax.set_ylim(-cut - 0.55, 0.5)
+    ax.set_axis_off()
+    for node in shown:
+        if node == 0 or tree.parent[node] < 0:
+            continue
+        p = int(tree.parent[node])
+        ax.plot([x[p], x[node]], [-tree.depth[p], -tree.depth[node]], color="0.45",
+                linewidth=0.9, zorder=1)
+        is_left = tree.left[p] == node
+        ax.text(0.5 * (x[p] + x[node]), -tree.depth[p] - 0.5, "yes" if is_left else "no",
+                ha="center", va="center", fontsize=0.8 * fontsize, color="0.3",
+                style="italic", zorder=2,
+                bbox={"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none"})
+    for node in shown:
+        cut_here = not leaf[node] and tree.depth[node] >= cut
+        ax.text(x[node], -tree.depth[node], labels[node], ha="center", va="center",
+                fontsize=fontsize, zorder=3, gid=f"node-{node}",
+                fontweight="bold" if leaf[node] else "normal",
+                bbox={"boxstyle": "round,pad=0.3",
+                      "facecolor": _node_fill(tree, node, is_classifier, norm),
+                      "edgecolor": "0.2", "linewidth": 1.2 if leaf[node] else 0.8,
+                      "linestyle": "--" if cut_here else "-"})
+    if truncated:
+        why = f"max_depth={max_depth}" if (max_depth is not None and cut == max_depth
+                                           and _shown_depth(tree, None, max_leaves) > cut) \
+            else f"max_leaves={max_leaves}"
+        ax.text(0.0, 1.0, f"Tree cut at depth {cut} ({why}): {tree.n_leaves} leaves in "
+                f"all;\ndashed boxes hide their subtrees.", transform=ax.transAxes,
+                ha="left", va="top", fontsize=_SMALL_SIZE, color="0.3",
+                gid="truncation-note")
+    return ax
+
+
+def _leaves_below(tree):
+    """Number of leaves of T_max's subtree under every node."""
+    count = (tree.left == LEAF).astype(np.int64)
+    for node in range(tree.n_nodes - 1, -1, -1):
+        if tree.left[node] != LEAF:
+            count[node] = count[tree.left[node]] + count[tree.right[node]]
+    return count
+
+
+def _fit_fontsize(ax, labels, n_boxes, levels):
+    """The largest font size (5 to 11 points) at which the widest label fits in one
+    leaf slot and the tallest in one level of the Axes."""
+    fig = ax.figure
+    pos = ax.get_position()
+    width = fig.get_figwidth() * pos.width / n_boxes  # inches per leaf slot
+    height = fig.get_figheight() * pos.height / (levels + 0.05)
+    chars = max(len(line) for label in labels for line in label.split("\n"))
+    rows = max(label.count("\n") + 1 for label in labels)
+    by_width = 72.0 * 0.9 * width / (0.58 * chars + 1.0)
+    by_height = 72.0 * 0.62 * height / (1.25 * rows + 0.8)
+    return float(np.clip(min(by_width, by_height), 5.0, 11.0))
+
+
+# --------------------------------------------------------------------------- plot_partition
+
+def _feature_index(feature, names, what):
+    if isinstance(feature, str):
+        if feature not in names:
+            raise ValueError(f"{what}: no feature named {feature!r}; the features are "
+                             f"{', '.join(names)}")
+        return names.index(feature)
+    if isinstance(feature, bool) or not isinstance(feature, numbers.Integral):
+        raise TypeError(f"{what} must be a feature index or name, got {feature!r}")
+    if not 0 <= feature < len(names):
+        raise ValueError(f"{what} must be in [0, {len(names)}), got {feature}")
+    return int(feature)
+
+
+def _cell_edges(tree, f, lo, hi, nominal, n_levels):
+    """Edges of the cells along plotted feature ``f`` in which no split of the tree
+    changes: the thresholds on ``f`` inside (lo, hi), or the levels of a nominal one."""
+    if nominal:
+        return np.arange(n_levels + 1) - 0.5
+    used = (tree.feature == f) & (tree.left != LEAF) & (tree.level_row < 0)
+    thr = np.unique(tree.threshold[used])
+    thr = thr[(thr > lo) & (thr < hi)]
+    return np.concatenate([[lo], thr, [hi]])
+
+
+def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_names=None,
+                   class_names=None, resolution=None):
+    """The rectangles into which the tree cuts the plane of two features, with the cases.
+
+    Each leaf reached in the plane is drawn as its rectangle, filled with its prediction
+    (class colour, or the value's colour for a regressor) in a light tint and outlined;
+    the cases of ``X`` are drawn on top, coloured by ``y`` (their true class or value)
+    when it is given. For a tree fitted on exactly the two features this is the whole
+    partition, as in the course's figures. A tree fitted on more features is cut by the
+    plane in which every other feature is held at its **median** in ``X`` (numeric or
+    ordinal features; ordinal ones at the level of the median code) or its **most
+    frequent level** (nominal features); the title says so.
+
+    A nominal (unordered categorical) feature on an axis shows its levels as categories
+    ``0 .. L-1`` along it, labelled by name, and a leaf's region is drawn as one
+    rectangle per level interval it covers (it need not be one rectangle: a subset split
+    sends any set of levels left). The cases there are jittered sideways by up to ±0.3
+    so that they do not hide each other; an ordinal feature is shown on its level codes.
+    Cases missing a plotted feature are left out (the title counts them).
+
+    Parameters
+    ----------
+    estimator : fitted CARTClassifier, CARTRegressor or their CV variants
+    X : array-like or DataFrame (n_samples, n_features_in_)
+        Cases to draw, in the columns the estimator was fitted on (a DataFrame fitted by
+        name must have the same columns).
+    y : array-like (n_samples,), optional
+        Their classes (labels from ``classes_``) or values; without it the cases are
+        drawn in grey.
+    features : pair of feature indices or names, default (0, 1)
+        The features on the x and y axes.
+    ax : matplotlib Axes, optional
+    feature_names, class_names : sequences of str, optional
+    resolution : int >= 2, optional
+        Instead of filled rectangles, colour the plane by predicting every point of a
+        ``resolution`` × ``resolution`` grid (the rectangles are still outlined): a check
+        of the exact rectangles, which the two pictures should agree with.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    from ._tree import apply as apply_tree
+
+    tree = _check_fitted(estimator, "plot_partition")
+    names = _feature_names(estimator, feature_names)
+    classes = _class_names(estimator, class_names)
+    is_classifier = classes is not None
+    if isinstance(features, (str, bytes)) or not hasattr(features, "__len__") \
+            or len(features) != 2:
+        raise ValueError(f"features must be a pair (i, j) of feature indices or names, got "
+                         f"{features!r}")
+    fi = _feature_index(features[0], names, "features[0]")
+    fj = _feature_index(features[1], names, "features[1]")
+    if fi == fj:
+        raise ValueError(f"features must name two different features, got {features!r}")
+    resolution = _check_int(resolution, "resolution", 2, allow_none=True)
+    Xenc = estimator._check_predict_X(X)  # the codes the tree sees (checks shape, names)
+    n, p = Xenc.shape
+    if n == 0:
+        raise ValueError("X must hold at least one case")
+    if y is not None:
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y must be 1-d with one entry per row of X ({n}), got shape "
+                             f"{y.shape}")
+    nominal = np.asarray(getattr(estimator, "is_categorical_", np.zeros(p, bool)), bool)
+    categories = list(getattr(estimator, "categories_", None) or [None] * p)
+
+    # the other features held fixed: median (numeric, ordinal), most frequent level
+    held = np.empty(p)
+    for f in range(p):
+        col = Xenc[:, f][~np.isnan(Xenc[:, f]) & (Xenc[:, f] >= 0)]
+        if col.size == 0:
+            held[f] = np.nan
+        elif nominal[f]:
+            values, counts = np.unique(col, return_counts=True)
+            held[f] = values[np.argmax(counts)]
+        elif categories[f] is not None:
+            held[f] = np.floor(np.median(col))
+        else:
+            held[f] = np.median(col)
+
+    axes_info = []
+    for f in (fi, fj):
+        col = Xenc[:, f]
+        finite = col[~np.isnan(col)]
+        if nominal[f]:
+            L = len(categories[f])
+            lo, hi = -0.5, L - 0.5
+        else:
+            vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0., 1.)
+            pad = 0.05 * (vmax - vmin) if vmax > vmin else 0.5
+            lo, hi = vmin - pad, vmax + pad
+            L = 0
+        axes_info.append((f, lo, hi, _cell_edges(tree, f, lo, hi, nominal[f], L)))
+
+    # every cell between consecutive edges predicts alike: its centre finds its node
+    ex, ey = axes_info[0][3], axes_info[1][3]
+    cx, cy = 0.5 * (ex[1:] + ex[:-1]), 0.5 * (ey[1:] + ey[:-1])
+    grid = np.tile(held, (cx.size * cy.size, 1))
+    gx, gy = np.meshgrid(cx, cy, indexing="ij")
+    grid[:, fi], grid[:, fj] = gx.ravel(), gy.ravel()
+    use_surrogate = int(getattr(estimator, "_use_surrogate", 2))
+    cell_node = apply_tree(tree, np.ascontiguousarray(grid), use_surrogate)
+    cell_node = cell_node.reshape(cx.size, cy.size)
+
+    norm = None
+    if not is_classifier:
+        values = tree.value[np.unique(cell_node), 0]
+        if y is not None:
+            values = np.concatenate([values, y.astype(float)])
+        norm = _value_norm(values)
+    ax = _new_axes(ax, (6.4, 4.8))
+    for node, x0, x1, y0, y1 in _rectangles(cell_node, ex, ey):
+        _rectangle(ax, tree, node, (x0, y0, x1 - x0, y1 - y0), is_classifier, norm,
+                   filled=resolution is None)
+    if resolution is not None:
+        _raster(ax, tree, estimator, held, fi, fj, axes_info, resolution, is_classifier, norm)
+
+    # the cases
+    keep = ~np.isnan(Xenc[:, fi]) & ~np.isnan(Xenc[:, fj]) & (Xenc[:, fi] >= -0.5) \
+        & (Xenc[:, fj] >= -0.5)
+    px, py = Xenc[keep, fi].copy(), Xenc[keep, fj].copy()
+    rng = np.random.default_rng(0)
+    for coords, f in ((px, fi), (py, fj)):
+        if nominal[f]:
+            coords += rng.uniform(-0.3, 0.3, coords.shape[0])
+    scatter = {"s": 18, "edgecolors": "0.15", "linewidths": 0.5, "zorder": 3}
+    if y is None:
+        ax.scatter(px, py, color="0.4", **scatter)
+    elif is_classifier:
+        codes = _class_codes(estimator, y[keep])
+        for j, name in enumerate(classes):
+            sel = codes == j
+            if sel.any():
+                ax.scatter(px[sel], py[sel], color=class_color(j), label=name, **scatter)
+        other = codes < 0
+        if other.any():
+            ax.scatter(px[other], py[other], color="white", label="other", **scatter)
+        ax.legend(fontsize=_SMALL_SIZE, loc="best", framealpha=0.85)
+    else:
+        pts = ax.scatter(px, py, c=y[keep].astype(float), cmap=VALUE_CMAP, norm=norm,
+                         **scatter)
+        ax.figure.colorbar(pts, ax=ax, label="y (points) and leaf mean (regions)")
+
+    for axis, (f, lo, hi, _) in zip("xy", axes_info):
+        getattr(ax, f"set_{axis}lim")(lo, hi)
+        getattr(ax, f"set_{axis}label")(names[f])
+        if nominal[f]:
+            L = len(categories[f])
+            getattr(ax, f"set_{axis}ticks")(np.arange(L), [str(c) for c in categories[f]])
+        elif categories[f] is not None:
+            codes = np.arange(len(categories[f]))
+            inside = codes[(codes > lo) & (codes < hi)]
+            getattr(ax, f"set_{axis}ticks")(inside, [str(categories[f][c]) for c in inside])
+    title = f"Partition of {names[fi]} × {names[fj]}"
+    if p > 2:
+        others = [f for f in range(p) if f not in (fi, fj)]
+        shown = ", ".join(f"{names[f]}={_held_text(held[f], categories[f], nominal[f])}"
+                          for f in others[:3])
+        more = f", … ({len(others) - 3} more)" if len(others) > 3 else ""
+        title += f"\nother features held at median / mode: {shown}{more}"
+    if (~keep).any():
+        title += f"\n({int(np.count_nonzero(~keep))} cases missing a plotted feature " \
+                 "not drawn)"
+    ax.set_title(title, fontsize=_TITLE_SIZE)
+    return ax
+
+
+def _held_text(value, levels, nominal):
+    if np.isnan(value):
+        return "missing"
+    if levels is not None:
+        return str(levels[int(value)])
+    return f"{value:.3g}"
+
+
+def _class_codes(estimator, y):
+    """Index in ``classes_`` of each label of ``y`` (-1 for a label not among them)."""
+    classes = np.asarray(estimator.classes_)
+    codes = np.full(y.shape[0], -1, dtype=np.int64)
+    for j, c in enumerate(classes.tolist()):
+        codes[np.asarray([v == c for v in y.tolist()], dtype=bool)] = j
+    return codes
+
+
+def _rectangles(cell_node, ex, ey):
+    """Merge the cells of each node into rectangles: runs along x of equal node, then
+    equal runs stacked along y. Yields (node, x0, x1, y0, y1)."""
+    nx, ny = cell_node.shape
+    out = []
+    open_runs = {}  # (node, i0, i1) -> first row j of a stack of equal runs
+    for j in range(ny):
+        row_runs = []
+        i = 0
+        while i < nx:
+            k = i
+            while k + 1 < nx and cell_node[k + 1, j] == cell_node[i, j]:
+                k += 1
+            row_runs.append((int(cell_node[i, j]), i, k))
+            i = k + 1
+        nxt = {}
+        for key in row_runs:
+            if key in open_runs:
+                nxt[key] = open_runs.pop(key)
+            else:
+                nxt[key] = j
+        for (node, i0, i1), j0 in open_runs.items():
+            out.append((node, ex[i0], ex[i1 + 1], ey[j0], ey[j]))
+        open_runs = nxt
+    for (node, i0, i1), j0 in open_runs.items():
+        out.append((node, ex[i0], ex[i1 + 1], ey[j0], ey[ny]))
+    return sorted(out, key=lambda r: (r[0], r[3], r[1]))
+
+
+def _rectangle(ax, tree, node, xywh, is_classifier, norm, filled):
+    from matplotlib.patches import Rectangle
+    if is_classifier:
+        face = _tint(class_color(tree.label[node]), 0.3)
+    else:
+        import matplotlib
+        face = _tint(matplotlib.colormaps[VALUE_CMAP](norm(tree.value[node, 0])), 0.45)
+    ax.add_patch(Rectangle(xywh[:2], xywh[2], xywh[3], facecolor=face if filled else "none",
+                           edgecolor="0.25", linewidth=0.9, zorder=1 if filled else 2,
+                           gid=f"leaf-{node}"))
+
+
+def _raster(ax, tree, estimator, held, fi, fj, axes_info, resolution, is_classifier, norm):
+    """The plane coloured by predicting a resolution × resolution grid of points."""
+    from ._tree import apply as apply_tree
+    (_, xlo, xhi, _), (_, ylo, yhi, _) = axes_info
+    xs = np.linspace(xlo, xhi, resolution + 1)
+    ys = np.linspace(ylo, yhi, resolution + 1)
+    mx, my = 0.5 * (xs[1:] + xs[:-1]), 0.5 * (ys[1:] + ys[:-1])
+    grid = np.tile(held, (resolution * resolution, 1))
+    gx, gy = np.meshgrid(mx, my, indexing="xy")
+    grid[:, fi], grid[:, fj] = gx.ravel(), gy.ravel()
+    node = apply_tree(tree, np.ascontiguousarray(grid),
+                      int(getattr(estimator, "_use_surrogate", 2))).reshape(resolution,
+                                                                             resolution)
+    if is_classifier:
+        palette = np.array([_tint(class_color(j), 0.3) for j in range(tree.value.shape[1])])
+        rgb = palette[tree.label[node]]
+    else:
+        import matplotlib
+        cmap = matplotlib.colormaps[VALUE_CMAP]
+        rgb = np.array([_tint(c, 0.45) for c in cmap(norm(tree.value[node.ravel(), 0]))])
+        rgb = rgb.reshape(resolution, resolution, 3)
+    ax.imshow(rgb, origin="lower", extent=(xlo, xhi, ylo, yhi), aspect="auto",
+              interpolation="nearest", zorder=0, gid="raster")
+
+
+# --------------------------------------------------------------------------- plot_cv
+
+def _cv_table(cv_estimator, caller):
+    _check_fitted(cv_estimator, caller)
+    table = getattr(cv_estimator, "cv_results_", None)
+    if table is None:
+        raise TypeError(f"{caller} needs a fitted CARTClassifierCV or CARTRegressorCV "
+                        f"(with cv_results_), got a {type(cv_estimator).__name__}")
+    return table
+
+
+def plot_cv(cv_estimator, *, ax=None, selection=None):
+    """The cross-validated risk of the pruning sequence, like rpart's ``plotcp``.
+
+    For each subtree T_k of the pruning sequence: rpart's ``xerror`` (R^CV(T_k) / R(root),
+    the cross-validated risk relative to the root's) against the tree size |T~_k|
+    (number of leaves), with bars of ± 1 SE (``xstd``); the resubstitution error
+    ``rel_error`` (R(T_k) / R(root)) as a grey dashed line; a dotted horizontal line at
+    the minimum + 1 SE (the bound of Breiman's 1-SE rule). The subtree with the smallest
+    R^CV (the ``"min"`` rule; ties to the smaller tree) is filled red, and the subtree of
+    ``selection`` ringed. The top axis gives rpart's CP of each tree's α'_k interval (the
+    geometric midpoint sqrt(cp_k cp_{k+1}) that ``plotcp`` prints; α'_k / R(root)). With
+    more than 30 leaves the size axis is logarithmic.
+
+    Parameters
+    ----------
+    cv_estimator : fitted CARTClassifierCV or CARTRegressorCV
+    ax : matplotlib Axes, optional
+    selection : "min", "1se" or a number m >= 0, optional
+        The rule whose subtree is ringed (the m-SE rule draws its line at min + m SE);
+        default the estimator's own ``selection``, i.e. its ``tree_``.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    table = _cv_table(cv_estimator, "plot_cv")
+    if selection is None:
+        selection = cv_estimator.selection
+    chosen = cv_estimator.select_k(selection)  # validates selection
+    k_min = cv_estimator.select_k("min")
+    m = 0.0 if selection == "min" else 1.0 if selection == "1se" else float(selection)
+
+    leaves = table["n_leaves"].to_numpy(dtype=float)
+    xerr = table["xerror"].to_numpy(dtype=float)
+    xstd = table["xstd"].to_numpy(dtype=float)
+    rel = table["rel_error"].to_numpy(dtype=float)
+    cp_mid = table["alpha_prime"].to_numpy(dtype=float) / _root_risk(table)
+
+    new = ax is None
+    ax = _new_axes(ax, (6.4, 4.4))
+    if new:
+        ax.figure.subplots_adjust(left=0.12, right=0.97, bottom=0.12, top=0.80)
+    style_axes(ax)
+    ax.errorbar(leaves, xerr, yerr=xstd, color=class_color(0),
+                label="cross-validated, ± 1 SE", **ERRORBAR_STYLE)
+    ax.plot(leaves, rel, label="resubstitution", **RESUB_STYLE)
+    m_line = m if m > 0 else 1.0
+    bound = xerr[k_min] + m_line * xstd[k_min]
+    ax.axhline(bound, label=f"min + {_fmt(m_line, 2)} SE", **_BOUND_STYLE)
+    ax.plot([leaves[k_min]], [xerr[k_min]], "o", color=_MIN_COLOR, markersize=7, zorder=4,
+            gid="cv-min", label=f"minimum: {int(leaves[k_min])} leaves")
+    rule = {"min": "min rule", "1se": "1-SE rule"}.get(selection, f"{_fmt(m, 2)}-SE rule")
+    ax.plot([leaves[chosen]], [xerr[chosen]], "o", markerfacecolor="none",
+            markeredgecolor="black", markersize=12, markeredgewidth=1.5, zorder=5,
+            gid="cv-choice", label=f"{rule}: {int(leaves[chosen])} leaves")
+    log_x = size_axis(ax, leaves)
+    ax.set_ylabel("relative error: $R^{CV}(T_k)\\,/\\,R(t_1)$")
+    ax.legend(fontsize=_SMALL_SIZE, loc="best")
+    folds = getattr(cv_estimator, "n_folds_", None)
+    repeats = int(getattr(cv_estimator, "n_repeats_", 1))
+    ax.set_title(f"{type(cv_estimator).__name__}: {folds}-fold cross-validation"
+                 + (f", {repeats} repeats (mean)" if repeats > 1 else ""),
+                 fontsize=_TITLE_SIZE)
+
+    top = ax.secondary_xaxis("top")
+    shown = _spaced(leaves, log_x)
+    top.set_xticks(leaves[shown], [_cp_text(c) for c in cp_mid[shown]],
+                   fontsize=_SMALL_SIZE)
+    top.set_xlabel("cp (α' / R(root))", fontsize=_SMALL_SIZE + 1)
+    if not log_x:
+        ax.set_xticks(leaves[shown], [str(int(v)) for v in leaves[shown]])
+    return ax
+
+
+def _root_risk(table):
+    """R(root) from the table: the risk of the one-leaf tree (the last row)."""
+    r = float(table["risk"].to_numpy()[-1])
+    return r if r > 0 else 1.0
+
+
+def _cp_text(c):
+    return "Inf" if not np.isfinite(c) else f"{c:.2g}"
+
+
+def _spaced(leaves, log_x, min_gap=0.08):
+    """Rows whose tick labels do not crowd: at least ``min_gap`` of the axis apart,
+    keeping the smallest trees first."""
+    pos = np.log(leaves) if log_x else leaves
+    span = max(pos.max() - pos.min(), 1e-12)
+    keep, last = [], None
+    for i in np.argsort(pos, kind="stable"):
+        if last is None or pos[i] - last >= min_gap * span:
+            keep.append(i)
+            last = pos[i]
+    return np.asarray(sorted(keep), dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- plot_importance
+
+def plot_importance(estimator, *, ax=None, kind="rpart", max_features=20):
+    """Horizontal bars of the variable importances, the largest on top.
+
+    ``kind="rpart"`` draws rpart's ``variable.importance`` (:attr:`variable_importance_`:
+    the improvement of each feature's primary splits plus the adjusted agreement times
+    the improvement of its surrogate splits), each bar labelled with its share of the
+    total as ``summary.rpart`` prints it; ``kind="impurity"`` scikit-learn's normalised
+    impurity importance (:attr:`feature_importances_`, primary splits only). Features of
+    zero importance are left out; at most ``max_features`` bars (a note counts the rest).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    _check_fitted(estimator, "plot_importance")
+    if kind not in ("rpart", "impurity"):
+        raise ValueError(f"kind must be 'rpart' or 'impurity', got {kind!r}")
+    max_features = _check_int(max_features, "max_features", 1)
+    if kind == "rpart":
+        series = estimator.variable_importance_
+        names = [str(n) for n in series.index]
+        values = series.to_numpy(dtype=float)
+        xlabel = "rpart variable importance (improvement, surrogates included)"
+    else:
+        values = np.asarray(estimator.feature_importances_, dtype=float)
+        all_names = _feature_names(estimator, None)
+        order = np.argsort(-values, kind="stable")
+        order = order[values[order] > 0]
+        names, values = [all_names[j] for j in order], values[order]
+        xlabel = "impurity importance (normalised, primary splits)"
+    total = float(values.sum())
+    left_out = max(0, len(values) - max_features)
+    names, values = names[:max_features], values[:max_features]
+
+    ax = _new_axes(ax, (6.0, float(np.clip(0.32 * len(values) + 1.3, 2.0, 9.0))))
+    style_axes(ax)
+    ax.grid(False, axis="y")
+    pos = np.arange(len(values))[::-1]
+    bars = ax.barh(pos, values, color=class_color(0), height=0.7)
+    for bar, v in zip(bars, values):
+        bar.set_gid("importance-bar")
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2,
+                f" {100 * v / total:.0f}%" if total > 0 else "", va="center",
+                fontsize=_SMALL_SIZE)
+    ax.set_yticks(pos, names)
+    ax.set_xlabel(xlabel)
+    if len(values):
+        ax.set_xlim(0, 1.12 * float(values.max()))
+    else:
+        ax.text(0.5, 0.5, "no split: every importance is 0", transform=ax.transAxes,
+                ha="center", va="center")
+    ax.set_title(f"Variable importance of {type(estimator).__name__}"
+                 + (f" ({left_out} more features not shown)" if left_out else ""),
+                 fontsize=_TITLE_SIZE)
+    return ax
