@@ -3,10 +3,10 @@
 Grow a tree, prune it by cost-complexity (weakest link) and choose the pruned subtree by
 V-fold cross-validation, following Breiman, Friedman, Olshen & Stone (1984) and R's rpart.
 
-The estimators, ``export_text``, ``summary`` and the plots are imported on first use: with scikit-learn
-installed the estimators derive from its base classes, and importing those costs about a
-second, which ``import cartjit`` alone (the command line, ``cartjit.datasets``) need not
-pay.
+The estimators, ``export_text``, ``summary`` and the plots are imported on first use: with
+scikit-learn installed the estimators derive from its base classes, and importing those
+costs about a second, which ``import cartjit`` alone (the command line,
+``cartjit.datasets``) need not pay; the plots import matplotlib only when called.
 """
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ import numbers
 import numpy as np
 
 from ._tree import LEAF
+from .export import _checked, _conditions, _number
 
 __all__ = ["plot_tree", "plot_partition", "plot_cv", "plot_importance", "CLASS_COLORS",
            "VALUE_CMAP", "ERRORBAR_STYLE", "RESUB_STYLE"]
@@ -55,15 +56,16 @@ _SMALL_SIZE = 8
 
 # --------------------------------------------------------------------------- shared helpers
 
-def _new_axes(ax, figsize):
-    """``ax`` after checking it, or the Axes of a new bare Figure (no pyplot)."""
+def _new_axes(ax, figsize, layout="constrained"):
+    """``ax`` after checking it, or the Axes of a new bare Figure (no pyplot), laid out
+    by matplotlib's constrained layout unless ``layout`` is None."""
     if ax is not None:
         from matplotlib.axes import Axes
         if not isinstance(ax, Axes):
             raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
         return ax
     from matplotlib.figure import Figure
-    fig = Figure(figsize=figsize, dpi=100)
+    fig = Figure(figsize=figsize, dpi=100, layout=layout)
     return fig.add_subplot()
 
 
@@ -97,29 +99,6 @@ def _tint(color, strength):
     from matplotlib.colors import to_rgb
     rgb = np.asarray(to_rgb(color))
     return tuple(1.0 - strength * (1.0 - rgb))
-
-
-def _check_fitted(estimator, caller):
-    tree = getattr(estimator, "tree_", None)
-    if tree is None:
-        from ._validation import not_fitted_error
-        raise not_fitted_error(
-            f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' "
-            f"before {caller}.")
-    return tree
-
-
-def _feature_names(estimator, feature_names):
-    n_features = int(estimator.n_features_in_)
-    if feature_names is None:
-        names = getattr(estimator, "feature_names_in_", None)
-        return [str(n) for n in names] if names is not None else \
-            [f"x{j}" for j in range(n_features)]
-    names = [str(n) for n in feature_names]
-    if len(names) != n_features:
-        raise ValueError(f"feature_names has {len(names)} entries but the estimator was "
-                         f"fitted on {n_features} features")
-    return names
 
 
 def _class_names(estimator, class_names):
@@ -169,13 +148,6 @@ def _value_norm(values):
     return Normalize(lo, hi)
 
 
-def _fmt(x, decimals):
-    x = float(x)
-    if x == int(x) and abs(x) < 1e15:
-        return str(int(x))
-    return f"{x:.{decimals}f}".rstrip("0").rstrip(".") if decimals > 0 else f"{x:.0f}"
-
-
 # --------------------------------------------------------------------------- plot_tree
 
 def _shown_depth(tree, max_depth, max_leaves):
@@ -217,7 +189,6 @@ def _layout(tree, cut):
 
 def _split_label(tree, node, names, categories, decimals):
     """The left-going condition of a split node, on two lines when long."""
-    from .export import _conditions
     f = int(tree.feature[node])
     left, _ = _conditions(tree, int(tree.level_row[node]), float(tree.threshold[node]),
                           names[f], categories[f], decimals)
@@ -261,14 +232,11 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
     -------
     matplotlib.axes.Axes
     """
-    tree = _check_fitted(estimator, "plot_tree")
+    tree, names = _checked(estimator, feature_names, decimals, max_depth, "plot_tree")
     max_leaves = _check_int(max_leaves, "max_leaves", 1)
-    max_depth = _check_int(max_depth, "max_depth", 0, allow_none=True)
-    decimals = _check_int(decimals, "decimals", 0)
     if fontsize is not None and (isinstance(fontsize, bool)
                                  or not isinstance(fontsize, numbers.Real) or not fontsize > 0):
         raise ValueError(f"fontsize must be None or a positive number, got {fontsize!r}")
-    names = _feature_names(estimator, feature_names)
     classes = _class_names(estimator, class_names)
     is_classifier = classes is not None
     categories = list(getattr(estimator, "categories_", None) or [None] * len(names))
@@ -288,7 +256,7 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
             share = counts[tree.label[node]] / counts.sum()
             lines = [classes[tree.label[node]], f"n={n}  {share:.0%}"]
         else:
-            lines = [f"ȳ={_fmt(tree.value[node, 0], decimals)}", f"n={n}"]
+            lines = [f"ȳ={_number(tree.value[node, 0], decimals)}", f"n={n}"]
         if not leaf[node]:
             if tree.depth[node] < cut:
                 lines.insert(0, _split_label(tree, node, names, categories, decimals))
@@ -301,7 +269,7 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
         figsize = (float(np.clip(1.05 * n_boxes + 0.4, 3.0, 33.0)),
                    float(np.clip(1.15 * levels + 0.5, 1.8, 14.0)))
     new = ax is None
-    ax = _new_axes(ax, figsize if new else None)
+    ax = _new_axes(ax, figsize if new else None, layout=None)
     if new:
         ax.figure.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
     if fontsize is None:
@@ -398,17 +366,19 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
     (class colour, or the value's colour for a regressor) in a light tint and outlined;
     the cases of ``X`` are drawn on top, coloured by ``y`` (their true class or value)
     when it is given. For a tree fitted on exactly the two features this is the whole
-    partition, as in the course's figures. A tree fitted on more features is cut by the
-    plane in which every other feature is held at its **median** in ``X`` (numeric or
-    ordinal features; ordinal ones at the level of the median code) or its **most
-    frequent level** (nominal features); the title says so.
+    partition, the picture textbooks draw of a tree over two features. A tree fitted on
+    more features is cut by the plane in which every other feature is held at its
+    **median** in ``X`` (numeric or ordinal features; ordinal ones at the level of the
+    median code, rounded down) or its **most frequent level** (nominal features; ties to
+    the first level); the title says so.
 
     A nominal (unordered categorical) feature on an axis shows its levels as categories
     ``0 .. L-1`` along it, labelled by name, and a leaf's region is drawn as one
     rectangle per level interval it covers (it need not be one rectangle: a subset split
     sends any set of levels left). The cases there are jittered sideways by up to ±0.3
     so that they do not hide each other; an ordinal feature is shown on its level codes.
-    Cases missing a plotted feature are left out (the title counts them).
+    Cases missing a plotted feature (or with a level of it unseen in fit) are left out;
+    the title counts them.
 
     Parameters
     ----------
@@ -434,8 +404,7 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
     """
     from ._tree import apply as apply_tree
 
-    tree = _check_fitted(estimator, "plot_partition")
-    names = _feature_names(estimator, feature_names)
+    tree, names = _checked(estimator, feature_names, 0, None, "plot_partition")
     classes = _class_names(estimator, class_names)
     is_classifier = classes is not None
     if isinstance(features, (str, bytes)) or not hasattr(features, "__len__") \
@@ -462,7 +431,9 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
     # the other features held fixed: median (numeric, ordinal), most frequent level
     held = np.empty(p)
     for f in range(p):
-        col = Xenc[:, f][~np.isnan(Xenc[:, f]) & (Xenc[:, f] >= 0)]
+        col = Xenc[:, f][~np.isnan(Xenc[:, f])]
+        if categories[f] is not None:
+            col = col[col >= 0]  # -1: a level unseen in fit
         if col.size == 0:
             held[f] = np.nan
         elif nominal[f]:
@@ -511,8 +482,9 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
         _raster(ax, tree, estimator, held, fi, fj, axes_info, resolution, is_classifier, norm)
 
     # the cases
-    keep = ~np.isnan(Xenc[:, fi]) & ~np.isnan(Xenc[:, fj]) & (Xenc[:, fi] >= -0.5) \
-        & (Xenc[:, fj] >= -0.5)
+    keep = np.ones(n, dtype=bool)
+    for f in (fi, fj):  # missing, or a level unseen in fit (code -1): not drawn
+        keep &= ~np.isnan(Xenc[:, f]) & ((Xenc[:, f] >= 0) | (categories[f] is None))
     px, py = Xenc[keep, fi].copy(), Xenc[keep, fj].copy()
     rng = np.random.default_rng(0)
     for coords, f in ((px, fi), (py, fj)):
@@ -554,8 +526,8 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
         more = f", … ({len(others) - 3} more)" if len(others) > 3 else ""
         title += f"\nother features held at median / mode: {shown}{more}"
     if (~keep).any():
-        title += f"\n({int(np.count_nonzero(~keep))} cases missing a plotted feature " \
-                 "not drawn)"
+        title += f"\n({int(np.count_nonzero(~keep))} cases missing a plotted feature, or " \
+                 "with a level unseen in fit, not drawn)"
     ax.set_title(title, fontsize=_TITLE_SIZE)
     return ax
 
@@ -646,7 +618,7 @@ def _raster(ax, tree, estimator, held, fi, fj, axes_info, resolution, is_classif
 # --------------------------------------------------------------------------- plot_cv
 
 def _cv_table(cv_estimator, caller):
-    _check_fitted(cv_estimator, caller)
+    _checked(cv_estimator, None, 0, None, caller)
     table = getattr(cv_estimator, "cv_results_", None)
     if table is None:
         raise TypeError(f"{caller} needs a fitted CARTClassifierCV or CARTRegressorCV "
@@ -692,20 +664,17 @@ def plot_cv(cv_estimator, *, ax=None, selection=None):
     rel = table["rel_error"].to_numpy(dtype=float)
     cp_mid = table["alpha_prime"].to_numpy(dtype=float) / _root_risk(table)
 
-    new = ax is None
     ax = _new_axes(ax, (6.4, 4.4))
-    if new:
-        ax.figure.subplots_adjust(left=0.12, right=0.97, bottom=0.12, top=0.80)
     style_axes(ax)
     ax.errorbar(leaves, xerr, yerr=xstd, color=class_color(0),
                 label="cross-validated, ± 1 SE", **ERRORBAR_STYLE)
     ax.plot(leaves, rel, label="resubstitution", **RESUB_STYLE)
     m_line = m if m > 0 else 1.0
     bound = xerr[k_min] + m_line * xstd[k_min]
-    ax.axhline(bound, label=f"min + {_fmt(m_line, 2)} SE", **_BOUND_STYLE)
+    ax.axhline(bound, label=f"min + {_number(m_line, 2)} SE", **_BOUND_STYLE)
     ax.plot([leaves[k_min]], [xerr[k_min]], "o", color=_MIN_COLOR, markersize=7, zorder=4,
             gid="cv-min", label=f"minimum: {int(leaves[k_min])} leaves")
-    rule = {"min": "min rule", "1se": "1-SE rule"}.get(selection, f"{_fmt(m, 2)}-SE rule")
+    rule = {"min": "min rule", "1se": "1-SE rule"}.get(selection, f"{_number(m, 2)}-SE rule")
     ax.plot([leaves[chosen]], [xerr[chosen]], "o", markerfacecolor="none",
             markeredgecolor="black", markersize=12, markeredgewidth=1.5, zorder=5,
             gid="cv-choice", label=f"{rule}: {int(leaves[chosen])} leaves")
@@ -719,7 +688,7 @@ def plot_cv(cv_estimator, *, ax=None, selection=None):
                  fontsize=_TITLE_SIZE)
 
     top = ax.secondary_xaxis("top")
-    shown = _spaced(leaves, log_x)
+    shown = _spaced(ax, leaves, [_cp_text(c) for c in cp_mid], log_x)
     top.set_xticks(leaves[shown], [_cp_text(c) for c in cp_mid[shown]],
                    fontsize=_SMALL_SIZE)
     top.set_xlabel("cp (α' / R(root))", fontsize=_SMALL_SIZE + 1)
@@ -738,16 +707,20 @@ def _cp_text(c):
     return "Inf" if not np.isfinite(c) else f"{c:.2g}"
 
 
-def _spaced(leaves, log_x, min_gap=0.08):
-    """Rows whose tick labels do not crowd: at least ``min_gap`` of the axis apart,
-    keeping the smallest trees first."""
-    pos = np.log(leaves) if log_x else leaves
-    span = max(pos.max() - pos.min(), 1e-12)
+def _spaced(ax, leaves, labels, log_x):
+    """Rows whose tick labels (``_SMALL_SIZE`` points) do not overlap on the x axis of
+    ``ax``, the smallest trees kept first."""
+    pos = np.log(leaves) if log_x else leaves.astype(float)
+    lo, hi = pos.min(), pos.max()
+    span = (hi - lo) * 1.1 if hi > lo else 1.0
+    width_in = ax.figure.get_figwidth() * ax.get_position().width * 0.85
+    char = 0.6 * _SMALL_SIZE / 72.0 / width_in * span  # one character in units of pos
     keep, last = [], None
     for i in np.argsort(pos, kind="stable"):
-        if last is None or pos[i] - last >= min_gap * span:
+        if last is None or pos[i] - pos[last] >= char * (0.5 * (len(labels[i])
+                                                                 + len(labels[last])) + 1):
             keep.append(i)
-            last = pos[i]
+            last = i
     return np.asarray(sorted(keep), dtype=np.int64)
 
 
@@ -767,7 +740,7 @@ def plot_importance(estimator, *, ax=None, kind="rpart", max_features=20):
     -------
     matplotlib.axes.Axes
     """
-    _check_fitted(estimator, "plot_importance")
+    _, all_names = _checked(estimator, None, 0, None, "plot_importance")
     if kind not in ("rpart", "impurity"):
         raise ValueError(f"kind must be 'rpart' or 'impurity', got {kind!r}")
     max_features = _check_int(max_features, "max_features", 1)
@@ -778,7 +751,6 @@ def plot_importance(estimator, *, ax=None, kind="rpart", max_features=20):
         xlabel = "rpart variable importance (improvement, surrogates included)"
     else:
         values = np.asarray(estimator.feature_importances_, dtype=float)
-        all_names = _feature_names(estimator, None)
         order = np.argsort(-values, kind="stable")
         order = order[values[order] > 0]
         names, values = [all_names[j] for j in order], values[order]
