@@ -202,9 +202,10 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
               max_leaves=30, decimals=2, fontsize=None):
     """Draw the fitted tree ``tree_`` as boxes joined by edges.
 
-    Every node is a box: a split node shows the condition of its left child (``yes``
-    edge to the left, ``no`` to the right; a subset split names the levels going left),
-    then the node's number of learning cases and its prediction: for a classifier the
+    Every node is a box holding the node's prediction and its number of learning cases;
+    under a split node's box, its condition, as rpart.plot writes it: the cases that
+    meet it take the ``yes`` edge, to the left, the others the ``no`` edge (a subset
+    split names the levels going left). The prediction: for a classifier the
     class j*(t) and the share of its class among the node's cases (weighted), the box
     filled with the class colour, stronger the purer the node; for a regressor the mean
     ȳ(t), the box coloured by it. Leaves are spread evenly along the bottom and each
@@ -222,7 +223,7 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
     max_leaves : int >= 1, default 30
         Most terminal boxes drawn. A larger tree is cut at the deepest depth that keeps
         at most this many; a cut branch ends in a dashed box saying how many leaves it
-        hides, and a note under the tree says where it was cut.
+        hides, and a note in the top left corner says where the tree was cut.
     decimals : int >= 0, default 2
         Decimals of thresholds and means.
     fontsize : float, optional
@@ -248,7 +249,7 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
     leaves_below = _leaves_below(tree)
     norm = None if is_classifier else _value_norm(tree.value[leaf, 0])
 
-    labels = {}
+    labels, splits = {}, {}
     for node in shown:
         n = int(tree.n_node_samples[node])
         if is_classifier:
@@ -259,7 +260,7 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
             lines = [f"ȳ={_number(tree.value[node, 0], decimals)}", f"n={n}"]
         if not leaf[node]:
             if tree.depth[node] < cut:
-                lines.insert(0, _split_label(tree, node, names, categories, decimals))
+                splits[node] = _split_label(tree, node, names, categories, decimals)
             else:
                 lines.append(f"… {leaves_below[node]} leaves")
         labels[node] = "\n".join(lines)
@@ -273,7 +274,7 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
     if new:
         ax.figure.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
     if fontsize is None:
-        fontsize = _fit_fontsize(ax, labels.values(), n_boxes, levels)
+        fontsize = _fit_fontsize(ax, labels, splits, n_boxes, levels)
 
     ax.set_xlim(-0.55, n_boxes - 0.45)
     ax.set_ylim(-cut - 0.55, 0.5)
@@ -285,10 +286,19 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
         ax.plot([x[p], x[node]], [-tree.depth[p], -tree.depth[node]], color="0.45",
                 linewidth=0.9, zorder=1)
         is_left = tree.left[p] == node
-        ax.text(0.5 * (x[p] + x[node]), -tree.depth[p] - 0.5, "yes" if is_left else "no",
-                ha="center", va="center", fontsize=0.8 * fontsize, color="0.3",
-                style="italic", zorder=2,
+        ax.text(x[p] + 0.62 * (x[node] - x[p]), -tree.depth[p] - 0.62,
+                "yes" if is_left else "no", ha="center", va="center",
+                fontsize=0.8 * fontsize, color="0.3", style="italic", zorder=2,
                 bbox={"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none"})
+    for node, text in splits.items():
+        # under the box, as rpart.plot writes it: the condition of the "yes" branch
+        rows = labels[node].count("\n") + 1
+        below = 0.5 * (rows * 1.2 * fontsize + 0.6 * fontsize) + 2.0  # points
+        ax.annotate(text, (x[node], -tree.depth[node]), xytext=(0, -below),
+                    textcoords="offset points", ha="center", va="top", fontsize=fontsize,
+                    zorder=2, gid=f"split-{node}",
+                    bbox={"boxstyle": "square,pad=0.1", "facecolor": "white",
+                          "edgecolor": "none"})
     for node in shown:
         cut_here = not leaf[node] and tree.depth[node] >= cut
         ax.text(x[node], -tree.depth[node], labels[node], ha="center", va="center",
@@ -318,15 +328,17 @@ def _leaves_below(tree):
     return count
 
 
-def _fit_fontsize(ax, labels, n_boxes, levels):
-    """The largest font size (5 to 11 points) at which the widest label fits in one
-    leaf slot and the tallest in one level of the Axes."""
+def _fit_fontsize(ax, labels, splits, n_boxes, levels):
+    """The largest font size (5 to 11 points) at which the widest text fits in one
+    leaf slot and the tallest box with its split and an edge label in one level."""
     fig = ax.figure
     pos = ax.get_position()
     width = fig.get_figwidth() * pos.width / n_boxes  # inches per leaf slot
     height = fig.get_figheight() * pos.height / (levels + 0.05)
-    chars = max(len(line) for label in labels for line in label.split("\n"))
-    rows = max(label.count("\n") + 1 for label in labels)
+    texts = list(labels.values()) + list(splits.values())
+    chars = max(len(line) for text in texts for line in text.split("\n"))
+    rows = max(labels[n].count("\n") + 1 + (splits[n].count("\n") + 1 if n in splits else 0)
+               for n in labels) + 1
     by_width = 72.0 * 0.9 * width / (0.58 * chars + 1.0)
     by_height = 72.0 * 0.62 * height / (1.25 * rows + 0.8)
     return float(np.clip(min(by_width, by_height), 5.0, 11.0))

@@ -65,6 +65,12 @@ def node_boxes(ax):
             if (t.get_gid() or "").startswith("node-")}
 
 
+def split_texts(ax):
+    """{node id: text} of the split conditions plot_tree wrote under the boxes."""
+    return {int(t.get_gid()[6:]): t.get_text() for t in ax.texts
+            if (t.get_gid() or "").startswith("split-")}
+
+
 def leaf_rectangles(ax):
     return [p for p in ax.patches if (p.get_gid() or "").startswith("leaf-")]
 
@@ -126,10 +132,14 @@ def test_plot_tree_iris(iris_tree, tmp_path):
     boxes = node_boxes(ax)
     t = iris_tree.tree_
     assert sorted(boxes) == list(range(t.n_nodes)) == list(range(17))
-    # the root: its split, the majority class (first of a three-way tie) and its share
-    assert boxes[0] == "petal_length\n<= 2.45\nsetosa\nn=150  33%"
+    # the root: the majority class (first of a three-way tie) and its share
+    assert boxes[0] == "setosa\nn=150  33%"
     assert boxes[1] == "setosa\nn=50  100%"  # the pure setosa leaf
-    assert boxes[2].startswith("petal_width\n<= 1.75\nversicolor\nn=100  50%")
+    assert boxes[2] == "versicolor\nn=100  50%"
+    # the split of each internal node under its box; a long condition on two lines
+    splits = split_texts(ax)
+    assert sorted(splits) == np.flatnonzero(t.left != -1).tolist()
+    assert splits[0] == "petal_length\n<= 2.45" and splits[2] == "petal_width\n<= 1.75"
     assert not any(t.get_gid() == "truncation-note" for t in ax.texts)
     # one yes/no label per edge; yes on the left child
     edges = [t for t in ax.texts if t.get_text() in ("yes", "no")]
@@ -151,8 +161,8 @@ def test_plot_tree_categorical_levels(golf, tmp_path):
     ax = plot_tree(est)
     boxes = node_boxes(ax)
     assert len(boxes) == est.tree_.n_nodes == 5
-    assert boxes[0] == "humidity\nin {high}\nyes\nn=10  60%"
-    assert boxes[1].startswith("temperature\nin {high}")  # a long condition on two lines
+    assert boxes[0] == "yes\nn=10  60%" and boxes[1] == "no\nn=6  67%"
+    assert split_texts(ax) == {0: "humidity\nin {high}", 1: "temperature\nin {high}"}
     check_image(ax, "tree_golf", tmp_path)
 
 
@@ -162,7 +172,8 @@ def test_plot_tree_regression(iris_regression, tmp_path):
     boxes = node_boxes(ax)
     assert len(boxes) == est.tree_.n_nodes
     assert np.mean(y) == pytest.approx(1.199333, abs=1e-6)  # trailing zeros dropped
-    assert boxes[0] == "petal_length\n<= 2.45\nȳ=1.2\nn=150"
+    assert boxes[0] == "ȳ=1.2\nn=150"
+    assert split_texts(ax)[0] == "petal_length\n<= 2.45"
     check_image(ax, "tree_regression", tmp_path)
 
 
@@ -187,6 +198,7 @@ def test_plot_tree_truncates_large_trees(big_tree, tmp_path):
     assert f"{t.n_leaves} leaves in all" in note[0].get_text()
     hidden = [i for i in drawn if not leaf[i] and t.depth[i] == cut]
     assert hidden and all("leaves" in boxes[i] for i in hidden)
+    assert sorted(split_texts(ax)) == [i for i in drawn if not leaf[i] and t.depth[i] < cut]
     check_image(ax, "tree_truncated", tmp_path, dpi=25)
 
 
@@ -207,7 +219,7 @@ def test_plot_tree_draws_into_a_given_axes(iris_tree):
     ax = fig.add_subplot(1, 2, 2)
     assert plot_tree(iris_tree, ax=ax, fontsize=6,
                      feature_names=["a", "b", "c", "d"]) is ax
-    assert node_boxes(ax)[0].startswith("c <= 2.45")
+    assert split_texts(ax)[0] == "c <= 2.45"
 
 
 # --------------------------------------------------------------------------- plot_partition
