@@ -190,8 +190,11 @@ def _layout(tree, cut):
 def _split_label(tree, node, names, categories, decimals):
     """The left-going condition of a split node, on two lines when long."""
     f = int(tree.feature[node])
-    left, _ = _conditions(tree, int(tree.level_row[node]), float(tree.threshold[node]),
-                          names[f], categories[f], decimals)
+    thr = float(tree.threshold[node])
+    if 0 < abs(thr) < 0.5 * 10.0 ** -decimals:  # not "x <= -0": two significant digits
+        decimals = int(np.ceil(-np.log10(abs(thr)))) + 1
+    left, _ = _conditions(tree, int(tree.level_row[node]), thr, names[f], categories[f],
+                          decimals)
     if len(left) > 16:
         name = names[f]
         return name + "\n" + left[len(name):].strip()

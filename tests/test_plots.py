@@ -213,6 +213,14 @@ def test_plot_tree_max_depth_and_max_leaves(iris_tree):
     assert sorted(node_boxes(ax)) == [0]
 
 
+def test_plot_tree_small_thresholds_keep_two_significant_digits():
+    X = np.array([[-0.01], [-0.005], [-0.001], [0.002], [0.01]])
+    est = CARTClassifier().fit(X, [0, 0, 1, 1, 1])
+    # the midpoint of -0.005 and -0.001; with 2 decimals it would read "x0 <= -0"
+    assert est.tree_.threshold[0] == pytest.approx(-0.003)
+    assert split_texts(plot_tree(est)) == {0: "x0 <= -0.003"}
+
+
 def test_plot_tree_draws_into_a_given_axes(iris_tree):
     from matplotlib.figure import Figure
     fig = Figure()
@@ -302,6 +310,51 @@ def test_plot_partition_categorical_axes(golf, tmp_path):
     # humidity normal (both temperatures), humidity high × temperature high / normal
     assert len(rects) == 3 == est.tree_.n_leaves
     check_image(ax, "partition_golf", tmp_path)
+
+
+def test_plot_partition_levels_apart_in_one_leaf():
+    """A subset split sending blue and red left, green right: the left leaf's region is
+    two rectangles, one per run of neighbouring levels (blue | green | red)."""
+    colour = np.repeat(["blue", "green", "red"], 20)
+    X = pd.DataFrame({"colour": colour, "w": np.tile(np.arange(20.0), 3)})
+    y = (colour == "green").astype(int)
+    est = CARTClassifier().fit(X, y)
+    assert est.tree_.n_leaves == 2
+    ax = plot_partition(est, X, y, features=("colour", "w"))
+    rects = sorted(leaf_rectangles(ax), key=lambda r: r.get_x())
+    assert [r.get_x() for r in rects] == [-0.5, 0.5, 1.5]
+    assert all(r.get_width() == 1.0 for r in rects)
+    blue, green, red = (int(r.get_gid()[5:]) for r in rects)
+    assert blue == red != green
+    assert est.tree_.label[green] == 1 and est.tree_.label[blue] == 0
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["blue", "green", "red"]
+
+
+def test_plot_partition_ordinal_axis():
+    size = pd.Categorical(np.tile(["S", "M", "L", "XL"], 10),
+                          categories=["S", "M", "L", "XL"], ordered=True)
+    X = pd.DataFrame({"size": size, "w": np.arange(40.0)})
+    y = (X["size"].cat.codes >= 2).astype(int).to_numpy()
+    est = CARTClassifier().fit(X, y)
+    ax = plot_partition(est, X, y, features=("size", "w"))
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["S", "M", "L", "XL"]
+    rects = sorted(leaf_rectangles(ax), key=lambda r: r.get_x())
+    assert len(rects) == 2 and rects[0].get_x() + rects[0].get_width() == 1.5  # M | L
+    assert split_texts(plot_tree(est)) == {0: "size <= M"}
+
+
+def test_trees_with_missing_values_and_surrogates(iris):
+    X, y = iris
+    X = X.copy()
+    X.iloc[::7, 2] = np.nan  # petal_length missing in 22 cases
+    est = CARTClassifier(max_surrogate=3).fit(X, y)
+    assert est.tree_.has_surrogates
+    assert sorted(node_boxes(plot_tree(est))) == list(range(est.tree_.n_nodes))
+    ax = plot_partition(est, X, y, features=(2, 3))
+    assert "22 cases missing a plotted feature" in ax.get_title()
+    assert sum(len(c.get_offsets()) for c in ax.collections) == 150 - 22
+    ax = plot_partition(est, X, y, features=(0, 3))  # petal_length held at its median
+    assert f"petal_length={np.nanmedian(X['petal_length']):.3g}" in ax.get_title()
 
 
 def test_plot_partition_regression(iris_regression, tmp_path):
