@@ -56,6 +56,15 @@ _SMALL_SIZE = 8
 
 # --------------------------------------------------------------------------- shared helpers
 
+def _require_matplotlib(caller):
+    """Import matplotlib, or say how to install it."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(f"{caller} needs matplotlib, which is not installed: pip install "
+                          "matplotlib (or pip install 'cartjit[plot]')") from exc
+
+
 def _new_axes(ax, figsize, layout="constrained"):
     """``ax`` after checking it, or the Axes of a new bare Figure (no pyplot), laid out
     by matplotlib's constrained layout unless ``layout`` is None."""
@@ -236,6 +245,7 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
     -------
     matplotlib.axes.Axes
     """
+    _require_matplotlib("plot_tree")
     tree, names = _checked(estimator, feature_names, decimals, max_depth, "plot_tree")
     max_leaves = _check_int(max_leaves, "max_leaves", 1)
     if fontsize is not None and (isinstance(fontsize, bool)
@@ -419,6 +429,7 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
     """
     from ._tree import apply as apply_tree
 
+    _require_matplotlib("plot_partition")
     tree, names = _checked(estimator, feature_names, 0, None, "plot_partition")
     classes = _class_names(estimator, class_names)
     is_classifier = classes is not None
@@ -666,6 +677,7 @@ def plot_cv(cv_estimator, *, ax=None, selection=None):
     -------
     matplotlib.axes.Axes
     """
+    _require_matplotlib("plot_cv")
     table = _cv_table(cv_estimator, "plot_cv")
     if selection is None:
         selection = cv_estimator.selection
@@ -755,6 +767,7 @@ def plot_importance(estimator, *, ax=None, kind="rpart", max_features=20):
     -------
     matplotlib.axes.Axes
     """
+    _require_matplotlib("plot_importance")
     _, all_names = _checked(estimator, None, 0, None, "plot_importance")
     if kind not in ("rpart", "impurity"):
         raise ValueError(f"kind must be 'rpart' or 'impurity', got {kind!r}")
