@@ -372,15 +372,130 @@ def _feature_index(feature, names, what):
     return int(feature)
 
 
-def _cell_edges(tree, f, lo, hi, nominal, n_levels):
-    """Edges of the cells along plotted feature ``f`` in which no split of the tree
-    changes: the thresholds on ``f`` inside (lo, hi), or the levels of a nominal one."""
-    if nominal:
-        return np.arange(n_levels + 1) - 0.5
-    used = (tree.feature == f) & (tree.left != LEAF) & (tree.level_row < 0)
-    thr = np.unique(tree.threshold[used])
-    thr = thr[(thr > lo) & (thr < hi)]
-    return np.concatenate([[lo], thr, [hi]])
+def _in_set(tree, row, side, code):
+    """Whether level ``code`` is in side ``side`` (0 left, 1 right) of level_sets[row]."""
+    words = tree.level_sets[row, side]
+    return code // 64 < words.shape[0] and bool((int(words[code // 64]) >> (code % 64)) & 1)
+
+
+def _route(tree, node, value):
+    """Where a case with ``value`` on node's split feature goes: True left, False right,
+    None when the split cannot place it (missing, or a level absent from the node)."""
+    if np.isnan(value):
+        return None
+    row = int(tree.level_row[node])
+    if row < 0:
+        return bool(value <= tree.threshold[node])
+    code = int(value)
+    if _in_set(tree, row, 0, code):
+        return True
+    if _in_set(tree, row, 1, code):
+        return False
+    return None
+
+
+def _regions(tree, held, axes, use_surrogate):
+    """The pieces of the plane (x0, x1, y0, y1) and the node each ends in, by sending
+    boxes down the tree: a split on a plotted feature cuts the box (a subset split into
+    runs of neighbouring levels), a split on another feature sends it whole where the
+    held value goes. Where a split cannot place the box (a held value missing, or
+    levels absent from the node: surrogates and the majority decide), the box is cut at
+    every threshold of the subtree below and each cell is sent down the tree alone.
+    ``axes``: (feature, lo, hi, nominal) of the x and y axes."""
+    out = []
+    stack = [(0, ((axes[0][1], axes[0][2]), (axes[1][1], axes[1][2])))]
+    plotted = {axes[0][0]: 0, axes[1][0]: 1}
+    while stack:
+        node, box = stack.pop()
+        if tree.left[node] == LEAF:
+            out.append((node, box))
+            continue
+        left, right = int(tree.left[node]), int(tree.right[node])
+        f = int(tree.feature[node])
+        a = plotted.get(f)
+        if a is None:
+            side = _route(tree, node, held[f])
+            if side is None:
+                out.extend(_cells(tree, node, held, box, axes, use_surrogate))
+            else:
+                stack.append((left if side else right, box))
+            continue
+        lo, hi = box[a]
+        row = int(tree.level_row[node])
+        if row < 0:  # x <= threshold goes left (numeric or ordinal codes)
+            thr = float(tree.threshold[node])
+            if thr >= hi:
+                stack.append((left, box))
+            elif thr <= lo:
+                stack.append((right, box))
+            else:
+                stack.append((right, _with(box, a, (thr, hi))))
+                stack.append((left, _with(box, a, (lo, thr))))
+            continue
+        codes = range(int(round(lo + 0.5)), int(round(hi - 0.5)) + 1)
+        dest = [0 if _in_set(tree, row, 0, c) else 1 if _in_set(tree, row, 1, c) else 2
+                for c in codes]
+        start = 0
+        for k in range(1, len(dest) + 1):  # runs of neighbouring levels going alike
+            if k == len(dest) or dest[k] != dest[start]:
+                part = _with(box, a, (codes[start] - 0.5, codes[k - 1] + 0.5))
+                if dest[start] == 2:
+                    out.extend(_cells(tree, node, held, part, axes, use_surrogate))
+                else:
+                    stack.append((left if dest[start] == 0 else right, part))
+                start = k
+    return [(node, x0, x1, y0, y1) for node, ((x0, x1), (y0, y1)) in out]
+
+
+def _with(box, a, interval):
+    return (interval, box[1]) if a == 0 else (box[0], interval)
+
+
+def _cells(tree, node, held, box, axes, use_surrogate):
+    """``box`` cut at every threshold of a plotted feature (primary or surrogate split)
+    in the subtree of ``node`` and at every level of a nominal axis; each cell sent down
+    the tree from the root; cells of one node merged into rectangles."""
+    sub, stack = [], [node]
+    while stack:
+        i = stack.pop()
+        sub.append(i)
+        if tree.left[i] != LEAF:
+            stack += [int(tree.left[i]), int(tree.right[i])]
+    sub = np.asarray(sub)
+    rows = np.concatenate([np.arange(s, s + c) for s, c in
+                           zip(tree.surrogate_start[sub], tree.n_surrogates[sub])] + [[]])
+    rows = rows.astype(np.int64)
+    edges = []
+    for (f, _, _, nominal), (lo, hi) in zip(axes, box):
+        if nominal:
+            e = np.arange(round(lo + 0.5), round(hi - 0.5) + 2) - 0.5
+        else:
+            thr = np.concatenate([
+                tree.threshold[sub][(tree.feature[sub] == f) & (tree.level_row[sub] < 0)],
+                tree.surrogate_threshold[rows][(tree.surrogate_feature[rows] == f)
+                                               & (tree.surrogate_level_row[rows] < 0)]])
+            thr = np.unique(thr[(thr > lo) & (thr < hi)])
+            e = np.concatenate([[lo], thr, [hi]])
+        edges.append(e)
+    ex, ey = edges
+    cell_node = _nodes_at(tree, held, axes, 0.5 * (ex[1:] + ex[:-1]),
+                          0.5 * (ey[1:] + ey[:-1]), use_surrogate)
+    return [(n, ((x0, x1), (y0, y1))) for n, x0, x1, y0, y1 in _rectangles(cell_node, ex, ey)]
+
+
+def _nodes_at(tree, held, axes, xs, ys, use_surrogate, chunk=1 << 16):
+    """Node reached by every point (xs[i], ys[j]) with the other features held:
+    an array (len(xs), len(ys)), computed a chunk of points at a time."""
+    from ._tree import apply as apply_tree
+    fi, fj = axes[0][0], axes[1][0]
+    out = np.empty(xs.size * ys.size, dtype=np.int64)
+    for start in range(0, out.size, chunk):
+        idx = np.arange(start, min(start + chunk, out.size))
+        grid = np.tile(held, (idx.size, 1))
+        grid[:, fi] = xs[idx // ys.size]
+        grid[:, fj] = ys[idx % ys.size]
+        out[idx] = apply_tree(tree, np.ascontiguousarray(grid), use_surrogate)
+    return out.reshape(xs.size, ys.size)
 
 
 def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_names=None,
@@ -418,7 +533,7 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
         The features on the x and y axes.
     ax : matplotlib Axes, optional
     feature_names, class_names : sequences of str, optional
-    resolution : int >= 2, optional
+    resolution : int in [2, 2000], optional
         Instead of filled rectangles, colour the plane by predicting every point of a
         ``resolution`` × ``resolution`` grid (the rectangles are still outlined): a check
         of the exact rectangles, which the two pictures should agree with.
@@ -427,8 +542,6 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
     -------
     matplotlib.axes.Axes
     """
-    from ._tree import apply as apply_tree
-
     _require_matplotlib("plot_partition")
     tree, names = _checked(estimator, feature_names, 0, None, "plot_partition")
     classes = _class_names(estimator, class_names)
@@ -442,6 +555,8 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
     if fi == fj:
         raise ValueError(f"features must name two different features, got {features!r}")
     resolution = _check_int(resolution, "resolution", 2, allow_none=True)
+    if resolution is not None and resolution > 2000:
+        raise ValueError(f"resolution must be an integer in [2, 2000], got {resolution}")
     Xenc = estimator._check_predict_X(X)  # the codes the tree sees (checks shape, names)
     n, p = Xenc.shape
     if n == 0:
@@ -475,37 +590,27 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
         col = Xenc[:, f]
         finite = col[~np.isnan(col)]
         if nominal[f]:
-            L = len(categories[f])
-            lo, hi = -0.5, L - 0.5
+            lo, hi = -0.5, len(categories[f]) - 0.5
         else:
             vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0., 1.)
             pad = 0.05 * (vmax - vmin) if vmax > vmin else 0.5
             lo, hi = vmin - pad, vmax + pad
-            L = 0
-        axes_info.append((f, lo, hi, _cell_edges(tree, f, lo, hi, nominal[f], L)))
-
-    # every cell between consecutive edges predicts alike: its centre finds its node
-    ex, ey = axes_info[0][3], axes_info[1][3]
-    cx, cy = 0.5 * (ex[1:] + ex[:-1]), 0.5 * (ey[1:] + ey[:-1])
-    grid = np.tile(held, (cx.size * cy.size, 1))
-    gx, gy = np.meshgrid(cx, cy, indexing="ij")
-    grid[:, fi], grid[:, fj] = gx.ravel(), gy.ravel()
+        axes_info.append((f, lo, hi, bool(nominal[f])))
     use_surrogate = int(getattr(estimator, "_use_surrogate", 2))
-    cell_node = apply_tree(tree, np.ascontiguousarray(grid), use_surrogate)
-    cell_node = cell_node.reshape(cx.size, cy.size)
+    regions = _regions(tree, held, axes_info, use_surrogate)
 
     norm = None
     if not is_classifier:
-        values = tree.value[np.unique(cell_node), 0]
+        values = tree.value[[r[0] for r in regions], 0]
         if y is not None:
             values = np.concatenate([values, y.astype(float)])
         norm = _value_norm(values)
     ax = _new_axes(ax, (6.4, 4.8))
-    for node, x0, x1, y0, y1 in _rectangles(cell_node, ex, ey):
+    for node, x0, x1, y0, y1 in sorted(regions, key=lambda r: (r[0], r[3], r[1])):
         _rectangle(ax, tree, node, (x0, y0, x1 - x0, y1 - y0), is_classifier, norm,
                    filled=resolution is None)
     if resolution is not None:
-        _raster(ax, tree, estimator, held, fi, fj, axes_info, resolution, is_classifier, norm)
+        _raster(ax, tree, held, axes_info, resolution, use_surrogate, is_classifier, norm)
 
     # the cases
     keep = np.ones(n, dtype=bool)
@@ -582,14 +687,10 @@ def _rectangles(cell_node, ex, ey):
     out = []
     open_runs = {}  # (node, i0, i1) -> first row j of a stack of equal runs
     for j in range(ny):
-        row_runs = []
-        i = 0
-        while i < nx:
-            k = i
-            while k + 1 < nx and cell_node[k + 1, j] == cell_node[i, j]:
-                k += 1
-            row_runs.append((int(cell_node[i, j]), i, k))
-            i = k + 1
+        col = cell_node[:, j]
+        starts = np.flatnonzero(np.concatenate([[True], col[1:] != col[:-1]]))
+        ends = np.concatenate([starts[1:] - 1, [nx - 1]])
+        row_runs = list(zip(col[starts].tolist(), starts.tolist(), ends.tolist()))
         nxt = {}
         for key in row_runs:
             if key in open_runs:
@@ -616,19 +717,13 @@ def _rectangle(ax, tree, node, xywh, is_classifier, norm, filled):
                            gid=f"leaf-{node}"))
 
 
-def _raster(ax, tree, estimator, held, fi, fj, axes_info, resolution, is_classifier, norm):
+def _raster(ax, tree, held, axes, resolution, use_surrogate, is_classifier, norm):
     """The plane coloured by predicting a resolution × resolution grid of points."""
-    from ._tree import apply as apply_tree
-    (_, xlo, xhi, _), (_, ylo, yhi, _) = axes_info
+    (_, xlo, xhi, _), (_, ylo, yhi, _) = axes
     xs = np.linspace(xlo, xhi, resolution + 1)
     ys = np.linspace(ylo, yhi, resolution + 1)
-    mx, my = 0.5 * (xs[1:] + xs[:-1]), 0.5 * (ys[1:] + ys[:-1])
-    grid = np.tile(held, (resolution * resolution, 1))
-    gx, gy = np.meshgrid(mx, my, indexing="xy")
-    grid[:, fi], grid[:, fj] = gx.ravel(), gy.ravel()
-    node = apply_tree(tree, np.ascontiguousarray(grid),
-                      int(getattr(estimator, "_use_surrogate", 2))).reshape(resolution,
-                                                                             resolution)
+    node = _nodes_at(tree, held, axes, 0.5 * (xs[1:] + xs[:-1]), 0.5 * (ys[1:] + ys[:-1]),
+                     use_surrogate).T  # rows: y
     if is_classifier:
         palette = np.array([_tint(class_color(j), 0.3) for j in range(tree.value.shape[1])])
         rgb = palette[tree.label[node]]

@@ -357,6 +357,87 @@ def test_trees_with_missing_values_and_surrogates(iris):
     assert f"petal_length={np.nanmedian(X['petal_length']):.3g}" in ax.get_title()
 
 
+def check_regions_against_apply(est, X, features, ax, n_points=300, seed=0):
+    """Random points of the drawn area, the other features held as plot_partition says
+    (median; most frequent level, the first on ties; computed here with pandas): the
+    estimator's own apply sends each point to the node of the rectangle it lies in."""
+    rng = np.random.default_rng(seed)
+    rows = {}
+    for j, col in enumerate(X.columns):
+        values = X[col]
+        if j in features:
+            continue
+        if isinstance(values.dtype, pd.CategoricalDtype) and values.cat.ordered:
+            code = np.floor(np.median(values.cat.codes[values.notna()]))
+            rows[col] = pd.Categorical([values.cat.categories[int(code)]] * n_points,
+                                       categories=values.cat.categories, ordered=True)
+        elif values.dtype.kind in "fi":
+            rows[col] = np.full(n_points, values.median())
+        else:
+            rows[col] = [values.mode().iloc[0]] * n_points
+    coords = []
+    for axis, j in zip("xy", features):
+        levels = est.categories_[j] if est.is_categorical_[j] else None
+        if levels is not None:
+            codes = rng.integers(0, len(levels), n_points)
+            rows[X.columns[j]] = pd.Categorical(np.asarray(levels)[codes],
+                                                categories=X[X.columns[j]].cat.categories)
+            coords.append(codes.astype(float))
+        else:
+            lo, hi = getattr(ax, f"get_{axis}lim")()
+            c = rng.uniform(lo, hi, n_points)
+            rows[X.columns[j]] = c
+            coords.append(c)
+    points = pd.DataFrame(rows)[list(X.columns)]
+    node = est.apply(points)
+    rects = leaf_rectangles(ax)
+    box = np.array([[r.get_x(), r.get_x() + r.get_width(), r.get_y(),
+                     r.get_y() + r.get_height()] for r in rects])
+    ids = np.array([int(r.get_gid()[5:]) for r in rects])
+    px, py = coords
+    for k in range(n_points):
+        inside = (box[:, 0] < px[k]) & (px[k] < box[:, 1]) & (box[:, 2] < py[k]) \
+            & (py[k] < box[:, 3])
+        assert inside.sum() == 1 and ids[inside][0] == node[k], (k, px[k], py[k])
+
+
+def test_regions_agree_with_apply(iris_tree, iris, golf):
+    X, y = iris
+    ax = plot_partition(iris_tree, X, y, features=(2, 3))
+    check_regions_against_apply(iris_tree, X, (2, 3), ax)
+    ax = plot_partition(iris_tree, X, y, features=(0, 2))
+    check_regions_against_apply(iris_tree, X, (0, 2), ax)
+    est, Xg, yg = golf
+    Xg = Xg.astype("category")
+    ax = plot_partition(est, Xg, yg, features=(1, 0))
+    check_regions_against_apply(est, Xg, (1, 0), ax)
+
+
+def test_regions_where_a_split_cannot_place_the_plane(iris, monkeypatch):
+    """Where the held value is missing (a column of NaN) or a level of a nominal axis is
+    absent from a node, surrogates and the majority route the cases: the box is then
+    cut cell by cell, and the picture still agrees with apply."""
+    import cartjit.plotting as plotting
+    calls = []
+    cells = plotting._cells
+    monkeypatch.setattr(plotting, "_cells",
+                        lambda tree, node, *a: calls.append(node) or cells(tree, node, *a))
+    X, y = iris
+    est = CARTClassifier(max_surrogate=3).fit(X, y)
+    Xn = X.copy()
+    Xn["sepal_length"] = np.nan  # held at "missing": its splits go by surrogates
+    ax = plot_partition(est, Xn, y, features=(2, 3))
+    assert calls and "sepal_length=missing" in ax.get_title()
+    check_regions_against_apply(est, Xn, (2, 3), ax)
+    from cartjit.datasets import load_titanic
+    Xt, yt = load_titanic(return_X_y=True)
+    est = CARTClassifier(max_surrogate=3).fit(Xt, yt)
+    calls.clear()
+    ax = plot_partition(est, Xt, yt, features=("class", "age"))
+    assert calls  # no crew among the children: that split cannot place the level Crew
+    check_regions_against_apply(est, Xt, (0, 2), ax)
+
+
 def test_plot_partition_regression(iris_regression, tmp_path):
     est, X, y = iris_regression
     ax = plot_partition(est, X, y)
