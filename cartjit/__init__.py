@@ -18,12 +18,14 @@ from ._validation import NotFittedError
 __version__ = "0.1.0"
 
 __all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
-           "NotFittedError", "Tree", "export_text", "plot_cv", "plot_importance",
-           "plot_partition", "plot_tree", "summary", "validate", "__version__"]
+           "NotFittedError", "Tree", "export_graphviz", "export_rules", "export_text",
+           "format_cp", "plot_cv", "plot_importance", "plot_partition", "plot_tree",
+           "print_cp", "summary", "validate", "__version__"]
 
 _LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
          "CARTRegressor": "estimators", "CARTRegressorCV": "estimators",
-         "export_text": "export", "summary": "export",
+         "export_text": "export", "summary": "export", "export_rules": "export",
+         "export_graphviz": "export", "format_cp": "export", "print_cp": "export",
          "plot_tree": "plotting", "plot_partition": "plotting", "plot_cv": "plotting",
          "plot_importance": "plotting"}
 

@@ -29,17 +29,16 @@ import numbers
 import numpy as np
 
 from ._tree import LEAF
-from .export import _checked, _conditions, _number
+from .export import CLASS_COLOURS, _blend, _checked, _conditions, _number
 
 __all__ = ["plot_tree", "plot_partition", "plot_cv", "plot_importance", "CLASS_COLORS",
            "VALUE_CMAP", "ERRORBAR_STYLE", "RESUB_STYLE"]
 
-#: Class colours, in the order of ``classes_`` (matplotlib's "tab10", then "tab20"'s
-#: light shades; more classes cycle).
-CLASS_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78",
-                "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
-                "#dbdb8d", "#9edae5")
+#: Class colours, in the order of ``classes_``: those of ``export_graphviz``
+#: (matplotlib's "tab10"), then "tab20"'s light shades; more classes cycle.
+CLASS_COLORS = tuple(CLASS_COLOURS) + ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896",
+                                       "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
+                                       "#dbdb8d", "#9edae5")
 #: Colour map of a regression tree's values (boxes, regions and points).
 VALUE_CMAP = "viridis"
 #: Points with ± 1 SE bars: R^CV in :func:`plot_cv` and in the runner's plots.
@@ -105,9 +104,8 @@ def class_color(j):
 
 def _tint(color, strength):
     """``color`` blended with white: strength 1 is the colour, 0 is white."""
-    from matplotlib.colors import to_rgb
-    rgb = np.asarray(to_rgb(color))
-    return tuple(1.0 - strength * (1.0 - rgb))
+    from matplotlib.colors import to_hex
+    return _blend(to_hex(color), strength)
 
 
 def _class_names(estimator, class_names):
@@ -724,13 +722,16 @@ def _raster(ax, tree, held, axes, resolution, use_surrogate, is_classifier, norm
     ys = np.linspace(ylo, yhi, resolution + 1)
     node = _nodes_at(tree, held, axes, 0.5 * (xs[1:] + xs[:-1]), 0.5 * (ys[1:] + ys[:-1]),
                      use_surrogate).T  # rows: y
+    from matplotlib.colors import to_rgb
     if is_classifier:
-        palette = np.array([_tint(class_color(j), 0.3) for j in range(tree.value.shape[1])])
+        palette = np.array([to_rgb(_tint(class_color(j), 0.3))
+                            for j in range(tree.value.shape[1])])
         rgb = palette[tree.label[node]]
     else:
         import matplotlib
         cmap = matplotlib.colormaps[VALUE_CMAP]
-        rgb = np.array([_tint(c, 0.45) for c in cmap(norm(tree.value[node.ravel(), 0]))])
+        rgb = np.array([to_rgb(_tint(c, 0.45))
+                        for c in cmap(norm(tree.value[node.ravel(), 0]))])
         rgb = rgb.reshape(resolution, resolution, 3)
     ax.imshow(rgb, origin="lower", extent=(xlo, xhi, ylo, yhi), aspect="auto",
               interpolation="nearest", zorder=0, gid="raster")
