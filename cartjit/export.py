@@ -47,8 +47,15 @@ __all__ = ["export_text", "export_rules", "export_graphviz", "format_cp", "print
 MAX_LEVELS_SHOWN = 8
 
 
+def _settled(x):
+    """``x`` rounded to 12 significant digits: a printed figure then does not depend on
+    the last bits of a sum (whose order may change), even at a rounding boundary such as
+    384.7095 printed with 3 decimals."""
+    return float(f"{float(x):.12g}")
+
+
 def _number(x, decimals):
-    x = float(x)
+    x = _settled(x)
     if x == int(x) and abs(x) < 1e15:
         return str(int(x))
     return f"{x:.{decimals}f}".rstrip("0").rstrip(".") if decimals > 0 else f"{x:.0f}"
@@ -593,7 +600,7 @@ def _rpart_layout(estimator, feature_names, decimals, max_depth):
 def _column(values, decimals):
     """Numbers with the same decimals, as many as the value needing most (at most
     ``decimals``), right-aligned to one width (R's ``format`` of a column)."""
-    values = [float(v) for v in values]
+    values = [_settled(v) for v in values]
     used = max(len(_number(v, decimals).partition(".")[2]) for v in values)
     texts = [f"{v:.{used}f}" for v in values]
     width = max(map(len, texts))
