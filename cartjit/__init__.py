@@ -18,11 +18,13 @@ from ._validation import NotFittedError
 __version__ = "0.1.0"
 
 __all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
-           "NotFittedError", "Tree", "export_text", "summary", "validate", "__version__"]
+           "ModelFileError", "NotFittedError", "Tree", "export_text", "load", "save",
+           "summary", "validate", "__version__"]
 
 _LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
          "CARTRegressor": "estimators", "CARTRegressorCV": "estimators",
-         "export_text": "export", "summary": "export"}
+         "export_text": "export", "summary": "export",
+         "save": "_modelfile", "load": "_modelfile", "ModelFileError": "_modelfile"}
 
 
 def __getattr__(name):
