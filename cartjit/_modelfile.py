@@ -125,7 +125,11 @@ def save(estimator, path, *, overwrite=False) -> pathlib.Path:
             "cartjit_version": __version__, "estimator": type(estimator).__name__,
             "params": _encode_params(estimator)}
     meta.update(_encode_fitted(estimator, members))
+    # T_max unpruned (no ccp_alpha): tree_ is tree_max_, stored once
+    meta["tree_is_tree_max"] = estimator.tree_ is estimator.tree_max_
     for prefix, tree in (("tree", estimator.tree_), ("tree_max", estimator.tree_max_)):
+        if prefix == "tree" and meta["tree_is_tree_max"]:
+            continue
         for name in Tree._fields:
             members[f"{prefix}/{name}"] = getattr(tree, name)
     data = _zip_bytes(meta, members)
@@ -421,7 +425,7 @@ def _read_meta(raw, where):
                      f"up to {FORMAT_VERSION}: upgrade cartjit to load it")
     keys = {"format", "format_version", "cartjit_version", "estimator", "params",
             "n_features_in", "feature_names_in", "features", "max_surrogate",
-            "use_surrogate"}
+            "use_surrogate", "tree_is_tree_max"}
     estimator = meta.get("estimator")
     if estimator not in _ESTIMATORS:
         _fail(where, f"unknown estimator class {_short(estimator)}; expected one of "
@@ -431,6 +435,8 @@ def _read_meta(raw, where):
     if estimator.endswith("CV"):
         keys |= {"cv"}
     _exact_keys(meta, keys, "metadata.json", where)
+    if not isinstance(meta["tree_is_tree_max"], bool):
+        _fail(where, "tree_is_tree_max must be true or false")
     _check_depth(meta, where)
     return meta
 
@@ -467,7 +473,8 @@ def _check_depth(value, where, depth=0):
 
 
 def _expected_members(meta, where):
-    names = [f"{prefix}/{name}" for prefix in ("tree", "tree_max") for name in Tree._fields]
+    prefixes = ("tree_max",) if meta["tree_is_tree_max"] else ("tree", "tree_max")
+    names = [f"{prefix}/{name}" for prefix in prefixes for name in Tree._fields]
     if meta["estimator"].startswith("CARTClassifier"):
         names += list(_CLASS_MEMBERS)
     if meta["estimator"].endswith("CV"):
@@ -689,10 +696,12 @@ def _build(meta, arrays, where):
     except (TypeError, ValueError) as exc:
         _fail(where, f"a saved parameter is invalid: {exc}")
 
-    trees = {prefix: _tree_of(arrays, prefix, where) for prefix in ("tree", "tree_max")}
+    prefixes = ("tree_max",) if meta["tree_is_tree_max"] else ("tree", "tree_max")
+    trees = {prefix: _tree_of(arrays, prefix, where) for prefix in prefixes}
     for prefix, tree in trees.items():
         _check_tree(tree, prefix, meta, n_levels, where)
-    tree, tree_max = trees["tree"], trees["tree_max"]
+    tree_max = trees["tree_max"]
+    tree = trees.get("tree", tree_max)
     classifier = est._is_classifier
     n_values = tree_max.value.shape[1]
     for prefix, t in trees.items():

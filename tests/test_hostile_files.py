@@ -157,7 +157,8 @@ def mutations(draw, kind=None):
                                                                   choice))}))
         return (base, kind, member, pick, choice), element
     if kind == "cycle":
-        prefix = draw(st.sampled_from(["tree", "tree_max"]))
+        prefix = draw(st.sampled_from(["tree_max"] if "tree/left.npy" not in MEMBER_NAMES[base]
+                                      else ["tree", "tree_max"]))
         target = draw(st.floats(0, 1, exclude_max=True))
 
         def cycle(b, m):
@@ -257,11 +258,12 @@ def declare_size(data, name, size):
 
 #: Member names of each base (the same for every file of an estimator class).
 MEMBER_NAMES = {
-    name: [m + ".npy" for m in _expected_members({"estimator": cls}, "")] + ["metadata.json"]
-    for name, cls in {"classifier-surrogates": "CARTClassifier",
-                      "regressor-cv": "CARTRegressorCV",
-                      "classifier-cv-categorical": "CARTClassifierCV",
-                      "regressor-surrogates": "CARTRegressor"}.items()}
+    name: [m + ".npy" for m in _expected_members({"estimator": cls, "tree_is_tree_max": same},
+                                                 "")] + ["metadata.json"]
+    for name, (cls, same) in {"classifier-surrogates": ("CARTClassifier", True),
+                              "regressor-cv": ("CARTRegressorCV", False),
+                              "classifier-cv-categorical": ("CARTClassifierCV", False),
+                              "regressor-surrogates": ("CARTRegressor", True)}.items()}
 
 
 # --------------------------------------------------------------------------- running

@@ -124,6 +124,16 @@ def test_same_model_same_bytes(estimators, tmp_path):
     assert a == b
 
 
+def test_an_unpruned_tree_is_stored_once(estimators, saved):
+    for name, (est, _) in estimators.items():
+        members = read_members(saved[name])
+        loaded = load(saved[name])
+        same = est.tree_ is est.tree_max_
+        assert meta_of(members)["tree_is_tree_max"] == same
+        assert ("tree/left.npy" in members) == (not same)
+        assert (loaded.tree_ is loaded.tree_max_) == same
+
+
 def test_the_file_is_a_zip_of_npy_members_and_json(saved):
     members = read_members(saved["classifier-cv-categorical"])
     meta = meta_of(members)
@@ -275,8 +285,8 @@ def test_metadata_not_json(tmp_path, members):
 
 def test_missing_and_extra_members(tmp_path, members):
     edited = dict(members)
-    del edited["tree/left.npy"]
-    assert "member 'tree/left.npy' is missing" in load_error(tmp_path, edited)
+    del edited["tree_max/left.npy"]
+    assert "member 'tree_max/left.npy' is missing" in load_error(tmp_path, edited)
     edited = dict(members, **{"evil.pkl": b"cos\nsystem\n"})
     assert "unexpected member 'evil.pkl'" in load_error(tmp_path, edited)
     edited = dict(members)
@@ -289,14 +299,14 @@ def arr(members, name):
 
 
 def test_wrong_dtype_and_shape(tmp_path, members):
-    left = arr(members, "tree/left.npy")
-    message = load_error(tmp_path, with_array(members, "tree/left.npy", left.astype(np.int64)))
-    assert "member 'tree/left.npy' has dtype <i8; expected <i4" in message
-    message = load_error(tmp_path, with_array(members, "tree/left.npy", left[:-1]))
-    assert "tree/left has" in message and "rows" in message
-    message = load_error(tmp_path, with_array(members, "tree/value.npy",
-                                              arr(members, "tree/value.npy")[:, 0]))
-    assert "tree/value must be 2-d" in message
+    left = arr(members, "tree_max/left.npy")
+    message = load_error(tmp_path, with_array(members, "tree_max/left.npy", left.astype(np.int64)))
+    assert "member 'tree_max/left.npy' has dtype <i8; expected <i4" in message
+    message = load_error(tmp_path, with_array(members, "tree_max/left.npy", left[:-1]))
+    assert "tree_max/left has" in message and "rows" in message
+    message = load_error(tmp_path, with_array(members, "tree_max/value.npy",
+                                              arr(members, "tree_max/value.npy")[:, 0]))
+    assert "tree_max/value must be 2-d" in message
     message = load_error(tmp_path, with_array(members, "priors.npy", np.array([1.0])))
     assert "priors, class_weight_totals and cost must have shapes" in message
 
@@ -308,25 +318,25 @@ def test_object_array_is_refused_without_unpickling(tmp_path, members):
     raw = np.lib.format.magic(1, 0)
     head = repr(header).encode() + b" " * 20 + b"\n"
     raw += len(head).to_bytes(2, "little") + head + pickle.dumps([1, 2, 3])
-    message = load_error(tmp_path, dict(members, **{"tree/left.npy": raw}))
+    message = load_error(tmp_path, dict(members, **{"tree_max/left.npy": raw}))
     assert "has dtype |O; expected <i4" in message
 
 
 @pytest.mark.parametrize("node_edit, expected", [
-    (lambda a: a["tree/left.npy"].__setitem__(1, 0), "children must have larger ids"),
-    (lambda a: a["tree/left.npy"].__setitem__(0, 10**6), "children must have larger ids"),
-    (lambda a: a["tree/feature.npy"].__setitem__(0, 5), "must lie in [0, 5)"),
-    (lambda a: a["tree/feature.npy"].__setitem__(0, -7), "must lie in [0, 5)"),
-    (lambda a: a["tree/parent.npy"].__setitem__(2, 2), "parent must point back"),
-    (lambda a: a["tree/value.npy"].__setitem__((3, 0), np.nan), "tree/value must be finite"),
-    (lambda a: a["tree/weighted_n_node_samples.npy"].__setitem__(0, np.inf), "finite"),
-    (lambda a: a["tree/n_surrogates.npy"].__setitem__(0, 10**9), "surrogate counts"),
-    (lambda a: a["tree/surrogate_start.npy"].__setitem__(0, -1), "surrogate rows"),
-    (lambda a: a["tree/level_row.npy"].__setitem__(0, 10**6), "points past level_sets"),
-    (lambda a: a["tree/label.npy"].__setitem__(0, 2), "label must be a class index"),
+    (lambda a: a["tree_max/left.npy"].__setitem__(1, 0), "children must have larger ids"),
+    (lambda a: a["tree_max/left.npy"].__setitem__(0, 10**6), "children must have larger ids"),
+    (lambda a: a["tree_max/feature.npy"].__setitem__(0, 5), "must lie in [0, 5)"),
+    (lambda a: a["tree_max/feature.npy"].__setitem__(0, -7), "must lie in [0, 5)"),
+    (lambda a: a["tree_max/parent.npy"].__setitem__(2, 2), "parent must point back"),
+    (lambda a: a["tree_max/value.npy"].__setitem__((3, 0), np.nan), "tree_max/value must be finite"),
+    (lambda a: a["tree_max/weighted_n_node_samples.npy"].__setitem__(0, np.inf), "finite"),
+    (lambda a: a["tree_max/n_surrogates.npy"].__setitem__(0, 10**9), "surrogate counts"),
+    (lambda a: a["tree_max/surrogate_start.npy"].__setitem__(0, -1), "surrogate rows"),
+    (lambda a: a["tree_max/level_row.npy"].__setitem__(0, 10**6), "points past level_sets"),
+    (lambda a: a["tree_max/label.npy"].__setitem__(0, 2), "label must be a class index"),
 ])
 def test_edited_tree_arrays(tmp_path, members, node_edit, expected):
-    arrays = {name: arr(members, name) for name in members if name.startswith("tree/")}
+    arrays = {name: arr(members, name) for name in members if name.startswith("tree_max/")}
     node_edit(arrays)
     edited = dict(members)
     for name, value in arrays.items():
@@ -335,34 +345,34 @@ def test_edited_tree_arrays(tmp_path, members, node_edit, expected):
 
 
 def test_nan_threshold_at_an_ordered_split(tmp_path, members):
-    thr = arr(members, "tree/threshold.npy")
+    thr = arr(members, "tree_max/threshold.npy")
     ordered = np.flatnonzero(np.isfinite(thr))[0]
     thr[ordered] = np.nan
-    message = load_error(tmp_path, with_array(members, "tree/threshold.npy", thr))
+    message = load_error(tmp_path, with_array(members, "tree_max/threshold.npy", thr))
     assert "finite thresholds" in message
 
 
 def test_level_sets_shared_or_beyond_the_levels(tmp_path, members):
-    rows = arr(members, "tree/level_row.npy")
+    rows = arr(members, "tree_max/level_row.npy")
     used = np.flatnonzero(rows >= 0)
     rows[used[1]] = rows[used[0]]
-    message = load_error(tmp_path, with_array(members, "tree/level_row.npy", rows))
+    message = load_error(tmp_path, with_array(members, "tree_max/level_row.npy", rows))
     assert "share a row of level_sets" in message
-    sets = arr(members, "tree/level_sets.npy")
+    sets = arr(members, "tree_max/level_sets.npy")
     sets[rows[used[0]], 0, 0] |= np.uint64(1) << np.uint64(40)  # level 40 of 4
-    message = load_error(tmp_path, with_array(members, "tree/level_sets.npy", sets))
+    message = load_error(tmp_path, with_array(members, "tree_max/level_sets.npy", sets))
     assert "beyond the feature's levels" in message
 
 
 def test_declared_sizes_must_match_the_bytes(tmp_path, members):
-    raw = bytearray(members["tree/left.npy"])
+    raw = bytearray(members["tree_max/left.npy"])
     # the header declares 2**40 entries; the member holds the few it had
     text = raw[10:10 + int.from_bytes(raw[8:10], "little")].decode("latin1")
     n = array_of(bytes(raw)).shape[0]
     text = text.replace(f"({n},)", f"({2**40},)")
     new = bytes(raw[:8]) + len(text).to_bytes(2, "little") + text.encode("latin1") + \
         bytes(raw[10 + int.from_bytes(raw[8:10], "little"):])
-    message = load_error(tmp_path, dict(members, **{"tree/left.npy": new}))
+    message = load_error(tmp_path, dict(members, **{"tree_max/left.npy": new}))
     assert f"declares shape ({2**40},)" in message
 
 
@@ -385,7 +395,7 @@ def zip_with_declared_size(members, name, size):
 
 def test_zip_bomb_sizes_are_refused_before_reading(tmp_path, members):
     path = tmp_path / "bomb.cartjit"
-    path.write_bytes(zip_with_declared_size(members, "tree/value.npy", 2**32 - 1))
+    path.write_bytes(zip_with_declared_size(members, "tree_max/value.npy", 2**32 - 1))
     with pytest.raises(ModelFileError, match="more than the file's"):
         load(path)
     # a deflated member is refused whatever it declares
