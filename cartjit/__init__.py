@@ -3,10 +3,10 @@
 Grow a tree, prune it by cost-complexity (weakest link) and choose the pruned subtree by
 V-fold cross-validation, following Breiman, Friedman, Olshen & Stone (1984) and R's rpart.
 
-The estimators, ``export_text`` and ``summary`` are imported on first use: with scikit-learn
-installed the estimators derive from its base classes, and importing those costs about a
-second, which ``import cartjit`` alone (the command line, ``cartjit.datasets``) need not
-pay.
+The estimators, ``export_text``, ``summary`` and the plots are imported on first use: with
+scikit-learn installed the estimators derive from its base classes, and importing those
+costs about a second, which ``import cartjit`` alone (the command line,
+``cartjit.datasets``) need not pay; the plots import matplotlib only when called.
 """
 from __future__ import annotations
 
@@ -18,12 +18,17 @@ from ._validation import NotFittedError
 __version__ = "0.1.0"
 
 __all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
-           "ModelFileError", "NotFittedError", "Tree", "export_text", "load", "save",
-           "summary", "validate", "__version__"]
+           "ModelFileError", "NotFittedError", "Tree", "export_graphviz", "export_rules",
+           "export_text", "format_cp", "load", "plot_cv", "plot_importance",
+           "plot_partition", "plot_tree", "print_cp", "save", "summary", "validate",
+           "__version__"]
 
 _LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
          "CARTRegressor": "estimators", "CARTRegressorCV": "estimators",
-         "export_text": "export", "summary": "export",
+         "export_text": "export", "summary": "export", "export_rules": "export",
+         "export_graphviz": "export", "format_cp": "export", "print_cp": "export",
+         "plot_tree": "plotting", "plot_partition": "plotting", "plot_cv": "plotting",
+         "plot_importance": "plotting",
          "save": "_modelfile", "load": "_modelfile", "ModelFileError": "_modelfile"}
 
 

@@ -63,8 +63,9 @@ from ._simd import LANES, compress_partition
 from ._splitter import (Segment, Targets, best_split_classification, best_split_gini_runs,
                         best_split_regression, class_counts, equal_factors,
                         threshold_between)
-from ._subsets import (SIDE, best_subset_classification, best_subset_regression,
-                       float_scratch_size, int_scratch_size)
+from ._subsets import (BITSET_LEVELS, SIDE, best_subset_classification,
+                       best_subset_regression, float_scratch_size, int_scratch_size,
+                       left_levels_bits)
 from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, MIN_ADJ, categorical_surrogate,
                           ordered_surrogate)
 from ._tree import Tree
@@ -185,6 +186,10 @@ class Pairs(NamedTuple):
     delta: np.ndarray   # float64 Δi of the pair's best split (-inf: none)
     pos: np.ndarray     # int64 its position (-1: none)
     present: np.ndarray  # int64 cases with the feature present (missing values only)
+    # uint64 the left-going level codes of a subset split (bit c: code c), kept so that
+    # recording the split needs no second search; empty when some categorical feature
+    # has BITSET_LEVELS levels or more (then the pair is searched again)
+    left_bits: np.ndarray
 
 
 class SurrogatePairs(NamedTuple):
@@ -483,50 +488,70 @@ def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
                             work.level_i[c], lm, work.present[c])
         pairs.delta[j * p + f] = d
         pairs.pos[j * p + f] = pos
+        if pos >= 0 and pairs.left_bits.shape[0]:
+            pairs.left_bits[j * p + f] = left_levels_bits(work.level_i[c], lm,
+                                                          fr.end[j] - fr.start[j])
 
 
 @jit
-def _record_subsets(ps, fr, nodes, tg, rules, splits, work, level_sets):
+def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
     """Step 2, choose, the subset splits of a batch: for every node that
-    :func:`_choose` split on a categorical feature, learn the sides of its levels
-    (the search is repeated for that one pair), write its level sets to the row
-    :func:`_choose` reserved, mark its cases and partition the split feature.
+    :func:`_choose` split on a categorical feature, write its level sets to the row
+    :func:`_choose` reserved (the sides the search kept in ``pairs.left_bits``, or
+    found by searching that one pair again), mark its cases and partition the split
+    feature.
 
     Parameters
     ----------
     ps, fr, nodes, tg, rules : as :func:`_choose`.
     splits : :class:`Splits` of this batch (step 2).
+    pairs : :class:`Pairs` of this batch (step 1).
     work : :class:`Work`; the first thread's scratch and buffer serve here.
     level_sets : uint64 (cap, 2, n_words) the level sets.
     """
-    lm = work.level_i.shape[1] // 4
+    p = ps.keys.shape[0]
     for j in range(fr.node.shape[0]):
         f = splits.feat[j]
         if f < 0 or ps.n_levels[f] == 0:
             continue
         node = fr.node[j]
-        _pair_best(ps, f, node, fr.start[j], fr.end[j], fr.end[j], fr.mean[j], fr.sum[j],
-                   nodes, tg, rules, work.no_ranks, work.scratch[0], work.buffers[0],
-                   work.level_f[0], work.level_i[0], lm, work.present[0])
-        _record_subset(ps, f, fr.start[j], fr.end[j], tg.shift, work.level_i[0], lm,
-                       level_sets, nodes.inode[node, I_LEVEL_ROW], work.goes_left,
-                       work.buffers[0])
+        lrow = nodes.inode[node, I_LEVEL_ROW]
+        keys = ps.keys[f]
+        codes = ps.ranks[ps.rank_row[f]]
+        _level_sets_of_pair(ps, f, node, fr.start[j], fr.end[j], fr.end[j], fr.mean[j],
+                            fr.sum[j], nodes, tg, rules, pairs, j * p + f, work,
+                            level_sets, lrow)
+        _mark_by_level_sets(keys, fr.start[j], fr.end[j], tg.shift, codes, level_sets, lrow,
+                            work.goes_left)
+        _partition_split_feature(keys, fr.start[j], fr.end[j], tg.shift, work.goes_left,
+                                 work.buffers[0])
 
 
 @jit
-def _record_subset(ps, f, start, end, shift, level_i, lm, level_sets, row, goes_left, buf):
-    """Step 2, a subset split: write its level sets to row ``row`` of ``level_sets``,
-    mark its cases and stably partition the split feature's segment into the cases
-    going left and then right (the other features are partitioned in step 4).
-
-    The segment lists the cases grouped by level, levels in code order, as the search
-    found them: the k-th run of equal codes is present level k, whose side the search
-    left in ``level_i``.
-    """
+def _level_sets_of_pair(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules,
+                        pairs, k, work, level_sets, row):
+    """Step 2, a subset split (primary or competitor) of pair ``k``: write its level sets
+    to row ``row``, from ``pairs.left_bits`` or, when the pairs keep no bitsets, by
+    searching the pair again on its present cases ``[start, pend)``."""
     keys = ps.keys[f]
     codes = ps.ranks[ps.rank_row[f]]
-    _write_level_sets(keys, start, end, shift, codes, level_i, lm, level_sets, row)
-    _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, goes_left)
+    lm = work.level_i.shape[1] // 4
+    from_bits = pairs.left_bits.shape[0] > 0
+    bits = np.uint64(0)
+    if from_bits:
+        bits = pairs.left_bits[k]
+    else:
+        _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules,
+                   work.no_ranks, work.scratch[0], work.buffers[0], work.level_f[0],
+                   work.level_i[0], lm, work.present[0])
+    _write_level_sets(keys, start, pend, tg.shift, codes, from_bits, bits, work.level_i[0],
+                      lm, level_sets, row)
+
+
+@jit
+def _partition_split_feature(keys, start, end, shift, goes_left, buf):
+    """Step 2, a subset split: stably partition the split feature's segment into the
+    cases going left and then right (the other features are partitioned in step 4)."""
     wl = start
     wr = 0
     for i in range(start, end):
@@ -542,10 +567,12 @@ def _record_subset(ps, f, start, end, shift, level_i, lm, level_sets, row, goes_
 
 
 @jit
-def _write_level_sets(keys, start, end, shift, codes, level_i, lm, level_sets, row):
-    """Step 2, a subset split: write the level sets of row ``row`` from the sides the
-    search left in ``level_i``: ``keys[start:end]`` lists the cases grouped by level,
-    levels in code order, so the k-th run of equal codes is present level k."""
+def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, lm,
+                      level_sets, row):
+    """Step 2, a subset split: write the level sets of row ``row``. A level goes left
+    when its code's bit is set in ``bits`` (``from_bits``), or when the search left it
+    in S in ``level_i``: ``keys[start:end]`` lists the cases grouped by level, levels in
+    code order, so the k-th run of equal codes is present level k."""
     for side in range(2):
         for wd in range(level_sets.shape[2]):
             level_sets[row, side, wd] = 0
@@ -556,7 +583,10 @@ def _write_level_sets(keys, start, end, shift, codes, level_i, lm, level_sets, r
         if code != prev:
             k += 1
             prev = code
-            go = level_i[SIDE * lm + k]
+            if from_bits:
+                go = np.int64((bits >> np.uint64(code)) & np.uint64(1))
+            else:
+                go = level_i[SIDE * lm + k]
             level_sets[row, 1 - go, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
 
 
@@ -870,13 +900,15 @@ def _search_mv(X, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
                             work.level_f[c], work.level_i[c], lm, work.present[c])
         pairs.delta[k] = d
         pairs.pos[k] = pos
+        if pos >= 0 and ps.n_levels[f] > 0 and pairs.left_bits.shape[0]:
+            pairs.left_bits[k] = left_levels_bits(work.level_i[c], lm, pend - start)
 
 
 @jit
 def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
     """Step 2 (missing values), after :func:`_choose`: mark every case of each split
     node LEFT or RIGHT by the split, or MISSING when its split feature is missing;
-    write a subset split's level sets (searched again for its sides); record the cases
+    write a subset split's level sets; record the cases
     with the split feature present and the weight the split sends each way.
 
     Parameters as :func:`_record_subsets`, with ``X`` the cases and ``pairs`` the batch's
@@ -885,7 +917,6 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
     p = ps.keys.shape[0]
     marks = work.goes_left
     shift = tg.shift
-    lm = work.level_i.shape[1] // 4
     for j in range(fr.node.shape[0]):
         f = splits.feat[j]
         if f < 0:
@@ -897,13 +928,10 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
         nodes.inode[node, I_N_PRIMARY] = pend - start
         row = ps.keys[f]
         if ps.n_levels[f] > 0:
-            _pair_best(ps, f, node, start, pend, end, fr.mean[j], fr.sum[j], nodes, tg,
-                       rules, work.no_ranks, work.scratch[0], work.buffers[0],
-                       work.level_f[0], work.level_i[0], lm, work.present[0])
             codes = ps.ranks[ps.rank_row[f]]
             lrow = nodes.inode[node, I_LEVEL_ROW]
-            _write_level_sets(row, start, pend, shift, codes, work.level_i[0], lm,
-                              level_sets, lrow)
+            _level_sets_of_pair(ps, f, node, start, pend, end, fr.mean[j], fr.sum[j], nodes,
+                                tg, rules, pairs, j * p + f, work, level_sets, lrow)
             _mark_by_level_sets(row, start, pend, shift, codes, level_sets, lrow, marks)
         else:
             pos = splits.pos[j]
@@ -1181,15 +1209,14 @@ def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present
                         level_sets, tables):
     """Step 2, competitors (serial): for each split node of the batch, the best splits
     of the other features (largest Δ first, feature order on ties up to the tie
-    tolerance, Δ above it), at most ``max_competitor``, written to the competitor table; a
-    categorical competitor is searched again for its sides.
+    tolerance, Δ above it), at most ``max_competitor``, written to the competitor table
+    (a categorical competitor with its level sets, :func:`_level_sets_of_pair`).
 
     Parameters as :func:`_route`; ``with_present`` tells whether ``pairs.present`` was
     filled (missing values), else every case of the node counts as present.
     """
     p = ps.keys.shape[0]
     shift = tg.shift
-    lm = work.level_i.shape[1] // 4
     taken = np.zeros(p, dtype=np.uint8)
     for j in range(fr.node.shape[0]):
         f0 = splits.feat[j]
@@ -1216,15 +1243,11 @@ def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present
             tables.comp_i[row_c, C_COUNT] = present
             tables.comp_f[row_c, C_IMPROVEMENT] = best
             if ps.n_levels[bf] > 0:
-                _pair_best(ps, bf, node, start, start + present, end, fr.mean[j], fr.sum[j],
-                           nodes, tg, rules, work.no_ranks, work.scratch[0],
-                           work.buffers[0], work.level_f[0], work.level_i[0], lm,
-                           work.present[0])
                 lrow = tables.rows[2]
                 tables.rows[2] += 1
-                _write_level_sets(row, start, start + present, shift,
-                                  ps.ranks[ps.rank_row[bf]], work.level_i[0], lm,
-                                  level_sets, lrow)
+                _level_sets_of_pair(ps, bf, node, start, start + present, end, fr.mean[j],
+                                    fr.sum[j], nodes, tg, rules, pairs, kk, work,
+                                    level_sets, lrow)
                 tables.comp_i[row_c, C_LEVEL_ROW] = lrow
                 tables.comp_f[row_c, C_THRESHOLD] = np.nan
             else:
@@ -1442,6 +1465,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 np.zeros((n_threads, int_scratch_size(lm) if lm else 0), dtype=np.int64),
                 np.zeros((n_threads, max(n_classes, 3)), dtype=np.float64))
     level_sets = np.zeros((16 if lm else 0, 2, n_words), dtype=np.uint64)
+    bitsets = 0 < lm <= BITSET_LEVELS  # see Pairs.left_bits
     n_rows = 0
     simd = bool(_config.SIMD)
     # Missing values, or surrogates asked for, take the steps of docs/maths.md §8.
@@ -1480,7 +1504,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
             n_batch = min(m, SEARCH_BATCH) * p
             all_pairs = Pairs(np.empty(n_batch, dtype=np.float64),
                               np.empty(n_batch, dtype=np.int64),
-                              np.zeros(n_batch if mv else 0, dtype=np.int64))
+                              np.zeros(n_batch if mv else 0, dtype=np.int64),
+                              np.zeros(n_batch if bitsets else 0, dtype=np.uint64))
             all_sur = SurrogatePairs(*(np.zeros(n_batch if mv else 0, dtype=dt)
                                        for dt in (np.float64, np.float64, np.float64,
                                                   np.int64)))
@@ -1503,7 +1528,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                         arr.resize((max(need, arr.shape[0] * 5 // 4), arr.shape[1]),
                                    refcheck=False)
                 pairs = Pairs(all_pairs.delta[:n_pairs], all_pairs.pos[:n_pairs],
-                              all_pairs.present[:n_pairs if mv else 0])
+                              all_pairs.present[:n_pairs if mv else 0],
+                              all_pairs.left_bits[:n_pairs if bitsets else 0])
                 batch = fr.rows(b)
                 if mv:
                     run_chunks(pool, min(n_threads, n_pairs), _search_mv, X, presorted,
@@ -1532,7 +1558,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                     _route(X, presorted, batch, nodes, tg, rules, batch_splits, pairs, sur,
                            work, level_sets, tables)
                 elif n_new_rows:
-                    _record_subsets(presorted, batch, nodes, tg, rules, batch_splits, work,
+                    _record_subsets(presorted, batch, nodes, tg, rules, batch_splits, pairs, work,
                                     level_sets)
                 if max_comp and n_new:
                     _record_competitors(X, presorted, batch, nodes, tg, rules, batch_splits,

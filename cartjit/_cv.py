@@ -116,7 +116,7 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
         cv = n
     plan = make_folds(cv, n, y=problem.y_class if stratify else None, stratify=stratify,
                       n_repeats=n_repeats, random_state=random_state)
-    keys = presort(problem.X, problem.n_levels)
+    keys = presort(problem.X, problem.n_levels, n_threads)
     fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads)
     del keys
     alphas, n_leaves, tree_risk = fitted.path

@@ -173,7 +173,7 @@ def fit_tree(problem, settings, presorted, n_threads=1):
     if problem.is_classification:
         check_class_tables(problem.X.shape[0], problem.n_classes, settings)
     if presorted is None:
-        presorted = presort(problem.X, problem.n_levels)
+        presorted = presort(problem.X, problem.n_levels, n_threads)
     n_cases = presorted.keys.shape[1]
     if problem.is_classification:
         w_cases = None if problem.unit_weights else problem.w

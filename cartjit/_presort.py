@@ -67,92 +67,220 @@ class Presorted(NamedTuple):
     n_levels: np.ndarray   # int64 (n_features,): L_m levels, 0 for an ordered feature
 
 
+#: Bits of one digit of the radix sort: 2,048 counters per pass stay in the first-level
+#: cache, and six passes cover the 64 bits of a float64.
+RADIX_BITS = 11
+RADIX_PASSES = 6
+#: The sortable image of every NaN: above that of +inf, so missing values sort last.
+_NAN_KEY = np.uint64(0xFFF8000000000000)
+
+
 @jit
-def _sorted_ties(col, order):
-    """Presort, tie check: whether the sorted values ``col[order]`` contain a tie.
+def _sortable_bits(X, f, out):
+    """Presort, numeric feature: ``out[case]`` = an unsigned integer whose order is the
+    order of ``X[case, f]`` (the IEEE-754 bits with the sign bit flipped for positive
+    values and every bit flipped for negative ones), every NaN mapped to one key above
+    +inf."""
+    bits = X.view(np.uint64)
+    sign = np.uint64(1) << np.uint64(63)
+    for i in range(out.shape[0]):
+        if np.isnan(X[i, f]):
+            out[i] = _NAN_KEY
+        else:
+            b = bits[i, f]
+            out[i] = ~b if b & sign else b | sign
+
+
+@jit
+def _radix_order(sk, order, buf_k, buf_i, counts):
+    """Presort, numeric feature: ``order`` = the cases sorted by their keys ``sk`` (least
+    significant digit first, stable; ``sk``, ``buf_k`` and ``buf_i`` are overwritten).
+    A pass whose digit is the same for every case is skipped.
 
     Parameters
     ----------
-    col : float64 values of one feature, by case.
-    order : int64 cases in increasing order of ``col``.
+    sk : uint64 sortable keys by case (:func:`_sortable_bits`).
+    order : int32 output, the cases in increasing order of ``sk``.
+    buf_k, buf_i : uint64 and int32 scratch as long as ``sk``.
+    counts : int64 (RADIX_PASSES, 2**RADIX_BITS) scratch.
     """
-    for i in range(1, order.shape[0]):
-        if col[order[i]] == col[order[i - 1]]:
-            return True
-    return False
+    n = sk.shape[0]
+    n_bins = 1 << RADIX_BITS
+    digit = np.uint64(n_bins - 1)
+    counts[:] = 0
+    for i in range(n):
+        k = sk[i]
+        for p in range(RADIX_PASSES):
+            counts[p, (k >> np.uint64(p * RADIX_BITS)) & digit] += 1
+        order[i] = i
+    src_k, src_i, dst_k, dst_i = sk, order, buf_k, buf_i
+    in_buffer = False
+    for p in range(RADIX_PASSES):
+        cnt = counts[p]
+        if cnt[(sk[0] >> np.uint64(p * RADIX_BITS)) & digit] == n:
+            continue  # one digit value: the pass would change nothing
+        total = 0
+        for b in range(n_bins):
+            c = cnt[b]
+            cnt[b] = total
+            total += c
+        shift = np.uint64(p * RADIX_BITS)
+        for i in range(n):
+            k = src_k[i]
+            d = (k >> shift) & digit
+            pos = cnt[d]
+            cnt[d] = pos + 1
+            dst_k[pos] = k
+            dst_i[pos] = src_i[i]
+        src_k, dst_k = dst_k, src_k
+        src_i, dst_i = dst_i, src_i
+        in_buffer = not in_buffer
+    if in_buffer:
+        order[:] = src_i
 
 
 @jit
-def _dense_ranks(col, order, out):
-    """Presort, ranks of a tied feature: ``out[case]`` = dense rank of ``col[case]``.
+def _code_order(X, f, n_levels, order, counts):
+    """Presort, categorical feature: ``order`` = the cases by level code (a counting
+    sort, stable: cases of one level in case order), a missing code (NaN) last as code
+    ``n_levels``.
 
     Parameters
     ----------
-    col : float64 values of one feature, by case.
-    order : int32 cases in increasing order of ``col``.
+    X : float64 (n_cases, n_features); column ``f`` holds level codes.
+    n_levels : L_f.
+    order : int32 output.
+    counts : int64 scratch of at least L_f + 1 entries.
+    """
+    n = order.shape[0]
+    counts[:n_levels + 1] = 0
+    for i in range(n):
+        v = X[i, f]
+        counts[n_levels if np.isnan(v) else np.int64(v)] += 1
+    total = 0
+    for b in range(n_levels + 1):
+        c = counts[b]
+        counts[b] = total
+        total += c
+    for i in range(n):
+        v = X[i, f]
+        b = n_levels if np.isnan(v) else np.int64(v)
+        order[counts[b]] = i
+        counts[b] += 1
+
+
+@jit
+def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, c, n_chunks):
+    """Presort, features c, c + n_chunks, ...: ``keys[f]`` = the cases by increasing
+    x_f (NaN last), and ``tied[f]`` whether two cases share a value (ordered features).
+
+    Parameters
+    ----------
+    X : float64 (n_cases, n_features).
+    n_levels : int64 L_f, 0 for an ordered feature.
+    keys : int32 (n_features, n_cases) output.
+    tied : bool (n_features,) output.
+    sk, buf_k, buf_i, counts : this chunk's rows of the radix sort's scratch.
+    """
+    sk = sk[c]
+    buf_k = buf_k[c]
+    buf_i = buf_i[c]
+    counts = counts[c]
+    for f in range(c, keys.shape[0], n_chunks):
+        order = keys[f]
+        if n_levels[f] > 0:
+            _code_order(X, f, n_levels[f], order, counts.reshape(-1))
+            continue
+        _sortable_bits(X, f, sk)
+        _radix_order(sk, order, buf_k, buf_i, counts)
+        t = False
+        for i in range(1, order.shape[0]):
+            if X[order[i], f] == X[order[i - 1], f]:
+                t = True
+                break
+        tied[f] = t
+
+
+@jit
+def _dense_ranks(X, f, order, out):
+    """Presort, ranks of a tied feature: ``out[case]`` = dense rank of ``X[case, f]``.
+
+    Parameters
+    ----------
+    X : float64 (n_cases, n_features).
+    f : the feature.
+    order : int32 cases in increasing order of x_f.
     out : int32 output, by case; equal values share a rank.
     """
     rank = 0
-    prev = col[order[0]]
+    prev = X[order[0], f]
     for i in range(order.shape[0]):
         case = order[i]
-        if col[case] != prev:
+        if X[case, f] != prev:
             rank += 1
-            prev = col[case]
+            prev = X[case, f]
         out[case] = rank
 
 
-def presort(X, n_levels=None):
-    """Sort every feature once (NumPy ``argsort``), on the calling thread.
+#: Above this many cases the presort runs on one thread: each thread needs 20 bytes of
+#: scratch per case.
+PARALLEL_MAX_CASES = 1 << 22
 
-    ``n_levels`` (int64 by feature, L_m for a categorical feature whose column holds
-    level codes, 0 for an ordered one; ``None``: every feature ordered) gives every
-    categorical feature a row of ``ranks`` holding its codes.
+
+def presort(X, n_levels=None, n_threads=1):
+    """Sort every feature once.
+
+    Ordered features are sorted by a radix sort of their float64 bits (stable, several
+    times faster than a comparison sort), categorical ones by a counting sort of their
+    level codes. ``n_levels`` (int64 by feature, L_m for a categorical feature whose
+    column holds level codes, 0 for an ordered one; ``None``: every feature ordered)
+    gives every categorical feature a row of ``ranks`` holding its codes.
 
     The order of equal values does not matter: a run of equal values is never split.
     Missing values (NaN) sort last, so a node's cases missing a feature always end its
     segment of that feature (partitions keep the order).
-    The sorts run one after the other through one column buffer: sorting on several
-    threads saved half a second at 10^6 cases but left each thread's temporary columns
-    (tens of MiB) with the C library's per-thread arenas, which do not give memory back
-    (see :func:`release_free_memory`); the fit's peak memory matters more.
+    Features are sorted on ``n_threads`` threads (one above ``PARALLEL_MAX_CASES``
+    cases or below ``PARALLEL_MIN_KEYS`` keys), each with its scratch allocated here
+    once: the kernels allocate nothing.
     """
+    X = as_kernel_array(X, np.float64)
     n, p = X.shape
     if n_levels is None or n_levels.shape[0] == 0:
         n_levels = np.zeros(p, dtype=np.int64)
     n_levels = as_kernel_array(n_levels, np.int64)
     categorical = n_levels > 0
     keys = np.empty((p, n), dtype=np.int32)
-    tied = np.zeros(p, dtype=bool)
-    col = np.empty(n, dtype=X.dtype)
-    has_missing = bool(np.isnan(X).any()) if categorical.any() else False
-    for f in range(p):
-        np.copyto(col, X[:, f])
-        if categorical[f]:
-            # level codes as small integers: NumPy's stable sort of 8- and 16-bit
-            # integers is a radix sort, several times faster than sorting floats; a
-            # missing code sorts last as code L
-            small = np.uint8 if n_levels[f] < 256 else np.uint16
-            codes = np.where(np.isnan(col), n_levels[f], col) if has_missing else col
-            order = np.argsort(codes.astype(small), kind="stable")
-        else:
-            order = np.argsort(col)  # NaN sorts last
-            tied[f] = _sorted_ties(col, order)
-        keys[f] = order
-        del order
+    tied = np.zeros(p, dtype=np.bool_)
+    n_chunks = max(1, min(int(n_threads), p))
+    if n * p < PARALLEL_MIN_KEYS or n > PARALLEL_MAX_CASES:
+        n_chunks = 1
+    numeric = bool((~categorical).any()) and n > 0
+    m = n if numeric else 0
+    # counters: a row per radix pass, or the levels (and missing) of a categorical one
+    width = max(1 << RADIX_BITS, -(-(int(n_levels.max()) + 1 if p else 1) // RADIX_PASSES))
+    sk = np.empty((n_chunks, m), dtype=np.uint64)
+    buf_k = np.empty((n_chunks, m), dtype=np.uint64)
+    buf_i = np.empty((n_chunks, m), dtype=np.int32)
+    counts = np.empty((n_chunks, RADIX_PASSES, width), dtype=np.int64)
+    if n > 0:
+        pool = ThreadPoolExecutor(n_chunks) if n_chunks > 1 else None
+        try:
+            run_chunks(pool, n_chunks, _sort_features, X, n_levels, keys, tied, sk,
+                       buf_k, buf_i, counts)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+    del sk, buf_k, buf_i
     with_row = tied | categorical
     rank_row = np.full(p, -1, dtype=np.int64)
     rank_row[with_row] = np.arange(int(with_row.sum()))
     ranks = np.empty((int(with_row.sum()), n), dtype=np.int32)
     for f in np.flatnonzero(tied):
-        np.copyto(col, X[:, f])
-        _dense_ranks(col, keys[f], ranks[rank_row[f]])
+        _dense_ranks(X, f, keys[f], ranks[rank_row[f]])
     for f in np.flatnonzero(categorical):
         # the codes, exact in float64 and in int32; a missing code becomes L
         codes = X[:, f]
-        ranks[rank_row[f]] = np.where(np.isnan(codes), n_levels[f], codes) if has_missing \
-            else codes
-    del col
+        ranks[rank_row[f]] = np.where(np.isnan(codes), n_levels[f], codes)
     if n * p >= PARALLEL_MIN_KEYS:
         release_free_memory()
     return Presorted(keys, ranks, rank_row, n_levels)
@@ -177,7 +305,7 @@ def release_free_memory():
     temporaries at 10^6 cases, which the C library keeps for reuse instead of returning
     them; the growth that follows would add its own memory on top. ``malloc_trim(0)``
     returns them (it cannot do so for blocks freed in other threads' arenas, which is
-    why :func:`presort` does not sort on threads). Returns whether memory was handed
+    why the presort's threads allocate nothing). Returns whether memory was handed
     back: ``False`` where there is no ``malloc_trim`` or it found nothing to release.
     """
     if _MALLOC_TRIM is None:

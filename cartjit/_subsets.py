@@ -45,7 +45,7 @@ from ._criteria import tie_tolerance
 from ._splitter import delta_from_counts
 
 __all__ = ["best_subset_classification", "best_subset_regression", "int_scratch_size",
-           "float_scratch_size", "CODE", "NCASE", "SIDE", "JACOBI_SWEEPS"]
+           "float_scratch_size", "left_levels_bits", "BITSET_LEVELS", "CODE", "NCASE", "SIDE", "JACOBI_SWEEPS"]
 
 # Blocks of the integer scratch (each ``n_levels_max`` long): the code of each present
 # level, its number of cases, its rank in the scan order, and its side (1: in S).
@@ -77,6 +77,11 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     """Per present level (in code order): weighted class counts ``stats[k*J + j]``, code
     and number of cases; returns the number of levels present.
 
+    The segment comes grouped by level, so each level is one run of cases, summed in
+    registers: with two classes packed in the keys and unit weights, the run's class-1
+    count is the sum of its labels. Every count and weight is added in case order, as
+    a case-by-case pass would add it.
+
     Parameters
     ----------
     seg : :class:`cartjit._splitter.Segment` whose ``ranks`` hold the codes by case.
@@ -93,29 +98,61 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     y = tg.y_class
     w = tg.w
     unit = tg.unit_weights
-    k = -1
-    prev = -1
-    for i in range(seg.start, seg.end):
-        key = keys[i]
-        case = key >> shift
-        c = codes[case]
-        if c != prev:
-            k += 1
-            prev = c
-            ints[CODE * lm + k] = c
-            ints[NCASE * lm + k] = 0
+    end = seg.end
+    two_packed = n_classes == 2 and mask != 0
+    k = 0
+    i = seg.start
+    while i < end:
+        run = i
+        code = codes[keys[i] >> shift]
+        base = k * n_classes
+        if two_packed and unit:
+            n1 = 0
+            while i < end:
+                key = keys[i]
+                if codes[key >> shift] != code:
+                    break
+                n1 += key & mask
+                i += 1
+            stats[base] = float(i - run - n1)
+            stats[base + 1] = float(n1)
+        elif two_packed:
+            w0 = 0.0
+            w1 = 0.0
+            while i < end:
+                key = keys[i]
+                case = key >> shift
+                if codes[case] != code:
+                    break
+                if key & mask:
+                    w1 += w[case]
+                else:
+                    w0 += w[case]
+                i += 1
+            stats[base] = w0
+            stats[base + 1] = w1
+        else:
             for j in range(n_classes):
-                stats[k * n_classes + j] = 0.0
-        cls = key & mask if mask else y[case]
-        stats[k * n_classes + cls] += 1.0 if unit else w[case]
-        ints[NCASE * lm + k] += 1
-    return k + 1
+                stats[base + j] = 0.0
+            while i < end:
+                key = keys[i]
+                case = key >> shift
+                if codes[case] != code:
+                    break
+                cls = key & mask if mask else y[case]
+                stats[base + cls] += 1.0 if unit else w[case]
+                i += 1
+        ints[CODE * lm + k] = code
+        ints[NCASE * lm + k] = i - run
+        k += 1
+    return k
 
 
 @jit
 def _reg_level_stats(seg, y, w, unit, mean, stats, ints, lm):
     """Per present level (in code order): weight W and centred sum Σ w (y - ȳ(t)) in
     ``stats[2k]``, ``stats[2k + 1]``, code and number of cases; returns how many levels.
+    Each level's run of cases is summed in registers, in case order.
 
     Parameters
     ----------
@@ -128,23 +165,61 @@ def _reg_level_stats(seg, y, w, unit, mean, stats, ints, lm):
     """
     keys = seg.keys
     codes = seg.ranks
-    k = -1
-    prev = -1
-    for i in range(seg.start, seg.end):
-        case = keys[i]
-        c = codes[case]
-        if c != prev:
-            k += 1
-            prev = c
-            ints[CODE * lm + k] = c
-            ints[NCASE * lm + k] = 0
-            stats[2 * k] = 0.0
-            stats[2 * k + 1] = 0.0
-        wi = 1.0 if unit else w[case]
-        stats[2 * k] += wi
-        stats[2 * k + 1] += wi * (y[case] - mean)
-        ints[NCASE * lm + k] += 1
-    return k + 1
+    end = seg.end
+    k = 0
+    i = seg.start
+    while i < end:
+        run = i
+        code = codes[keys[i]]
+        w_run = 0.0
+        s_run = 0.0
+        if unit:
+            while i < end:
+                case = keys[i]
+                if codes[case] != code:
+                    break
+                w_run += 1.0
+                s_run += y[case] - mean
+                i += 1
+        else:
+            while i < end:
+                case = keys[i]
+                if codes[case] != code:
+                    break
+                wi = w[case]
+                w_run += wi
+                s_run += wi * (y[case] - mean)
+                i += 1
+        stats[2 * k] = w_run
+        stats[2 * k + 1] = s_run
+        ints[CODE * lm + k] = code
+        ints[NCASE * lm + k] = i - run
+        k += 1
+    return k
+
+
+#: A subset split's left-going levels fit one uint64 bitset when every code is below this.
+BITSET_LEVELS = 64
+
+
+@jit
+def left_levels_bits(ints, lm, n_cases):
+    """The codes of the levels in S (the side a search left in :data:`SIDE`) as one
+    bitset (code c is bit c; every code below :data:`BITSET_LEVELS`); ``n_cases`` is
+    the number of cases searched, which the levels' counts add up to."""
+    bits = np.uint64(0)
+    seen = 0
+    lvl = 0
+    while seen < n_cases:
+        seen += ints[NCASE * lm + lvl]
+        if ints[SIDE * lm + lvl]:
+            bits |= np.uint64(1) << np.uint64(ints[CODE * lm + lvl])
+        lvl += 1
+    return bits
+
+
+#: Up to this many levels the scan order is found by an insertion sort.
+INSERTION_LEVELS = 24
 
 
 # --------------------------------------------------------------------------- tie rule
@@ -204,6 +279,17 @@ def _sort_levels(score, stats, by_odds, n_lv, ints, lm):
     tmp = ints[RANK * lm:RANK * lm + n_lv]
     for i in range(n_lv):
         order[i] = i
+    if n_lv <= INSERTION_LEVELS:  # few levels: an insertion sort, also stable
+        for i in range(1, n_lv):
+            lvl = order[i]
+            pos = i
+            while pos > 0 and not _before(order[pos - 1], lvl, score, stats, by_odds):
+                order[pos] = order[pos - 1]
+                pos -= 1
+            order[pos] = lvl
+        for pos in range(n_lv):
+            tmp[order[pos]] = pos
+        return order
     width = 1
     while width < n_lv:
         for lo in range(0, n_lv, 2 * width):

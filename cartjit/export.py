@@ -1,8 +1,12 @@
-"""Text export of a fitted tree: :func:`export_text`.
+"""A fitted tree as text: :func:`export_text` (cartjit's layout or R's ``print.rpart``),
+:func:`export_rules` (one if/then rule per leaf), :func:`format_cp` / :func:`print_cp`
+(the pruning and CV table of R's ``printcp``), :func:`export_graphviz` (DOT text) and
+:func:`summary` (every node at length). docs/reading-trees.md shows each of them.
 
-The layout follows R's ``print.rpart``, which readers of CART output know: one line per
-node, depth-first with the left child first, indented two spaces per level, numbered by
-the node's id in the flat arrays (:mod:`cartjit._tree`), leaves marked with ``*``::
+The default layout of :func:`export_text` is close to R's ``print.rpart``, which
+readers of CART output know: one line per node, depth-first with the left child first,
+indented two spaces per level, numbered by the node's id in the flat arrays
+(:mod:`cartjit._tree`), leaves marked with ``*``::
 
     node) split: n, class counts -> class, R(t)      (* leaf)
     0) root: n=150, counts [50, 50, 50] -> setosa, R=0.667
@@ -12,8 +16,8 @@ the node's id in the flat arrays (:mod:`cartjit._tree`), leaves marked with ``*`
 
 For a classifier the counts are the weighted class counts N_j(t) in the order of
 ``classes_`` and the class is the node label j*(t); for a regressor each node shows
-the weighted mean ȳ(t). R is the node risk R(t) of docs/maths.md §1 and §3 (so the R of the leaves
-add up to R(T)).
+the weighted mean ȳ(t). R is the node risk R(t) of docs/maths.md §1 and §3 (so the R
+of the leaves add up to R(T)).
 
 A split on a categorical feature (docs/maths.md §7) names the levels each child takes,
 ``humidity in {high}`` / ``humidity in {normal}``; a long set is cut after
@@ -30,18 +34,28 @@ cases missing them, and the surrogate splits with their agreement (docs/maths.md
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._tree import LEAF
 
-__all__ = ["export_text", "summary", "MAX_LEVELS_SHOWN"]
+__all__ = ["export_text", "export_rules", "export_graphviz", "format_cp", "print_cp",
+           "summary", "MAX_LEVELS_SHOWN"]
 
 #: Levels printed in one set of a categorical split before it is cut short.
 MAX_LEVELS_SHOWN = 8
 
 
+def _settled(x):
+    """``x`` rounded to 12 significant digits: a printed figure then does not depend on
+    the last bits of a sum (whose order may change), even at a rounding boundary such as
+    384.7095 printed with 3 decimals."""
+    return float(f"{float(x):.12g}")
+
+
 def _number(x, decimals):
-    x = float(x)
+    x = _settled(x)
     if x == int(x) and abs(x) < 1e15:
         return str(int(x))
     return f"{x:.{decimals}f}".rstrip("0").rstrip(".") if decimals > 0 else f"{x:.0f}"
@@ -66,10 +80,15 @@ def _level_codes(words):
     return codes
 
 
+def _levels_named(levels, codes):
+    """The names of level codes (``#c`` for a code without a name)."""
+    return [str(levels[c]) if levels is not None and c < len(levels) else f"#{c}"
+            for c in codes]
+
+
 def _level_set(levels, codes):
     """``{a, b, ...}`` for the given level codes, cut after MAX_LEVELS_SHOWN levels."""
-    shown = [str(levels[c]) if levels is not None and c < len(levels) else f"#{c}"
-             for c in codes[:MAX_LEVELS_SHOWN]]
+    shown = _levels_named(levels, codes[:MAX_LEVELS_SHOWN])
     if len(codes) > MAX_LEVELS_SHOWN:
         shown.append(f"... (+{len(codes) - MAX_LEVELS_SHOWN} more)")
     return "{" + ", ".join(shown) + "}"
@@ -124,7 +143,7 @@ def _checked(estimator, feature_names, decimals, max_depth, caller):
 
 
 def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
-                show_alpha=False, details=False):
+                show_alpha=False, details=False, layout="tree"):
     """The fitted tree of ``estimator`` as indented text (see the module docstring).
 
     Parameters
@@ -143,6 +162,11 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
     details : bool, default False
         Return :func:`summary` instead (every node at length: competitors, surrogates,
         improvements); ``show_alpha`` is then ignored (the summary shows α).
+    layout : {"tree", "rpart"}, default "tree"
+        "tree": the layout of the module docstring. "rpart": the layout of R's
+        ``print.rpart`` (see :func:`_rpart_layout`): header ``n= N``, rpart's node
+        numbers, ``split n loss yval (yprob)`` with ``*`` at the leaves;
+        ``show_alpha`` is ignored there.
 
     Returns
     -------
@@ -151,6 +175,13 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
     """
     if not isinstance(details, (bool, np.bool_)):
         raise TypeError(f"details must be True or False, got {details!r}")
+    if layout not in ("tree", "rpart"):
+        raise ValueError(f"layout must be 'tree' or 'rpart', got {layout!r}")
+    if details and layout == "rpart":
+        raise ValueError("details=True gives the summary, which has no rpart layout: pass "
+                         "details=True or layout='rpart', not both")
+    if layout == "rpart":
+        return _rpart_layout(estimator, feature_names, decimals, max_depth)
     if details:
         return summary(estimator, feature_names, decimals=decimals, max_depth=max_depth)
     tree, names = _checked(estimator, feature_names, decimals, max_depth, "export_text")
@@ -208,14 +239,48 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
 
 # --------------------------------------------------------------------------- summary
 
-def _rpart_numbers(tree):
-    """rpart's node numbers: the root is 1, the children of node k are 2k and 2k + 1."""
+def _first_is_left(estimator, tree):
+    """Per internal node, whether its left child (``x <= c``, or the left level set) is
+    the one rpart numbers 2k: rpart puts first the child with the smaller mean, the
+    class index j weighted by p(j | child) under the split-search priors for a
+    classifier (gini.c), the mean response for a regressor (anova.c); on a tie the
+    right child comes first. (rpart decides from the cases present on the split
+    feature; with missing values the children here also hold the cases surrogates sent,
+    so on such a node the order may rarely differ from rpart's.)"""
+    internal = tree.left != LEAF
+    lc = np.where(internal, tree.left, 0)
+    rc = np.where(internal, tree.right, 0)
+    if tree.value.shape[1] == 1 and tree.label[0] < 0:  # regression: the mean
+        mean = tree.value[:, 0]
+    else:
+        priors = getattr(estimator, "priors_", None)
+        if priors is not None:
+            from ._fit import split_factor
+            factor = split_factor(priors, estimator.class_weight_totals_, estimator.cost_,
+                                  getattr(estimator, "_split_cost_default", True))
+        else:  # an estimator without its priors: the counts as they are
+            factor = np.ones(tree.value.shape[1])
+        p = tree.value * factor
+        total = p.sum(axis=1)
+        mean = np.divide(p @ np.arange(p.shape[1]), total, out=np.zeros_like(total),
+                         where=total > 0)
+    return internal & (mean[lc] < mean[rc])
+
+
+def _rpart_numbers(estimator, tree):
+    """rpart's node numbers: the root is 1, the children of node k are 2k and 2k + 1,
+    2k going to the child rpart puts first (:func:`_first_is_left`). Python ints: a
+    deep tree's numbers outgrow int64."""
+    first_left = _first_is_left(estimator, tree)
     numbers = [0] * tree.n_nodes
     numbers[0] = 1
     for i in range(tree.n_nodes):  # children have larger ids than their parent
         if tree.left[i] != LEAF:
-            numbers[int(tree.left[i])] = 2 * numbers[i]
-            numbers[int(tree.right[i])] = 2 * numbers[i] + 1
+            a, b = int(tree.left[i]), int(tree.right[i])
+            if not first_left[i]:
+                a, b = b, a
+            numbers[a] = 2 * numbers[i]
+            numbers[b] = 2 * numbers[i] + 1
     return numbers
 
 
@@ -297,7 +362,7 @@ def summary(estimator, feature_names=None, *, decimals=3, max_depth=None):
                                       for name, v in importance.items()))
         lines.append("")
 
-    numbers = _rpart_numbers(tree)
+    numbers = _rpart_numbers(estimator, tree)
     for node in range(tree.n_nodes):
         depth = int(tree.depth[node])
         if max_depth is not None and depth > max_depth:
@@ -387,3 +452,537 @@ def _split_lines(tree, node, names, categories, decimals, improve_scale):
         out.append("  Majority direction (use_surrogate=2, for the cases no split routes): "
                    + where.get(int(tree.majority_left[node]), "?"))
     return out
+
+
+# --------------------------------------------------------------------------- shared
+
+class _View(NamedTuple):
+    """What the writers below read off a fitted estimator, after checking arguments."""
+
+    tree: object          # the Tree to write (``tree_``)
+    names: list           # feature names
+    categories: list      # level names per feature (None for a numeric feature)
+    classes: list | None  # class names to show (None for a regressor)
+
+
+def _view(estimator, feature_names, decimals, max_depth, caller, class_names=None):
+    tree, names = _checked(estimator, feature_names, decimals, max_depth, caller)
+    n_features = len(names)
+    categories = getattr(estimator, "categories_", None) or [None] * n_features
+    classes = getattr(estimator, "classes_", None)
+    if class_names is not None:
+        if classes is None:
+            raise ValueError("class_names is for classifiers: this "
+                             f"{type(estimator).__name__} predicts a number")
+        if isinstance(class_names, str) or not hasattr(class_names, "__len__"):
+            raise TypeError("class_names must be a sequence of names, one per class, got "
+                            f"{class_names!r}")
+        if len(class_names) != len(classes):
+            raise ValueError(f"class_names has {len(class_names)} entries but the estimator "
+                             f"has {len(classes)} classes ({', '.join(map(str, classes))})")
+        classes = class_names
+    classes = None if classes is None else [str(c) for c in classes]
+    return _View(tree, names, list(categories), classes)
+
+
+def _preorder(tree, max_depth, first_left=None):
+    """Node ids depth-first, the first child (left unless ``first_left`` says otherwise)
+    before the second, down to ``max_depth``."""
+    order, stack = [], [0]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        if tree.left[node] != LEAF and (max_depth is None or tree.depth[node] < max_depth):
+            a, b = int(tree.left[node]), int(tree.right[node])
+            if first_left is not None and not first_left[node]:
+                a, b = b, a
+            stack.append(b)
+            stack.append(a)
+    return order
+
+
+def _cut(tree, node, max_depth):
+    """Whether ``node`` is a split node whose children ``max_depth`` leaves out."""
+    return tree.left[node] != LEAF and max_depth is not None and tree.depth[node] >= max_depth
+
+
+def _probabilities(estimator, tree, node):
+    """p(j | t) under the fitted priors (the counts' shares without them)."""
+    priors = getattr(estimator, "priors_", None)
+    counts = tree.value[node]
+    if priors is not None:
+        totals = estimator.class_weight_totals_
+        counts = counts * np.divide(priors, totals, out=np.zeros_like(priors),
+                                    where=totals > 0)
+    total = counts.sum()
+    return counts / total if total > 0 else counts
+
+
+# --------------------------------------------------------------------------- rpart layout
+
+def _rpart_layout(estimator, feature_names, decimals, max_depth):
+    """The tree as R's ``print.rpart`` prints it::
+
+        n= 150
+
+        node), split, n, loss, yval, (yprob)
+              * denotes terminal node
+
+         1) root 150 100 setosa (0.333 0.333 0.333)
+           2) petal_length< 2.45 50   0 setosa (1.000 0.000 0.000) *
+           3) petal_length>=2.45 100  50 versicolor (0.000 0.500 0.500)
+           ...
+
+    One line per node, depth-first, indented two spaces per level: rpart's node number
+    (root 1, children 2k and 2k + 1, numbered and ordered as rpart orders them, see
+    :func:`_first_is_left`), the split leading to the node as rpart writes it
+    (``x< c`` and ``x>=c``; a level set ``x=a,b``; an ordinal feature by level names,
+    ``size<=small`` and ``size>=medium``), the number of learning cases, the
+    loss (classification: R(t) times the root's case weight, the weighted count of
+    misclassified cases under the default priors and costs; regression: the deviance
+    Σ w (y - ȳ(t))²), yval (the class, or the mean) and for classification p(j | t) in
+    the order of the classes; `` *`` ends a leaf. A case exactly at a cut point goes to
+    the ``<`` side here (``x <= c``), to the ``>=`` side in rpart; thresholds are
+    midpoints between learning values, so no learning case sits on one.
+    """
+    view = _view(estimator, feature_names, decimals, max_depth, "export_text")
+    tree = view.tree
+    w_root = float(tree.weighted_n_node_samples[0])
+    first_left = _first_is_left(estimator, tree)
+    numbers = _rpart_numbers(estimator, tree)
+    fmt = lambda x: _number(x, decimals)  # noqa: E731
+
+    split_text = {0: "root"}
+    for node in range(tree.n_nodes):
+        if tree.left[node] == LEAF:
+            continue
+        f = int(tree.feature[node])
+        name, levels = view.names[f], view.categories[f]
+        row = int(tree.level_row[node])
+        thr = float(tree.threshold[node])
+        if row >= 0:
+            left, right = (f"{name}={','.join(_levels_named(levels, _level_codes(bits)))}"
+                           for bits in tree.level_sets[row])
+        elif levels is not None and 0 <= thr < len(levels) - 1:
+            last = int(np.floor(thr))  # an ordinal feature: codes up to floor(thr) go left
+            left, right = f"{name}<={levels[last]}", f"{name}>={levels[last + 1]}"
+        else:
+            left, right = f"{name}< {fmt(thr)}", f"{name}>={fmt(thr)}"
+        split_text[int(tree.left[node])] = left
+        split_text[int(tree.right[node])] = right
+
+    order = _preorder(tree, max_depth, first_left)
+    loss = _column([float(tree.risk[i]) * w_root for i in order], decimals)
+    width_number = max(len(str(numbers[i])) for i in order)
+    if view.classes is not None:
+        yval = []
+        for i in order:
+            probs = " ".join(f"{p:.{decimals}f}" for p in _probabilities(estimator, tree, i))
+            yval.append(f"{view.classes[tree.label[i]]} ({probs})")
+        head = "node), split, n, loss, yval, (yprob)"
+    else:
+        yval = _column(tree.value[order, 0], decimals)
+        head = "node), split, n, deviance, yval"
+    lines = [f"n= {int(tree.n_node_samples[0])}", "", head, "      * denotes terminal node",
+             ""]
+    for i, node in enumerate(order):
+        line = (f"{'  ' * int(tree.depth[node])}{str(numbers[node]).rjust(width_number)}) "
+                f"{split_text[node]} {int(tree.n_node_samples[node])} "
+                f"{loss[i]} {yval[i]}")
+        if tree.left[node] == LEAF:
+            line += " *"
+        elif _cut(tree, node, max_depth):
+            line += " ..."
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _column(values, decimals):
+    """Numbers with the same decimals, as many as the value needing most (at most
+    ``decimals``), right-aligned to one width (R's ``format`` of a column)."""
+    values = [_settled(v) for v in values]
+    used = max(len(_number(v, decimals).partition(".")[2]) for v in values)
+    texts = [f"{v:.{used}f}" for v in values]
+    width = max(map(len, texts))
+    return [t.rjust(width) for t in texts]
+
+
+# --------------------------------------------------------------------------- rules
+
+class _Rule(NamedTuple):
+    """The path to one node as merged conditions: per feature in order of first use,
+    ``(lo, hi)`` (lo < x <= hi, None for an open end; level codes for an ordinal
+    feature) or a frozenset of level codes (a nominal feature)."""
+
+    node: int
+    conditions: dict
+
+
+def _rules(view, max_depth):
+    """One :class:`_Rule` per leaf (or per node at ``max_depth``), depth-first, left first."""
+    tree = view.tree
+    out = []
+    stack = [(0, {})]
+    while stack:
+        node, cond = stack.pop()
+        if tree.left[node] == LEAF or _cut(tree, node, max_depth):
+            out.append(_Rule(node, cond))
+            continue
+        f = int(tree.feature[node])
+        row = int(tree.level_row[node])
+        children = []
+        for side in (0, 1):
+            c = dict(cond)
+            if row >= 0:
+                codes = frozenset(_level_codes(tree.level_sets[row, side]))
+                c[f] = c[f] & codes if f in c else codes
+            else:
+                lo, hi = c.get(f, (None, None))
+                thr = float(tree.threshold[node])
+                if side == 0:
+                    hi = thr if hi is None else min(hi, thr)
+                else:
+                    lo = thr if lo is None else max(lo, thr)
+                c[f] = (lo, hi)
+            children.append((int(tree.left[node]) + side, c))
+        stack.append(children[1])
+        stack.append(children[0])
+    return out
+
+
+def _condition_text(view, f, cond, decimals):
+    name, levels = view.names[f], view.categories[f]
+    if isinstance(cond, frozenset):  # every level: a rule is exact, however long
+        return f"{name} in {{{', '.join(_levels_named(levels, sorted(cond)))}}}"
+    lo, hi = cond
+    if levels is not None:  # ordinal: thresholds between level codes
+        show = lambda t: str(levels[int(np.floor(t))])  # noqa: E731
+    else:
+        show = lambda t: _number(t, decimals)  # noqa: E731
+    if lo is not None and hi is not None:
+        return f"{show(lo)} < {name} <= {show(hi)}"
+    return f"{name} <= {show(hi)}" if lo is None else f"{name} > {show(lo)}"
+
+
+def export_rules(estimator, feature_names=None, *, decimals=3, max_depth=None,
+                 class_names=None, as_frame=False):
+    """One readable if/then rule per leaf of the fitted tree, left to right.
+
+    ::
+
+        if petal_length > 2.45 and petal_width <= 1.75 then class = versicolor (n=54, 49/54 = 0.907)
+
+    A rule joins the conditions on the path from the root with ``and``, several
+    conditions on one feature merged into one (``2.45 < petal_length <= 4.95``; a level
+    set is the intersection of the sets on the path, ``colour in {red, blue}``, listed
+    in full however long; an
+    ordinal feature reads in level names, ``small < size <= large``). The rule ends with
+    the node's prediction and support: for a classifier the class j*(t), the number of
+    learning cases n(t), and the weighted count of the predicted class out of the node's
+    weight with its share; for a regressor ``y = ȳ(t) (n=...)``. The rules of a tree
+    cover every complete case exactly once: a case satisfies the conditions of the one
+    leaf ``apply`` sends it to.
+
+    A case missing a split feature is routed by the node's surrogate splits, then by
+    the majority (docs/maths.md §8), so it can end in a leaf whose conditions it does
+    not satisfy; when the tree has surrogate splits or such cases, a last line says so.
+
+    Parameters
+    ----------
+    estimator : fitted CARTClassifier, CARTRegressor or their CV variants
+    feature_names : sequence of str, optional
+        As in :func:`export_text`.
+    decimals : int, default 3
+        Decimals of thresholds, counts, shares and means.
+    max_depth : int, optional
+        Stop at this depth: a node there that still splits gives one rule (its own
+        prediction), marked ``...``.
+    class_names : sequence of str, optional
+        Names shown for the classes, one per entry of ``classes_`` (classifiers only).
+    as_frame : bool, default False
+        Return a pandas DataFrame instead of text, one row per rule: ``node`` (its id
+        in ``tree_``), ``rule`` (the conditions joined with ``and``; empty for a tree
+        that is only its root), ``n``, ``weight``, ``prediction`` (class name or mean)
+        and, for a classifier, ``share`` (the predicted class's share of the weight).
+
+    Returns
+    -------
+    str (ending with a newline) or pandas.DataFrame
+    """
+    if not isinstance(as_frame, (bool, np.bool_)):
+        raise TypeError(f"as_frame must be True or False, got {as_frame!r}")
+    view = _view(estimator, feature_names, decimals, max_depth, "export_rules", class_names)
+    tree = view.tree
+    fmt = lambda x: _number(x, decimals)  # noqa: E731
+    rows, lines = [], []
+    for rule in _rules(view, max_depth):
+        node = rule.node
+        text = " and ".join(_condition_text(view, f, c, decimals)
+                            for f, c in rule.conditions.items())
+        n = int(tree.n_node_samples[node])
+        w = float(tree.weighted_n_node_samples[node])
+        row = {"node": node, "rule": text, "n": n, "weight": w}
+        if view.classes is not None:
+            label = int(tree.label[node])
+            count = float(tree.value[node, label])
+            row["prediction"] = view.classes[label]
+            row["share"] = count / w
+            tail = (f"class = {view.classes[label]} (n={n}, {fmt(count)}/{fmt(w)} = "
+                    f"{count / w:.{decimals}f})")
+        else:
+            row["prediction"] = float(tree.value[node, 0])
+            tail = f"y = {fmt(tree.value[node, 0])} (n={n}"
+            tail += ")" if w == n else f", weight {fmt(w)})"
+        rows.append(row)
+        line = f"if {text} then {tail}" if text else f"always: {tail}"
+        lines.append(line + (" ..." if _cut(tree, node, max_depth) else ""))
+    if as_frame:
+        import pandas as pd
+        return pd.DataFrame(rows)
+    internal = tree.left != LEAF
+    n_stop = int(np.count_nonzero(tree.n_primary[internal] < tree.n_node_samples[internal]))
+    if tree.has_surrogates or n_stop:
+        lines.append(f"Note: the rules read complete cases. A case missing a split feature "
+                     f"is routed by surrogate splits ({int(np.count_nonzero(tree.n_surrogates))}"
+                     f" nodes have some), then by the majority, and may end in a leaf whose "
+                     f"conditions it does not meet.")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- Graphviz
+
+#: Fill colours of the classes (cycled beyond ten), blended with white by purity.
+CLASS_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                 "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+#: Fill colour of the largest mean of a regression tree (white for the smallest).
+VALUE_COLOUR = "#e58139"
+
+
+def _dot_string(text):
+    """``text`` as a DOT double-quoted string: backslashes and quotes escaped, a line
+    break written as Graphviz's centred ``\\n``; ``<``, ``>`` and ``&`` need nothing
+    inside quotes (only HTML-like labels would read them)."""
+    text = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
+    return f'"{text}"'
+
+
+def _blend(colour, alpha):
+    """``colour`` (#rrggbb) mixed with white: alpha 0 is white, 1 the colour itself."""
+    alpha = min(max(float(alpha), 0.0), 1.0)
+    rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(255 - alpha * (255 - c)):02x}" for c in rgb)
+
+
+def _surrogate_lines(tree, node, view, decimals):
+    """The surrogate splits of a node as ``surrogate: <condition sent left> (agree a)``,
+    and how many of its cases miss the split feature."""
+    out = []
+    start = int(tree.surrogate_start[node])
+    for r in range(start, start + int(tree.n_surrogates[node])):
+        g = int(tree.surrogate_feature[r])
+        left, right = _conditions(tree, int(tree.surrogate_level_row[r]),
+                                  float(tree.surrogate_threshold[r]), view.names[g],
+                                  view.categories[g], decimals)
+        cond = left if int(tree.surrogate_level_row[r]) >= 0 or \
+            int(tree.surrogate_low_left[r]) else right
+        out.append(f"surrogate: {cond} (agree {tree.surrogate_agree[r]:.3f})")
+    missing = int(tree.n_node_samples[node]) - int(tree.n_primary[node])
+    if missing:
+        out.append(f"missing = {missing}")
+    return out
+
+
+def export_graphviz(estimator, feature_names=None, *, class_names=None, max_depth=None,
+                    decimals=3, filled=True, surrogates=False, rounded=True):
+    """The fitted tree as Graphviz DOT text (a ``digraph``); no Graphviz install needed
+    to make it (``dot -Tpng tree.dot -o tree.png`` draws it).
+
+    One box per node, named by its id in ``tree_``: a split node shows its question
+    (``petal_length <= 2.45``, or ``colour in {red, blue}`` naming the levels that go
+    left), then ``n = ...`` (and the weight when it differs), the class counts and the
+    class j*(t) (or ``value = ȳ(t)``). The edge to the left child is labelled ``yes``,
+    to the right child ``no``. Leaves have a double border. ``filled`` colours the
+    boxes: by class from :data:`CLASS_COLOURS`, paler the less pure the node (the
+    largest p(j | t) from 1/J, white, to 1); for a regressor from white (the smallest mean shown) to
+    :data:`VALUE_COLOUR` (the largest). A split node at ``max_depth`` gets one dashed
+    ``(...)`` child standing for its cut subtree. ``surrogates=True`` adds a node's
+    surrogate splits (each as the condition it sends left, with its agreement) and the
+    number of its cases missing the split feature. Names are escaped for DOT (quotes,
+    backslashes; a newline in a name becomes a line break).
+    """
+    for name, value in (("filled", filled), ("surrogates", surrogates), ("rounded", rounded)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+    view = _view(estimator, feature_names, decimals, max_depth, "export_graphviz",
+                 class_names)
+    tree = view.tree
+    fmt = lambda x: _number(x, decimals)  # noqa: E731
+    order = _preorder(tree, max_depth)
+    style = ", ".join(s for s, on in (("filled", filled), ("rounded", rounded)) if on)
+    lines = ["digraph Tree {",
+             f'node [shape=box{f", style={_dot_string(style)}" if style else ""}, '
+             'color="black", fontname="helvetica"] ;',
+             'edge [fontname="helvetica"] ;']
+    if view.classes is None and filled:
+        shown = tree.value[order, 0]
+        low, span = float(shown.min()), float(shown.max() - shown.min())
+    for node in order:
+        leaf = tree.left[node] == LEAF
+        label = []
+        if not leaf:
+            f = int(tree.feature[node])
+            label.append(_split_texts(tree, node, view.names[f], view.categories[f],
+                                      decimals)[0])
+            if surrogates:
+                label.extend(_surrogate_lines(tree, node, view, decimals))
+        n = int(tree.n_node_samples[node])
+        w = float(tree.weighted_n_node_samples[node])
+        label.append(f"n = {n}" + ("" if w == n else f" (weight {fmt(w)})"))
+        attrs = []
+        if view.classes is not None:
+            label.append("counts = [" + ", ".join(fmt(v) for v in tree.value[node]) + "]")
+            label.append(f"class = {view.classes[tree.label[node]]}")
+            if filled:
+                p = _probabilities(estimator, tree, node)
+                j = len(p)
+                alpha = (p.max() - 1 / j) / (1 - 1 / j) if j > 1 else 1.0
+                colour = CLASS_COLOURS[int(tree.label[node]) % len(CLASS_COLOURS)]
+                attrs.append(f'fillcolor="{_blend(colour, alpha)}"')
+        else:
+            label.append(f"value = {fmt(tree.value[node, 0])}")
+            if filled:
+                alpha = (float(tree.value[node, 0]) - low) / span if span > 0 else 1.0
+                attrs.append(f'fillcolor="{_blend(VALUE_COLOUR, alpha)}"')
+        if leaf:
+            attrs.append("peripheries=2")
+        lines.append(f"{node} [label={_dot_string(chr(10).join(label))}"
+                     + "".join(", " + a for a in attrs) + "] ;")
+        if node:
+            parent = int(tree.parent[node])
+            answer = "yes" if int(tree.left[parent]) == node else "no"
+            lines.append(f'{parent} -> {node} [label="{answer}"] ;')
+        if _cut(tree, node, max_depth):
+            lines.append(f'cut{node} [label="(...)", style="dashed"] ;')
+            lines.append(f"{node} -> cut{node} ;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- printcp
+
+def _r_format(values, digits):
+    """Numbers formatted together as R's ``format(x, digits=)`` does: enough significant
+    digits (at most ``digits``) for the value needing most, the same number of
+    decimals for all, scientific notation when that is narrower."""
+    values = [float(v) for v in values]
+    finite = [v for v in values if np.isfinite(v) and v != 0]
+    sig, decimals = 1, 0
+    for v in finite:
+        mantissa, exponent = f"{abs(v):.{digits - 1}e}".split("e")
+        used = len(mantissa.replace(".", "").rstrip("0")) or 1
+        sig = max(sig, used)
+        decimals = max(decimals, used - 1 - int(exponent))
+    fixed = [f"{v:.{decimals}f}" if np.isfinite(v) else str(v) for v in values]
+    sci = [f"{v:.{sig - 1}e}" if np.isfinite(v) else str(v) for v in values]
+    if max(map(len, fixed), default=0) > max(map(len, sci), default=0):
+        return sci
+    return fixed
+
+
+def format_cp(cv_estimator, digits=5):
+    """The pruning (and cross-validation) table as R's ``printcp`` prints it::
+
+        Classification tree:
+
+        Variables actually used in tree construction:
+        [1] petal_length petal_width
+
+        Root node error: 100/150 = 0.66667
+
+        n= 150
+
+             CP nsplit rel error xerror     xstd
+        1 0.500      0      1.00   1.19 0.049592
+        ...
+
+    One row per subtree T_k of the pruning sequence, the root first: CP = α_k / R(root)
+    (rpart's complexity parameter), nsplit = |T~_k| - 1, rel error = R(T_k) / R(root)
+    and, for the CV estimators, xerror = R^CV(T_k) / R(root) and xstd = SE / R(root)
+    (``cv_results_``); a last line names the row the selection rule chose. The variables
+    are those split on in T_1, the largest tree of the sequence, sorted; the root node
+    error is R(root)
+    times the root's weight (rpart's ``dev``: misclassified weight, or the sum of squares)
+    over the number of cases. Each column is formatted like R's with ``digits``
+    significant digits. A plain estimator prints its cost-complexity path (CP, nsplit,
+    rel error).
+    """
+    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or \
+            not 1 <= digits <= 15:
+        raise ValueError(f"digits must be an integer from 1 to 15, got {digits!r}")
+    if not hasattr(cv_estimator, "cost_complexity_path"):
+        raise TypeError("format_cp needs a cartjit estimator (CARTClassifierCV, "
+                        f"CARTRegressorCV, CARTClassifier, CARTRegressor), got "
+                        f"{type(cv_estimator).__name__}")
+    tree, names = _checked(cv_estimator, None, 0, None, "format_cp")
+    table = getattr(cv_estimator, "cv_results_", None)
+    is_cv = table is not None
+    if not is_cv:
+        table = cv_estimator.cost_complexity_path()
+    table = table.sort_values("alpha", ascending=False, kind="stable")
+    # the largest tree of the sequence, T_1 = T(0) (T_max without its splits that lower
+    # no risk), as rpart's own fit
+    grown = cv_estimator.prune(0.0).tree_ if hasattr(cv_estimator, "tree_max_") else tree
+    used = sorted({names[f] for f in grown.feature[grown.left != LEAF].tolist()})
+
+    kind = "Classification" if getattr(cv_estimator, "classes_", None) is not None \
+        else "Regression"
+    lines = [f"{kind} tree:", ""]
+    if used:
+        lines.append("Variables actually used in tree construction:")
+        lines.extend(_r_vector(used))
+        lines.append("")
+    n = int(tree.n_node_samples[0])
+    dev = float(tree.risk[0]) * float(tree.weighted_n_node_samples[0])
+    lines.append(f"Root node error: {_r_format([dev], digits)[0]}/{n} = "
+                 f"{_r_format([dev / n], digits)[0]}")
+    lines += ["", f"n= {n}", ""]
+
+    columns = [("CP", _r_format(table["cp"], digits)),
+               ("nsplit", [str(int(v) - 1) for v in table["n_leaves"]]),
+               ("rel error", _r_format(table["rel_error"], digits))]
+    if is_cv:
+        columns += [("xerror", _r_format(table["xerror"], digits)),
+                    ("xstd", _r_format(table["xstd"], digits))]
+    rows = [str(i + 1) for i in range(len(table))]
+    width = max(map(len, rows))
+    widths = [max(len(head), *map(len, cells)) for head, cells in columns]
+    lines.append(" " * width + "".join(" " + head.rjust(w)
+                                       for (head, _), w in zip(columns, widths)))
+    for i, row in enumerate(rows):
+        lines.append(row.ljust(width) + "".join(" " + cells[i].rjust(w)
+                                                for (_, cells), w in zip(columns, widths)))
+    if is_cv:
+        chosen = int(np.flatnonzero(table["selected"].to_numpy())[0])
+        lines += ["", f"Selected by selection={cv_estimator.selection!r}: row {chosen + 1} "
+                      f"(nsplit {columns[1][1][chosen]}, CP "
+                      f"{columns[0][1][chosen].strip()})"]
+    return "\n".join(lines) + "\n"
+
+
+def _r_vector(words, width=80):
+    """A character vector as R prints it without quotes: items padded to one width,
+    lines led by the index of their first item (``[1]``)."""
+    size = max(map(len, words))
+    lead = len(f"[{len(words)}]")
+    per_line = max(1, (width - lead) // (size + 1))
+    out = []
+    for start in range(0, len(words), per_line):
+        items = " ".join(w.ljust(size) for w in words[start:start + per_line])
+        out.append(f"[{start + 1}]".rjust(lead) + " " + items.rstrip())
+    return out
+
+
+def print_cp(cv_estimator, digits=5, file=None):
+    """Print :func:`format_cp` (to ``file``, default standard output)."""
+    print(format_cp(cv_estimator, digits), end="", file=file)

@@ -367,12 +367,12 @@ def test_runner_layout_has_no_cycle_and_engine_never_imports_it():
     assert set(runner) >= {f"cartjit.experiments.{m}" for m in
                            ("config", "data", "cells", "backends", "store", "reports", "run")}
     # the runner uses the public engine only (estimators, datasets, the memory limit, the
-    # kernel cache's state for its warm-up, and the estimators' input encoding, so that
-    # categorical columns are coded exactly as a fit codes them)
+    # kernel cache's state for its warm-up, the estimators' input encoding, so that
+    # categorical columns are coded exactly as a fit codes them, and the plots' look)
     engine_used = {m for deps in runner.values() for m in deps
                    if m.startswith("cartjit.") and not m.startswith("cartjit.experiments")}
     assert engine_used <= {"cartjit.estimators", "cartjit.datasets", "cartjit._limits",
-                           "cartjit._cache", "cartjit._encoding",
+                           "cartjit._cache", "cartjit._encoding", "cartjit.plotting",
                            "cartjit.__version__"}, engine_used
     # no cycle among the runner's modules
     graph = {m: {d for d in deps if d in runner} for m, deps in runner.items()}

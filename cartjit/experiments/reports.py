@@ -289,9 +289,14 @@ def plot_group(table, title, path):
     When the interesting trees sit in a narrow band of R^CV (as on iris, where the
     one- and two-leaf trees have R^CV near 0.5-1 and the others near 0.05), a second
     panel zooms on the trees whose best R^CV is within twice the overall minimum.
+    The look is :func:`cartjit.plotting.plot_cv`'s: the same colours (V in the order of
+    the class colours), bars, resubstitution line, grid and size axis.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+
+    from ..plotting import (ERRORBAR_STYLE, RESUB_STYLE, class_color, size_axis,
+                            style_axes)
 
     leaves = table["n_leaves"].to_numpy(dtype=float)
     Vs = [(int(c[1:].split("_")[0]), c.endswith("_loo")) for c in table.columns
@@ -304,20 +309,17 @@ def plot_group(table, title, path):
     n = len(Vs)
     for panel, ax in enumerate(axes):
         rows = np.arange(len(table)) if panel == 0 else zoom
+        style_axes(ax)
         for i, (V, loo) in enumerate(Vs):
             y = table[f"V{V}_loo" if loo else f"V{V}_mean"].to_numpy()[rows]
             se = table[f"V{V}_loo_se" if loo else f"V{V}_se"].to_numpy()[rows]
             off = i - (n - 1) / 2  # small offsets keep the error bars apart
             x = leaves[rows] * (1.0 + 0.012 * off) if log_x else leaves[rows] + 0.06 * off
-            ax.errorbar(x, y, yerr=se, marker="o", markersize=3.5, linewidth=1.2,
-                        capsize=2.5, color=f"C{i}",
-                        label=f"V = {V} (LOO)" if loo else f"V = {V}")
-        ax.plot(leaves[rows], table["risk"].to_numpy()[rows], color="0.5", linestyle="--",
-                linewidth=1, label="$R(T_k)$ (resubstitution)")
-        if log_x:
-            ax.set_xscale("log")
-        ax.set_xlabel("number of leaves $|\\tilde T_k|$")
-        ax.grid(True, alpha=0.3)
+            ax.errorbar(x, y, yerr=se, color=class_color(i),
+                        label=f"V = {V} (LOO)" if loo else f"V = {V}", **ERRORBAR_STYLE)
+        ax.plot(leaves[rows], table["risk"].to_numpy()[rows],
+                label="$R(T_k)$ (resubstitution)", **RESUB_STYLE)
+        size_axis(ax, leaves, log=log_x)
         if panel == 0:
             ax.set_ylabel("$R^{CV}(T_k)$, mean over repeats; bars ± 1 SE")
             ax.set_title(title, fontsize=10)
