@@ -196,7 +196,8 @@ def build_parser():
                       help="print the tree as Graphviz DOT text instead (render it with "
                            "'dot -Tpng')")
     form.add_argument("--layout", choices=("tree", "rpart"), default="tree",
-                      help="the text layout: tree (default) or rpart (as R's print.rpart)")
+                      help="the text layout: tree (default) or rpart (as R's print.rpart, "
+                           "and the pruning table as its printcp)")
     show.add_argument("--plot", metavar="OUT.png",
                       help="also draw the tree into this image file (needs matplotlib)")
     show.add_argument("--overwrite", action="store_true",
@@ -221,6 +222,9 @@ def build_parser():
                      help="the model file to write (suffix .cartjit by convention)")
     fit.add_argument("--overwrite", action="store_true",
                      help="replace MODEL if it exists (refused otherwise)")
+    fit.add_argument("--layout", choices=("tree", "rpart"), default="tree",
+                     help="how to print the tree and its pruning table: tree (default) or "
+                          "rpart (as R's print.rpart and printcp)")
     fit.add_argument("--quiet", "-q", action="store_true",
                      help="print nothing but errors")
 
@@ -423,9 +427,14 @@ def _print_estimator(est, args, command, header):
 
 
 def _print_pruning(est, args):
-    """The cross-validation table of a CV estimator, else the pruning sequence."""
+    """The cross-validation table of a CV estimator, else the pruning sequence; rpart's
+    printcp table with ``--layout rpart``."""
     import numpy as np
 
+    if args.layout == "rpart":
+        from .export import format_cp
+        print(format_cp(est), end="")
+        return
     if hasattr(est, "cv_results_"):
         table = est.cv_results_.drop(columns=["cv_std"])
         print(f"Pruning sequence with {est.n_folds_}-fold cross-validation "
@@ -540,7 +549,8 @@ def _cmd_fit(args):
         print("\n".join(_data_header(ds, est, features)))
         print()
         from .export import export_text
-        print(export_text(est, decimals=args.decimals), end="")
+        layout = {"layout": "rpart"} if args.layout == "rpart" else {}
+        print(export_text(est, decimals=args.decimals, **layout), end="")
         print()
         _print_pruning(est, args)
         print()

@@ -38,6 +38,19 @@ def one_line_error(capsys, command):
     return errors[0]
 
 
+def test_fit_with_the_rpart_layout(tmp_path, golf_csv, capsys):
+    export = pytest.importorskip("cartjit.export")
+    if not hasattr(export, "format_cp"):
+        pytest.skip("format_cp is not in this cartjit.export")
+    model = tmp_path / "golf.cartjit"
+    assert main(["fit", str(golf_csv), "--target", "play", "--cv", "3", "--layout", "rpart",
+                 "-o", str(model)]) == 0
+    out = capsys.readouterr().out
+    est = load(model)
+    assert export.export_text(est, layout="rpart") in out
+    assert export.format_cp(est) in out and "xerror" in out
+
+
 def test_fit_csv_prints_the_cv_table_and_saves_the_model(tmp_path, capsys):
     ds = load_dataset("iris")
     ds.frame.to_csv(tmp_path / "iris.csv", index=False)
@@ -199,7 +212,9 @@ def test_show_rules_dot_and_layout_of_a_model(tmp_path, golf_csv, capsys):
     dot = capsys.readouterr().out
     assert dot == export.export_graphviz(est) and dot.lstrip().startswith("digraph")
     assert main(["show", str(model), "--layout", "rpart"]) == 0
-    assert export.export_text(est, layout="rpart") in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert export.export_text(est, layout="rpart") in shown
+    assert export.format_cp(est) in shown and "Root node error: 4/10" in shown
 
 
 def test_show_plot_of_a_model(tmp_path, golf_csv, capsys):
