@@ -460,9 +460,9 @@ def _plot(est, args, command):
         return _error(command, f"--plot: {problem}")
     try:
         from .plotting import plot_tree
+        ax = plot_tree(est)
     except ImportError as exc:
-        return _error(command, f"--plot needs matplotlib and cartjit.plotting ({exc})")
-    ax = plot_tree(est)
+        return _error(command, f"--plot needs matplotlib (pip install matplotlib): {exc}")
     fig = ax.figure
     directory = os.path.dirname(os.path.abspath(target))
     suffix = os.path.splitext(target)[1]
@@ -561,7 +561,6 @@ def _cmd_fit(args):
 def _cmd_predict(args):
     import os
 
-    import numpy as np
     import pandas as pd
 
     from .experiments.config import format_from_extension
@@ -594,11 +593,11 @@ def _cmd_predict(args):
             return _error("predict", f"{args.dataset!r} lacks the feature column(s) "
                                      f"{', '.join(map(repr, absent))} of the model")
         X = frame[list(names)]
-    elif frame.shape[1] == est.n_features_in_:
-        X = frame.to_numpy(dtype=np.float64)
-    else:
+    elif frame.shape[1] != est.n_features_in_:
         return _error("predict", f"the model was fitted on {est.n_features_in_} unnamed "
                                  f"features; {args.dataset!r} has {frame.shape[1]} columns")
+    else:  # a model fitted on a NumPy array: the columns in order, numbers only
+        X = frame.to_numpy()
     _announce_compile()
     try:
         out = pd.DataFrame({"prediction": est.predict(X)})

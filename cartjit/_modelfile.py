@@ -35,7 +35,6 @@ import json
 import math
 import os
 import pathlib
-import re
 import struct
 import tempfile
 import zipfile
@@ -362,7 +361,7 @@ def _read_zip(data, where):
             _fail(where, f"the members declare {total} bytes, more than the file's "
                          f"{len(data)}: the file is damaged")
         meta = _read_meta(zf.read(_META), where)
-        expected = {n + ".npy" for n in _expected_members(meta, where)}
+        expected = {n + ".npy" for n in _expected_members(meta)}
         missing = sorted(expected - set(names))
         extra = sorted(set(names) - expected - {_META})
         if missing:
@@ -472,7 +471,7 @@ def _check_depth(value, where, depth=0):
             _check_depth(v, where, depth + 1)
 
 
-def _expected_members(meta, where):
+def _expected_members(meta):
     prefixes = ("tree_max",) if meta["tree_is_tree_max"] else ("tree", "tree_max")
     names = [f"{prefix}/{name}" for prefix in prefixes for name in Tree._fields]
     if meta["estimator"].startswith("CARTClassifier"):

@@ -188,6 +188,23 @@ def test_errors_exit_2_with_one_line(tmp_path, golf_csv, capsys):
                                             "other.csv"]
 
 
+def test_predict_with_a_model_fitted_on_a_numpy_array(tmp_path, capsys):
+    from cartjit import CARTClassifier, save
+
+    ds = load_dataset("iris")
+    X = ds.frame[list(ds.features)].to_numpy(dtype=np.float64)
+    est = CARTClassifier(max_depth=2).fit(X, ds.frame["species"])
+    model = save(est, tmp_path / "np.cartjit")
+    data = tmp_path / "x.csv"
+    pd.DataFrame(X, columns=["a", "b", "c", "d"]).to_csv(data, index=False)
+    assert main(["predict", str(model), str(data)]) == 0
+    got = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out))["prediction"]
+    assert got.tolist() == est.predict(X).tolist()
+    pd.DataFrame(X[:, :3]).to_csv(data, index=False)
+    assert main(["predict", str(model), str(data)]) == 2
+    assert "fitted on 4 unnamed features" in one_line_error(capsys, "predict")
+
+
 def test_predict_proba_of_a_regression_model(tmp_path, capsys):
     frame, target = potato_frame()
     frame.to_csv(tmp_path / "p.csv", index=False)

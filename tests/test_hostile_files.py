@@ -258,8 +258,8 @@ def declare_size(data, name, size):
 
 #: Member names of each base (the same for every file of an estimator class).
 MEMBER_NAMES = {
-    name: [m + ".npy" for m in _expected_members({"estimator": cls, "tree_is_tree_max": same},
-                                                 "")] + ["metadata.json"]
+    name: [m + ".npy" for m in _expected_members({"estimator": cls, "tree_is_tree_max": same})]
+    + ["metadata.json"]
     for name, (cls, same) in {"classifier-surrogates": ("CARTClassifier", True),
                               "regressor-cv": ("CARTRegressorCV", False),
                               "classifier-cv-categorical": ("CARTClassifierCV", False),

@@ -92,6 +92,32 @@ def test_round_trip(estimators, saved, name):
     check_same_estimator(est, load(saved[name]), X)
 
 
+def test_round_trip_of_every_feature_encoding(tmp_path):
+    # levels of every kind a column can give: ints, floats, bools, strings (object,
+    # pandas string, category), an ordered category (ordinal), a listed integer column
+    rng = np.random.default_rng(3)
+    n = 80
+    frame = pd.DataFrame({
+        "icat": pd.Categorical(rng.integers(0, 4, n)),
+        "fcat": pd.Categorical(rng.choice([0.5, 1.5, 2.5], n)),
+        "b": rng.random(n) > 0.5,
+        "s": pd.Series(rng.choice(["a", "b", "c"], n), dtype="string"),
+        "o": pd.Categorical(rng.choice(["lo", "mid", "hi"], n),
+                            categories=["lo", "mid", "hi"], ordered=True),
+        "num": rng.random(n),
+        "listed": rng.integers(0, 3, n),
+    })
+    y = rng.integers(0, 3, n) * 1.5 + frame["num"].to_numpy()
+    est = cartjit.CARTRegressor(categorical_features=["icat", "fcat", "b", "s", "listed"],
+                                min_samples_leaf=3).fit(frame, y)
+    kinds = est._encoding.kind.tolist()
+    assert kinds == [1, 1, 1, 1, 2, 0, 1]  # nominal except o (ordinal) and num
+    loaded = load(save(est, tmp_path / "m.cartjit"))
+    assert loaded._encoding.family == est._encoding.family
+    np.testing.assert_array_equal(loaded._encoding.kind, est._encoding.kind)
+    check_same_estimator(est, loaded, frame)
+
+
 def test_the_fixtures_cover_subset_splits_and_surrogates(estimators):
     kinds = {name: (est.tree_max_.has_subset_splits, est.tree_max_.has_surrogates)
              for name, (est, _) in estimators.items()}
