@@ -117,8 +117,9 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="cartjit",
         description="CART classification and regression trees (Breiman et al. 1984) with "
-                    "Numba kernels: run cross-validation experiments from TOML configs and "
-                    "print fitted trees.",
+                    "Numba kernels: run cross-validation experiments from TOML configs, "
+                    "fit trees on CSV/Parquet files and save them as model files, predict "
+                    "with them, and print or draw them.",
         epilog="Run 'cartjit COMMAND --help' for the options of a command.")
     parser.add_argument("--version", action="version", version=f"cartjit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
