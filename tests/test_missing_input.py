@@ -433,14 +433,19 @@ def test_summary_of_a_fitted_classifier_states_its_counts():
                             r"\(0 missing\)", line) for line in root)
     assert "  left son=1 (50 obs) right son=2 (100 obs)" in root
     assert "  predicted class=setosa  expected loss=0.667  P(node)=1" in root
-    # rpart numbering: the children of rpart node k are 2k and 2k + 1
+    # rpart numbering: the children of rpart node k are 2k and 2k + 1, 2k the child with
+    # the smaller mean class number (rpart's order of the two sides)
     number = {}
     for node, lines in blocks.items():
         number[node] = int(re.match(r"Node \d+ \(rpart (\d+)\)", lines[0]).group(1))
     for node in range(t.n_nodes):
         if t.left[node] != LEAF:
-            assert number[int(t.left[node])] == 2 * number[node]
-            assert number[int(t.right[node])] == 2 * number[node] + 1
+            kids = [int(t.left[node]), int(t.right[node])]
+            assert sorted(number[k] for k in kids) == [2 * number[node], 2 * number[node] + 1]
+            means = [float(np.arange(3) @ t.value[k]) / float(t.value[k].sum()) for k in kids]
+            if means[0] != means[1]:
+                smaller = kids[int(np.argmin(means))]
+                assert number[smaller] == 2 * number[node]
         assert f": {int(t.n_node_samples[node])} observations" in blocks[node][0]
     assert "Variable importance (rpart's, in % of the total):" in text
     assert export_text(est, details=True) == text

@@ -218,7 +218,7 @@ print(json.dumps(counts))
 #: cache, so for them only "not more than one" can be checked.)
 _REACHED = ("_builder._search", "_builder._choose", "_builder._children",
             "_builder._partition", "_builder._root", "_builder._pack_labels",
-            "_presort._sorted_ties", "_presort._dense_ranks", "_presort._subset_rows",
+            "_presort._sort_features", "_presort._dense_ranks", "_presort._subset_rows",
             "_predict.heldout_losses")
 
 
