@@ -21,7 +21,12 @@ presorts, grows the trees, scores them, selects k* and returns a :class:`CVResul
    SE = sqrt(Σ w l² - (Σ w l)² / W) / W over the per-case losses l, which is the
    binomial sqrt(R (1 - R) / N) in the 0-1, empirical-prior, unit-weight case.
 5. Selection: "min" takes the smallest R^CV (ties: the smaller tree); "1se" (or m-SE
-   with a number m) the smallest tree with R^CV <= min + m SE.
+   with a number m) the smallest tree with R^CV <= min + m SE. With rpart's ``cp`` given,
+   only T(cp R(root)) and its subtrees are candidates (:func:`first_candidate`).
+6. Optionally, the per-case predictions behind R^CV (rpart's ``xpred.rpart``): the same
+   held-out descent records, for every case and every α'_k, the node of its fold tree
+   where it ends (:func:`heldout_nodes`), and :func:`fold_predictions` reads the fold
+   trees' labels, class probabilities or means there.
 
 Fold trees use the same parameters as the full tree. With empirical priors a fold tree
 uses its own class proportions (what rpart does); with given priors, the given π.
@@ -39,15 +44,22 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._config import jit
 from ._presort import presort, subset_keys
 from ._fit import fit_tree
 from ._limits import check_allocation
-from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
-from ._pruning import midpoints, path_table
+from ._predict import routing_of, route, FoldTree, HeldOut, LossTable, heldout_losses
+from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
 from ._scaling import normalise
 
 __all__ = ["cross_validate", "CVResult", "make_folds", "FoldPlan", "grow_cv_trees",
-           "score_fold_trees", "select_index", "SELECTION_TIE_RTOL"]
+           "score_fold_trees", "select_index", "first_candidate", "heldout_nodes",
+           "fold_predictions", "fold_tree_arrays", "SELECTION_TIE_RTOL",
+           "CV_PREDICTIONS"]
+
+#: The values of ``cv_predictions``: none kept, the predictions, the predictions and
+#: (classification) the class probabilities.
+CV_PREDICTIONS = (False, True, "proba")
 
 #: R^CV values within this relative distance of the minimum count as ties (the
 #: smaller tree wins).
@@ -78,11 +90,22 @@ class CVResult(NamedTuple):
     n_folds: int             # V
     folds: np.ndarray        # int64 (n_repeats, n_rows): fold of each row, -1: no part
     fold_alphas: list        # [repeat][fold]: the α sequence of each fold tree
+    predictions: np.ndarray | None = None  # (n_rows, K') per-case CV predictions
+    proba: np.ndarray | None = None        # (n_rows, K', J) their class probabilities
 
 
 def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_repeats=1,
-                   random_state=0, rows=None, labels=None, n_threads=1):
-    """Grow T_max, cross-validate its pruning sequence and select k* (steps 1-5 above).
+                   random_state=0, rows=None, labels=None, n_threads=1, cp=None,
+                   predictions=False):
+    """Grow T_max, cross-validate its pruning sequence and select k* (steps 1-6 above).
+
+    ``cp`` (rpart's relative complexity, None: 0) keeps the rows k >= k_c of the
+    sequence, T_{k_c} = T(cp R(root)) (:func:`first_candidate`): the table, the risks,
+    the selection and the predictions cover those rows only. ``predictions`` (one of
+    :data:`CV_PREDICTIONS`) asks for the per-case predictions of step 6 (one repeat
+    only); ``CVResult.predictions`` is over the caller's rows: class indices (-1 for a
+    row that takes no part) or values (NaN), and with ``"proba"`` ``CVResult.proba``
+    the class probabilities (NaN).
 
     ``problem`` holds the cases that take part (positive weight). ``rows`` is a boolean
     mask over the caller's rows marking them (``None``: every row takes part), and
@@ -123,14 +146,30 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     cv_risk, cv_se = score_fold_trees(problem, settings, [f.tree for f in fold_fits], plan,
                                       alphas, priors=fitted.priors,
                                       class_totals=fitted.class_totals, n_threads=n_threads)
+    root = float(fitted.tree.risk[0])
+    first = 0 if cp is None else first_candidate(alphas, cp * root, root)
+    pred = proba = None
+    if predictions:
+        pred, proba = fold_predictions(problem, fold_fits, plan, alphas[first:],
+                                       use_surrogate=settings.use_surrogate,
+                                       proba=predictions == "proba", n_threads=n_threads,
+                                       full_alphas=alphas)
+        if rows is not None:
+            pred, proba = _over_rows(pred, rows), _over_rows(proba, rows)
+    if first:
+        alphas, n_leaves, tree_risk = alphas[first:], n_leaves[first:], tree_risk[first:]
+        cv_risk, cv_se = cv_risk[:, first:], cv_se[:, first:]
     risk_mean = cv_risk.mean(axis=0)
     se_mean = cv_se.mean(axis=0)
     std = (cv_risk.std(axis=0, ddof=1) if cv_risk.shape[0] > 1
            else np.full_like(risk_mean, np.nan))
     k = select_index(risk_mean, se_mean, selection)
 
-    root = float(fitted.tree.risk[0])
     table = path_table(alphas, n_leaves, tree_risk, root)
+    if first:
+        table["k"] += first
+        # α'_k of the kept rows are those of the whole sequence (the last one is +inf)
+        table["alpha_prime"] = midpoints(fitted.path[0])[first:]
     table["cv_risk"] = risk_mean
     table["cv_se"] = se_mean
     table["cv_std"] = std
@@ -146,7 +185,125 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     fold_alphas = [[fold_fits[r * n_f + v].path[0] for v in range(n_f)]
                    for r in range(n_rep)]
     return CVResult(fitted, table, cv_risk, cv_se, int(k), float(alphas[k]), plan.n_folds,
-                    folds, fold_alphas)
+                    folds, fold_alphas, pred, proba)
+
+
+def first_candidate(alphas, alpha, root_risk):
+    """Row index k_c (0-based) of T(alpha) in the sequence ``alphas`` (α_1 = 0 < α_2 <
+    …): the last α_k at most ``alpha (1 + ALPHA_RTOL) + ALPHA_ATOL R(root)``, the
+    tolerance of :func:`cartjit._pruning.keeps_split`, so that T_{k_c} is the tree
+    ``prune(alpha)`` gives (a node collapses at its α_k, stored as the same double)."""
+    bound = alpha + ALPHA_RTOL * alpha + ALPHA_ATOL * abs(root_risk)
+    return int(np.searchsorted(alphas, bound, side="right")) - 1
+
+
+def _over_rows(values, rows):
+    """``values`` over the cases that take part, spread over the caller's ``rows`` (a
+    boolean mask); the other rows get -1 (integers) or NaN."""
+    if values is None:
+        return None
+    fill = -1 if values.dtype.kind == "i" else np.nan
+    out = np.full((rows.shape[0],) + values.shape[1:], fill, dtype=values.dtype)
+    out[rows] = values
+    return out
+
+
+@jit
+def heldout_nodes(tree, X, rows, alphas, out):
+    """Cross-validated predictions: the node of a fold tree where each held-out row
+    ends in T(α) for every α in ``alphas`` (increasing), written to ``out[i, k]``.
+
+    The descent of :func:`cartjit._predict.heldout_losses` (rpart's ``rundown``): at each
+    node t on the row's path the α in [alpha[t], α of the previous node) have t as the
+    row's end node, and a row that stops at t (a missing value that nothing routes) ends
+    there for every smaller α too. Each row is written once per α, O(depth + K).
+
+    Parameters
+    ----------
+    tree : FoldTree (its ``label`` and ``value`` are not read).
+    X : float64 (n, p), every case; rows : int64, the held-out rows of X.
+    alphas : float64 (K,), increasing. out : int32 (n, K), rows ``rows`` are written.
+    """
+    feature, threshold, left, alpha = tree.feature, tree.threshold, tree.left, tree.alpha
+    routing = tree.routing
+    n_alpha = alphas.shape[0]
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        node = 0
+        hi = n_alpha
+        stopped = False
+        while True:
+            lo = 0 if stopped else hi
+            while lo > 0 and alphas[lo - 1] >= alpha[node]:
+                lo -= 1
+            for k in range(lo, hi):
+                out[i, k] = node
+            hi = lo
+            child = left[node]
+            if hi == 0 or child < 0 or stopped:
+                break
+            d = route(X, i, node, feature, threshold, routing)
+            if d < 0:
+                stopped = True
+            else:
+                node = child + d
+
+
+def fold_tree_arrays(tree, use_surrogate, value=None):
+    """The :class:`cartjit._predict.FoldTree` of a fitted tree (``value``: its node values
+    in the kernels' units for regression; default the tree's own)."""
+    label = tree.label if value is None else np.empty(0, dtype=np.int32)
+    return FoldTree(tree.feature, tree.threshold, tree.left, tree.alpha, label,
+                    tree.value if value is None else value, routing_of(tree, use_surrogate))
+
+
+def fold_predictions(problem, fold_fits, plan, alphas, *, use_surrogate, proba=False,
+                     n_threads=1, full_alphas=None):
+    """Per-case cross-validated predictions (step 6; rpart's ``xpred.rpart``).
+
+    For every case i (of ``problem``) and every k, what the tree of i's fold pruned at
+    α'_k predicts for it: α'_k the midpoints of ``full_alphas`` (default ``alphas``)
+    at the positions of ``alphas`` (the last sequence rows). Returns ``(pred, proba)``:
+    class indices (int64) or means (float64), shape (n, K); with ``proba`` the class
+    probabilities p(j | t) of each fold tree's end node, with that fold tree's priors
+    (n, K, J), else None. Cases are routed as ``use_surrogate`` says. One repeat only.
+    """
+    if plan.folds.shape[0] != 1:
+        raise ValueError("cv_predictions needs a single partition: use n_repeats=1")
+    full = alphas if full_alphas is None else full_alphas
+    points = midpoints(np.asarray(full, dtype=np.float64))[full.shape[0] - alphas.shape[0]:]
+    n, K = problem.X.shape[0], points.shape[0]
+    J = problem.n_classes
+    check_allocation(n * K * (4 + 8 + (8 * J if proba else 0)),
+                     f"cross-validated predictions of {n} cases at {K} values of alpha",
+                     "use cv_predictions=False, or a cp that keeps fewer rows")
+    nodes = np.zeros((n, K), dtype=np.int32)
+    tasks = [(v, fold_fits[v].tree, np.flatnonzero(plan.folds[0] == v).astype(np.int64))
+             for v in range(plan.n_folds)]
+
+    def run(task):
+        _, t, held = task
+        heldout_nodes(fold_tree_arrays(t, use_surrogate), problem.X, held, points, nodes)
+
+    if problem.X.size < FOLD_THREADS_MIN_VALUES:
+        n_threads = 1
+    _run_tasks(run, tasks, n_threads)  # every fold writes its own rows of nodes
+    cls = problem.is_classification
+    pred = np.empty((n, K), dtype=np.int64 if cls else np.float64)
+    prob = np.empty((n, K, J)) if proba and cls else None
+    for v, t, held in tasks:
+        at = nodes[held]
+        if cls:
+            pred[held] = t.label[at]
+            if prob is not None:
+                f = fold_fits[v]
+                factor = np.divide(f.priors, f.class_totals, out=np.zeros(J),
+                                   where=f.class_totals > 0)
+                scaled = t.value[at] * factor
+                prob[held] = scaled / scaled.sum(axis=2, keepdims=True)
+        else:
+            pred[held] = t.value[at, 0]
+    return pred, prob
 
 
 def _check_cv_int(cv, n):
@@ -352,10 +509,9 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         rows = np.flatnonzero(plan.folds[r] == v).astype(np.int64)
         out_sum = np.zeros(alpha_prime.shape[0])
         out_sq = np.zeros(alpha_prime.shape[0])
-        label = t.label if problem.is_classification else np.empty(0, dtype=np.int32)
-        value = t.value if problem.is_classification else t.value / scale.y
-        heldout_losses(FoldTree(t.feature, t.threshold, t.left, t.alpha, label, value,
-                                routing_of(t, settings.use_surrogate)),
+        heldout_losses(fold_tree_arrays(t, settings.use_surrogate,
+                                        None if problem.is_classification
+                                        else t.value / scale.y),
                        HeldOut(problem.X, rows, problem.y_class, problem.y_reg, problem.w,
                                problem.unit_weights),
                        LossTable(class_scale, cost, alpha_prime, out_sum, out_sq))
