@@ -842,6 +842,15 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         risk). α is compared with the stored per-node α with a relative slack of 1e-9
         (see :meth:`prune`), so an α_k of the path or a book's fraction such as 1/75
         gives the tree of that step.
+    cp : float or None, default None
+        rpart's relative complexity: the pruned subtree T(α) with α = cp · R(root),
+        R(root) the resubstitution risk of the root under the fitted priors and costs
+        (the scale of the ``cp`` column of :meth:`cost_complexity_path`; for a regressor
+        the variance of y). ``CARTClassifier(cp=c)`` gives the tree of R's
+        ``prune(rpart(..., cp = 0), cp = c)`` wherever rpart's CP table is the exact
+        sequence (docs/rpart.md). Unlike rpart's ``cp`` it does not stop the growth:
+        T_max is grown whole (``tree_max_``) and pruned. Give ``cp`` or ``ccp_alpha``,
+        not both (a ``ValueError``); with neither, ``tree_`` is T_max.
     categorical_features : "from_dtype", None, array of int, array of str or bool mask
         Which features are unordered categoricals, split by subsets of their levels
         {x ∈ S} vs {x ∉ S} (docs/maths.md §7) instead of by thresholds.
@@ -918,6 +927,9 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
     variable_importance_ : pandas.Series
         rpart's ``variable.importance`` (primary and surrogate splits) of the features
         used by ``tree_``, not normalised, largest first (see the property).
+    test_results_, alpha_, best_index_ : after :meth:`prune_by_test_sample` only
+        The test-sample table of :meth:`test_sample_path` with a ``selected`` column,
+        the selected α_k and its row (a new ``fit`` drops them).
 
     Notes
     -----
@@ -1060,6 +1072,20 @@ _CV_DOC = """
         with R^CV <= min + SE (Breiman's rule); a number m: the m-SE rule.
     random_state : int >= 0 or None, default 0
         Seed of the fold partitions (None means 0: results are always reproducible).
+    cp : float or None, default None
+        rpart's relative complexity as a bound on the candidates: with α_c = cp ·
+        R(root), only T(α_c) (the T_{k_c} that ``prune(α_c)`` gives) and its subtrees
+        T_{k_c}, …, T_K are cross-validated and selected; ``cv_results_`` has those rows
+        (``k`` keeps its number in the whole sequence, ``alpha`` and ``alpha_prime`` are
+        those of the whole sequence, so the first row's α'_{k_c} = sqrt(α_{k_c}
+        α_{k_c+1}) may lie below α_c). The fold trees are grown whole and scored at
+        those α'_k. ``tree_max_`` stays T_max. None (or 0) keeps every row. In rpart,
+        ``cp`` also stops the growth of the full and fold trees; rpart's CP table then
+        ends at cp, as these rows do (docs/rpart.md).
+    cv_predictions : False, True or "proba" (classifier only), default False
+        Keep the per-case cross-validated predictions (rpart's ``xpred.rpart``):
+        ``cv_predictions_`` and, with "proba", ``cv_proba_``. They cost n × K numbers
+        (n × K × J for "proba") and need ``n_repeats=1``.
 
     Attributes
     ----------
@@ -1075,6 +1101,16 @@ _CV_DOC = """
         missing target).
     fold_alphas_ : list (repeats) of lists (folds) of each fold tree's α sequence.
     cv_risk_repeats_, cv_se_repeats_ : arrays (n_repeats, K).
+    cv_predictions_ : array (n_samples, K), with ``cv_predictions`` only
+        Column k (the row k of ``cv_results_``) holds, for every case, what the tree of
+        its fold pruned at α'_k predicts for it: the class *index* into ``classes_``
+        (int64, -1 for a case that takes no part; ``classes_[cv_predictions_]`` gives
+        the labels; rpart's ``xpred.rpart`` gives that index + 1) or the mean (float64,
+        NaN for no part). A case missing a split feature is routed as in prediction
+        (``use_surrogate``). R^CV is the mean loss of these predictions.
+    cv_proba_ : array (n_samples, K, n_classes), with ``cv_predictions="proba"`` only
+        p(j | t) at each of those end nodes, with the fold tree's own priors (NaN for
+        no part).
 """
 
 
@@ -1084,7 +1120,8 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
     Grows T_max, computes its weakest-link sequence, cross-validates every T_k as in
     docs/maths.md §5 (fold trees grown once each from the presorted sample, scored for
     all α'_k in one descent per held-out case) and keeps the selected subtree. Tree parameters
-    are those of :class:`CARTClassifier` (without ``ccp_alpha``).
+    are those of :class:`CARTClassifier` (without ``ccp_alpha``; ``cp`` bounds the
+    candidates, see below).
     """ + _CV_DOC)
 
     def __init__(self, criterion="gini", *, priors="empirical", class_weight=None, cost=None,
@@ -1117,7 +1154,8 @@ class CARTRegressorCV(_CVMixin, CARTRegressor):
     __doc__ = ("""CART regression tree pruned by V-fold cross-validation (docs/maths.md §5).
 
     R^CV is the weighted mean squared held-out error; R(T) the resubstitution MSE.
-    Tree parameters are those of :class:`CARTRegressor` (without ``ccp_alpha``).
+    Tree parameters are those of :class:`CARTRegressor` (without ``ccp_alpha``; ``cp``
+    bounds the candidates, see below).
     """ + _CV_DOC)
 
     def __init__(self, criterion="squared_error", *, max_depth=None, min_samples_split=2,
