@@ -30,6 +30,9 @@ presorts, grows the trees, scores them, selects k* and returns a :class:`CVResul
 
 Fold trees use the same parameters as the full tree. With empirical priors a fold tree
 uses its own class proportions (what rpart does); with given priors, the given π.
+The same held-out descent gives Breiman's test-sample estimate (:func:`sample_risk`):
+R^ts(T_k) and its standard error from a second sample, for every T_k at once.
+
 Fold fits and the full tree's fit run in parallel on ``n_threads`` threads (the kernels
 release the GIL, :func:`grow_cv_trees`); every fold is computed independently and the
 sums are reduced in fold order, so the results are identical whatever the number of
@@ -54,7 +57,7 @@ from ._scaling import normalise
 
 __all__ = ["cross_validate", "CVResult", "make_folds", "FoldPlan", "grow_cv_trees",
            "score_fold_trees", "select_index", "first_candidate", "heldout_nodes",
-           "fold_predictions", "fold_tree_arrays", "SELECTION_TIE_RTOL",
+           "fold_predictions", "fold_tree_arrays", "sample_risk", "SELECTION_TIE_RTOL",
            "CV_PREDICTIONS"]
 
 #: The values of ``cv_predictions``: none kept, the predictions, the predictions and
@@ -559,3 +562,74 @@ def select_index(cv_risk, cv_se, selection):
         return k_min
     bound = cv_risk[k_min] + m * cv_se[k_min]
     return int(np.flatnonzero(cv_risk <= bound + SELECTION_TIE_RTOL * abs(bound))[-1])
+
+
+
+# --------------------------------------------------------------------------- test sample
+
+
+def _sums(tree_arrays, X, rows, y_class, y_reg, w, unit, class_scale, cost, points):
+    """Σ w l and Σ w l² over ``rows`` for every α'_k (one descent per case)."""
+    out_sum = np.zeros(points.shape[0])
+    out_sq = np.zeros(points.shape[0])
+    heldout_losses(tree_arrays, HeldOut(X, rows, y_class, y_reg, w, unit),
+                   LossTable(class_scale, cost, points, out_sum, out_sq))
+    return out_sum, out_sq
+
+
+def _mean_and_se(s, sq, total):
+    """A weighted mean of losses and its standard error, weights counted as cases."""
+    return s / total, np.sqrt(np.maximum(sq - s * s / total, 0.0)) / total
+
+
+def sample_risk(tree, use_surrogate, alphas, X, y, w, *, priors=None, cost=None):
+    """Breiman's test-sample estimate: ``(R^ts, SE)`` of T_1..T_K, arrays of shape (K,)
+    (Breiman et al. 1984, §3.4 and §11.2; §8.5 for regression).
+
+    A second sample L_2, not used to grow T_max, goes down T_max once per case and is
+    scored for every T_k at once (the held-out descent of the folds, at the midpoints
+    α'_k, which lie inside the interval of T_k). With N_ij the (weighted) number of
+    class-j cases of L_2 that T_k labels i and N_j = Σ_i N_ij:
+
+    * given ``priors`` π: R^ts(T_k) = Σ_j π(j) Σ_i C(i|j) N_ij / N_j and
+      SE = sqrt(Σ_j (π(j) / N_j)² (Σ_i C(i|j)² N_ij - (Σ_i C(i|j) N_ij)² / N_j)), the
+      class-by-class variance of §11.2 with the N_j held fixed (every class with
+      π(j) > 0 needs a case of positive weight);
+    * ``priors`` None (estimated from L_2, π(j) = N_j / N): R^ts is the mean cost
+      Σ w l / W of L_2's cases and SE = sqrt(Σ w l² - (Σ w l)² / W) / W, the SE of a
+      mean (the binomial sqrt(R (1 - R) / N) with 0-1 cost and unit weights);
+    * regression (``cost`` None): the same mean and SE over the squared errors.
+
+    Weights count as cases in the SE, as in the cross-validation. ``tree`` is T_max
+    with its per-node α, ``alphas`` its sequence α_1..α_K; ``X`` the test cases in the
+    kernels' encoding (float64, NaN missing); ``y`` int32 class indices (``cost``
+    J × J, ``cost[j, i]`` = C(i|j)) or float64 responses; ``w`` float64 weights, or
+    None for unit weights.
+    """
+    points = midpoints(np.asarray(alphas, dtype=np.float64))
+    n = X.shape[0]
+    unit = w is None
+    w_arr = np.empty(0) if unit else w
+    total = float(n if unit else w.sum())
+    if cost is None:  # regression
+        arrays = fold_tree_arrays(tree, use_surrogate, tree.value)
+        s, sq = _sums(arrays, X, np.arange(n, dtype=np.int64), np.empty(0, np.int32), y,
+                      w_arr, unit, np.empty(0), np.zeros((1, 1)), points)
+        return _mean_and_se(s, sq, total)
+    arrays = fold_tree_arrays(tree, use_surrogate)
+    cost = np.ascontiguousarray(cost, dtype=np.float64)
+    ones = np.ones(cost.shape[0])
+    y_reg = np.empty(0)
+    if priors is None:
+        s, sq = _sums(arrays, X, np.arange(n, dtype=np.int64), y, y_reg, w_arr, unit, ones,
+                      cost, points)
+        return _mean_and_se(s, sq, total)
+    risk = np.zeros(points.shape[0])
+    var = np.zeros(points.shape[0])
+    for j in np.flatnonzero(np.asarray(priors) > 0):
+        rows = np.flatnonzero(y == j).astype(np.int64)
+        n_j = float(rows.shape[0] if unit else w[rows].sum())
+        s, sq = _sums(arrays, X, rows, y, y_reg, w_arr, unit, ones, cost, points)
+        risk += priors[j] * s / n_j
+        var += (priors[j] / n_j) ** 2 * np.maximum(sq - s * s / n_j, 0.0)
+    return risk, np.sqrt(var)

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _encoding as E
 from . import _validation as V
-from ._cv import CV_PREDICTIONS, cross_validate, select_index
+from ._cv import CV_PREDICTIONS, cross_validate, sample_risk, select_index
 from ._fit import Problem, Settings, fit_tree, split_factor
 from ._pruning import path_table, prune_tree, pruning_sequence
 from ._tree import LEAF
@@ -434,8 +434,6 @@ class _BaseCART(_Base):
         mean. Weights count as cases in the SE. ``tree_`` is not changed (see
         :meth:`prune_by_test_sample`); ``ccp_alpha`` and ``cp`` do not restrict the rows.
         """
-        from ._testsample import sample_risk  # noqa: PLC0415 - only this method needs it
-
         X = self._check_predict_X(X_test)
         n = X.shape[0]
         y = self._test_targets(y_test, n)
