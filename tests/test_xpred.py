@@ -15,24 +15,9 @@ import pandas as pd
 import pytest
 
 from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
+from test_cv import class_data, reg_data
 
 ROOT_ALPHA = np.finfo(np.float64).max  # prune() takes finite α; T(max float) is the root
-
-
-def class_data(seed, n=90, n_classes=3, n_features=3):
-    rng = np.random.default_rng(seed)
-    X = np.round(rng.normal(size=(n, n_features)), 1)  # ties in x
-    score = X @ rng.normal(size=(n_features, n_classes)) + rng.normal(size=(n, n_classes))
-    y = np.argmax(score, axis=1)
-    y[:n_classes] = np.arange(n_classes)
-    return X, y
-
-
-def reg_data(seed, n=70, n_features=3):
-    rng = np.random.default_rng(seed)
-    X = np.round(rng.normal(size=(n, n_features)), 1)
-    y = np.round(X[:, 0] ** 2 + X[:, 1] + rng.normal(scale=0.7, size=n), 2)
-    return X, y
 
 
 def slow_predictions(make, X, y, folds, alpha_prime, w=None, proba=False):

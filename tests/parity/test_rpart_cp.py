@@ -2,7 +2,7 @@
 ``prune(rpart(..., cp = 0), cp = c)`` gives (docs/rpart.md).
 
 rpart is run with ``cp = 0, minsplit = 2, minbucket = 1, maxcompete = 0,
-maxsurrogate = 0, xval = 0`` and pruned in R by ``prune()`` at every CP of its table and
+maxsurrogate = 0, maxdepth = 30, xval = 0`` and pruned in R by ``prune()`` at every CP of its table and
 at the geometric midpoints between consecutive CPs. On data where rpart's CP table is
 the exact weakest-link sequence (checked first: same numbers of splits and the same CP
 to 1e-9; where they differ, docs/maths.md §9 and tests/parity/test_rpart_cv.py say why)
@@ -20,10 +20,9 @@ import numpy as np
 import pytest
 
 from . import rpart_runner
+from .test_rpart_cv import GROW
 
 pytestmark = pytest.mark.parity
-
-GROW = {"cp": 0, "minsplit": 2, "minbucket": 1, "maxcompete": 0, "maxsurrogate": 0}
 
 # After the fit of rpart_runner's script: prune at every value of .prune_cps and write the
 # pruned frame (node, var) and where (the node of every learning case).
@@ -72,6 +71,17 @@ def rpart_pruned(df, target, features, method, parms, cps):
     return fit, pruned
 
 
+def assert_exact_table(cptable, path):
+    """The precondition of these tests: rpart's CP table is cartjit's sequence (``path``,
+    a ``cost_complexity_path()`` or ``cv_results_``) row for row, in reverse order: the
+    same numbers of splits and the same CP to 1e-9."""
+    assert len(cptable) == len(path)
+    np.testing.assert_array_equal(cptable["nsplit"].to_numpy() + 1,
+                                  path["n_leaves"].to_numpy()[::-1])
+    np.testing.assert_allclose(cptable["CP"].to_numpy(), path["cp"].to_numpy()[::-1],
+                               rtol=1e-9, atol=1e-15)
+
+
 @functools.lru_cache(maxsize=None)
 def run_case(dataset, target, method, features, priors):
     from cartjit import CARTClassifier, CARTRegressor
@@ -99,14 +109,7 @@ def test_cp_prunes_as_rpart_prune(case):
     X, y, features, make, fit, cps, pruned = run_case(*case)
     full = make().fit(X, y)
     path = full.cost_complexity_path()
-    table = fit["cptable"]
-    K = len(path)
-    # precondition: rpart's table is the exact sequence on these data
-    assert len(table) == K
-    np.testing.assert_array_equal(table["nsplit"].to_numpy() + 1,
-                                  path["n_leaves"].to_numpy()[::-1])
-    np.testing.assert_allclose(table["CP"].to_numpy(), path["cp"].to_numpy()[::-1],
-                               rtol=1e-9, atol=1e-15)
+    assert_exact_table(fit["cptable"], path)
     thresholds = {int(r.node): (r.var, float(r.threshold))
                   for r in fit["splits"].itertuples(index=False)}
     for cp, (frame, where) in zip(cps, pruned):

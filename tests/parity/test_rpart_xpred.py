@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from . import rpart_runner
+from .test_rpart_cp import assert_exact_table
 from .test_rpart_cv import GROW, fold_ids
 
 pytestmark = pytest.mark.parity
@@ -71,12 +72,7 @@ def test_xpred(case):
     cls = case[2] == "class"
     table, cp = est.cv_results_, rp["cptable"]
     K = len(table)
-    # precondition: rpart's table is the exact sequence on these data
-    assert len(cp) == K
-    np.testing.assert_array_equal(cp["nsplit"].to_numpy() + 1,
-                                  table["n_leaves"].to_numpy()[::-1])
-    np.testing.assert_allclose(cp["CP"].to_numpy(), table["cp"].to_numpy()[::-1],
-                               rtol=1e-9, atol=1e-15)
+    assert_exact_table(cp, table)
     theirs = rp["xpred"]
     mine = est.cv_predictions_[:, ::-1] + (1 if cls else 0)
     assert theirs.shape == mine.shape == (X.shape[0], K)
