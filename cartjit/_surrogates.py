@@ -114,17 +114,21 @@ def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, X, 
                 best = ll + hr
                 best_i = i
                 low_left = 1
+        # without branches (the marks come in no order a branch predictor could
+        # learn): adding or taking 0.0 changes no sum, so these are the sums a
+        # branch per case would form
         m = marks[case]
-        if m != 2:
-            wi = 1.0 if unit_weights else w[case]
-            if m == 1:
-                hl -= wi
-                ll += wi
-            else:
-                hr -= wi
-                lr += wi
-            n_high -= 1
-            n_low += 1
+        marked = np.int64(m != 2)
+        to_left = np.float64(m == 1)
+        wi = 1.0 if unit_weights else w[case]
+        wl = wi * to_left
+        wr = wi * (np.float64(marked) - to_left)
+        hl -= wl
+        ll += wl
+        hr -= wr
+        lr += wr
+        n_high -= marked
+        n_low += marked
         i += 1
     if best_i < 0:
         return 0.0, 0.0, np.nan, 0
@@ -154,16 +158,32 @@ def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes,
     for c in range(2 * n_levels):
         lw[c] = 0.0
         counts[c] = 0
-    for i in range(start, end):
-        case = row[i] >> shift
-        m = marks[case]
-        if m == 2:
-            continue
-        c = codes[case]
-        wi = 1.0 if unit_weights else w[case]
-        k = 2 * c + (0 if m == 1 else 1)
-        lw[k] += wi
-        counts[k] += 1
+    # the segment comes grouped by level: each level's run is summed in registers,
+    # without branches on the marks (as in ordered_surrogate)
+    i = start
+    while i < end:
+        c = codes[row[i] >> shift]
+        sl = 0.0
+        sr = 0.0
+        nl = 0
+        nr = 0
+        while i < end:
+            case = row[i] >> shift
+            if codes[case] != c:
+                break
+            m = marks[case]
+            marked = np.int64(m != 2)
+            to_left = np.int64(m == 1)
+            wi = 1.0 if unit_weights else w[case]
+            sl += wi * np.float64(to_left)
+            sr += wi * np.float64(marked - to_left)
+            nl += to_left
+            nr += marked - to_left
+            i += 1
+        lw[2 * c] += sl
+        lw[2 * c + 1] += sr
+        counts[2 * c] += nl
+        counts[2 * c + 1] += nr
     sum_l = 0.0
     sum_r = 0.0
     for c in range(n_levels):
