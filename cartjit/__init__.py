@@ -18,16 +18,18 @@ from ._validation import NotFittedError
 __version__ = "0.1.0"
 
 __all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
-           "NotFittedError", "Tree", "export_graphviz", "export_rules", "export_text",
-           "format_cp", "plot_cv", "plot_importance", "plot_partition", "plot_tree",
-           "print_cp", "summary", "validate", "__version__"]
+           "ModelFileError", "NotFittedError", "Tree", "export_graphviz", "export_rules",
+           "export_text", "format_cp", "load", "plot_cv", "plot_importance",
+           "plot_partition", "plot_tree", "print_cp", "save", "summary", "validate",
+           "__version__"]
 
 _LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
          "CARTRegressor": "estimators", "CARTRegressorCV": "estimators",
          "export_text": "export", "summary": "export", "export_rules": "export",
          "export_graphviz": "export", "format_cp": "export", "print_cp": "export",
          "plot_tree": "plotting", "plot_partition": "plotting", "plot_cv": "plotting",
-         "plot_importance": "plotting"}
+         "plot_importance": "plotting",
+         "save": "_modelfile", "load": "_modelfile", "ModelFileError": "_modelfile"}
 
 
 def __getattr__(name):

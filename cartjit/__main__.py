@@ -6,17 +6,25 @@ Subcommands:
     Run the cross-validation sweep described by a TOML file
     (:mod:`cartjit.experiments`), writing the long table, the monograph-layout
     summaries, plots and ``run.json``.
-``cartjit show DATASET`` / ``cartjit show FILE --target COL``
-    Fit a tree on a bundled dataset or a CSV/Parquet file and print it
-    (:func:`cartjit.export.export_text`) with its pruning sequence (or its
+``cartjit show DATASET`` / ``cartjit show FILE --target COL`` / ``cartjit show MODEL``
+    Fit a tree on a bundled dataset or a CSV/Parquet file, or read a model file, and
+    print it (:func:`cartjit.export.export_text`; ``--rules``, ``--dot``, ``--layout
+    rpart``; ``--plot out.png`` draws it) with its pruning sequence (or its
     cross-validation table with ``--cv``).
+``cartjit fit DATA --target COL -o MODEL``
+    Fit a tree (chosen by cross-validation with ``--cv``) on a CSV/Parquet file or a
+    bundled dataset, print it, and save it as a model file (:func:`cartjit.save`).
+``cartjit predict MODEL DATA``
+    Predict the rows of a CSV/Parquet file with a saved model (``--proba`` for the
+    class probabilities), to the terminal or to ``-o`` a CSV/Parquet file.
 ``cartjit compile``
     Compile every kernel ahead (Numba's on-disk cache), saying how long it took.
 ``cartjit datasets``
     List the bundled datasets.
 
 Exit status: 0 on success, 1 when a run fails (failed cells, or a store that cannot be
-written, e.g. a full disk), 2 for a bad config, bad options or bad input, 130 when
+written, e.g. a full disk), 2 for a bad config, bad options or bad input (a missing file
+or column, a damaged model file, an output that exists without ``--overwrite``), 130 when
 interrupted (finished cells are kept: rerun with ``--resume``).
 """
 from __future__ import annotations
@@ -76,14 +84,42 @@ def _cv_arg(text):
     return value
 
 
+def _add_fit_options(parser, command):
+    """The data and tree options shared by ``show`` and ``fit``."""
+    parser.add_argument("--target", metavar="COL",
+                        help="with a file: the column to predict (the others are features)")
+    parser.add_argument("--task", choices=("classification", "regression"),
+                        help="with a file: the kind of tree (default: regression for a "
+                             "float target, classification otherwise)")
+    parser.add_argument("--features", nargs="+", metavar="NAME",
+                        help="use only these feature columns")
+    parser.add_argument("--criterion", help="gini, entropy or twoing (classification; "
+                                            "default gini); squared_error (regression)")
+    parser.add_argument("--max-depth", type=_nonneg_int, metavar="D", help="depth limit")
+    parser.add_argument("--min-samples-leaf", type=_positive_int, default=1, metavar="N",
+                        help="minimum cases in a leaf (default 1)")
+    parser.add_argument("--alpha", type=float, metavar="A",
+                        help=("print" if command == "show" else "keep") +
+                             " the pruned subtree T(A) instead of T_max")
+    parser.add_argument("--cv", type=_cv_arg, metavar="V",
+                        help="choose the subtree by V-fold cross-validation (an integer or "
+                             "'loo')")
+    parser.add_argument("--selection", default="1se",
+                        help="with --cv: 'min', '1se' (default) or a number m (m-SE rule)")
+    parser.add_argument("--seed", type=_nonneg_int, default=0, help="with --cv: fold seed")
+    parser.add_argument("--decimals", type=_nonneg_int, default=3,
+                        help="decimals (default 3)")
+
+
 def build_parser():
     from . import __version__
 
     parser = argparse.ArgumentParser(
         prog="cartjit",
         description="CART classification and regression trees (Breiman et al. 1984) with "
-                    "Numba kernels: run cross-validation experiments from TOML configs and "
-                    "print fitted trees.",
+                    "Numba kernels: run cross-validation experiments from TOML configs, "
+                    "fit trees on CSV/Parquet files and save them as model files, predict "
+                    "with them, and print or draw them.",
         epilog="Run 'cartjit COMMAND --help' for the options of a command.")
     parser.add_argument("--version", action="version", version=f"cartjit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -126,49 +162,92 @@ def build_parser():
                           "process (costs a few ms per cell)")
 
     show = sub.add_parser(
-        "show", help="fit a tree on a bundled dataset or a CSV/Parquet file and print it",
+        "show", help="print a tree: fitted on a bundled dataset or a CSV/Parquet file, or "
+                     "read from a model file",
         description="Fit CARTClassifier / CARTRegressor on a bundled dataset, or on a CSV "
-                    "or Parquet file with --target COL, and print the tree as indented text "
+                    "or Parquet file with --target COL, or read a model file written by "
+                    "'cartjit fit' (or cartjit.save), and print the tree as indented text "
                     "(split rules, n, class counts or means, node risk R(t); * marks "
                     "leaves), the variable importance and the pruning sequence. String, "
                     "boolean and categorical columns are categorical features, split by "
                     "subsets of their levels. Missing values (empty cells) are allowed: "
                     "surrogate splits route them; rows with a missing target are dropped. "
                     "With --cv the subtree is chosen by cross-validation and the CV table "
-                    "is printed.",
+                    "is printed. --rules, --dot and --layout rpart print the tree in other "
+                    "forms; --plot draws it.",
         epilog="examples:\n  cartjit show iris\n  cartjit show iris_petal --cv 10 "
                "--selection min\n  cartjit show potato_yield --max-depth 2\n"
                "  cartjit show data.csv --target y --max-depth 3\n  cartjit show play_golf "
-               "--criterion entropy",
+               "--criterion entropy\n  cartjit show model.cartjit --rules\n"
+               "  cartjit show model.cartjit --plot tree.png",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("dataset", metavar="DATASET",
-                      help="a bundled dataset (see 'cartjit datasets'), or the path of a "
-                           ".csv or .parquet file (then give --target)")
-    show.add_argument("--target", metavar="COL",
-                      help="with a file: the column to predict (the others are features)")
-    show.add_argument("--task", choices=("classification", "regression"),
-                      help="with a file: the kind of tree (default: regression for a "
-                           "float target, classification otherwise)")
-    show.add_argument("--features", nargs="+", metavar="NAME",
-                      help="use only these feature columns")
-    show.add_argument("--criterion", help="gini, entropy or twoing (classification; default "
-                                          "gini); squared_error (regression)")
-    show.add_argument("--max-depth", type=_nonneg_int, metavar="D", help="depth limit")
-    show.add_argument("--min-samples-leaf", type=_positive_int, default=1, metavar="N",
-                      help="minimum cases in a leaf (default 1)")
-    show.add_argument("--alpha", type=float, metavar="A",
-                      help="print the pruned subtree T(A) instead of T_max")
-    show.add_argument("--cv", type=_cv_arg, metavar="V",
-                      help="choose the subtree by V-fold cross-validation (an integer or 'loo')")
-    show.add_argument("--selection", default="1se",
-                      help="with --cv: 'min', '1se' (default) or a number m (m-SE rule)")
-    show.add_argument("--seed", type=_nonneg_int, default=0, help="with --cv: fold seed")
-    show.add_argument("--decimals", type=_nonneg_int, default=3, help="decimals (default 3)")
+                      help="a bundled dataset (see 'cartjit datasets'), the path of a "
+                           ".csv or .parquet file (then give --target), or a model file")
+    _add_fit_options(show, "show")
     show.add_argument("--show-alpha", action="store_true",
                       help="print for each split the alpha at which it is pruned")
-    show.add_argument("--summary", action="store_true",
+    form = show.add_mutually_exclusive_group()
+    form.add_argument("--summary", action="store_true",
                       help="describe every node at length instead (rpart's summary: "
                            "competitor and surrogate splits, improvements, missing counts)")
+    form.add_argument("--rules", action="store_true",
+                      help="print one if/then rule per leaf instead of the tree")
+    form.add_argument("--dot", action="store_true",
+                      help="print the tree as Graphviz DOT text instead (render it with "
+                           "'dot -Tpng')")
+    form.add_argument("--layout", choices=("tree", "rpart"), default="tree",
+                      help="the text layout: tree (default) or rpart (as R's print.rpart, "
+                           "and the pruning table as its printcp)")
+    show.add_argument("--plot", metavar="OUT.png",
+                      help="also draw the tree into this image file (needs matplotlib)")
+    show.add_argument("--overwrite", action="store_true",
+                      help="with --plot: replace an existing image")
+
+    fit = sub.add_parser(
+        "fit", help="fit a tree on a CSV/Parquet file and save it as a model file",
+        description="Fit CARTClassifier / CARTRegressor (CARTClassifierCV / CARTRegressorCV "
+                    "with --cv) on DATA, print the tree (and the cross-validation table), "
+                    "and save the fitted estimator to the model file -o: a versioned file "
+                    "of arrays and JSON that 'cartjit predict', 'cartjit show' and "
+                    "cartjit.load read back without pickle (docs/model-files.md). Features "
+                    "are treated as in 'cartjit show'.",
+        epilog="examples:\n  cartjit fit data.csv --target y -o model.cartjit\n"
+               "  cartjit fit data.parquet --target label --cv 10 --selection 1se "
+               "-o model.cartjit\n  cartjit fit iris --cv 10 -o iris.cartjit",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    fit.add_argument("dataset", metavar="DATA",
+                     help="a .csv or .parquet file (give --target), or a bundled dataset")
+    _add_fit_options(fit, "fit")
+    fit.add_argument("-o", "--output", metavar="MODEL", required=True,
+                     help="the model file to write (suffix .cartjit by convention)")
+    fit.add_argument("--overwrite", action="store_true",
+                     help="replace MODEL if it exists (refused otherwise)")
+    fit.add_argument("--layout", choices=("tree", "rpart"), default="tree",
+                     help="how to print the tree and its pruning table: tree (default) or "
+                          "rpart (as R's print.rpart and printcp)")
+    fit.add_argument("--quiet", "-q", action="store_true",
+                     help="print nothing but errors")
+
+    predict = sub.add_parser(
+        "predict", help="predict the rows of a CSV/Parquet file with a model file",
+        description="Read the model file MODEL and predict every row of DATA (a .csv or "
+                    ".parquet file holding the model's feature columns, by name; other "
+                    "columns, such as the target, are ignored). Writes one row per row of "
+                    "DATA: the column 'prediction', and with --proba one column "
+                    "'proba_<class>' per class. Missing values are routed as in fit.",
+        epilog="examples:\n  cartjit predict model.cartjit new.csv\n"
+               "  cartjit predict model.cartjit new.parquet --proba -o predictions.csv",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    predict.add_argument("model", metavar="MODEL", help="a model file ('cartjit fit -o')")
+    predict.add_argument("dataset", metavar="DATA", help="a .csv or .parquet file")
+    predict.add_argument("-o", "--output", metavar="OUT",
+                         help="write the predictions to this .csv or .parquet file "
+                              "(default: print them as CSV)")
+    predict.add_argument("--proba", action="store_true",
+                         help="add the class probabilities (classification models)")
+    predict.add_argument("--overwrite", action="store_true",
+                         help="replace OUT if it exists (refused otherwise)")
 
     sub.add_parser("datasets", help="list the bundled datasets",
                    description="List the bundled datasets with their size and task.")
@@ -209,28 +288,31 @@ def _cmd_run(args):
     return 0
 
 
-def _cmd_show(args):
-    import numpy as np
+def _error(command, message):
+    """Print ``cartjit COMMAND: error: MESSAGE`` on one line of stderr; return 2."""
+    print(f"cartjit {command}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return 2
 
+
+def _fit_from_args(args, command):
+    """Fit the estimator the options ask for: ``(estimator, dataset, feature names)``, or
+    an exit status after a message."""
     from .estimators import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
-    from .export import export_text
 
-    loaded = _show_data(args)
+    loaded = _show_data(args, command)
     if isinstance(loaded, int):
         return loaded
     ds = loaded
     features = list(ds.features)
     if args.features:
         if ds.target in args.features:
-            print(f"cartjit show: error: --features: {ds.target!r} is the target column of "
-                  f"{args.dataset}; a column cannot be both the target and a feature",
-                  file=sys.stderr)
-            return 2
+            return _error(command, f"--features: {ds.target!r} is the target column of "
+                                   f"{args.dataset}; a column cannot be both the target "
+                                   "and a feature")
         bad = [f for f in args.features if f not in features]
         if bad:
-            print(f"cartjit show: error: --features: {bad[0]!r} is not a feature of "
-                  f"{args.dataset} ({', '.join(features)})", file=sys.stderr)
-            return 2
+            return _error(command, f"--features: {bad[0]!r} is not a feature of "
+                                   f"{args.dataset} ({', '.join(features)})")
         features = list(args.features)
     X = ds.frame[features]  # string, bool and category columns are categorical features
     y = ds.frame[ds.target]
@@ -238,20 +320,20 @@ def _cmd_show(args):
     # are dropped by fit, which warns with their number (docs/maths.md §8).
     classification = ds.task == "classification"
     if not classification and y.dtype.kind not in "biuf":
-        print(f"cartjit show: error: --task regression needs a numeric target, but "
-              f"{ds.target!r} has dtype {y.dtype}", file=sys.stderr)
-        return 2
-    _announce_compile()
-    criterion = args.criterion or ("gini" if classification else "squared_error")
-    params = dict(max_depth=args.max_depth, min_samples_leaf=args.min_samples_leaf)
+        return _error(command, f"--task regression needs a numeric target, but "
+                               f"{ds.target!r} has dtype {y.dtype}")
     selection = args.selection
     if selection not in ("min", "1se"):
         try:
             selection = float(selection)
         except ValueError:
-            print(f"cartjit show: error: --selection must be 'min', '1se' or a number, got "
-                  f"{selection!r}", file=sys.stderr)
-            return 2
+            return _error(command, f"--selection must be 'min', '1se' or a number, got "
+                                   f"{selection!r}")
+    if args.cv is not None and args.alpha is not None:
+        return _error(command, "--alpha and --cv both choose the subtree: give one of them")
+    _announce_compile()
+    criterion = args.criterion or ("gini" if classification else "squared_error")
+    params = dict(max_depth=args.max_depth, min_samples_leaf=args.min_samples_leaf)
     try:
         if args.cv is not None:
             cls = CARTClassifierCV if classification else CARTRegressorCV
@@ -261,17 +343,79 @@ def _cmd_show(args):
             cls = CARTClassifier if classification else CARTRegressor
             est = cls(criterion, ccp_alpha=args.alpha, **params).fit(X, y)
     except (TypeError, ValueError) as exc:
-        print(f"cartjit show: error: {exc}", file=sys.stderr)
-        return 2
-    print(f"{ds.name}: {ds.description}")
-    shown = [f"{f} (categorical, {len(est.categories_[j])} levels)"
-             if est.is_categorical_[j] else f for j, f in enumerate(features)]
-    print(f"N = {X.shape[0]}, features: {', '.join(shown)}; target: {ds.target}")
+        return _error(command, exc)
+    return est, ds, features
+
+
+def _cmd_show(args):
+    if _is_model_file(args.dataset):
+        misplaced = [f"--{name.replace('_', '-')}" for name in _FIT_ONLY
+                     if getattr(args, name) not in (None, False)]
+        if misplaced:
+            return _error("show", f"{misplaced[0]} is for fitting on data; "
+                                  f"{args.dataset!r} is a model file, fitted already")
+        est = _load_model(args.dataset, "show")
+        if isinstance(est, int):
+            return est
+        kind = "cross-validated " if hasattr(est, "cv_results_") else ""
+        header = [f"{args.dataset}: a {kind}{type(est).__name__} model file",
+                  f"features: {_describe_features(est, _feature_names(est))}"]
+        return _print_estimator(est, args, "show", header)
+    fitted = _fit_from_args(args, "show")
+    if isinstance(fitted, int):
+        return fitted
+    est, ds, features = fitted
+    return _print_estimator(est, args, "show", _data_header(ds, est, features))
+
+
+def _data_header(ds, est, features):
+    return [f"{ds.name}: {ds.description}",
+            f"N = {len(ds.frame)}, features: {_describe_features(est, features)}; "
+            f"target: {ds.target}"]
+
+
+#: Options of ``show`` that fit a tree: meaningless with a model file. (``min_samples_leaf``
+#: and ``selection`` have defaults and are left out.)
+_FIT_ONLY = ("target", "task", "features", "criterion", "max_depth", "alpha", "cv")
+
+
+def _describe_features(est, names):
+    return ", ".join(f"{f} (categorical, {len(est.categories_[j])} levels)"
+                     if est.is_categorical_[j] else str(f) for j, f in enumerate(names))
+
+
+def _feature_names(est):
+    names = getattr(est, "feature_names_in_", None)
+    return [f"x{j}" for j in range(est.n_features_in_)] if names is None else list(names)
+
+
+def _print_estimator(est, args, command, header):
+    """Print the tree in the form the options ask for: DOT text or rules alone (ready
+    for a pipe), else the ``header`` lines, the tree and (for the tree and rpart
+    layouts) its variable importance and pruning table; draw it with ``--plot``."""
+    from . import export
+
+    if args.plot is not None:
+        status = _plot(est, args, command)
+        if status:
+            return status
+    if args.rules or args.dot:
+        name = "export_rules" if args.rules else "export_graphviz"
+        writer = getattr(export, name, None)
+        if writer is None:
+            return _error(command, f"--{'rules' if args.rules else 'dot'} needs "
+                                   f"cartjit.export.{name}, which this cartjit lacks")
+        print(writer(est, decimals=args.decimals), end="")
+        return 0
+    print("\n".join(header))
     print()
     if args.summary:
-        print(export_text(est, decimals=args.decimals, details=True), end="")
+        print(export.export_text(est, decimals=args.decimals, details=True), end="")
         return 0
-    print(export_text(est, decimals=args.decimals, show_alpha=args.show_alpha), end="")
+    export_text = export.export_text
+    layout = {"layout": "rpart"} if args.layout == "rpart" else {}  # "tree": the default
+    print(export_text(est, decimals=args.decimals, show_alpha=args.show_alpha, **layout),
+          end="")
     print()
     importance = est.variable_importance_
     if len(importance):
@@ -279,29 +423,228 @@ def _cmd_show(args):
         print("Variable importance (rpart's, as % of the total): " + ", ".join(
             f"{name} {100 * v / total:.0f}" for name, v in importance.items()))
         print()
-    if args.cv is not None:
-        table = est.cv_results_.drop(columns=["cv_std"])
-        print(f"Pruning sequence with {est.n_folds_}-fold cross-validation "
-              f"(selection {args.selection!r}: k = {est.best_index_ + 1}):")
-    else:
-        table = est.cost_complexity_path()
-        note = f"; T(alpha={args.alpha}) printed above" if args.alpha is not None else \
-            "; T_max printed above"
-        print(f"Pruning sequence (weakest link, docs/maths.md §4){note}:")
-    with np.printoptions(precision=args.decimals):
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.{max(args.decimals, 4)}g}"))
+    _print_pruning(est, args)
     return 0
 
 
-def _show_data(args):
-    """The :class:`~cartjit.datasets.Dataset` to show, or an exit status after a message."""
+def _print_pruning(est, args):
+    """The cross-validation table of a CV estimator, else the pruning sequence; rpart's
+    printcp table with ``--layout rpart``."""
+    import numpy as np
+
+    if args.layout == "rpart":
+        from .export import format_cp
+        print(format_cp(est), end="")
+        return
+    if hasattr(est, "cv_results_"):
+        table = est.cv_results_.drop(columns=["cv_std"])
+        print(f"Pruning sequence with {est.n_folds_}-fold cross-validation "
+              f"(selection {est.selection!r}: k = {est.best_index_ + 1}):")
+    else:
+        table = est.cost_complexity_path()
+        alpha = est.ccp_alpha
+        note = f"; T(alpha={alpha}) printed above" if alpha is not None else \
+            "; T_max printed above"
+        print(f"Pruning sequence (weakest link, docs/maths.md §4){note}:")
+    with np.printoptions(precision=args.decimals):
+        print(table.to_string(index=False,
+                              float_format=lambda v: f"{v:.{max(args.decimals, 4)}g}"))
+
+
+def _plot(est, args, command):
+    """Draw the tree into ``args.plot``; an exit status after a message, or None."""
+    import os
+
+    target = args.plot
+    problem = _output_problem(target, args.overwrite, (".png", ".svg", ".pdf"))
+    if problem:
+        return _error(command, f"--plot: {problem}")
+    try:
+        from .plotting import plot_tree
+        ax = plot_tree(est)
+    except ImportError as exc:
+        return _error(command, f"--plot needs matplotlib (pip install matplotlib): {exc}")
+    fig = ax.figure
+    directory = os.path.dirname(os.path.abspath(target))
+    suffix = os.path.splitext(target)[1]
+    tmp = os.path.join(directory, f".{os.path.basename(target)}.{os.getpid()}.tmp{suffix}")
+    try:
+        fig.savefig(tmp, bbox_inches="tight")
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    print(f"tree drawn into {target}", file=sys.stderr)
+    return None
+
+
+def _output_problem(path, overwrite, suffixes=None):
+    """Why ``path`` cannot be written (a message), or None; ``suffixes``: the file name
+    endings allowed (None: any)."""
+    import os
+
+    suffix = os.path.splitext(path)[1].lower()
+    if suffixes is not None and suffix not in suffixes:
+        return f"{path!r}: the file name must end with {' or '.join(suffixes)}"
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        return f"{path!r}: the directory {directory!r} does not exist"
+    if os.path.isdir(path):
+        return f"{path!r} is a directory"
+    if os.path.exists(path) and not overwrite:
+        return f"{path!r} already exists; give --overwrite to replace it"
+    return None
+
+
+def _is_model_file(name):
+    """Whether ``name`` names a model file: a ``.cartjit`` path, or an existing file that
+    is neither CSV nor Parquet and opens like a zip archive (as model files do)."""
+    import os
+
+    from .experiments.config import format_from_extension
+
+    if name.lower().endswith(".cartjit"):
+        return True
+    if format_from_extension(name) is not None or not os.path.isfile(name):
+        return False
+    try:
+        with open(name, "rb") as fh:
+            return fh.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
+def _load_model(path, command):
+    """The estimator of a model file, or an exit status after a message."""
+    import os
+
+    from ._modelfile import ModelFileError, load
+
+    if not os.path.exists(path):
+        return _error(command, f"{path!r}: no such model file")
+    try:
+        return load(path)
+    except (ModelFileError, OSError, ValueError) as exc:
+        return _error(command, exc)
+
+
+def _cmd_fit(args):
+    import os
+
+    if os.path.splitext(args.output)[1].lower() in (".csv", ".parquet"):
+        return _error("fit", f"-o: {args.output!r} would be a model file, not a data "
+                             "file; name it MODEL.cartjit")
+    problem = _output_problem(args.output, args.overwrite)
+    if problem:
+        return _error("fit", f"-o: {problem}")
+    fitted = _fit_from_args(args, "fit")
+    if isinstance(fitted, int):
+        return fitted
+    est, ds, features = fitted
+    from ._modelfile import save
+    try:
+        save(est, args.output, overwrite=args.overwrite)
+    except (OSError, ValueError) as exc:
+        return _error("fit", exc)
+    if not args.quiet:
+        print("\n".join(_data_header(ds, est, features)))
+        print()
+        from .export import export_text
+        layout = {"layout": "rpart"} if args.layout == "rpart" else {}
+        print(export_text(est, decimals=args.decimals, **layout), end="")
+        print()
+        _print_pruning(est, args)
+        print()
+        print(f"saved {type(est).__name__} ({est.tree_.n_leaves} leaves) to {args.output}")
+    return 0
+
+
+def _cmd_predict(args):
+    import os
+
+    import pandas as pd
+
+    from .experiments.config import format_from_extension
+    from .experiments.data import read_table
+
+    if args.output is not None:
+        problem = _output_problem(args.output, args.overwrite, (".csv", ".parquet"))
+        if problem:
+            return _error("predict", f"-o: {problem}")
+    est = _load_model(args.model, "predict")
+    if isinstance(est, int):
+        return est
+    if args.proba and not hasattr(est, "predict_proba"):
+        return _error("predict", f"--proba: {args.model!r} holds a regression tree, which "
+                                 "has no class probabilities")
+    fmt = format_from_extension(args.dataset)
+    if not os.path.exists(args.dataset):
+        return _error("predict", f"{args.dataset!r}: no such file")
+    if fmt is None:
+        return _error("predict", f"{args.dataset!r}: cannot tell the format from the "
+                                 "extension; use a .csv or .parquet file")
+    try:
+        frame = read_table(args.dataset, fmt)
+    except ValueError as exc:
+        return _error("predict", exc)
+    names = getattr(est, "feature_names_in_", None)
+    if names is not None:
+        absent = [str(n) for n in names if n not in frame.columns]
+        if absent:
+            return _error("predict", f"{args.dataset!r} lacks the feature column(s) "
+                                     f"{', '.join(map(repr, absent))} of the model")
+        X = frame[list(names)]
+    elif frame.shape[1] != est.n_features_in_:
+        return _error("predict", f"the model was fitted on {est.n_features_in_} unnamed "
+                                 f"features; {args.dataset!r} has {frame.shape[1]} columns")
+    else:  # a model fitted on a NumPy array: the columns in order, numbers only
+        X = frame.to_numpy()
+    _announce_compile()
+    try:
+        out = pd.DataFrame({"prediction": est.predict(X)})
+        if args.proba:
+            proba = est.predict_proba(X)
+            for j, label in enumerate(est.classes_):
+                out[f"proba_{label}"] = proba[:, j]
+    except (TypeError, ValueError) as exc:
+        return _error("predict", exc)
+    if args.output is None:
+        out.to_csv(sys.stdout, index=False)
+        sys.stdout.flush()
+        return 0
+    return _write_table(out, args.output, "predict")
+
+
+def _write_table(frame, path, command):
+    """Write ``frame`` to ``path`` (CSV or Parquet by its suffix) atomically."""
+    import os
+
+    directory = os.path.dirname(os.path.abspath(path))
+    suffix = os.path.splitext(path)[1].lower()
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        if suffix == ".parquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False)
+        os.replace(tmp, path)
+    except ImportError as exc:
+        return _error(command, f"writing Parquet needs pyarrow (pip install pyarrow): {exc}")
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    print(f"{len(frame)} predictions written to {path}", file=sys.stderr)
+    return 0
+
+
+def _show_data(args, command="show"):
+    """The :class:`~cartjit.datasets.Dataset` to fit, or an exit status after a message."""
     import os
 
     from .datasets import Dataset, list_datasets, load_dataset
 
     def fail(message):
-        print(f"cartjit show: error: {message}", file=sys.stderr)
-        return 2
+        return _error(command, message)
 
     from .experiments.config import format_from_extension
 
@@ -381,8 +724,14 @@ def main(argv=None):
         if args.scheduler and args.backend != "dask":
             parser.error("--scheduler needs --backend dask")
         return _cmd_run(args)
-    if args.command == "show":
-        return _cmd_show(args)
+    if args.command in ("show", "fit", "predict"):
+        command = {"show": _cmd_show, "fit": _cmd_fit, "predict": _cmd_predict}[args.command]
+        try:
+            return command(args)
+        except BrokenPipeError:  # `cartjit show iris | head`: the reader had enough
+            import os
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
     if args.command == "compile":
         return _cmd_compile(args)
     return _cmd_datasets(args)

@@ -90,3 +90,35 @@ def test_a_changed_engine_drops_every_module_s_cached_kernels(tmp_path):
     stale.write_text("x")
     _import_engine(tmp_path)
     assert stale.exists()
+
+
+def test_the_engine_stamp_covers_every_module_a_kernel_carries():
+    """Every module that defines a kernel, and every cartjit module such a module
+    imports from (transitively), is stamped: a change to any of them must drop the
+    cached kernels. Modules outside that set may change without a recompile."""
+    import re
+    from pathlib import Path
+
+    from cartjit._config import ENGINE_MODULES
+
+    package = Path(cartjit._config.__file__).resolve().parent
+    sources = {p.stem: p.read_text(encoding="utf-8") for p in package.glob("_*.py")
+               if p.stem not in ("__init__", "__main__")}
+
+    def imported(source):
+        names = set(re.findall(r"^\s*from \.(_\w+) import", source, re.M))
+        for group in re.findall(r"^\s*from \. import ([\w, ]+)", source, re.M):
+            names |= {n.strip() for n in group.split(",")}
+        return names & set(sources)
+
+    kernels = {m for m, src in sources.items()
+               if re.search(r"^@(jit|intrinsic|overload)\b", src, re.M)}
+    assert {"_builder", "_splitter", "_predict"} <= kernels  # the scan finds them
+    needed, todo = set(kernels), list(kernels)
+    while todo:
+        for m in imported(sources[todo.pop()]) - needed:
+            needed.add(m)
+            todo.append(m)
+    assert needed <= set(ENGINE_MODULES), sorted(needed - set(ENGINE_MODULES))
+    assert set(ENGINE_MODULES) <= set(sources)
+    assert "_modelfile" not in ENGINE_MODULES and "_encoding" not in ENGINE_MODULES
