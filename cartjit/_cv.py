@@ -23,10 +23,10 @@ presorts, grows the trees, scores them, selects k* and returns a :class:`CVResul
 5. Selection: "min" takes the smallest R^CV (ties: the smaller tree); "1se" (or m-SE
    with a number m) the smallest tree with R^CV <= min + m SE. With rpart's ``cp`` given,
    only T(cp R(root)) and its subtrees are candidates (:func:`first_candidate`).
-6. Optionally, the per-case predictions behind R^CV (rpart's ``xpred.rpart``): the same
-   held-out descent records, for every case and every α'_k, the node of its fold tree
-   where it ends (:func:`heldout_nodes`), and :func:`fold_predictions` reads the fold
-   trees' labels, class probabilities or means there.
+6. Optionally, the per-case predictions behind R^CV (rpart's ``xpred.rpart``): the node
+   of its fold tree where every case ends for every α'_k (:func:`heldout_nodes`, the
+   run-down of step 3 from the case's end node upwards), and :func:`fold_predictions`
+   reads the fold trees' labels, class probabilities or means there.
 
 Fold trees use the same parameters as the full tree. With empirical priors a fold tree
 uses its own class proportions (what rpart does); with given priors, the given π.
@@ -47,13 +47,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._config import jit
 from ._presort import presort, subset_keys
 from ._fit import fit_tree
 from ._limits import check_allocation
-from ._predict import routing_of, route, FoldTree, HeldOut, LossTable, heldout_losses
+from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
 from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
 from ._scaling import normalise
+from ._tree import apply as apply_tree
 
 __all__ = ["cross_validate", "CVResult", "make_folds", "FoldPlan", "grow_cv_trees",
            "score_fold_trees", "select_index", "first_candidate", "heldout_nodes",
@@ -155,8 +155,7 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     if predictions:
         pred, proba = fold_predictions(problem, fold_fits, plan, alphas[first:],
                                        use_surrogate=settings.use_surrogate,
-                                       proba=predictions == "proba", n_threads=n_threads,
-                                       full_alphas=alphas)
+                                       proba=predictions == "proba", full_alphas=alphas)
         if rows is not None:
             pred, proba = _over_rows(pred, rows), _over_rows(proba, rows)
     if first:
@@ -211,45 +210,38 @@ def _over_rows(values, rows):
     return out
 
 
-@jit
-def heldout_nodes(tree, X, rows, alphas, out):
-    """Cross-validated predictions: the node of a fold tree where each held-out row
-    ends in T(α) for every α in ``alphas`` (increasing), written to ``out[i, k]``.
+def heldout_nodes(tree, X, use_surrogate, points):
+    """Cross-validated predictions: the node of ``tree`` (a fold tree, with its per-node
+    collapse α) where each row of X ends in T(α) for every α of ``points`` (increasing),
+    as an int32 array (rows, K).
 
-    The descent of :func:`cartjit._predict.heldout_losses` (rpart's ``rundown``): at each
-    node t on the row's path the α in [alpha[t], α of the previous node) have t as the
-    row's end node, and a row that stops at t (a missing value that nothing routes) ends
-    there for every smaller α too. Each row is written once per α, O(depth + K).
-
-    Parameters
-    ----------
-    tree : FoldTree (its ``label`` and ``value`` are not read).
-    X : float64 (n, p), every case; rows : int64, the held-out rows of X.
-    alphas : float64 (K,), increasing. out : int32 (n, K), rows ``rows`` are written.
+    Each row is dropped once down T_max^(v) (:func:`cartjit._tree.apply`: its leaf, or
+    the internal node where a missing value stops it, which then stands for every α).
+    Going up from there, the per-node α never decreases (a node collapses no earlier
+    than its descendants), and an ancestor a is the row's end node for the α from
+    alpha[a] up to its parent's collapse: the rule of rpart's ``rundown`` and of
+    :func:`cartjit._predict.heldout_losses`. Each node of the path marks the first
+    column of its range (shallower nodes written last), and a running maximum over the
+    columns carries the marks forward; O(depth + K) per row, in NumPy.
     """
-    feature, threshold, left, alpha = tree.feature, tree.threshold, tree.left, tree.alpha
-    routing = tree.routing
-    n_alpha = alphas.shape[0]
-    for r in range(rows.shape[0]):
-        i = rows[r]
-        node = 0
-        hi = n_alpha
-        stopped = False
-        while True:
-            lo = 0 if stopped else hi
-            while lo > 0 and alphas[lo - 1] >= alpha[node]:
-                lo -= 1
-            for k in range(lo, hi):
-                out[i, k] = node
-            hi = lo
-            child = left[node]
-            if hi == 0 or child < 0 or stopped:
-                break
-            d = route(X, i, node, feature, threshold, routing)
-            if d < 0:
-                stopped = True
-            else:
-                node = child + d
+    end = apply_tree(tree, X, use_surrogate).astype(np.int64)
+    m, K = end.shape[0], points.shape[0]
+    mark = np.zeros((m, K), dtype=np.int32)  # node + 1 at the first column of its range
+    mark[:, 0] = end + 1
+    row = np.arange(m)
+    cur = tree.parent[end].astype(np.int64)
+    while True:
+        on = np.flatnonzero(cur >= 0)
+        if on.shape[0] == 0:
+            break
+        node = cur[on]
+        first = np.searchsorted(points, tree.alpha[node], side="left")
+        keep = first < K
+        mark[row[on[keep]], first[keep]] = node[keep] + 1
+        cur[on] = tree.parent[node]
+    at = np.where(mark > 0, np.arange(K, dtype=np.int32), 0)
+    np.maximum.accumulate(at, axis=1, out=at)
+    return mark[row[:, None], at] - 1
 
 
 def fold_tree_arrays(tree, use_surrogate, value=None):
@@ -261,7 +253,7 @@ def fold_tree_arrays(tree, use_surrogate, value=None):
 
 
 def fold_predictions(problem, fold_fits, plan, alphas, *, use_surrogate, proba=False,
-                     n_threads=1, full_alphas=None):
+                     full_alphas=None):
     """Per-case cross-validated predictions (step 6; rpart's ``xpred.rpart``).
 
     For every case i (of ``problem``) and every k, what the tree of i's fold pruned at
@@ -280,22 +272,13 @@ def fold_predictions(problem, fold_fits, plan, alphas, *, use_surrogate, proba=F
     check_allocation(n * K * (4 + 8 + (8 * J if proba else 0)),
                      f"cross-validated predictions of {n} cases at {K} values of alpha",
                      "use cv_predictions=False, or a cp that keeps fewer rows")
-    nodes = np.zeros((n, K), dtype=np.int32)
-    tasks = [(v, fold_fits[v].tree, np.flatnonzero(plan.folds[0] == v).astype(np.int64))
+    tasks = [(v, fold_fits[v].tree, np.flatnonzero(plan.folds[0] == v))
              for v in range(plan.n_folds)]
-
-    def run(task):
-        _, t, held = task
-        heldout_nodes(fold_tree_arrays(t, use_surrogate), problem.X, held, points, nodes)
-
-    if problem.X.size < FOLD_THREADS_MIN_VALUES:
-        n_threads = 1
-    _run_tasks(run, tasks, n_threads)  # every fold writes its own rows of nodes
     cls = problem.is_classification
     pred = np.empty((n, K), dtype=np.int64 if cls else np.float64)
     prob = np.empty((n, K, J)) if proba and cls else None
     for v, t, held in tasks:
-        at = nodes[held]
+        at = heldout_nodes(t, np.ascontiguousarray(problem.X[held]), use_surrogate, points)
         if cls:
             pred[held] = t.label[at]
             if prob is not None:
