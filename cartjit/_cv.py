@@ -21,10 +21,18 @@ presorts, grows the trees, scores them, selects k* and returns a :class:`CVResul
    SE = sqrt(Σ w l² - (Σ w l)² / W) / W over the per-case losses l, which is the
    binomial sqrt(R (1 - R) / N) in the 0-1, empirical-prior, unit-weight case.
 5. Selection: "min" takes the smallest R^CV (ties: the smaller tree); "1se" (or m-SE
-   with a number m) the smallest tree with R^CV <= min + m SE.
+   with a number m) the smallest tree with R^CV <= min + m SE. With rpart's ``cp`` given,
+   only T(cp R(root)) and its subtrees are candidates (:func:`first_candidate`).
+6. Optionally, the per-case predictions behind R^CV (rpart's ``xpred.rpart``): the node
+   of its fold tree where every case ends for every α'_k (:func:`heldout_nodes`, the
+   run-down of step 3 from the case's end node upwards), and :func:`fold_predictions`
+   reads the fold trees' labels, class probabilities or means there.
 
 Fold trees use the same parameters as the full tree. With empirical priors a fold tree
 uses its own class proportions (what rpart does); with given priors, the given π.
+The same held-out descent gives Breiman's test-sample estimate (:func:`sample_risk`):
+R^ts(T_k) and its standard error from a second sample, for every T_k at once.
+
 Fold fits and the full tree's fit run in parallel on ``n_threads`` threads (the kernels
 release the GIL, :func:`grow_cv_trees`); every fold is computed independently and the
 sums are reduced in fold order, so the results are identical whatever the number of
@@ -43,11 +51,18 @@ from ._presort import presort, subset_keys
 from ._fit import fit_tree
 from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
-from ._pruning import midpoints, path_table
+from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
 from ._scaling import normalise
+from ._tree import apply as apply_tree
 
 __all__ = ["cross_validate", "CVResult", "make_folds", "FoldPlan", "grow_cv_trees",
-           "score_fold_trees", "select_index", "SELECTION_TIE_RTOL"]
+           "score_fold_trees", "select_index", "first_candidate", "heldout_nodes",
+           "fold_predictions", "fold_tree_arrays", "sample_risk", "SELECTION_TIE_RTOL",
+           "CV_PREDICTIONS"]
+
+#: The values of ``cv_predictions``: none kept, the predictions, the predictions and
+#: (classification) the class probabilities.
+CV_PREDICTIONS = (False, True, "proba")
 
 #: R^CV values within this relative distance of the minimum count as ties (the
 #: smaller tree wins).
@@ -78,11 +93,22 @@ class CVResult(NamedTuple):
     n_folds: int             # V
     folds: np.ndarray        # int64 (n_repeats, n_rows): fold of each row, -1: no part
     fold_alphas: list        # [repeat][fold]: the α sequence of each fold tree
+    predictions: np.ndarray | None = None  # (n_rows, K') per-case CV predictions
+    proba: np.ndarray | None = None        # (n_rows, K', J) their class probabilities
 
 
 def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_repeats=1,
-                   random_state=0, rows=None, labels=None, n_threads=1):
-    """Grow T_max, cross-validate its pruning sequence and select k* (steps 1-5 above).
+                   random_state=0, rows=None, labels=None, n_threads=1, cp=None,
+                   predictions=False):
+    """Grow T_max, cross-validate its pruning sequence and select k* (steps 1-6 above).
+
+    ``cp`` (rpart's relative complexity, None: 0) keeps the rows k >= k_c of the
+    sequence, T_{k_c} = T(cp R(root)) (:func:`first_candidate`): the table, the risks,
+    the selection and the predictions cover those rows only. ``predictions`` (one of
+    :data:`CV_PREDICTIONS`) asks for the per-case predictions of step 6 (one repeat
+    only); ``CVResult.predictions`` is over the caller's rows: class indices (-1 for a
+    row that takes no part) or values (NaN), and with ``"proba"`` ``CVResult.proba``
+    the class probabilities (NaN).
 
     ``problem`` holds the cases that take part (positive weight). ``rows`` is a boolean
     mask over the caller's rows marking them (``None``: every row takes part), and
@@ -123,14 +149,29 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     cv_risk, cv_se = score_fold_trees(problem, settings, [f.tree for f in fold_fits], plan,
                                       alphas, priors=fitted.priors,
                                       class_totals=fitted.class_totals, n_threads=n_threads)
+    root = float(fitted.tree.risk[0])
+    first = 0 if cp is None else first_candidate(alphas, cp * root, root)
+    pred = proba = None
+    if predictions:
+        pred, proba = fold_predictions(problem, fold_fits, plan, alphas[first:],
+                                       use_surrogate=settings.use_surrogate,
+                                       proba=predictions == "proba", full_alphas=alphas)
+        if rows is not None:
+            pred, proba = _over_rows(pred, rows), _over_rows(proba, rows)
+    if first:
+        alphas, n_leaves, tree_risk = alphas[first:], n_leaves[first:], tree_risk[first:]
+        cv_risk, cv_se = cv_risk[:, first:], cv_se[:, first:]
     risk_mean = cv_risk.mean(axis=0)
     se_mean = cv_se.mean(axis=0)
     std = (cv_risk.std(axis=0, ddof=1) if cv_risk.shape[0] > 1
            else np.full_like(risk_mean, np.nan))
     k = select_index(risk_mean, se_mean, selection)
 
-    root = float(fitted.tree.risk[0])
     table = path_table(alphas, n_leaves, tree_risk, root)
+    if first:
+        table["k"] += first
+        # α'_k of the kept rows are those of the whole sequence (the last one is +inf)
+        table["alpha_prime"] = midpoints(fitted.path[0])[first:]
     table["cv_risk"] = risk_mean
     table["cv_se"] = se_mean
     table["cv_std"] = std
@@ -146,7 +187,109 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     fold_alphas = [[fold_fits[r * n_f + v].path[0] for v in range(n_f)]
                    for r in range(n_rep)]
     return CVResult(fitted, table, cv_risk, cv_se, int(k), float(alphas[k]), plan.n_folds,
-                    folds, fold_alphas)
+                    folds, fold_alphas, pred, proba)
+
+
+def first_candidate(alphas, alpha, root_risk):
+    """Row index k_c (0-based) of T(alpha) in the sequence ``alphas`` (α_1 = 0 < α_2 <
+    …): the last α_k at most ``alpha (1 + ALPHA_RTOL) + ALPHA_ATOL R(root)``, the
+    tolerance of :func:`cartjit._pruning.keeps_split`, so that T_{k_c} is the tree
+    ``prune(alpha)`` gives (a node collapses at its α_k, stored as the same double)."""
+    bound = alpha + ALPHA_RTOL * alpha + ALPHA_ATOL * abs(root_risk)
+    return int(np.searchsorted(alphas, bound, side="right")) - 1
+
+
+def _over_rows(values, rows):
+    """``values`` over the cases that take part, spread over the caller's ``rows`` (a
+    boolean mask); the other rows get -1 (integers) or NaN."""
+    if values is None:
+        return None
+    fill = -1 if values.dtype.kind == "i" else np.nan
+    out = np.full((rows.shape[0],) + values.shape[1:], fill, dtype=values.dtype)
+    out[rows] = values
+    return out
+
+
+def heldout_nodes(tree, X, use_surrogate, points):
+    """Cross-validated predictions: the node of ``tree`` (a fold tree, with its per-node
+    collapse α) where each row of X ends in T(α) for every α of ``points`` (increasing),
+    as an int32 array (rows, K).
+
+    Each row is dropped once down T_max^(v) (:func:`cartjit._tree.apply`: its leaf, or
+    the internal node where a missing value stops it, which then stands for every α).
+    Going up from there, the per-node α never decreases (a node collapses no earlier
+    than its descendants), and an ancestor a is the row's end node for the α from
+    alpha[a] up to its parent's collapse: the rule of rpart's ``rundown`` and of
+    :func:`cartjit._predict.heldout_losses`. Each node of the path marks the first
+    column of its range (shallower nodes written last), and a running maximum over the
+    columns carries the marks forward; O(depth + K) per row, in NumPy.
+    """
+    end = apply_tree(tree, X, use_surrogate).astype(np.int64)
+    m, K = end.shape[0], points.shape[0]
+    mark = np.zeros((m, K), dtype=np.int32)  # node + 1 at the first column of its range
+    mark[:, 0] = end + 1
+    row = np.arange(m)
+    cur = tree.parent[end].astype(np.int64)
+    while True:
+        on = np.flatnonzero(cur >= 0)
+        if on.shape[0] == 0:
+            break
+        node = cur[on]
+        first = np.searchsorted(points, tree.alpha[node], side="left")
+        keep = first < K
+        mark[row[on[keep]], first[keep]] = node[keep] + 1
+        cur[on] = tree.parent[node]
+    at = np.where(mark > 0, np.arange(K, dtype=np.int32), 0)
+    np.maximum.accumulate(at, axis=1, out=at)
+    return mark[row[:, None], at] - 1
+
+
+def fold_tree_arrays(tree, use_surrogate, value=None):
+    """The :class:`cartjit._predict.FoldTree` of a fitted tree (``value``: its node values
+    in the kernels' units for regression; default the tree's own)."""
+    label = tree.label if value is None else np.empty(0, dtype=np.int32)
+    return FoldTree(tree.feature, tree.threshold, tree.left, tree.alpha, label,
+                    tree.value if value is None else value, routing_of(tree, use_surrogate))
+
+
+def fold_predictions(problem, fold_fits, plan, alphas, *, use_surrogate, proba=False,
+                     full_alphas=None):
+    """Per-case cross-validated predictions (step 6; rpart's ``xpred.rpart``).
+
+    For every case i (of ``problem``) and every k, what the tree of i's fold pruned at
+    α'_k predicts for it: α'_k the midpoints of ``full_alphas`` (default ``alphas``)
+    at the positions of ``alphas`` (the last sequence rows). Returns ``(pred, proba)``:
+    class indices (int64) or means (float64), shape (n, K); with ``proba`` the class
+    probabilities p(j | t) of each fold tree's end node, with that fold tree's priors
+    (n, K, J), else None. Cases are routed as ``use_surrogate`` says. One repeat only.
+    """
+    if plan.folds.shape[0] != 1:
+        raise ValueError("cv_predictions needs a single partition: use n_repeats=1")
+    full = alphas if full_alphas is None else full_alphas
+    points = midpoints(np.asarray(full, dtype=np.float64))[full.shape[0] - alphas.shape[0]:]
+    n, K = problem.X.shape[0], points.shape[0]
+    J = problem.n_classes
+    check_allocation(n * K * (4 + 8 + (8 * J if proba else 0)),
+                     f"cross-validated predictions of {n} cases at {K} values of alpha",
+                     "use cv_predictions=False, or a cp that keeps fewer rows")
+    tasks = [(v, fold_fits[v].tree, np.flatnonzero(plan.folds[0] == v))
+             for v in range(plan.n_folds)]
+    cls = problem.is_classification
+    pred = np.empty((n, K), dtype=np.int64 if cls else np.float64)
+    prob = np.empty((n, K, J)) if proba and cls else None
+    for v, t, held in tasks:
+        at = heldout_nodes(t, np.ascontiguousarray(problem.X[held]), use_surrogate, points)
+        if cls:
+            pred[held] = t.label[at]
+            if prob is not None:
+                f = fold_fits[v]
+                factor = np.divide(f.priors, f.class_totals, out=np.zeros(J),
+                                   where=f.class_totals > 0)
+                scaled = t.value[at] * factor
+                prob[held] = scaled / scaled.sum(axis=2, keepdims=True)
+        else:
+            pred[held] = t.value[at, 0]
+    return pred, prob
 
 
 def _check_cv_int(cv, n):
@@ -352,10 +495,9 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         rows = np.flatnonzero(plan.folds[r] == v).astype(np.int64)
         out_sum = np.zeros(alpha_prime.shape[0])
         out_sq = np.zeros(alpha_prime.shape[0])
-        label = t.label if problem.is_classification else np.empty(0, dtype=np.int32)
-        value = t.value if problem.is_classification else t.value / scale.y
-        heldout_losses(FoldTree(t.feature, t.threshold, t.left, t.alpha, label, value,
-                                routing_of(t, settings.use_surrogate)),
+        heldout_losses(fold_tree_arrays(t, settings.use_surrogate,
+                                        None if problem.is_classification
+                                        else t.value / scale.y),
                        HeldOut(problem.X, rows, problem.y_class, problem.y_reg, problem.w,
                                problem.unit_weights),
                        LossTable(class_scale, cost, alpha_prime, out_sum, out_sq))
@@ -403,3 +545,74 @@ def select_index(cv_risk, cv_se, selection):
         return k_min
     bound = cv_risk[k_min] + m * cv_se[k_min]
     return int(np.flatnonzero(cv_risk <= bound + SELECTION_TIE_RTOL * abs(bound))[-1])
+
+
+
+# --------------------------------------------------------------------------- test sample
+
+
+def _sums(tree_arrays, X, rows, y_class, y_reg, w, unit, class_scale, cost, points):
+    """Σ w l and Σ w l² over ``rows`` for every α'_k (one descent per case)."""
+    out_sum = np.zeros(points.shape[0])
+    out_sq = np.zeros(points.shape[0])
+    heldout_losses(tree_arrays, HeldOut(X, rows, y_class, y_reg, w, unit),
+                   LossTable(class_scale, cost, points, out_sum, out_sq))
+    return out_sum, out_sq
+
+
+def _mean_and_se(s, sq, total):
+    """A weighted mean of losses and its standard error, weights counted as cases."""
+    return s / total, np.sqrt(np.maximum(sq - s * s / total, 0.0)) / total
+
+
+def sample_risk(tree, use_surrogate, alphas, X, y, w, *, priors=None, cost=None):
+    """Breiman's test-sample estimate: ``(R^ts, SE)`` of T_1..T_K, arrays of shape (K,)
+    (Breiman et al. 1984, §3.4 and §11.2; §8.5 for regression).
+
+    A second sample L_2, not used to grow T_max, goes down T_max once per case and is
+    scored for every T_k at once (the held-out descent of the folds, at the midpoints
+    α'_k, which lie inside the interval of T_k). With N_ij the (weighted) number of
+    class-j cases of L_2 that T_k labels i and N_j = Σ_i N_ij:
+
+    * given ``priors`` π: R^ts(T_k) = Σ_j π(j) Σ_i C(i|j) N_ij / N_j and
+      SE = sqrt(Σ_j (π(j) / N_j)² (Σ_i C(i|j)² N_ij - (Σ_i C(i|j) N_ij)² / N_j)), the
+      class-by-class variance of §11.2 with the N_j held fixed (every class with
+      π(j) > 0 needs a case of positive weight);
+    * ``priors`` None (estimated from L_2, π(j) = N_j / N): R^ts is the mean cost
+      Σ w l / W of L_2's cases and SE = sqrt(Σ w l² - (Σ w l)² / W) / W, the SE of a
+      mean (the binomial sqrt(R (1 - R) / N) with 0-1 cost and unit weights);
+    * regression (``cost`` None): the same mean and SE over the squared errors.
+
+    Weights count as cases in the SE, as in the cross-validation. ``tree`` is T_max
+    with its per-node α, ``alphas`` its sequence α_1..α_K; ``X`` the test cases in the
+    kernels' encoding (float64, NaN missing); ``y`` int32 class indices (``cost``
+    J × J, ``cost[j, i]`` = C(i|j)) or float64 responses; ``w`` float64 weights, or
+    None for unit weights.
+    """
+    points = midpoints(np.asarray(alphas, dtype=np.float64))
+    n = X.shape[0]
+    unit = w is None
+    w_arr = np.empty(0) if unit else w
+    total = float(n if unit else w.sum())
+    if cost is None:  # regression
+        arrays = fold_tree_arrays(tree, use_surrogate, tree.value)
+        s, sq = _sums(arrays, X, np.arange(n, dtype=np.int64), np.empty(0, np.int32), y,
+                      w_arr, unit, np.empty(0), np.zeros((1, 1)), points)
+        return _mean_and_se(s, sq, total)
+    arrays = fold_tree_arrays(tree, use_surrogate)
+    cost = np.ascontiguousarray(cost, dtype=np.float64)
+    ones = np.ones(cost.shape[0])
+    y_reg = np.empty(0)
+    if priors is None:
+        s, sq = _sums(arrays, X, np.arange(n, dtype=np.int64), y, y_reg, w_arr, unit, ones,
+                      cost, points)
+        return _mean_and_se(s, sq, total)
+    risk = np.zeros(points.shape[0])
+    var = np.zeros(points.shape[0])
+    for j in np.flatnonzero(np.asarray(priors) > 0):
+        rows = np.flatnonzero(y == j).astype(np.int64)
+        n_j = float(rows.shape[0] if unit else w[rows].sum())
+        s, sq = _sums(arrays, X, rows, y, y_reg, w_arr, unit, ones, cost, points)
+        risk += priors[j] * s / n_j
+        var += (priors[j] / n_j) ** 2 * np.maximum(sq - s * s / n_j, 0.0)
+    return risk, np.sqrt(var)

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _encoding as E
 from . import _validation as V
-from ._cv import cross_validate, select_index
+from ._cv import CV_PREDICTIONS, cross_validate, sample_risk, select_index
 from ._fit import Problem, Settings, fit_tree, split_factor
 from ._pruning import path_table, prune_tree, pruning_sequence
 from ._tree import LEAF
@@ -114,6 +114,17 @@ if _Base is None:
 MAX_EXHAUSTIVE = 20
 
 
+def _check_cp(cp, ccp_alpha):
+    """``cp`` checked (a finite number >= 0, or None); an error when ``ccp_alpha`` is given
+    too (both set the pruning: α = cp · R(root))."""
+    cp = V.check_float(cp, "cp", allow_none=True)
+    if cp is not None and ccp_alpha is not None:
+        raise ValueError(
+            f"cp and ccp_alpha both set the pruning (alpha = cp * R(root)): give one of "
+            f"them, not both (cp={cp!r}, ccp_alpha={ccp_alpha!r})")
+    return cp
+
+
 def _check_exhaustive(value):
     value = V.check_int(value, "max_categories_exhaustive", low=1)
     if value > MAX_EXHAUSTIVE:
@@ -129,6 +140,7 @@ class _Prepared(NamedTuple):
     problem: Problem
     settings: Settings
     ccp_alpha: float | None
+    cp: float | None             # rpart's relative complexity (None: not given)
     names: np.ndarray | None     # feature names (DataFrame input)
     classes: np.ndarray | None   # labels of the classes that take part
     rows: np.ndarray | None      # mask of the rows with positive weight; None: every row
@@ -176,6 +188,7 @@ class _BaseCART(_Base):
             max_leaf_nodes=V.check_int(self.max_leaf_nodes, "max_leaf_nodes", low=2,
                                        allow_none=True),
             ccp_alpha=V.check_float(self.ccp_alpha, "ccp_alpha", allow_none=True),
+            cp=_check_cp(getattr(self, "cp", None), self.ccp_alpha),
             max_categories_exhaustive=_check_exhaustive(
                 getattr(self, "max_categories_exhaustive", 12)),
             missing=V.check_missing_params(self.max_surrogate, self.use_surrogate,
@@ -264,8 +277,8 @@ class _BaseCART(_Base):
             full = np.zeros(n_rows, dtype=bool)
             full[np.flatnonzero(keep)[rows] if rows is not None else keep] = True
             rows = full
-        return _Prepared(problem, settings, params["ccp_alpha"], names, classes, rows,
-                         y_rows, encoding)
+        return _Prepared(problem, settings, params["ccp_alpha"], params["cp"], names, classes,
+                         rows, y_rows, encoding)
 
     @staticmethod
     def _drop_missing_targets(y_missing, n_rows):
@@ -352,13 +365,125 @@ class _BaseCART(_Base):
             self._split_cost_default = prep.settings.default_cost
 
     def fit(self, X, y, sample_weight=None):
-        """Grow T_max on (X, y) with optional case weights (then prune to ``ccp_alpha``).
+        """Grow T_max on (X, y) with optional case weights (then prune to ``ccp_alpha``,
+        or to α = ``cp`` · R(root)).
 
         Returns ``self``.
         """
         prep = self._prepare(X, y, sample_weight)
         fitted = fit_tree(prep.problem, prep.settings, None, numba.get_num_threads())
-        self._set_fitted(fitted, prep, prep.ccp_alpha)
+        alpha = prep.ccp_alpha
+        if prep.cp is not None:  # rpart's scale: α = cp · R(root) of T_max
+            alpha = prep.cp * float(fitted.tree.risk[0])
+        self._set_fitted(fitted, prep, alpha)
+        self._forget_test_sample()
+        return self
+
+    # -- the test-sample estimate ---------------------------------------------------
+    #: What :meth:`prune_by_test_sample` records (a new fit or a pruned copy drops it).
+    _TEST_SAMPLE_ATTRS = ("test_results_", "alpha_", "best_index_")
+
+    def _forget_test_sample(self):
+        for name in self._TEST_SAMPLE_ATTRS:
+            if name in self.__dict__:
+                delattr(self, name)
+
+    def _test_targets(self, y, n):
+        """y of a test sample as the kernels take it: class indices into ``classes_``
+        (a label that is not one of them is an error) or float64 responses."""
+        if not self._is_classifier:
+            return V.check_y_reg(y, n)
+        y, missing = V.missing_targets(y, n)
+        if missing.any():
+            raise ValueError(
+                f"y_test contains {int(np.count_nonzero(missing))} missing labels (NaN or "
+                "None): every test case needs its class; drop those rows first")
+        lookup = {c: i for i, c in enumerate(self.classes_.tolist())}
+        codes = np.fromiter((lookup.get(v, -1) for v in np.asarray(y).tolist()),
+                            dtype=np.int32, count=n)
+        if np.any(codes < 0):
+            unknown = sorted({repr(v) for v in np.asarray(y)[codes < 0].tolist()})[:5]
+            raise ValueError(
+                f"y_test has labels that are not classes of the fitted tree: "
+                f"{', '.join(unknown)} (classes_ = {self.classes_.tolist()!r})")
+        return codes
+
+    def _priors_from_test_sample(self):
+        """Whether the fit estimated π from the learning sample ("empirical" priors, no
+        class_weight): the test-sample estimate then estimates π from the test sample."""
+        priors = self.priors
+        return (isinstance(priors, str) and priors == "empirical"
+                and getattr(self, "class_weight", None) is None)
+
+    def test_sample_path(self, X_test, y_test, sample_weight=None):
+        """Breiman's test-sample estimate R^ts(T_k) of every tree of the pruning sequence
+        of ``tree_max_``, with its standard error (Breiman et al. 1984, §3.4, §11.2;
+        §8.5 for regression; docs/rpart.md).
+
+        (X_test, y_test) is a sample not used in the fit, optionally weighted. Returns a
+        DataFrame with one row per T_k: the columns of :meth:`cost_complexity_path`
+        (``k``, ``alpha``, ``alpha_prime``, ``n_leaves``, ``risk`` (the resubstitution
+        R(T_k)), ``cp``, ``rel_error``) and ``test_risk`` (R^ts(T_k)) and ``test_se``
+        (its SE). Classification: with given priors (``priors`` given or ``"equal"``,
+        or set by ``class_weight``) R^ts = Σ_j π(j) Σ_i C(i|j) N_ij / N_j over the test
+        cases, N_ij the weight of the class-j test cases labelled i, with the
+        class-by-class SE of §11.2, and every class with π(j) > 0 needs a test case;
+        with ``priors="empirical"`` the priors are estimated from the test sample, so
+        R^ts is the mean misclassification cost of the test cases and SE the one of a
+        mean. Regression: the mean squared error of the test cases and the SE of that
+        mean. Weights count as cases in the SE. ``tree_`` is not changed (see
+        :meth:`prune_by_test_sample`); ``ccp_alpha`` and ``cp`` do not restrict the rows.
+        """
+        X = self._check_predict_X(X_test)
+        n = X.shape[0]
+        y = self._test_targets(y_test, n)
+        w, ones = V.check_sample_weight(sample_weight, n, for_fit=False)
+        priors = cost = None
+        if self._is_classifier:
+            cost = self.cost_
+            if not self._priors_from_test_sample():
+                priors = self.priors_
+                present = np.bincount(y, weights=None if ones else w,
+                                      minlength=self.n_classes_)
+                lacking = np.flatnonzero((priors > 0) & (present <= 0))
+                if lacking.size:
+                    raise ValueError(
+                        "the test-sample estimate with given priors averages the error rate "
+                        "of every class, but y_test has no case (of positive weight) of "
+                        f"class(es) {self.classes_[lacking].tolist()!r}; give test cases of "
+                        "every class with a positive prior")
+        tree = self.tree_max_
+        alphas, n_leaves, tree_risk = pruning_sequence(tree)
+        risk, se = sample_risk(tree, self._use_surrogate, alphas, X, y,
+                               None if ones else w, priors=priors, cost=cost)
+        table = path_table(alphas, n_leaves, tree_risk, float(tree.risk[0]))
+        table["test_risk"] = risk
+        table["test_se"] = se
+        return table
+
+    def prune_by_test_sample(self, X_test, y_test, sample_weight=None, selection="1se"):
+        """Keep the T_k that the test-sample estimate selects (Breiman et al. 1984, §3.4).
+
+        Computes :meth:`test_sample_path` and selects a row as the CV estimators do:
+        ``selection="min"`` the smallest R^ts (ties: the smaller tree), ``"1se"`` the
+        smallest tree with R^ts <= min + SE (of the minimum), a number m the m-SE rule.
+        ``tree_`` becomes that T_k (in place; no refit) and ``test_results_`` (the table,
+        with a ``selected`` column), ``alpha_`` (its α_k) and ``best_index_`` (its row)
+        are recorded. The parameters (``ccp_alpha``, ``cp``) are not changed: a new
+        ``fit`` grows and prunes as they say and drops these attributes;
+        ``prune(est.alpha_)`` on a refitted estimator gives the same tree. Returns
+        ``self``.
+        """
+        select_index(np.zeros(1), np.zeros(1), selection)  # checks selection first
+        table = self.test_sample_path(X_test, y_test, sample_weight)
+        k = select_index(table["test_risk"].to_numpy(), table["test_se"].to_numpy(),
+                         selection)
+        table["selected"] = np.arange(len(table)) == k
+        alpha = float(table["alpha"].iloc[k])
+        self.tree_ = prune_tree(self.tree_max_, alpha)
+        self.test_results_ = table
+        self.alpha_ = alpha
+        self.best_index_ = int(k)
         return self
 
     # -- pruning --------------------------------------------------------------------
@@ -407,14 +532,17 @@ class _BaseCART(_Base):
         an α typed from the path, from a book or from an rpart ``cp`` (α = cp · R(root))
         give the tree of that step although the stored α_k carries rounding: on the iris
         petal tree, ``prune(1/75)`` gives the 3 leaves of α_3 = 1/75. ``alpha`` may be
-        +inf (the root). The copy's ``ccp_alpha`` is set to ``alpha``, so refitting it
-        reproduces the same tree.
+        +inf (the root). The copy's ``ccp_alpha`` is set to ``alpha`` (and its ``cp`` to
+        None), so refitting it reproduces the same tree.
         """
         self._check_fitted()
         if not (isinstance(alpha, (float, np.floating)) and alpha == np.inf):
             alpha = V.check_float(alpha, "alpha")  # +inf is allowed: T(inf) is the root
         pruned = copy.copy(self)
         pruned.ccp_alpha = alpha
+        if hasattr(pruned, "cp"):
+            pruned.cp = None
+        pruned._forget_test_sample()
         pruned.tree_ = prune_tree(self.tree_max_, alpha)
         return pruned
 
@@ -590,6 +718,17 @@ class _CVMixin:
 
     stratify = False  # CARTRegressorCV has no stratify parameter
 
+    def _forget_test_sample(self):
+        """Nothing to forget: ``alpha_`` and ``best_index_`` are the CV's choice."""
+
+    @property
+    def prune_by_test_sample(self):
+        """Not for the CV estimators, which select T_k by cross-validation."""
+        raise AttributeError(
+            f"{type(self).__name__} selects its subtree by cross-validation; "
+            "prune_by_test_sample is a method of CARTClassifier and CARTRegressor "
+            "(test_sample_path works here too)")
+
     def select_k(self, selection):
         """Row position in ``cv_results_`` of the subtree a selection rule chooses.
 
@@ -609,19 +748,31 @@ class _CVMixin:
         if self.random_state is not None:
             V.check_int(self.random_state, "random_state", low=0)
         select_index(np.zeros(1), np.zeros(1), self.selection)  # validates selection
+        keep = getattr(self, "cv_predictions", False)
+        allowed = CV_PREDICTIONS if self._is_classifier else CV_PREDICTIONS[:2]
+        if not any(keep is a or (isinstance(keep, str) and keep == a) for a in allowed):
+            raise ValueError(f"cv_predictions must be one of {list(allowed)}, got {keep!r}"
+                             + ("" if self._is_classifier or keep != "proba" else
+                                " (class probabilities are for CARTClassifierCV)"))
+        if keep is not False and self.n_repeats != 1:
+            raise ValueError(
+                f"cv_predictions={keep!r} needs a single partition of the cases, but "
+                f"n_repeats={self.n_repeats!r}: use n_repeats=1")
+        return keep
 
     def fit(self, X, y, sample_weight=None):
         """Grow T_max, compute its pruning sequence, cross-validate it and keep T_{k*}.
 
         Returns ``self``.
         """
-        self._check_cv_params()
+        keep = self._check_cv_params()
         prep = self._prepare(X, y, sample_weight)
         res = cross_validate(
             prep.problem, prep.settings, self.cv, selection=self.selection,
             stratify=bool(self.stratify), n_repeats=self.n_repeats,
             random_state=0 if self.random_state is None else self.random_state,
-            rows=prep.rows, labels=prep.labels, n_threads=numba.get_num_threads())
+            rows=prep.rows, labels=prep.labels, n_threads=numba.get_num_threads(),
+            cp=prep.cp, predictions=keep)
         self._set_fitted(res.fitted, prep, res.alpha)
         self.cv_results_ = res.table
         self.cv_risk_repeats_ = res.cv_risk
@@ -632,6 +783,11 @@ class _CVMixin:
         self.n_repeats_ = res.folds.shape[0]
         self.folds_ = res.folds
         self.fold_alphas_ = res.fold_alphas
+        for name, value in (("cv_predictions_", res.predictions), ("cv_proba_", res.proba)):
+            if value is not None:
+                setattr(self, name, value)
+            elif hasattr(self, name):  # from an earlier fit
+                delattr(self, name)
         return self
 
 
@@ -684,6 +840,15 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         risk). α is compared with the stored per-node α with a relative slack of 1e-9
         (see :meth:`prune`), so an α_k of the path or a book's fraction such as 1/75
         gives the tree of that step.
+    cp : float or None, default None
+        rpart's relative complexity: the pruned subtree T(α) with α = cp · R(root),
+        R(root) the resubstitution risk of the root under the fitted priors and costs
+        (the scale of the ``cp`` column of :meth:`cost_complexity_path`; for a regressor
+        the variance of y). ``CARTClassifier(cp=c)`` gives the tree of R's
+        ``prune(rpart(..., cp = 0), cp = c)`` wherever rpart's CP table is the exact
+        sequence (docs/rpart.md). Unlike rpart's ``cp`` it does not stop the growth:
+        T_max is grown whole (``tree_max_``) and pruned. Give ``cp`` or ``ccp_alpha``,
+        not both (a ``ValueError``); with neither, ``tree_`` is T_max.
     categorical_features : "from_dtype", None, array of int, array of str or bool mask
         Which features are unordered categoricals, split by subsets of their levels
         {x ∈ S} vs {x ∉ S} (docs/maths.md §7) instead of by thresholds.
@@ -760,6 +925,9 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
     variable_importance_ : pandas.Series
         rpart's ``variable.importance`` (primary and surrogate splits) of the features
         used by ``tree_``, not normalised, largest first (see the property).
+    test_results_, alpha_, best_index_ : after :meth:`prune_by_test_sample` only
+        The test-sample table of :meth:`test_sample_path` with a ``selected`` column,
+        the selected α_k and its row (a new ``fit`` drops them).
 
     Notes
     -----
@@ -776,7 +944,7 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
 
     def __init__(self, criterion="gini", *, priors="empirical", class_weight=None, cost=None,
                  max_depth=None, min_samples_split=2, min_samples_leaf=1,
-                 min_impurity_decrease=0.0, max_leaf_nodes=None, ccp_alpha=None,
+                 min_impurity_decrease=0.0, max_leaf_nodes=None, ccp_alpha=None, cp=None,
                  categorical_features="from_dtype", max_categories_exhaustive=12,
                  max_surrogate="auto", use_surrogate=2, surrogate_style=0,
                  max_competitor=4):
@@ -790,6 +958,7 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         self.min_impurity_decrease = min_impurity_decrease
         self.max_leaf_nodes = max_leaf_nodes
         self.ccp_alpha = ccp_alpha
+        self.cp = cp
         self.categorical_features = categorical_features
         self.max_categories_exhaustive = max_categories_exhaustive
         self.max_surrogate = max_surrogate
@@ -846,8 +1015,8 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
 
     def __init__(self, criterion="squared_error", *, max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
-                 ccp_alpha=None, categorical_features="from_dtype", max_surrogate="auto",
-                 use_surrogate=2, surrogate_style=0, max_competitor=4):
+                 ccp_alpha=None, cp=None, categorical_features="from_dtype",
+                 max_surrogate="auto", use_surrogate=2, surrogate_style=0, max_competitor=4):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -855,6 +1024,7 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
         self.min_impurity_decrease = min_impurity_decrease
         self.max_leaf_nodes = max_leaf_nodes
         self.ccp_alpha = ccp_alpha
+        self.cp = cp
         self.categorical_features = categorical_features
         self.max_surrogate = max_surrogate
         self.use_surrogate = use_surrogate
@@ -900,6 +1070,20 @@ _CV_DOC = """
         with R^CV <= min + SE (Breiman's rule); a number m: the m-SE rule.
     random_state : int >= 0 or None, default 0
         Seed of the fold partitions (None means 0: results are always reproducible).
+    cp : float or None, default None
+        rpart's relative complexity as a bound on the candidates: with α_c = cp ·
+        R(root), only T(α_c) (the T_{k_c} that ``prune(α_c)`` gives) and its subtrees
+        T_{k_c}, …, T_K are cross-validated and selected; ``cv_results_`` has those rows
+        (``k`` keeps its number in the whole sequence, ``alpha`` and ``alpha_prime`` are
+        those of the whole sequence, so the first row's α'_{k_c} = sqrt(α_{k_c}
+        α_{k_c+1}) may lie below α_c). The fold trees are grown whole and scored at
+        those α'_k. ``tree_max_`` stays T_max. None (or 0) keeps every row. In rpart,
+        ``cp`` also stops the growth of the full and fold trees; rpart's CP table then
+        ends at cp, as these rows do (docs/rpart.md).
+    cv_predictions : False, True or "proba" (classifier only), default False
+        Keep the per-case cross-validated predictions (rpart's ``xpred.rpart``):
+        ``cv_predictions_`` and, with "proba", ``cv_proba_``. They cost n × K numbers
+        (n × K × J for "proba") and need ``n_repeats=1``.
 
     Attributes
     ----------
@@ -915,6 +1099,16 @@ _CV_DOC = """
         missing target).
     fold_alphas_ : list (repeats) of lists (folds) of each fold tree's α sequence.
     cv_risk_repeats_, cv_se_repeats_ : arrays (n_repeats, K).
+    cv_predictions_ : array (n_samples, K), with ``cv_predictions`` only
+        Column k (the row k of ``cv_results_``) holds, for every case, what the tree of
+        its fold pruned at α'_k predicts for it: the class *index* into ``classes_``
+        (int64, -1 for a case that takes no part; ``classes_[cv_predictions_]`` gives
+        the labels; rpart's ``xpred.rpart`` gives that index + 1) or the mean (float64,
+        NaN for no part). A case missing a split feature is routed as in prediction
+        (``use_surrogate``). R^CV is the mean loss of these predictions.
+    cv_proba_ : array (n_samples, K, n_classes), with ``cv_predictions="proba"`` only
+        p(j | t) at each of those end nodes, with the fold tree's own priors (NaN for
+        no part).
 """
 
 
@@ -924,21 +1118,23 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
     Grows T_max, computes its weakest-link sequence, cross-validates every T_k as in
     docs/maths.md §5 (fold trees grown once each from the presorted sample, scored for
     all α'_k in one descent per held-out case) and keeps the selected subtree. Tree parameters
-    are those of :class:`CARTClassifier` (without ``ccp_alpha``).
+    are those of :class:`CARTClassifier` (without ``ccp_alpha``; ``cp`` bounds the
+    candidates, see below).
     """ + _CV_DOC)
 
     def __init__(self, criterion="gini", *, priors="empirical", class_weight=None, cost=None,
                  max_depth=None, min_samples_split=2, min_samples_leaf=1,
-                 min_impurity_decrease=0.0, max_leaf_nodes=None,
+                 min_impurity_decrease=0.0, max_leaf_nodes=None, cp=None,
                  categorical_features="from_dtype", max_categories_exhaustive=12,
                  max_surrogate="auto", use_surrogate=2, surrogate_style=0, max_competitor=4,
-                 cv=10, stratify=False, n_repeats=1, selection="1se", random_state=0):
+                 cv=10, stratify=False, n_repeats=1, selection="1se", random_state=0,
+                 cv_predictions=False):
         super().__init__(criterion, priors=priors, class_weight=class_weight, cost=cost,
                          max_depth=max_depth,
                          min_samples_split=min_samples_split,
                          min_samples_leaf=min_samples_leaf,
                          min_impurity_decrease=min_impurity_decrease,
-                         max_leaf_nodes=max_leaf_nodes,
+                         max_leaf_nodes=max_leaf_nodes, cp=cp,
                          categorical_features=categorical_features,
                          max_categories_exhaustive=max_categories_exhaustive,
                          max_surrogate=max_surrogate, use_surrogate=use_surrogate,
@@ -949,24 +1145,26 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
         self.n_repeats = n_repeats
         self.selection = selection
         self.random_state = random_state
+        self.cv_predictions = cv_predictions
 
 
 class CARTRegressorCV(_CVMixin, CARTRegressor):
     __doc__ = ("""CART regression tree pruned by V-fold cross-validation (docs/maths.md §5).
 
     R^CV is the weighted mean squared held-out error; R(T) the resubstitution MSE.
-    Tree parameters are those of :class:`CARTRegressor` (without ``ccp_alpha``).
+    Tree parameters are those of :class:`CARTRegressor` (without ``ccp_alpha``; ``cp``
+    bounds the candidates, see below).
     """ + _CV_DOC)
 
     def __init__(self, criterion="squared_error", *, max_depth=None, min_samples_split=2,
-                 min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
+                 min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None, cp=None,
                  categorical_features="from_dtype", max_surrogate="auto", use_surrogate=2,
                  surrogate_style=0, max_competitor=4, cv=10, n_repeats=1, selection="1se",
-                 random_state=0):
+                 random_state=0, cv_predictions=False):
         super().__init__(criterion, max_depth=max_depth, min_samples_split=min_samples_split,
                          min_samples_leaf=min_samples_leaf,
                          min_impurity_decrease=min_impurity_decrease,
-                         max_leaf_nodes=max_leaf_nodes,
+                         max_leaf_nodes=max_leaf_nodes, cp=cp,
                          categorical_features=categorical_features,
                          max_surrogate=max_surrogate, use_surrogate=use_surrogate,
                          surrogate_style=surrogate_style, max_competitor=max_competitor)
@@ -975,3 +1173,4 @@ class CARTRegressorCV(_CVMixin, CARTRegressor):
         self.n_repeats = n_repeats
         self.selection = selection
         self.random_state = random_state
+        self.cv_predictions = cv_predictions
