@@ -75,7 +75,14 @@ CV_COLUMNS = {"k": "<i8", "alpha": "<f8", "alpha_prime": "<f8", "n_leaves": "<i8
               "risk": "<f8", "cp": "<f8", "rel_error": "<f8", "cv_risk": "<f8",
               "cv_se": "<f8", "cv_std": "<f8", "xerror": "<f8", "xstd": "<f8",
               "selected": "|b1"}
+#: The columns of ``test_results_`` (after ``prune_by_test_sample``), in order.
+TEST_COLUMNS = {"k": "<i8", "alpha": "<f8", "alpha_prime": "<f8", "n_leaves": "<i8",
+                "risk": "<f8", "cp": "<f8", "rel_error": "<f8", "test_risk": "<f8",
+                "test_se": "<f8", "selected": "|b1"}
 _CLASS_MEMBERS = {"priors": "<f8", "cost": "<f8", "class_weight_totals": "<f8"}
+#: A CV estimator's per-case cross-validated predictions (``cv_predictions``): class
+#: indices (-1: no part) or values, as float64, and class probabilities.
+_XPRED_MEMBERS = {"cv_predictions": "<f8", "cv_proba": "<f8"}
 _CV_MEMBERS = {"cv_risk_repeats": "<f8", "cv_se_repeats": "<f8", "folds": "<i8",
                "fold_alpha_values": "<f8", "fold_alpha_counts": "<i8"}
 
@@ -230,9 +237,26 @@ def _encode_fitted(est, members):
         members["fold_alpha_counts"] = np.asarray(
             [[len(a) for a in rep] for rep in est.fold_alphas_],
             dtype=np.int64).reshape(len(est.fold_alphas_), -1)
+        kept = None
+        if hasattr(est, "cv_predictions_"):
+            kept = "proba" if hasattr(est, "cv_proba_") else "predictions"
+            members["cv_predictions"] = est.cv_predictions_
+            if kept == "proba":
+                members["cv_proba"] = est.cv_proba_
         meta["cv"] = {"alpha": _plain(est.alpha_, "alpha_"),
                       "best_index": int(est.best_index_), "n_folds": int(est.n_folds_),
-                      "n_repeats": int(est.n_repeats_)}
+                      "n_repeats": int(est.n_repeats_), "predictions": kept}
+    else:
+        meta["test_sample"] = None
+        if hasattr(est, "test_results_"):  # prune_by_test_sample's choice
+            table = est.test_results_
+            if list(table.columns) != list(TEST_COLUMNS):
+                raise ValueError(f"cannot save test_results_ with columns "
+                                 f"{list(table.columns)}; expected {list(TEST_COLUMNS)}")
+            for name in TEST_COLUMNS:
+                members[f"test_results/{name}"] = table[name].to_numpy()
+            meta["test_sample"] = {"alpha": _plain(est.alpha_, "alpha_"),
+                                   "best_index": int(est.best_index_)}
     return meta
 
 
@@ -242,7 +266,9 @@ def _member_dtype(name):
         return _TREE_DTYPES[name.split("/", 1)[1]]
     if name.startswith("cv_results/"):
         return CV_COLUMNS[name.split("/", 1)[1]]
-    return {**_CLASS_MEMBERS, **_CV_MEMBERS}[name]
+    if name.startswith("test_results/"):
+        return TEST_COLUMNS[name.split("/", 1)[1]]
+    return {**_CLASS_MEMBERS, **_CV_MEMBERS, **_XPRED_MEMBERS}[name]
 
 
 def _zip_bytes(meta, members):
@@ -431,8 +457,7 @@ def _read_meta(raw, where):
                      f"{', '.join(_ESTIMATORS)}")
     if estimator.startswith("CARTClassifier"):
         keys |= {"classes", "split_cost_default"}
-    if estimator.endswith("CV"):
-        keys |= {"cv"}
+    keys |= {"cv"} if estimator.endswith("CV") else {"test_sample"}
     _exact_keys(meta, keys, "metadata.json", where)
     if not isinstance(meta["tree_is_tree_max"], bool):
         _fail(where, "tree_is_tree_max must be true or false")
@@ -478,6 +503,14 @@ def _expected_members(meta):
         names += list(_CLASS_MEMBERS)
     if meta["estimator"].endswith("CV"):
         names += [f"cv_results/{c}" for c in CV_COLUMNS] + list(_CV_MEMBERS)
+        cv = meta.get("cv")
+        kept = cv.get("predictions") if isinstance(cv, dict) else None
+        if kept in ("predictions", "proba"):
+            names.append("cv_predictions")
+        if kept == "proba":
+            names.append("cv_proba")
+    elif isinstance(meta.get("test_sample"), dict):
+        names += [f"test_results/{c}" for c in TEST_COLUMNS]
     return names
 
 
@@ -720,7 +753,35 @@ def _build(meta, arrays, where):
         _set_classes(est, meta, arrays, n_values, where)
     if meta["estimator"].endswith("CV"):
         _set_cv(est, meta, arrays, tree_max, where)
+    elif meta["test_sample"] is not None:
+        _set_test_sample(est, meta["test_sample"], arrays, tree_max, where)
     return est
+
+
+def _check_choice(choice, k, what, where):
+    """The chosen row and α of a selection over ``k`` rows (CV or test sample)."""
+    best = _int(choice["best_index"], f"{what}.best_index", where, 0, k - 1)
+    alpha = choice["alpha"]
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or \
+            not (math.isfinite(alpha) and alpha >= 0):
+        _fail(where, f"{what}.alpha must be a finite number >= 0, got {_short(alpha)}")
+    return best, float(alpha)
+
+
+def _set_test_sample(est, choice, arrays, tree_max, where):
+    import pandas as pd
+
+    if not isinstance(choice, dict):
+        _fail(where, "test_sample must be null or an object")
+    _exact_keys(choice, {"alpha", "best_index"}, "test_sample", where)
+    columns = {name: arrays[f"test_results/{name}"] for name in TEST_COLUMNS}
+    k = columns["k"].shape[0]
+    if k < 1 or any(c.shape != (k,) for c in columns.values()):
+        _fail(where, "the test_results columns must be 1-d and of one length (at least 1)")
+    best, alpha = _check_choice(choice, k, "test_sample", where)
+    est.test_results_ = pd.DataFrame(columns)
+    est.alpha_ = alpha
+    est.best_index_ = best
 
 
 def _set_classes(est, meta, arrays, n_classes, where):
@@ -754,18 +815,15 @@ def _set_cv(est, meta, arrays, tree_max, where):
     import pandas as pd
 
     cv = meta["cv"]
-    _exact_keys(cv, {"alpha", "best_index", "n_folds", "n_repeats"}, "cv", where)
+    _exact_keys(cv, {"alpha", "best_index", "n_folds", "n_repeats", "predictions"}, "cv",
+                where)
     columns = {name: arrays[f"cv_results/{name}"] for name in CV_COLUMNS}
     k = columns["k"].shape[0]
     if k < 1 or any(c.shape != (k,) for c in columns.values()):
         _fail(where, "the cv_results columns must be 1-d and of one length (at least 1)")
     n_repeats = _int(cv["n_repeats"], "cv.n_repeats", where, 1)
     n_folds = _int(cv["n_folds"], "cv.n_folds", where, 2)
-    best = _int(cv["best_index"], "cv.best_index", where, 0, k - 1)
-    alpha = cv["alpha"]
-    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or \
-            not (math.isfinite(alpha) and alpha >= 0):
-        _fail(where, f"cv.alpha must be a finite number >= 0, got {_short(alpha)}")
+    best, alpha = _check_choice(cv, k, "cv", where)
     risk, se = arrays["cv_risk_repeats"], arrays["cv_se_repeats"]
     if risk.shape != (n_repeats, k) or se.shape != (n_repeats, k):
         _fail(where, f"cv_risk_repeats and cv_se_repeats must have shape ({n_repeats}, {k})")
@@ -789,3 +847,34 @@ def _set_cv(est, meta, arrays, tree_max, where):
     est.n_repeats_ = n_repeats
     est.folds_ = folds
     est.fold_alphas_ = [pieces[r * n_folds:(r + 1) * n_folds] for r in range(n_repeats)]
+    if cv["predictions"] is not None:
+        _set_cv_predictions(est, cv["predictions"], arrays, folds.shape[1], k, where)
+
+
+def _set_cv_predictions(est, kept, arrays, n, k, where):
+    """``cv_predictions_`` (and ``cv_proba_``): one row per case, one column per row of
+    ``cv_results_``; -1 (classes) or NaN (values) for a case that takes no part."""
+    if kept not in ("predictions", "proba"):
+        _fail(where, f"cv.predictions must be null, 'predictions' or 'proba', got "
+                     f"{_short(kept)}")
+    pred = arrays["cv_predictions"]
+    if pred.shape != (n, k):
+        _fail(where, f"cv_predictions must have shape ({n}, {k})")
+    if est._is_classifier:
+        j = est.n_classes_
+        if not np.all((pred == np.round(pred)) & (pred >= -1) & (pred < j)):
+            _fail(where, f"cv_predictions must hold class indices in [-1, {j})")
+        est.cv_predictions_ = pred.astype(np.int64)
+    else:
+        if np.any(np.isinf(pred)):
+            _fail(where, "cv_predictions must be finite (NaN for a case that takes no part)")
+        est.cv_predictions_ = pred
+    if kept == "proba":
+        if not est._is_classifier:
+            _fail(where, "cv_proba belongs to a classifier")
+        proba = arrays["cv_proba"]
+        if proba.shape != (n, k, est.n_classes_):
+            _fail(where, f"cv_proba must have shape ({n}, {k}, {est.n_classes_})")
+        if np.any(np.isinf(proba)) or np.any(proba < 0) or np.any(proba > 1):
+            _fail(where, "cv_proba must hold probabilities in [0, 1] (NaN: no part)")
+        est.cv_proba_ = proba

@@ -66,6 +66,9 @@ def check_same_estimator(est, loaded, X):
             assert a.dtype == b.dtype and a.tolist() == b.tolist()
     if hasattr(est, "feature_names_in_"):
         np.testing.assert_array_equal(loaded.feature_names_in_, est.feature_names_in_)
+    if hasattr(est, "test_results_"):
+        pd.testing.assert_frame_equal(loaded.test_results_, est.test_results_)
+        assert (loaded.alpha_, loaded.best_index_) == (est.alpha_, est.best_index_)
     pd.testing.assert_frame_equal(loaded.cost_complexity_path(), est.cost_complexity_path())
     if hasattr(est, "cv_results_"):
         pd.testing.assert_frame_equal(loaded.cv_results_, est.cv_results_)
@@ -73,6 +76,12 @@ def check_same_estimator(est, loaded, X):
             np.testing.assert_array_equal(getattr(loaded, name), getattr(est, name))
         for name in ("alpha_", "best_index_", "n_folds_", "n_repeats_"):
             assert getattr(loaded, name) == getattr(est, name)
+        for name in ("cv_predictions_", "cv_proba_"):
+            assert hasattr(loaded, name) == hasattr(est, name)
+            if hasattr(est, name):
+                a, b = getattr(loaded, name), getattr(est, name)
+                assert a.dtype == b.dtype
+                np.testing.assert_array_equal(a, b)
         assert len(loaded.fold_alphas_) == len(est.fold_alphas_)
         for rep_a, rep_b in zip(loaded.fold_alphas_, est.fold_alphas_):
             assert len(rep_a) == len(rep_b)
@@ -90,6 +99,59 @@ NAMES = ["classifier-numeric", "classifier-pruned", "classifier-golf",
 def test_round_trip(estimators, saved, name):
     est, X = estimators[name]
     check_same_estimator(est, load(saved[name]), X)
+
+
+def _xpred_and_test_sample():
+    """CV estimators keeping their per-case predictions, and a tree pruned by a test
+    sample: attributes that exist only with those options."""
+    from cartjit.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    holes = X.copy()
+    holes.iloc[::7, 2] = np.nan
+    out = {
+        "cv-predictions": (cartjit.CARTClassifierCV(cv=5, cv_predictions=True,
+                                                    random_state=1).fit(X, y), X),
+        "cv-proba-cp": (cartjit.CARTClassifierCV(cv=4, cv_predictions="proba", cp=0.02,
+                                                 random_state=2).fit(holes, y), holes),
+        "regressor-cv-predictions": (cartjit.CARTRegressorCV(
+            cv=5, cv_predictions=True, random_state=3).fit(X.iloc[:, :3], X.iloc[:, 3]),
+            X.iloc[:, :3]),
+    }
+    for name, est in (("test-sample", cartjit.CARTClassifier()),
+                      ("regressor-test-sample", cartjit.CARTRegressor())):
+        target = y if name == "test-sample" else X.iloc[:, 3]
+        features = X if name == "test-sample" else X.iloc[:, :3]
+        est.fit(features.iloc[::2], target[::2])
+        est.prune_by_test_sample(features.iloc[1::2], target[1::2])
+        out[name] = (est, features)
+    return out
+
+
+def test_round_trip_of_cv_predictions_and_test_sample_choice(tmp_path):
+    for name, (est, X) in _xpred_and_test_sample().items():
+        assert hasattr(est, "cv_predictions_") or hasattr(est, "test_results_"), name
+        check_same_estimator(est, load(save(est, tmp_path / f"{name}.cartjit")), X)
+
+
+def test_edited_cv_predictions_are_refused(tmp_path):
+    est, _ = _xpred_and_test_sample()["cv-proba-cp"]
+    members = read_members(save(est, tmp_path / "m.cartjit"))
+    pred = array_of(members["cv_predictions.npy"])
+    bad = pred.copy()
+    bad[0, 0] = 3.0  # iris has classes 0, 1, 2
+    assert "class indices in [-1, 3)" in load_error(tmp_path,
+                                                     with_array(members, "cv_predictions.npy", bad))
+    assert "cv_predictions must have shape" in load_error(
+        tmp_path, with_array(members, "cv_predictions.npy", pred[:, :1].copy()))
+    proba = array_of(members["cv_proba.npy"]).copy()
+    proba[1, 0, 0] = 1.5
+    assert "probabilities in [0, 1]" in load_error(tmp_path,
+                                                   with_array(members, "cv_proba.npy", proba))
+    meta = meta_of(members)
+    meta["cv"]["predictions"] = None  # the members are there but the metadata says none
+    assert "unexpected member 'cv_predictions.npy'" in load_error(tmp_path,
+                                                              with_meta(members, meta))
 
 
 def test_round_trip_of_every_feature_encoding(tmp_path):
