@@ -205,7 +205,7 @@ class Work(NamedTuple):
     """Buffers of one growth: one row per thread where threads write."""
 
     scratch: np.ndarray    # float64 (n_threads, >= 3J) running class counts
-    buffers: np.ndarray    # int32 (n_threads, n) split candidates / partition side buffer
+    buffers: np.ndarray    # int32 (n_threads, n + 16) split candidates / partition side buffer
     goes_left: np.ndarray  # uint8 mark by case (+ 3 bytes of padding)
     no_ranks: np.ndarray   # int32 empty: the ranks of a feature without ties
     level_f: np.ndarray    # float64 (n_threads, ...) per-level statistics (subset splits)
@@ -1460,7 +1460,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     n_words = -(-lm // 64)
     n_lf = float_scratch_size(lm, n_val) if lm else 0
     work = Work(np.zeros((n_threads, row), dtype=np.float64),
-                np.empty((n_threads, n), dtype=np.int32),
+                np.empty((n_threads, n + LANES), dtype=np.int32),  # room for a block
                 np.zeros(X.shape[0] + 3, dtype=np.uint8),
                 np.empty(0, dtype=np.int32),
                 np.zeros((n_threads, n_lf), dtype=np.float64),

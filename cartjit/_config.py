@@ -68,11 +68,23 @@ CACHE: bool = _env_flag("CARTJIT_CACHE", True)
 PARALLEL: bool = _env_flag("CARTJIT_PARALLEL", True)
 
 
-def _simd_flag(raw) -> bool:
-    """``CARTJIT_SIMD``: ``auto`` (or unset) follows the target CPU, else 0 or 1."""
+def _simd_flag(raw, has_avx512=None) -> bool:
+    """``CARTJIT_SIMD``: ``auto`` (or unset) follows the target CPU, else 0 or 1. The
+    16-key blocks are AVX-512 instructions: ``1`` on a target without AVX-512F warns
+    and runs the scalar loops."""
+    if has_avx512 is None:
+        has_avx512 = _target_has_avx512()
     if raw is None or raw.strip().lower() in ("", "auto"):
-        return _target_has_avx512()
-    return _parse_flag("CARTJIT_SIMD", raw, "auto, 0 or 1")
+        return has_avx512
+    on = _parse_flag("CARTJIT_SIMD", raw, "auto, 0 or 1")
+    if on and not has_avx512:
+        import warnings
+
+        warnings.warn("CARTJIT_SIMD=1 asks for AVX-512 blocks but Numba compiles for a CPU "
+                      "without AVX-512F: running the scalar loops (the results are the "
+                      "same)", RuntimeWarning, stacklevel=2)
+        return False
+    return on
 
 
 SIMD: bool = _simd_flag(os.environ.get("CARTJIT_SIMD"))

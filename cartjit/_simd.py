@@ -5,15 +5,19 @@ where the class changes (:mod:`cartjit._splitter`, scan by runs) and the stable
 partition of a split node's segments (:mod:`cartjit._builder`). Both keep some of a
 block of keys and pack them to the front of an output, a *compress*. Scalar code does
 that one key at a time with a data-dependent write pointer; CPUs with AVX-512 do it for
-sixteen 32-bit keys in one instruction (``vpcompressd``), which LLVM emits for its
-``llvm.masked.compressstore`` intrinsic. Numba has no vector types, so the two blocks
+sixteen 32-bit keys in one instruction (``vpcompressd``). The keys are packed in a
+register and the whole register stored (sixteen lanes, so an output needs room for
+sixteen past its last key): compressing straight to memory, LLVM's
+``llvm.masked.compressstore``, is microcoded on AMD's AVX-512 CPUs and made the
+partition slower than the scalar loop there. Numba has no vector types, so the two blocks
 below are written as :func:`numba.core.extending.intrinsic` functions that build the
 LLVM IR directly; kernels call them on whole blocks of 16 and finish the tail with the
 scalar loop.
 
 They are used only when :data:`cartjit._config.SIMD` is on (by default: when Numba
-compiles for a CPU with AVX-512F). On other targets LLVM would expand the intrinsics
-into a branchy loop per lane, correct but slower than the scalar code. Either way the
+compiles for a CPU with AVX-512F). On other targets (the tests force them on) LLVM
+expands the portable intrinsics into a loop per lane, correct but slower than the
+scalar code. Either way the
 results are identical, key for key; the tests run both.
 """
 from __future__ import annotations
@@ -22,6 +26,8 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic
+
+from ._config import _target_has_avx512
 
 __all__ = ["LANES", "compress_class_changes", "compress_partition"]
 
@@ -55,11 +61,29 @@ def _load_block(builder, data, index):
     return builder.load(ptr, align=4)
 
 
+#: Whether Numba compiles for a CPU with AVX-512F: then a block is packed in a register.
+_AVX512 = _target_has_avx512()
+
+
 def _compress_store(builder, values, data, index, keep):
-    """Write the lanes of ``values`` where ``keep`` is set to ``data[index:]``, packed."""
-    fnty = ir.FunctionType(ir.VoidType(), [_V32, _I32.as_pointer(), _MASK])
-    fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.masked.compressstore.v16i32")
-    builder.call(fn, [values, builder.gep(data, [index]), keep])
+    """Write the lanes of ``values`` where ``keep`` is set to ``data[index:]``, packed,
+    and perhaps anything after them up to ``data[index + 15]``, so ``data`` needs room
+    for sixteen from ``index`` on. On AVX-512 the lanes are packed in a register
+    (``vpcompressd`` to a register) and all sixteen stored: compressing straight to
+    memory is microcoded on AMD's AVX-512 CPUs, several times slower. Elsewhere (a
+    forced ``simd``, as the tests do) LLVM's portable ``masked.compressstore``."""
+    ptr = builder.gep(data, [index])
+    if not _AVX512:
+        fnty = ir.FunctionType(ir.VoidType(), [_V32, _I32.as_pointer(), _MASK])
+        fn = cgutils.get_or_insert_function(builder.module, fnty,
+                                            "llvm.masked.compressstore.v16i32")
+        builder.call(fn, [values, ptr, keep])
+        return
+    fnty = ir.FunctionType(_V32, [_V32, _V32, _MASK])
+    fn = cgutils.get_or_insert_function(builder.module, fnty,
+                                        "llvm.x86.avx512.mask.compress.v16i32")
+    packed = builder.call(fn, [values, _ZEROS, keep])
+    builder.store(packed, builder.bitcast(ptr, _V32.as_pointer()), align=4)
 
 
 def _count(builder, keep):

@@ -227,7 +227,8 @@ def list_class_changes(keys, lo, hi, y, mask, simd, cand):
     y : int32 class by case (read when ``mask`` is 0).
     mask : 2**shift - 1 for labels in the keys, else 0.
     simd : 16-key blocks (labels in the keys only).
-    cand : int32 output, room for hi - lo + 1 positions.
+    cand : int32 output, room for hi - lo + 1 positions (16 more with ``simd``: a
+        block stores all sixteen lanes).
     """
     cand[0] = lo
     n_cand = 1

@@ -12,6 +12,7 @@ from numba import njit
 from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, _config
 from cartjit._builder import Frontier, Splits, Work, _partition
 from cartjit._config import _simd_flag
+from cartjit._simd import LANES
 from cartjit._criteria import GINI, impurity_from_counts
 from cartjit._splitter import (Segment, Targets, best_split_classification,
                                best_split_gini_runs, list_class_changes)
@@ -36,7 +37,7 @@ def test_class_change_listing_matches_reference(n_classes):
     runs = np.repeat(rng.integers(0, n_classes, n), rng.integers(1, 6, n))[:n]
     keys = ((rng.permutation(n) << bits) | runs).astype(np.int32)
     mask = (1 << bits) - 1
-    cand = np.empty(n, np.int32)
+    cand = np.empty(n + LANES, np.int32)  # a block may write 16 past its last position
     for lo in (1, 2, 7, 16, 17, 33):
         for length in list(range(0, 40)) + [63, 64, 65, 150]:
             hi = lo + length
@@ -47,7 +48,8 @@ def test_class_change_listing_matches_reference(n_classes):
                 cand[:] = -7
                 m = _list(keys, lo, hi, mask, simd, cand)
                 assert list(cand[:m]) == expected, (lo, hi, simd)
-                assert np.all(cand[m:] == -7), (lo, hi, simd)  # nothing written past them
+                # nothing written past them (a 16-key block: past a block's room)
+                assert np.all(cand[m + (LANES if simd else 0):] == -7), (lo, hi, simd)
 
 
 def _partition_reference(row, start, end, goes_left, shift):
@@ -75,7 +77,7 @@ def test_partition_blocks_match_scalar_and_reference(shift):
     results = {}
     for simd in (False, True):
         out = keys.copy()
-        work = Work(np.zeros((1, 16)), np.empty((1, n), np.int32), goes_left,
+        work = Work(np.zeros((1, 16)), np.empty((1, n + LANES), np.int32), goes_left,
                     np.empty(0, np.int32), np.zeros((1, 0)), np.zeros((1, 0), np.int64),
                     np.zeros((1, 3)))
         zeros = np.zeros(5, np.int64)
@@ -125,7 +127,7 @@ def test_lean_gini_scan_equals_general_scan():
                          (1 << bits) - 1)
             seg = Segment(keys, keys[:0], 0, n)
             d1, p1, d2, p2 = _both_scans(seg, tg, total, min_leaf, simd, np.zeros(3 * k),
-                                         np.empty(n, np.int32))
+                                         np.empty(n + LANES, np.int32))
             assert p1 == p2, (trial, simd)
             assert d1 == d2 or (np.isinf(d1) and np.isinf(d2)), (trial, simd, d1, d2)
 
@@ -182,7 +184,10 @@ def test_regression_and_cv_identical_with_and_without_blocks(monkeypatch):
 
 
 def test_simd_flag_values(monkeypatch):
-    assert _simd_flag("1") is True and _simd_flag(" on ") is True
+    assert _simd_flag("1", True) is True and _simd_flag(" on ", True) is True
+    with pytest.warns(RuntimeWarning, match="without AVX-512F: running the scalar loops"):
+        assert _simd_flag("1", False) is False  # the blocks are AVX-512 instructions
+    assert _simd_flag("auto", False) is False and _simd_flag(None, True) is True
     assert _simd_flag("0") is False and _simd_flag("no") is False
     assert _simd_flag("auto") == _simd_flag(None) == _simd_flag("")
     with pytest.raises(ValueError, match="CARTJIT_SIMD must be auto, 0 or 1"):
