@@ -222,12 +222,7 @@ def _encode_fitted(est, members):
         members["cost"] = est.cost_
         members["class_weight_totals"] = est.class_weight_totals_
     if hasattr(est, "cv_results_"):
-        table = est.cv_results_
-        if list(table.columns) != list(CV_COLUMNS):
-            raise ValueError(f"cannot save cv_results_ with columns {list(table.columns)}; "
-                             f"expected {list(CV_COLUMNS)}")
-        for name in CV_COLUMNS:
-            members[f"cv_results/{name}"] = table[name].to_numpy()
+        _table_members(est.cv_results_, "cv_results", CV_COLUMNS, members)
         members["cv_risk_repeats"] = est.cv_risk_repeats_
         members["cv_se_repeats"] = est.cv_se_repeats_
         members["folds"] = est.folds_
@@ -249,15 +244,20 @@ def _encode_fitted(est, members):
     else:
         meta["test_sample"] = None
         if hasattr(est, "test_results_"):  # prune_by_test_sample's choice
-            table = est.test_results_
-            if list(table.columns) != list(TEST_COLUMNS):
-                raise ValueError(f"cannot save test_results_ with columns "
-                                 f"{list(table.columns)}; expected {list(TEST_COLUMNS)}")
-            for name in TEST_COLUMNS:
-                members[f"test_results/{name}"] = table[name].to_numpy()
+            _table_members(est.test_results_, "test_results", TEST_COLUMNS, members)
             meta["test_sample"] = {"alpha": _plain(est.alpha_, "alpha_"),
                                    "best_index": int(est.best_index_)}
     return meta
+
+
+def _table_members(table, prefix, columns, members):
+    """The columns of a results table (``cv_results_``, ``test_results_``) as members
+    ``prefix/column``; a table with other columns cannot be saved."""
+    if list(table.columns) != list(columns):
+        raise ValueError(f"cannot save {prefix}_ with columns {list(table.columns)}; "
+                         f"expected {list(columns)}")
+    for name in columns:
+        members[f"{prefix}/{name}"] = table[name].to_numpy()
 
 
 def _member_dtype(name):
