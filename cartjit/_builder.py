@@ -595,10 +595,18 @@ def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, 
 @jit
 def _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, marks):
     """Step 2, a subset split: mark the cases of ``keys[start:end]`` LEFT when their
-    level is in the left set of row ``row``, else RIGHT."""
-    for i in range(start, end):
-        case = keys[i] >> shift
-        marks[case] = LEFT if _level_side(codes[case], row, level_sets) == 0 else RIGHT
+    level is in the left set of row ``row``, else RIGHT. The segment comes grouped by
+    level, so the side is looked up once per run of equal codes."""
+    i = start
+    while i < end:
+        code = codes[keys[i] >> shift]
+        side = LEFT if _level_side(code, row, level_sets) == 0 else RIGHT
+        while i < end:
+            case = keys[i] >> shift
+            if codes[case] != code:
+                break
+            marks[case] = side
+            i += 1
 
 
 @jit

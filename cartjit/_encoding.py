@@ -647,13 +647,14 @@ def warn_target_in_features(X, enc, y, names):
             if all(isinstance(v, numbers.Number) for v in levels) and (
                     n < MIN_ROWS_NUMERIC_TARGET or len(levels) <= 2):
                 continue  # numbers as levels: the numeric rule (a plausible predictor)
-            if np.isnan(X[:head, j]).any() or np.isnan(X[:, j]).any():
+            if np.isnan(X[:head, j]).any():
                 continue  # a missing value: the column is not a copy of y
-            codes = X[:, j].astype(np.intp)
-            y_obj = y.astype(object)
-            if not np.all(levels[codes[:head]] == y_obj[:head]):
+            # the first rows decide most columns; the whole column only after them
+            if not np.all(levels[X[:head, j].astype(np.intp)] == y[:head].astype(object)):
                 continue
-            same = bool(np.all(levels[codes] == y_obj))
+            if np.isnan(X[:, j]).any():
+                continue
+            same = bool(np.all(levels[X[:, j].astype(np.intp)] == y.astype(object)))
         if same:
             warnings.warn(
                 f"feature {_label(names, j)} equals the target y on every row: is the "
