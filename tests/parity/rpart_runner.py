@@ -65,6 +65,7 @@ __all__ = [
     "r_dataset",
     "run_rpart",
     "run_rpart_many",
+    "class_parms",
     "r_datasets",
     "level_partition",
     "split_partition",
@@ -593,6 +594,25 @@ def _encode_column(s: pd.Series) -> tuple[list[str], str]:
         return out, "num"
     return [("NA" if (v is None or (isinstance(v, float) and math.isnan(v))) else str(v))
             for v in s.tolist()], "str"
+
+
+def class_parms(criterion: str, priors: Sequence[float] | None,
+                loss: Sequence[Sequence[float]] | np.ndarray | None) -> dict[str, Any] | None:
+    """rpart's ``parms`` for a classification tree grown as cartjit grows it with
+    ``criterion``, ``priors`` and ``cost=loss`` (``None`` when rpart's defaults do).
+
+    ``"entropy"`` is rpart's ``split = "information"``. rpart's ``L[i, j]`` is the loss of
+    predicting class j for a case of true class i; cartjit's ``cost[j, i]`` = C(i|j) has
+    the true class in its rows too: the matrix goes over without a transpose.
+    """
+    parms: dict[str, Any] = {}
+    if criterion == "entropy":
+        parms["split"] = "information"
+    if priors is not None:
+        parms["prior"] = list(priors)
+    if loss is not None:
+        parms["loss"] = np.array(loss, dtype=np.float64)
+    return parms or None
 
 
 def run_rpart(

@@ -186,14 +186,8 @@ def fit_case(case: Case) -> Fitted:
         for v in np.unique(folds):
             np.testing.assert_array_equal(np.bincount(y[folds != v]) * len(y),
                                           np.bincount(y) * np.sum(folds != v))
-    parms: dict[str, Any] = {}
-    if case.criterion == "entropy":
-        parms["split"] = "information"
-    if case.priors is not None:
-        parms["prior"] = list(case.priors)
-    if case.loss is not None:
-        parms["loss"] = np.array(case.loss, dtype=float)  # rows: true class, as cartjit's cost
-    rp = rpart_runner.run_rpart(df, case.target, features, case.method, parms=parms or None,
+    parms = rpart_runner.class_parms(case.criterion, case.priors, case.loss)
+    rp = rpart_runner.run_rpart(df, case.target, features, case.method, parms=parms,
                                 control=GROW, xval_folds=folds, xpred=True,
                                 fold_fits=True)
     if case.method == "class":

@@ -449,17 +449,8 @@ def fit_both(case: Case):
     X = df[features].to_numpy(dtype=np.float64)
     CARTClassifier, CARTRegressor = _estimators()
     if case.method == "class":
-        parms: dict[str, Any] = {}
-        if case.criterion == "entropy":
-            parms["split"] = "information"
-        if case.priors is not None:
-            parms["prior"] = list(case.priors)
-        if case.loss is not None:
-            # rpart's L[i, j]: loss of predicting class j for a case of true class i (rows =
-            # truth, columns = prediction; rpart/src/gini.c, ginidev, and the longintro
-            # vignette). cartjit's cost[j, i] = C(i|j): rows = truth too. No transpose.
-            parms["loss"] = np.array(case.loss, dtype=np.float64)
-        rp = rpart_runner.run_rpart(df, case.target, features, "class", parms=parms or None,
+        parms = rpart_runner.class_parms(case.criterion, case.priors, case.loss)
+        rp = rpart_runner.run_rpart(df, case.target, features, "class", parms=parms,
                                     control=GROW, weights=w)
         est = CARTClassifier(
             criterion=case.criterion,

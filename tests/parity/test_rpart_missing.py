@@ -334,16 +334,7 @@ def _weights(case: Case) -> np.ndarray | None:
 
 
 def _parms(case: Case) -> dict[str, Any] | None:
-    parms: dict[str, Any] = {}
-    if case.criterion == "entropy":
-        parms["split"] = "information"
-    if case.priors is not None:
-        parms["prior"] = list(case.priors)
-    if case.loss is not None:
-        # rpart's L[i, j]: the loss of predicting j for a case of class i; cartjit's
-        # cost[j, i] = C(i|j) has the true class in its rows too: no transpose
-        parms["loss"] = np.array(case.loss, dtype=np.float64)
-    return parms or None
+    return rpart_runner.class_parms(case.criterion, case.priors, case.loss)
 
 
 @functools.lru_cache(maxsize=1)
