@@ -494,10 +494,11 @@ def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
 
 
 @jit
-def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_chunks):
-    """Step 2, choose, the subset splits of a batch (nodes c, c + n_chunks, ...): for
-    every node that :func:`_choose` split on a categorical feature, write its level sets
-    to the row :func:`_choose` reserved (the sides the search kept in
+def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
+    """Step 2, choose, the subset splits of a batch (serial: the nodes' cases are
+    interleaved in ``goes_left``, whose cache lines threads marking them would share):
+    for every node that :func:`_choose` split on a categorical feature, write its level
+    sets to the row :func:`_choose` reserved (the sides the search kept in
     ``pairs.left_bits``, or found by searching that one pair again), mark its cases and
     partition the split feature.
 
@@ -506,12 +507,11 @@ def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c
     ps, fr, nodes, tg, rules : as :func:`_choose`.
     splits : :class:`Splits` of this batch (step 2).
     pairs : :class:`Pairs` of this batch (step 1).
-    work : :class:`Work`; this chunk's scratch and buffer serve here.
+    work : :class:`Work`; the first thread's scratch and buffer serve here.
     level_sets : uint64 (cap, 2, n_words) the level sets.
-    c, n_chunks : this chunk and the number of chunks.
     """
     p = ps.keys.shape[0]
-    for j in range(c, fr.node.shape[0], n_chunks):
+    for j in range(fr.node.shape[0]):
         f = splits.feat[j]
         if f < 0 or ps.n_levels[f] == 0:
             continue
@@ -520,21 +520,21 @@ def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c
         keys = ps.keys[f]
         codes = ps.ranks[ps.rank_row[f]]
         _level_sets_of_pair(ps, f, node, fr.start[j], fr.end[j], fr.end[j], fr.mean[j],
-                            fr.sum[j], nodes, tg, rules, pairs, j * p + f, work, c,
+                            fr.sum[j], nodes, tg, rules, pairs, j * p + f, work,
                             level_sets, lrow)
         _mark_by_level_sets(keys, fr.start[j], fr.end[j], tg.shift, codes, level_sets, lrow,
                             work.goes_left)
         _partition_split_feature(keys, fr.start[j], fr.end[j], tg.shift, work.goes_left,
-                                 work.buffers[c])
+                                 work.buffers[0])
 
 
 @jit
 def _level_sets_of_pair(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules,
-                        pairs, k, work, c, level_sets, row):
+                        pairs, k, work, level_sets, row):
     """Step 2, a subset split (primary or competitor) of pair ``k``: write its level sets
     to row ``row``, from ``pairs.left_bits`` or, when the pairs keep no bitsets, by
-    searching the pair again on its present cases ``[start, pend)`` (with thread c's
-    scratch)."""
+    searching the pair again on its present cases ``[start, pend)`` (with the first
+    thread's scratch: the callers are serial)."""
     keys = ps.keys[f]
     codes = ps.ranks[ps.rank_row[f]]
     lm = work.level_i.shape[1] // 4
@@ -544,9 +544,9 @@ def _level_sets_of_pair(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, r
         bits = pairs.left_bits[k]
     else:
         _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules,
-                   work.no_ranks, work.scratch[c], work.buffers[c], work.level_f[c],
-                   work.level_i[c], lm, work.present[c])
-    _write_level_sets(keys, start, pend, tg.shift, codes, from_bits, bits, work.level_i[c],
+                   work.no_ranks, work.scratch[0], work.buffers[0], work.level_f[0],
+                   work.level_i[0], lm, work.present[0])
+    _write_level_sets(keys, start, pend, tg.shift, codes, from_bits, bits, work.level_i[0],
                       lm, level_sets, row)
 
 
@@ -941,7 +941,7 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
             codes = ps.ranks[ps.rank_row[f]]
             lrow = nodes.inode[node, I_LEVEL_ROW]
             _level_sets_of_pair(ps, f, node, start, pend, end, fr.mean[j], fr.sum[j], nodes,
-                                tg, rules, pairs, j * p + f, work, 0, level_sets, lrow)
+                                tg, rules, pairs, j * p + f, work, level_sets, lrow)
             _mark_by_level_sets(row, start, pend, shift, codes, level_sets, lrow, marks)
         else:
             pos = splits.pos[j]
@@ -1256,7 +1256,7 @@ def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present
                 lrow = tables.rows[2]
                 tables.rows[2] += 1
                 _level_sets_of_pair(ps, bf, node, start, start + present, end, fr.mean[j],
-                                    fr.sum[j], nodes, tg, rules, pairs, kk, work, 0,
+                                    fr.sum[j], nodes, tg, rules, pairs, kk, work,
                                     level_sets, lrow)
                 tables.comp_i[row_c, C_LEVEL_ROW] = lrow
                 tables.comp_f[row_c, C_THRESHOLD] = np.nan
@@ -1568,10 +1568,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                     _route(X, presorted, batch, nodes, tg, rules, batch_splits, pairs, sur,
                            work, level_sets, tables)
                 elif n_new_rows:
-                    # serial: the nodes' cases are interleaved in goes_left, whose
-                    # cache lines threads marking them would share
                     _record_subsets(presorted, batch, nodes, tg, rules, batch_splits, pairs,
-                                    work, level_sets, 0, 1)
+                                    work, level_sets)
                 if max_comp and n_new:
                     _record_competitors(X, presorted, batch, nodes, tg, rules, batch_splits,
                                         pairs, mv, work, level_sets, tables)
