@@ -68,12 +68,14 @@ CACHE: bool = _env_flag("CARTJIT_CACHE", True)
 PARALLEL: bool = _env_flag("CARTJIT_PARALLEL", True)
 
 
-def _simd_flag(raw, has_avx512=None) -> bool:
+#: Whether Numba compiles for a CPU with AVX-512F (asked once, at import).
+AVX512: bool = _target_has_avx512()
+
+
+def _simd_flag(raw, has_avx512=AVX512) -> bool:
     """``CARTJIT_SIMD``: ``auto`` (or unset) follows the target CPU, else 0 or 1. The
     16-key blocks are AVX-512 instructions: ``1`` on a target without AVX-512F warns
     and runs the scalar loops."""
-    if has_avx512 is None:
-        has_avx512 = _target_has_avx512()
     if raw is None or raw.strip().lower() in ("", "auto"):
         return has_avx512
     on = _parse_flag("CARTJIT_SIMD", raw, "auto, 0 or 1")

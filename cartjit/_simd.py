@@ -27,7 +27,7 @@ from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic
 
-from ._config import _target_has_avx512
+from . import _config
 
 __all__ = ["LANES", "compress_class_changes", "compress_partition"]
 
@@ -61,10 +61,6 @@ def _load_block(builder, data, index):
     return builder.load(ptr, align=4)
 
 
-#: Whether Numba compiles for a CPU with AVX-512F: then a block is packed in a register.
-_AVX512 = _target_has_avx512()
-
-
 def _compress_store(builder, values, data, index, keep):
     """Write the lanes of ``values`` where ``keep`` is set to ``data[index:]``, packed,
     and perhaps anything after them up to ``data[index + 15]``, so ``data`` needs room
@@ -73,7 +69,7 @@ def _compress_store(builder, values, data, index, keep):
     memory is microcoded on AMD's AVX-512 CPUs, several times slower. Elsewhere (a
     forced ``simd``, as the tests do) LLVM's portable ``masked.compressstore``."""
     ptr = builder.gep(data, [index])
-    if not _AVX512:
+    if not _config.AVX512:  # the portable form; on AVX-512 a register compress below
         fnty = ir.FunctionType(ir.VoidType(), [_V32, _I32.as_pointer(), _MASK])
         fn = cgutils.get_or_insert_function(builder.module, fnty,
                                             "llvm.masked.compressstore.v16i32")
