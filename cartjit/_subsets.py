@@ -45,7 +45,8 @@ from ._criteria import tie_tolerance
 from ._splitter import delta_from_counts
 
 __all__ = ["best_subset_classification", "best_subset_regression", "int_scratch_size",
-           "float_scratch_size", "left_levels_bits", "BITSET_LEVELS", "CODE", "NCASE", "SIDE", "JACOBI_SWEEPS"]
+           "float_scratch_size", "left_levels_bits", "BITSET_LEVELS", "CODE", "NCASE",
+           "SIDE", "JACOBI_SWEEPS"]
 
 # Blocks of the integer scratch (each ``n_levels_max`` long): the code of each present
 # level, its number of cases, its rank in the scan order, and its side (1: in S).
