@@ -410,23 +410,35 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     fnode = nodes.fnode
     value = nodes.value
     p = keys.shape[0]
-    n_pairs = fr.node.shape[0] * p
     scratch = work.scratch[c]
     cand = work.buffers[c]
     n_levels = ps.n_levels
-    for k in range(c, n_pairs, n_chunks):
-        j = k // p
-        f = k - j * p
-        node = fr.node[j]
+    n_fr = fr.node.shape[0]
+    # Feature by feature, the feature's rows taken once (as in _search_subsets).
+    for f in range(p):
         if n_levels[f] > 0:  # searched by _search_subsets
             continue
-        rk = ranks[rank_row[f]] if rank_row[f] >= 0 else work.no_ranks
-        seg = Segment(keys[f], rk, fr.start[j], fr.end[j])
-        d, pos = _ordered_best(seg, tg, rules, value[node], fnode[node, F_IMPURITY],
-                               fr.mean[j], fnode[node, F_WEIGHT], fr.sum[j],
-                               rank_row[f] >= 0, scratch, cand)
-        pairs.delta[k] = d
-        pairs.pos[k] = pos
+        tied = rank_row[f] >= 0
+        rk = ranks[rank_row[f]] if tied else work.no_ranks
+        row = keys[f]
+        # the pairs k = j * p + f of chunk c, k ≡ c (mod n_chunks)
+        j = 0
+        while j < n_chunks and (j * p + f) % n_chunks != c:
+            j += 1
+        step = 1
+        while (step * p) % n_chunks != 0:
+            step += 1
+        if j == n_chunks:
+            continue
+        while j < n_fr:
+            node = fr.node[j]
+            seg = Segment(row, rk, fr.start[j], fr.end[j])
+            d, pos = _ordered_best(seg, tg, rules, value[node], fnode[node, F_IMPURITY],
+                                   fr.mean[j], fnode[node, F_WEIGHT], fr.sum[j], tied,
+                                   scratch, cand)
+            pairs.delta[j * p + f] = d
+            pairs.pos[j * p + f] = pos
+            j += step
 
 
 # Inlined where it is called: a call between kernels with array arguments costs about
@@ -473,24 +485,52 @@ def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
     ps, fr, nodes, tg, rules, work : as :func:`_search`.
     pairs : :class:`Pairs` output; the pairs of categorical features are written.
     cat : int64 the categorical features.
-    c, n_chunks : this chunk (pairs c, c + n_chunks, ... of the node × ``cat`` pairs).
+    c, n_chunks : this chunk (pairs c, c + n_chunks, ... of the ``cat`` × node pairs).
     """
     p = ps.keys.shape[0]
     n_cat = cat.shape[0]
+    n_fr = fr.node.shape[0]
     lm = work.level_i.shape[1] // 4
-    for k in range(c, fr.node.shape[0] * n_cat, n_chunks):
-        j = k // n_cat
-        f = cat[k - j * n_cat]
-        # every case present: the present-case search is the plain one
-        d, pos = _pair_best(ps, f, fr.node[j], fr.start[j], fr.end[j], fr.end[j],
-                            fr.mean[j], fr.sum[j], nodes, tg, rules, work.no_ranks,
-                            work.scratch[c], work.buffers[c], work.level_f[c],
-                            work.level_i[c], lm, work.present[c])
-        pairs.delta[j * p + f] = d
-        pairs.pos[j * p + f] = pos
-        if pos >= 0 and pairs.left_bits.shape[0]:
-            pairs.left_bits[j * p + f] = left_levels_bits(work.level_i[c], lm,
-                                                          fr.end[j] - fr.start[j])
+    # Feature by feature, with this chunk's scratch and the feature's rows taken once:
+    # taking an array out of a record is an atomic reference count, which threads
+    # taking the same array contend for, and small pairs cost little more than that.
+    level_f = work.level_f[c]
+    level_i = work.level_i[c]
+    value = nodes.value
+    fnode = nodes.fnode
+    min_leaf = rules.min_samples_leaf
+    keep_bits = pairs.left_bits.shape[0] > 0
+    is_class = tg.criterion != SQUARED_ERROR
+    for fi in range(n_cat):
+        f = cat[fi]
+        seg_keys = ps.keys[f]
+        codes = ps.ranks[ps.rank_row[f]]
+        # the pairs fi * n_fr + j of chunk c
+        for j in range((c - fi * n_fr % n_chunks + n_chunks) % n_chunks, n_fr, n_chunks):
+            start = fr.start[j]
+            end = fr.end[j]
+            k = j * p + f
+            pos = np.int64(-1)
+            d = -np.inf
+            if end - start >= 2:
+                node = fr.node[j]
+                seg = Segment(seg_keys, codes, start, end)
+                if is_class:
+                    d, n_left = best_subset_classification(
+                        seg, tg, value[node], fnode[node, F_IMPURITY], min_leaf,
+                        rules.max_exhaustive, level_f, level_i, lm)
+                else:
+                    d, n_left = best_subset_regression(
+                        seg, tg.y_reg, tg.w, tg.unit_weights, fr.mean[j],
+                        fnode[node, F_IMPURITY], min_leaf, level_f, level_i, lm)
+                if n_left >= 0:
+                    pos = start + n_left
+                else:
+                    d = -np.inf
+            pairs.delta[k] = d
+            pairs.pos[k] = pos
+            if pos >= 0 and keep_bits:
+                pairs.left_bits[k] = left_levels_bits(level_i, lm, end - start)
 
 
 @jit

@@ -42,7 +42,8 @@ import numpy as np
 
 from ._config import jit
 from ._criteria import tie_tolerance
-from ._splitter import delta_from_counts
+from ._criteria import GINI
+from ._splitter import delta_from_counts, gini_certainly_below
 
 __all__ = ["best_subset_classification", "best_subset_regression", "int_scratch_size",
            "float_scratch_size", "left_levels_bits", "BITSET_LEVELS", "CODE", "NCASE",
@@ -52,6 +53,12 @@ __all__ = ["best_subset_classification", "best_subset_regression", "int_scratch_
 # level, its number of cases, its rank in the scan order, and its side (1: in S).
 CODE, NCASE, RANK, SIDE = 0, 1, 2, 3
 _N_INT_BLOCKS = 4
+
+#: Unit weights and packed labels: up to this many classes the counts of a level's
+#: run are kept in one integer, :data:`FIELD_BITS` bits a class.
+PACKED_CLASSES = 3
+FIELD_BITS = 21
+FIELD_LIMIT = (1 << (FIELD_BITS - 1)) - 1
 
 #: Most sweeps of Jacobi rotations for the first principal component (a handful
 #: suffice: each sweep squares the off-diagonal mass, roughly).
@@ -73,14 +80,15 @@ def float_scratch_size(n_levels_max, n_classes):
 
 # --------------------------------------------------------------------------- statistics
 
-@jit
+@jit(inline="always")
 def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     """Per present level (in code order): weighted class counts ``stats[k*J + j]``, code
     and number of cases; returns the number of levels present.
 
     The segment comes grouped by level, so each level is one run of cases, summed in
     registers: with two classes packed in the keys and unit weights, the run's class-1
-    count is the sum of its labels. Every count and weight is added in case order, as
+    count is the sum of its labels; with up to :data:`PACKED_CLASSES` classes, one
+    integer holds all the run's counts. Every count and weight is added in case order, as
     a case-by-case pass would add it.
 
     Parameters
@@ -132,6 +140,24 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
                 i += 1
             stats[base] = w0
             stats[base + 1] = w1
+        elif mask != 0 and unit and n_classes <= PACKED_CLASSES:
+            # one integer holds the run's counts, FIELD_BITS bits a class, emptied into
+            # the float counts before a field can fill up
+            for j in range(n_classes):
+                stats[base + j] = 0.0
+            while i < end:
+                acc = np.int64(0)
+                stop = min(end, i + FIELD_LIMIT)
+                while i < stop:
+                    key = keys[i]
+                    if codes[key >> shift] != code:
+                        break
+                    acc += np.int64(1) << ((key & mask) * FIELD_BITS)
+                    i += 1
+                for j in range(n_classes):
+                    stats[base + j] += float((acc >> (j * FIELD_BITS)) & FIELD_LIMIT)
+                if i < stop or i == end:
+                    break
         else:
             for j in range(n_classes):
                 stats[base + j] = 0.0
@@ -225,7 +251,7 @@ INSERTION_LEVELS = 24
 
 # --------------------------------------------------------------------------- tie rule
 
-@jit
+@jit(inline="always")
 def _prefix_before(ints, lm, n_lv, ka, kb):
     """Tie rule for two splits of one scan order: whether the split after the first
     ``ka`` levels of the order ranks before the one after ``kb`` (canonical order).
@@ -245,7 +271,7 @@ def _prefix_before(ints, lm, n_lv, ka, kb):
     return False
 
 
-@jit
+@jit(inline="always")
 def _set_sides_from_prefix(ints, lm, n_lv, k):
     """The sides of the split after the first ``k`` levels of the scan order, S being
     the side of level 0; returns the number of cases in S."""
@@ -259,7 +285,7 @@ def _set_sides_from_prefix(ints, lm, n_lv, k):
     return n_left
 
 
-@jit
+@jit(inline="always")
 def _before(a, b, score, stats, by_odds):
     """Scan order: whether level a may precede level b. ``by_odds`` (two classes):
     p(1 | a) <= p(1 | b), compared as N_1(a) N_0(b) <= N_1(b) N_0(a) — the same order
@@ -270,7 +296,7 @@ def _before(a, b, score, stats, by_odds):
     return score[a] <= score[b]
 
 
-@jit
+@jit(inline="always")
 def _sort_levels(score, stats, by_odds, n_lv, ints, lm):
     """The scan order: present levels sorted by :func:`_before`, ties in code order (a
     stable bottom-up merge sort, written out: NumPy's stable ``argsort`` costs seconds
@@ -421,7 +447,7 @@ def _first_component_scores(stats, n_lv, n_classes, factor, score, work):
         score[lvl] = sc
 
 
-@jit
+@jit(inline="always")
 def _class_ordered_scan(stats, n_lv, n_classes, score, ints, lm, suf, left, tg,
                         node_impurity, n_node, min_leaf, tol):
     """Scan the L - 1 splits of the levels sorted by ``score`` (ties: lower code first);
@@ -440,6 +466,7 @@ def _class_ordered_scan(stats, n_lv, n_classes, score, ints, lm, suf, left, tg,
     n_left = 0
     best = -np.inf
     best_k = -1
+    screen = tg.criterion == GINI
     for k in range(1, n_lv):
         lvl = order[k - 1]
         for j in range(J):
@@ -447,8 +474,11 @@ def _class_ordered_scan(stats, n_lv, n_classes, score, ints, lm, suf, left, tg,
         n_left += ints[NCASE * lm + lvl]
         if n_left < min_leaf or n_node - n_left < min_leaf:
             continue
-        d = delta_from_counts(left, suf[k * J:(k + 1) * J], tg.factor, tg.criterion,
-                              node_impurity)
+        right = suf[k * J:(k + 1) * J]
+        if screen and best_k >= 0 and gini_certainly_below(left, right, tg.factor,
+                                                           best - tol):
+            continue
+        d = delta_from_counts(left, right, tg.factor, tg.criterion, node_impurity)
         if d > best + tol or (d >= best - tol and best_k >= 0
                               and _prefix_before(ints, lm, n_lv, k, best_k)):
             best = d
@@ -456,7 +486,7 @@ def _class_ordered_scan(stats, n_lv, n_classes, score, ints, lm, suf, left, tg,
     return best, best_k
 
 
-@jit
+@jit(inline="always")
 def _class_exhaustive(stats, n_lv, n_classes, ints, lm, left, right, total, tg,
                       node_impurity, n_node, min_leaf, tol):
     """Every split of the present levels: S = {level 0} ∪ {level b + 1 : bit b of g}
@@ -469,12 +499,15 @@ def _class_exhaustive(stats, n_lv, n_classes, ints, lm, left, right, total, tg,
     n_sub = np.int64(1) << (n_lv - 1)
     full = n_sub - 1
     exact = tg.exact_sums
+    factor = tg.factor
+    criterion = tg.criterion
     for j in range(J):
         left[j] = stats[j]
     n_left = ints[NCASE * lm]
     g = np.int64(0)
     best = -np.inf
     best_g = np.int64(-1)
+    screen = criterion == GINI
     for i in range(n_sub):
         if i > 0:
             b = 0
@@ -506,7 +539,9 @@ def _class_exhaustive(stats, n_lv, n_classes, ints, lm, left, right, total, tg,
                         left[j] += stats[lvl * J + j]
                     else:
                         right[j] += stats[lvl * J + j]
-        d = delta_from_counts(left, right, tg.factor, tg.criterion, node_impurity)
+        if screen and best_g >= 0 and gini_certainly_below(left, right, factor, best - tol):
+            continue
+        d = delta_from_counts(left, right, factor, criterion, node_impurity)
         if d > best + tol or (d >= best - tol and best_g >= 0 and g < best_g):
             best = d
             best_g = g
