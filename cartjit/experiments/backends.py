@@ -92,7 +92,9 @@ def run_threads(pending, data, selection, on_result, on_error, workers):
 
 # --------------------------------------------------------------------------- dask
 
-#: How long a run waits for the first worker of a cluster given by --scheduler (seconds).
+#: How long a run tries to reach the scheduler given by --scheduler (seconds).
+CONNECT_TIMEOUT_S = 20.0
+#: How long a run waits for the first worker of that cluster (seconds).
 WAIT_FOR_WORKERS_S = 30.0
 _INSTALL_HINT = ("every Dask process (the scheduler, which unpickles the cells' tasks, and "
                  "each worker) must run in an environment where `import cartjit` gives this "
@@ -215,7 +217,7 @@ def _start_dask(workers, scheduler):
     from distributed import Client, LocalCluster
     if scheduler:
         try:
-            client = Client(scheduler, timeout="20s")
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
         except Exception as exc:
             raise BackendError("--scheduler", f"cannot connect to a Dask scheduler at "
                                               f"{scheduler!r} ({type(exc).__name__}: {exc}); "
