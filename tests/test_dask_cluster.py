@@ -139,11 +139,16 @@ def cluster(tmp_path_factory):
             procs.start(f"worker-{i}", "worker", address, "--nthreads", "1",
                         "--no-dashboard", "--name", f"worker-{i}")
         with Client(address, timeout=START_TIMEOUT_S) as client:
-            try:
-                client.wait_for_workers(2, timeout=START_TIMEOUT_S)
-            except TimeoutError:
-                pytest.fail(f"the two workers did not join {address} within "
-                            f"{START_TIMEOUT_S} s:\n{procs.logs()}")
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while True:
+                procs.check_running("waiting for the workers")
+                try:
+                    client.wait_for_workers(2, timeout=1.0)
+                    break
+                except TimeoutError:
+                    if time.monotonic() > deadline:
+                        pytest.fail(f"the two workers did not join {address} within "
+                                    f"{START_TIMEOUT_S} s:\n{procs.logs()}")
             pids = client.run(os.getpid)
         procs.check_running("the cluster was started")
         yield address, sfile, pids, lonely
