@@ -304,3 +304,20 @@ def test_a_cluster_running_other_cartjit_sources_is_refused(cluster, serial, tmp
                        warmup=False)
     assert info.value.option == "--scheduler"
     assert f"the Dask scheduler at {address} runs other cartjit sources" in str(info.value)
+
+
+def test_scheduler_file_errors_name_the_option(tmp_path, capsys):
+    from cartjit.__main__ import main
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG)
+    for path, words in ((tmp_path / "absent.json", "cannot read"),
+                        (cfg, "is not a Dask scheduler file")):
+        assert main(["run", str(cfg), "--backend", "dask", "--scheduler-file",
+                     str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "--scheduler-file" in err and words in err and str(path) in err
+    with pytest.raises(SystemExit):
+        main(["run", str(cfg), "--scheduler-file", str(cfg)])
+    assert "--scheduler-file needs --backend dask" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()
