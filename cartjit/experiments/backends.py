@@ -276,17 +276,19 @@ def run_dask(pending, data, selection, on_result, on_error, workers, scheduler=N
                                 pure=False)
             futures[fut.key] = (fut, cell)
         ran = {}
-        for fut in dask_as_completed([f for f, _ in futures.values()]):
+        # results are fetched in the background as cells finish (with_results), not one
+        # round trip each when the loop gets to them
+        for fut, outcome in dask_as_completed([f for f, _ in futures.values()],
+                                              with_results=True, raise_errors=False):
             _, cell = futures[fut.key]
             if fut.status == "error":
-                on_error(cell, _cell_error(fut.exception()))
+                _, exc, tb = outcome
+                on_error(cell, _cell_error(exc.with_traceback(tb)))
+            elif isinstance(outcome, CancelledError):
+                on_error(cell, _LOST.format(exc=outcome))
             else:
-                try:
-                    result, ran[cell.cell_id] = fut.result()
-                except CancelledError as exc:
-                    on_error(cell, _LOST.format(exc=exc))
-                else:
-                    on_result(cell, result)
+                result, ran[cell.cell_id] = outcome
+                on_result(cell, result)
             fut.release()
         return _dask_record(where, facts, warm, warm_s, pending, data, scattered, copies, ran)
     finally:
