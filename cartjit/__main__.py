@@ -40,6 +40,7 @@ examples:
   cartjit run experiments/monograph.toml --out results/monograph --resume
   cartjit run sweep.toml --backend dask --workers 4
   cartjit run sweep.toml --backend dask --scheduler tcp://10.0.0.5:8786
+  cartjit run sweep.toml --backend dask --scheduler-file scheduler.json
 
 output (in --out):
   results.csv, results.parquet  long table, one row per (cell, k)
@@ -147,6 +148,9 @@ def build_parser():
     group.add_argument("--scheduler", metavar="ADDRESS",
                        help="address of an existing dask.distributed scheduler, e.g. "
                             "tcp://host:8786 (with --backend dask)")
+    group.add_argument("--scheduler-file", metavar="FILE",
+                       help="the JSON file written by 'dask scheduler --scheduler-file "
+                            "FILE': use that scheduler (with --backend dask)")
     run.add_argument("--resume", action="store_true",
                      help="complete the run in a non-empty --out: reuse its finished cells "
                           "and compute only the missing ones (refused if the config changed)")
@@ -264,6 +268,12 @@ def build_parser():
 def _cmd_run(args):
     from .experiments import ConfigError, RunError, run_experiment
 
+    if args.scheduler_file is not None:
+        from .experiments.backends import BackendError, scheduler_from_file
+        try:
+            args.scheduler = scheduler_from_file(args.scheduler_file)
+        except BackendError as exc:
+            return _error("run", exc)
     try:
         result = run_experiment(args.config, args.out, backend=args.backend,
                                 workers=args.workers, scheduler=args.scheduler,
@@ -721,8 +731,10 @@ def main(argv=None):
         parser.print_help()
         return 2
     if args.command == "run":
-        if args.scheduler and args.backend != "dask":
-            parser.error("--scheduler needs --backend dask")
+        for option, value in (("--scheduler", args.scheduler),
+                              ("--scheduler-file", args.scheduler_file)):
+            if value and args.backend != "dask":
+                parser.error(f"{option} needs --backend dask")
         return _cmd_run(args)
     if args.command in ("show", "fit", "predict"):
         command = {"show": _cmd_show, "fit": _cmd_fit, "predict": _cmd_predict}[args.command]

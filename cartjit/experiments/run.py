@@ -387,8 +387,11 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
         if pending:
             with route_cell_warnings():
                 try:
-                    run_backend(backend, pending, by_name, config.selection, on_result,
-                                on_error, None if scheduler else workers, scheduler)
+                    where = run_backend(backend, pending, by_name, config.selection,
+                                        on_result, on_error, None if scheduler else workers,
+                                        scheduler)
+                    if where is not None:  # the dask backend: what ran where
+                        meta["invocations"][invocation]["dask"] = where
                 except BackendError as exc:
                     raise RunError(exc.option, exc.message) from None
         status = "complete"
