@@ -48,7 +48,7 @@ from ._config import jit
 from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints
 
 __all__ = ["COMPAT", "check_compat", "one_pass", "rpart_pruning", "cp_table_rows",
-           "evaluation_points", "ROOT_POINT_FACTOR", "fold_priors"]
+           "evaluation_points", "ROOT_POINT_FACTOR", "fold_priors", "rpart_order"]
 
 #: The values of ``compat``: the exact weakest-link sequence, or rpart's rules.
 COMPAT = ("breiman", "rpart")
@@ -72,17 +72,19 @@ def _above(v, u, rtol, atol):
 
 
 @jit
-def one_pass(left, right, parent, risk, alpha_c, rtol, atol):
+def one_pass(first, second, parent, risk, alpha_c, rtol, atol):
     """Rules 1-3 of the module docstring on a grown tree (children after parents).
 
     ``alpha_c`` is the growth bound α_c. Two complexities u < v count as equal when
     v - u <= rtol · v + atol (the weakest-link loop's tie rule): a value counts as
     "<= α_c" within that slack, and g(t) "exceeds" a child's complexity only beyond it,
-    so that rounding never decides what exact arithmetic calls a tie. Returns ``(complexity,
+    so that rounding never decides what exact arithmetic calls a tie. ``first`` and
+    ``second`` are the children in rpart's order (:func:`rpart_order`; -1 at leaves).
+    Returns ``(complexity,
     splits)``: the capped complexity of every node that splits in rpart's tree (0
     elsewhere) and the mask of those nodes (a subtree containing the root, or empty).
     """
-    n = left.shape[0]
+    n = first.shape[0]
     comp = np.zeros(n)           # complexity as the pass leaves it
     bound = np.zeros(n)          # b(t), set by the parent before t is visited
     kept_risk = risk.copy()      # R of the branch t keeps (itself when a leaf)
@@ -101,10 +103,10 @@ def one_pass(left, right, parent, risk, alpha_c, rtol, atol):
         phase = stack[top + 1]
         if phase == 0:  # entering t: stop, or hand the left child its bound
             reach = min(risk[t], bound[t])
-            if left[t] < 0 or reach <= limit:
+            if first[t] < 0 or reach <= limit:
                 comp[t] = alpha_c
                 continue
-            lt = left[t]
+            lt = first[t]
             bound[lt] = reach - alpha_c
             stack[top] = t
             stack[top + 1] = 1
@@ -112,11 +114,11 @@ def one_pass(left, right, parent, risk, alpha_c, rtol, atol):
             stack[top + 3] = 0
             top += 4
         elif phase == 1:  # left branch done: the right child's bound
-            lt = left[t]
+            lt = first[t]
             g = (risk[t] - kept_risk[lt]) / (kept_splits[lt] + 1)
             g = max(g, risk[t] - risk[lt])
             g = min(g, bound[t])
-            rt = right[t]
+            rt = second[t]
             bound[rt] = g - alpha_c
             stack[top] = t
             stack[top + 1] = 2
@@ -124,8 +126,8 @@ def one_pass(left, right, parent, risk, alpha_c, rtol, atol):
             stack[top + 3] = 0
             top += 4
         else:  # both branches done: t's complexity
-            lt = left[t]
-            rt = right[t]
+            lt = first[t]
+            rt = second[t]
             lr = kept_risk[lt]
             ls = kept_splits[lt]
             rr = kept_risk[rt]
@@ -192,7 +194,36 @@ def _row_values(comp, alpha_c, root_risk):
     return values, rep
 
 
-def rpart_pruning(tree, alpha_c):
+def rpart_order(tree, factor=None):
+    """The children of every node in the order rpart grows them: ``(first, second)``.
+
+    rpart sends to its first child the side whose mean is smaller: the mean response
+    for regression, and for classification the mean class index Σ_j j p(j | child)
+    under the split-search priors (``factor``: the per-class c_j = π'(j)/N_j of
+    :func:`cartjit._fit.split_factor`). On equal means an ordered split sends the
+    side of the larger values first. The first child's branch is grown before the
+    second's bound is set, and on equal complexities the second collapses first.
+    """
+    left = tree.left.astype(np.int64)
+    right = tree.right.astype(np.int64)
+    inner = np.flatnonzero(left >= 0)
+    if factor is None:
+        mean = tree.value[:, 0]
+    else:
+        p = tree.value * factor
+        total = p.sum(axis=1)
+        mean = np.divide(p @ np.arange(p.shape[1], dtype=np.float64), total,
+                         out=np.zeros(p.shape[0]), where=total > 0)
+    lo, hi = mean[left[inner]], mean[right[inner]]
+    low_first = lo < hi - 1e-12 * np.maximum(np.abs(lo), np.abs(hi))
+    first = left.copy()
+    second = right.copy()
+    first[inner] = np.where(low_first, left[inner], right[inner])
+    second[inner] = np.where(low_first, right[inner], left[inner])
+    return first, second
+
+
+def rpart_pruning(tree, alpha_c, factor=None):
     """``tree`` (T_max) with ``alpha`` set to rpart's per-node complexities for the growth
     bound ``alpha_c`` (absolute, in the units of ``tree.risk``), and rpart's table as a
     path ``(values, n_leaves, risk)`` in increasing order of complexity, the layout of
@@ -201,14 +232,16 @@ def rpart_pruning(tree, alpha_c):
 
     A node that splits in rpart's tree stores its capped complexity (merged with the
     values tied with it), every other node 0: T(α) for α >= α_c keeps the splits whose
-    stored value exceeds α, as for the exact sequence.
+    stored value exceeds α, as for the exact sequence. ``factor``: the split-search
+    class factors of a classification tree (for :func:`rpart_order`), None for
+    regression.
     """
     risk = np.ascontiguousarray(tree.risk, dtype=np.float64)
     root = abs(float(risk[0]))
     alpha_c = float(alpha_c)
-    comp, keep = one_pass(tree.left.astype(np.int64), tree.right.astype(np.int64),
-                          tree.parent.astype(np.int64), risk, alpha_c, ALPHA_RTOL,
-                          ALPHA_ATOL * root)
+    first, second = rpart_order(tree, factor)
+    comp, keep = one_pass(first, second, tree.parent.astype(np.int64), risk, alpha_c,
+                          ALPHA_RTOL, ALPHA_ATOL * root)
     inner = np.flatnonzero(keep)
     alpha = np.zeros(tree.n_nodes)
     if inner.shape[0] == 0:  # the root alone: one row, at α_c
