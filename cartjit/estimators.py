@@ -26,7 +26,8 @@ import numpy as np
 
 from . import _encoding as E
 from . import _validation as V
-from ._cv import CV_PREDICTIONS, class_factor, cross_validate, sample_risk, select_index
+from ._cv import (CV_PREDICTIONS, class_factor, cross_validate, sample_risk, select_index,
+                  with_rpart_columns)
 from ._fit import Problem, Settings, fit_tree, split_factor
 from ._pruning import path_table, prune_tree, pruning_sequence
 from ._rpart import check_compat, cp_table_rows, rpart_pruning
@@ -766,6 +767,21 @@ class _CVMixin:
 
     def _forget_test_sample(self):
         """Nothing to forget: ``alpha_`` and ``best_index_`` are the CV's choice."""
+
+    @property
+    def cv_results_(self):
+        """One row per candidate subtree (see the class docstring); with
+        ``compat="rpart"`` also rpart's column names ``CP``, ``nsplit``, ``rel error``."""
+        try:
+            return self.__dict__["_cv_results"]
+        except KeyError:
+            raise AttributeError("cv_results_") from None
+
+    @cv_results_.setter
+    def cv_results_(self, table):
+        if getattr(self, "compat", "breiman") == "rpart":
+            table = with_rpart_columns(table)
+        self.__dict__["_cv_results"] = table
 
     @property
     def prune_by_test_sample(self):
