@@ -52,8 +52,8 @@ from ._fit import fit_tree
 from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
 from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
-from ._fit import class_priors, split_factor
-from ._rpart import evaluation_points, fold_priors, rpart_pruning
+from ._fit import class_priors, with_rpart_rules
+from ._rpart import evaluation_points, fold_priors
 from ._scaling import normalise
 from ._tree import apply as apply_tree
 
@@ -259,13 +259,12 @@ def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings):
     sample's units (:func:`cartjit._rpart.evaluation_points`) and, one row per fold
     tree, in its own (times the fold's factor)."""
     alpha_c = cp * float(fitted.tree.risk[0])
-    tree, path = rpart_pruning(fitted.tree, alpha_c, class_factor(fitted, settings))
-    fitted = fitted._replace(tree=tree, path=path)
-    points = evaluation_points(path[0])
+    fitted = with_rpart_rules(fitted, settings, alpha_c)
+    points = evaluation_points(fitted.path[0])
     folds = []
     for f, s in zip(fold_fits, fold_scale):
-        t, p = rpart_pruning(f.tree, alpha_c * s, class_factor(f, settings))
-        folds.append(f._replace(tree=strict_thresholds(t), path=p))
+        f = with_rpart_rules(f, settings, alpha_c * s)
+        folds.append(f._replace(tree=strict_thresholds(f.tree)))
     return fitted, folds, points, points[None, :] * fold_scale[:, None]
 
 
@@ -278,15 +277,6 @@ def strict_thresholds(tree):
         return tree._replace(
             threshold=np.nextafter(tree.threshold, -np.inf),
             surrogate_threshold=np.nextafter(tree.surrogate_threshold, -np.inf))
-
-
-def class_factor(fitted, settings):
-    """The split-search class factors c_j of a fitted classification tree (None for
-    regression), which order its children for rpart (:func:`cartjit._rpart.rpart_order`)."""
-    if fitted.priors is None:
-        return None
-    return split_factor(fitted.priors, fitted.class_totals, settings.cost,
-                        settings.default_cost)
 
 
 def first_candidate(alphas, alpha, root_risk):

@@ -27,11 +27,12 @@ from ._cache import notice_once
 from ._presort import presort
 from ._criteria import SQUARED_ERROR
 from ._pruning import with_alpha
+from ._rpart import check_compat, cp_table_rows, rpart_pruning
 from ._scaling import check_class_tables, normalise, power_of_two, restore
 from ._tree import LEAF, Tree, subtree
 
 __all__ = ["Problem", "Settings", "Fitted", "fit_tree", "split_factor", "class_risk",
-           "with_alpha"]
+           "with_alpha", "with_rpart_rules", "rpart_rows", "check_compat"]
 
 #: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
 #: (times the largest cost) are tied for the node label; the lower index wins (docs/maths.md §1).
@@ -211,3 +212,27 @@ def fit_tree(problem, settings, presorted, n_threads=1):
     assert tree.n_node_samples[0] == n_cases
     tree, path = with_alpha(tree)
     return restore(Fitted(tree, priors, counts, path), scale)
+
+
+def with_rpart_rules(fitted, settings, alpha_c):
+    """``fitted`` with rpart's per-node complexities and table in place of the exact
+    sequence (``compat="rpart"``, :mod:`cartjit._rpart`), for the growth bound
+    ``alpha_c`` (absolute: cp · R(root))."""
+    factor = None
+    if fitted.priors is not None:
+        factor = split_factor(fitted.priors, fitted.class_totals, settings.cost,
+                              settings.default_cost)
+    tree, path = rpart_pruning(fitted.tree, alpha_c, factor)
+    return fitted._replace(tree=tree, path=path)
+
+
+def rpart_rows(tree, alpha_c):
+    """rpart's table ``(values, n_leaves, risk)`` of a tree that stores rpart's
+    complexities (:func:`with_rpart_rules`): its splits are the nodes with a positive
+    value, and the table ends at ``alpha_c``."""
+    keep = tree.alpha > 0
+    if not keep.any():
+        return np.array([float(alpha_c)]), np.ones(1, np.int64), tree.risk[:1].copy()
+    values = np.unique(np.r_[tree.alpha[keep], float(alpha_c)])
+    return cp_table_rows(tree, tree.alpha, keep, values)
+

@@ -26,11 +26,11 @@ import numpy as np
 
 from . import _encoding as E
 from . import _validation as V
-from ._cv import (CV_PREDICTIONS, class_factor, cross_validate, sample_risk, select_index,
+from ._cv import (CV_PREDICTIONS, cross_validate, sample_risk, select_index,
                   with_rpart_columns)
-from ._fit import Problem, Settings, fit_tree, split_factor
+from ._fit import (Problem, Settings, check_compat, fit_tree, rpart_rows, split_factor,
+                   with_rpart_rules)
 from ._pruning import path_table, prune_tree, pruning_sequence
-from ._rpart import check_compat, cp_table_rows, rpart_pruning
 from ._tree import LEAF
 from ._tree import apply as _apply_tree
 
@@ -380,8 +380,7 @@ class _BaseCART(_Base):
             alpha = prep.cp * float(fitted.tree.risk[0])
         if self.compat == "rpart":  # rpart's complexities, grown with its bound α_c
             alpha = 0.0 if alpha is None else alpha
-            tree, path = rpart_pruning(fitted.tree, alpha, class_factor(fitted, prep.settings))
-            fitted = fitted._replace(tree=tree, path=path)
+            fitted = with_rpart_rules(fitted, prep.settings, alpha)
         self._set_fitted(fitted, prep, alpha)
         self._forget_test_sample()
         return self
@@ -547,17 +546,12 @@ class _BaseCART(_Base):
 
     def _rpart_rows(self):
         """rpart's table of ``tree_max_`` (``compat="rpart"``), read off the stored
-        complexities: the splits of rpart's tree store a positive value, and the table
-        ends at the growth bound α_c (``ccp_alpha``, or ``cp`` · R(root), or 0)."""
-        tree = self.tree_max_
-        root = float(tree.risk[0])
+        complexities; it ends at the growth bound α_c (``ccp_alpha``, or ``cp`` ·
+        R(root), or 0)."""
+        root = float(self.tree_max_.risk[0])
         alpha_c = self.ccp_alpha if self.ccp_alpha is not None else (
             0.0 if self.cp is None else self.cp * root)
-        keep = tree.alpha > 0
-        if not keep.any():
-            return np.array([float(alpha_c)]), np.ones(1, np.int64), tree.risk[:1].copy()
-        values = np.unique(np.r_[tree.alpha[keep], float(alpha_c)])
-        return cp_table_rows(tree, tree.alpha, keep, values)
+        return rpart_rows(self.tree_max_, alpha_c)
 
     def _node_weight(self, tree=None):
         """p(t) of every node of ``tree`` (default ``tree_max_``) under the split-search
@@ -956,6 +950,13 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         Competitor splits recorded per split node (rpart's ``maxcompete``): the best
         split on each other feature, best first. They are only reported
         (:func:`cartjit.summary`); they change no split.
+    compat : "breiman" or "rpart", default "breiman"
+        The pruning rules. "breiman": the exact weakest-link sequence (docs/maths.md
+        §4). "rpart": rpart's rules (docs/maths.md §9, docs/rpart-vs-exact.md): its
+        one-pass node complexities, its bound on the growth (``cp`` then stops the
+        growth as in ``rpart(..., cp = c)``; None means 0, the whole table) and, in the
+        CV estimators, its cross-validation. The defaults of the other parameters do
+        not change. Either way ``cptable_`` gives the table in rpart's layout.
 
     Missing values (NaN in X, None or pd.NA in a DataFrame column) are allowed in fit and
     prediction (docs/maths.md §8): each feature's split is searched on the cases that
@@ -971,7 +972,12 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
     tree_ : Tree
         The fitted flat tree (see :mod:`cartjit._tree`).
     tree_max_ : Tree
-        T_max (after ``max_leaf_nodes``) with its pruning sequence, before ``ccp_alpha``.
+        T_max (after ``max_leaf_nodes``) with its pruning sequence, before ``ccp_alpha``
+        (with ``compat="rpart"``, rpart's complexity of each node that splits in
+        rpart's tree, 0 elsewhere).
+    cptable_ : pandas.DataFrame
+        The sequence in the layout of rpart's ``fit$cptable``, the root first: ``CP``,
+        ``nsplit``, ``rel error`` (derived from ``tree_max_``; not a stored attribute).
     classes_, n_classes_, n_features_in_, feature_names_in_ (DataFrame input only),
     priors_ (π), cost_ (C), class_weight_totals_ (N_j, weighted class totals).
     is_categorical_ : bool array (n_features,)
@@ -1159,6 +1165,11 @@ _CV_DOC = """
         over repeats, NaN with one repeat), ``xerror``/``xstd`` (rpart's scaling by
         R(root)) and ``selected``. The SE counts weights as cases (rpart's ``xstd``):
         weights × c leave R^CV unchanged and divide the SE by sqrt(c).
+        With ``compat="rpart"`` the rows are rpart's (its CP list, evaluated at its
+        points, rpart's fold priors and loss; docs/rpart.md), ``alpha_prime`` holds
+        those points, and rpart's names ``CP``, ``nsplit`` and ``rel error`` are added.
+    cptable_ : pandas.DataFrame, rpart's ``fit$cptable``: ``CP``, ``nsplit``,
+        ``rel error``, ``xerror``, ``xstd``, the root first.
     alpha_, best_index_ : the chosen α_k and its row index; ``tree_`` is T(alpha_).
     folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight or
         missing target).

@@ -476,12 +476,12 @@ def _exact_row_count(case, df, est, X):
     t = est.tree_max_
     if case.method == "class":
         _, y = _class_codes(case, df)
-        factors = _class_factors(case, df)  # with 0-1 loss rows of L sum to J - 1
         classes = np.unique(y)
         loss = (np.ones((len(classes),) * 2) - np.eye(len(classes))) if case.loss is None \
             else np.array(case.loss)
-        pri = _class_factors(case, df)
-        pri = [f / sum(Fraction(float(v)) for v in loss[j]) for j, f in enumerate(pri)]
+        # π(j)/N_j: the split-search factors without the row sums of the loss
+        pri = [f / sum(Fraction(float(v)) for v in loss[j])
+               for j, f in enumerate(_class_factors(case, df))]
         risk = []
         for node in range(t.n_nodes):
             idx = members.get(node, [])
@@ -493,10 +493,8 @@ def _exact_row_count(case, df, est, X):
         yv = _decimal(df[case.target])
         ones = [Fraction(1)] * len(yv)
         risk = [_ss(members.get(node, []), yv, ones) for node in range(t.n_nodes)]
-    from cartjit._cv import class_factor
     from cartjit._rpart import rpart_order
-    first, second = rpart_order(t, None if case.method != "class" else
-                                np.asarray(est.tree_max_.value[0] * 0 + _float_factors(est)))
+    first, second = rpart_order(t, _float_factors(est) if case.method == "class" else None)
     return len(rules.cp_rows(first, second, risk))
 
 
