@@ -71,6 +71,16 @@ def _above(v, u, rtol, atol):
     return v - u > rtol * abs(v) + atol
 
 
+@jit(inline="always")
+def _push(stack, top, t, phase, child):
+    """Resume t at ``phase`` after ``child``'s branch is done: push both, child on top."""
+    stack[top] = t
+    stack[top + 1] = phase
+    stack[top + 2] = child
+    stack[top + 3] = 0
+    return top + 4
+
+
 @jit
 def one_pass(first, second, parent, risk, alpha_c, rtol, atol):
     """Rules 1-3 of the module docstring on a grown tree (children after parents).
@@ -92,7 +102,6 @@ def one_pass(first, second, parent, risk, alpha_c, rtol, atol):
     splits = np.zeros(n, dtype=np.bool_)
     limit = alpha_c + rtol * alpha_c + atol
     stack = np.empty(2 * n + 2, dtype=np.int64)  # (node, phase) pairs
-    top = 0
     bound[0] = risk[0]
     stack[0] = 0
     stack[1] = 0
@@ -108,11 +117,7 @@ def one_pass(first, second, parent, risk, alpha_c, rtol, atol):
                 continue
             lt = first[t]
             bound[lt] = reach - alpha_c
-            stack[top] = t
-            stack[top + 1] = 1
-            stack[top + 2] = lt
-            stack[top + 3] = 0
-            top += 4
+            top = _push(stack, top, t, 1, lt)
         elif phase == 1:  # left branch done: the right child's bound
             lt = first[t]
             g = (risk[t] - kept_risk[lt]) / (kept_splits[lt] + 1)
@@ -120,40 +125,27 @@ def one_pass(first, second, parent, risk, alpha_c, rtol, atol):
             g = min(g, bound[t])
             rt = second[t]
             bound[rt] = g - alpha_c
-            stack[top] = t
-            stack[top + 1] = 2
-            stack[top + 2] = rt
-            stack[top + 3] = 0
-            top += 4
+            top = _push(stack, top, t, 2, rt)
         else:  # both branches done: t's complexity
-            lt = first[t]
-            rt = second[t]
-            lr = kept_risk[lt]
-            ls = kept_splits[lt]
-            rr = kept_risk[rt]
-            rs = kept_splits[rt]
-            g = (risk[t] - (lr + rr)) / (ls + rs + 1)
-            if _above(comp[rt], comp[lt], rtol, atol):  # the left child collapses first
-                if _above(g, comp[lt], rtol, atol):
-                    lr = risk[lt]
-                    ls = 0
-                    g = (risk[t] - (lr + rr)) / (ls + rs + 1)
-                    if _above(g, comp[rt], rtol, atol):
-                        rr = risk[rt]
-                        rs = 0
-            elif _above(g, comp[rt], rtol, atol):  # the right child first (also on a tie)
-                rr = risk[rt]
-                rs = 0
-                g = (risk[t] - (lr + rr)) / (ls + rs + 1)
-                if _above(g, comp[lt], rtol, atol):
-                    lr = risk[lt]
-                    ls = 0
-            g = (risk[t] - (lr + rr)) / (ls + rs + 1)
+            # a: the child that collapses first (the smaller complexity; the second
+            # child on a tie), b: the other
+            a, b = first[t], second[t]
+            if not _above(comp[b], comp[a], rtol, atol):
+                a, b = b, a
+            ra, sa = kept_risk[a], kept_splits[a]
+            rb, sb = kept_risk[b], kept_splits[b]
+            g = (risk[t] - (ra + rb)) / (sa + sb + 1)
+            if _above(g, comp[a], rtol, atol):
+                ra, sa = risk[a], 0
+                g = (risk[t] - (ra + rb)) / (sa + sb + 1)
+                if _above(g, comp[b], rtol, atol):
+                    rb, sb = risk[b], 0
+                    g = (risk[t] - (ra + rb)) / (sa + sb + 1)
             comp[t] = g
             if g > limit:
                 splits[t] = True
-                kept_risk[t] = lr + rr
-                kept_splits[t] = ls + rs + 1
+                kept_risk[t] = ra + rb
+                kept_splits[t] = sa + sb + 1
     # rpart's tree: the splits reachable from the root through splits (a node that
     # does not split drops its branch), capped from the root down (rule 3). Children
     # have larger ids, so a forward pass sees every parent first.

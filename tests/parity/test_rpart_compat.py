@@ -340,6 +340,17 @@ def _goodness(case, left, right, y, w, factors):
     return f(both) - f(sorted(left)) - f(sorted(right))
 
 
+def _exact_inputs(case, df, rows, weights):
+    """The training part ``df[rows]``, its responses (class indices, or exact decimals),
+    its case weights and the class factors, as exact numbers."""
+    sub = df[rows].reset_index(drop=True)
+    w = [Fraction(float(v)) for v in weights]
+    if case.method == "class":
+        _, y = _class_codes(case, df)
+        return sub, list(y[rows]), w, _class_factors(case, df)
+    return sub, _decimal(sub[case.target]), w, None
+
+
 def _exact_tie(case, df, feats, rows, res, est, X, weights):
     """The first split where rpart's tree (``res``, fitted on ``df[rows]``) and cartjit's
     (``est``) differ, scored exactly: ``(description, rpart's goodness, cartjit's)``."""
@@ -350,15 +361,7 @@ def _exact_tie(case, df, feats, rows, res, est, X, weights):
     for i, leaf in enumerate(where):
         for k in _chain(int(leaf)):
             r_sets.setdefault(k, set()).add(i)
-    sub = df[rows].reset_index(drop=True)
-    w = [Fraction(float(v)) for v in weights]
-    if case.method == "class":
-        _, y = _class_codes(case, df)
-        y = list(y[rows])
-        factors = _class_factors(case, df)
-    else:
-        y = _decimal(sub[case.target])
-        factors = None
+    sub, y, w, factors = _exact_inputs(case, df, rows, weights)
     for k in sorted(r_sets):
         if k == 1 or frozenset(r_sets[k]) in by_set:
             continue
@@ -386,15 +389,7 @@ def _tied_nodes(case, df, feats, rows, est, X, weights, nodes):
     There rpart's choice follows its rounding. Only ``nodes`` are examined."""
     sets, members = _node_sets(est, X)
     t = est.tree_max_
-    sub = df[rows].reset_index(drop=True)
-    w = [Fraction(float(v)) for v in weights]
-    if case.method == "class":
-        _, y = _class_codes(case, df)
-        y = list(y[rows])
-        factors = _class_factors(case, df)
-    else:
-        y = _decimal(sub[case.target])
-        factors = None
+    sub, y, w, factors = _exact_inputs(case, df, rows, weights)
     tied = set()
     for c in sorted(nodes):
         if not t.alpha[c] > 0:
