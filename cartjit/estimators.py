@@ -459,7 +459,7 @@ class _BaseCART(_Base):
                         f"class(es) {self.classes_[lacking].tolist()!r}; give test cases of "
                         "every class with a positive prior")
         tree = self.tree_max_
-        alphas, n_leaves, tree_risk = pruning_sequence(tree)
+        alphas, n_leaves, tree_risk = self._sequence()
         risk, se = sample_risk(tree, self._use_surrogate, alphas, X, y,
                                None if ones else w, priors=priors, cost=cost)
         table = path_table(alphas, n_leaves, tree_risk, float(tree.risk[0]))
@@ -501,7 +501,9 @@ class _BaseCART(_Base):
         (|T~_k|), ``risk`` (R(T_k): misclassification cost for classifiers, mean squared
         error for regressors), ``cp`` (rpart's CP = α_k / R(root)) and ``rel_error``
         (R(T_k) / R(root)). Any ``alpha`` of this table (or ``cp`` times R(root)) given
-        to :meth:`prune` or ``ccp_alpha`` gives the tree of its row.
+        to :meth:`prune` or ``ccp_alpha`` gives the tree of its row. With
+        ``compat="rpart"`` the rows are rpart's table (``cptable_`` in increasing α),
+        and so are those of :meth:`test_sample_path`.
 
         ``risk="impurity"`` runs the same weakest-link loop with R(t) = p(t) i(t), the
         impurity-weighted risk that scikit-learn's ``cost_complexity_pruning_path``
@@ -510,8 +512,8 @@ class _BaseCART(_Base):
         self._check_fitted()
         tree = self.tree_max_
         if risk == "cost":
-            node_risk = tree.risk
-        elif risk == "impurity":
+            return path_table(*self._sequence(), float(tree.risk[0]))
+        if risk == "impurity":
             node_risk = self._node_weight() * tree.impurity
         else:
             raise ValueError(f"risk must be 'cost' or 'impurity', got {risk!r}")
@@ -531,10 +533,8 @@ class _BaseCART(_Base):
             res = self.cv_results_
             values, n_leaves, risk = (res["alpha"].to_numpy(), res["n_leaves"].to_numpy(),
                                       res["risk"].to_numpy())
-        elif self.compat == "rpart":
-            values, n_leaves, risk = self._rpart_rows()
         else:
-            values, n_leaves, risk = pruning_sequence(self.tree_max_)
+            values, n_leaves, risk = self._sequence()
         table = path_table(values, n_leaves, risk, float(self.tree_max_.risk[0]))
         out = table[["cp", "n_leaves", "rel_error"]].iloc[::-1].reset_index(drop=True)
         out.columns = ["CP", "nsplit", "rel error"]
@@ -543,6 +543,13 @@ class _BaseCART(_Base):
             out["xerror"] = res["xerror"].to_numpy()[::-1]
             out["xstd"] = res["xstd"].to_numpy()[::-1]
         return out
+
+    def _sequence(self):
+        """(α_k, |T~_k|, R(T_k)) of ``tree_max_`` in the fitted mode: the exact
+        weakest-link sequence, or rpart's table (``compat="rpart"``), increasing α."""
+        if self.compat == "rpart":
+            return self._rpart_rows()
+        return pruning_sequence(self.tree_max_)
 
     def _rpart_rows(self):
         """rpart's table of ``tree_max_`` (``compat="rpart"``), read off the stored

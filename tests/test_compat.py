@@ -269,3 +269,18 @@ def test_exact_fractions_of_the_hand_tree():
     g0 = Fraction(18 - 2 - 7, 3)
     assert g0 == 3 and min(g0, g2, g6) == 3
     assert Fraction(18 - 8, 3) == Fraction(10, 3)
+
+
+def test_rpart_mode_path_and_test_sample_follow_the_mode():
+    """In the rpart mode ``cost_complexity_path()`` and ``test_sample_path`` list rpart's
+    rows, so that each row's α given to ``prune`` gives that row's tree."""
+    X, y = _iris()
+    est = CARTClassifier(compat="rpart", criterion="entropy").fit(X, y)
+    path = est.cost_complexity_path()
+    np.testing.assert_array_equal(path["cp"], est.cptable_["CP"].to_numpy()[::-1])
+    for alpha, n_leaves in zip(path["alpha"], path["n_leaves"]):
+        assert est.prune(alpha).get_n_leaves() == n_leaves
+    ts = est.test_sample_path(X, y)
+    np.testing.assert_array_equal(ts["n_leaves"], path["n_leaves"])
+    # the resubstitution estimate on the learning sample is R(T_k) itself
+    np.testing.assert_allclose(ts["test_risk"], path["risk"], rtol=1e-12, atol=1e-15)
