@@ -52,8 +52,8 @@ from ._fit import fit_tree
 from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
 from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
-from ._fit import class_priors, with_rpart_rules
-from ._rpart import evaluation_points, fold_priors
+from ._fit import class_priors, fitted_factor, with_rpart_rules
+from ._rpart import evaluation_points, fold_priors, rpart_default_sides
 from ._scaling import normalise
 from ._tree import apply as apply_tree
 
@@ -255,7 +255,9 @@ def _rpart_folds(problem, settings, plan):
 def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings):
     """rpart's complexities on the full tree (growth bound α_c = cp R(root)) and on every
     fold tree (α_c in the fold's units), and the points at which each fold tree scores
-    each row: ``(fitted, fold_fits, points, fold_points)``, the points in the full
+    each row: ``(fitted, fold_fits, points, fold_points)``. The fold trees route their
+    held-out cases as rpart does (:func:`strict_thresholds`,
+    :func:`cartjit._rpart.rpart_default_sides`). The points are in the full
     sample's units (:func:`cartjit._rpart.evaluation_points`) and, one row per fold
     tree, in its own (times the fold's factor)."""
     alpha_c = cp * float(fitted.tree.risk[0])
@@ -264,7 +266,9 @@ def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings):
     folds = []
     for f, s in zip(fold_fits, fold_scale):
         f = with_rpart_rules(f, settings, alpha_c * s)
-        folds.append(f._replace(tree=strict_thresholds(f.tree)))
+        tree = rpart_default_sides(strict_thresholds(f.tree), fitted_factor(f, settings),
+                                   settings.max_surrogate)
+        folds.append(f._replace(tree=tree))
     return fitted, folds, points, points[None, :] * fold_scale[:, None]
 
 

@@ -32,7 +32,7 @@ from ._scaling import check_class_tables, normalise, power_of_two, restore
 from ._tree import LEAF, Tree, subtree
 
 __all__ = ["Problem", "Settings", "Fitted", "fit_tree", "split_factor", "class_risk",
-           "with_alpha", "with_rpart_rules", "rpart_rows", "check_compat"]
+           "with_alpha", "with_rpart_rules", "rpart_rows", "check_compat", "fitted_factor"]
 
 #: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
 #: (times the largest cost) are tied for the node label; the lower index wins (docs/maths.md §1).
@@ -214,15 +214,20 @@ def fit_tree(problem, settings, presorted, n_threads=1):
     return restore(Fitted(tree, priors, counts, path), scale)
 
 
+def fitted_factor(fitted, settings):
+    """The split-search class factors c_j of a fitted classification tree (None for
+    regression): they order its children for rpart (:func:`cartjit._rpart.rpart_order`)."""
+    if fitted.priors is None:
+        return None
+    return split_factor(fitted.priors, fitted.class_totals, settings.cost,
+                        settings.default_cost)
+
+
 def with_rpart_rules(fitted, settings, alpha_c):
     """``fitted`` with rpart's per-node complexities and table in place of the exact
     sequence (``compat="rpart"``, :mod:`cartjit._rpart`), for the growth bound
     ``alpha_c`` (absolute: cp · R(root))."""
-    factor = None
-    if fitted.priors is not None:
-        factor = split_factor(fitted.priors, fitted.class_totals, settings.cost,
-                              settings.default_cost)
-    tree, path = rpart_pruning(fitted.tree, alpha_c, factor)
+    tree, path = rpart_pruning(fitted.tree, alpha_c, fitted_factor(fitted, settings))
     return fitted._replace(tree=tree, path=path)
 
 

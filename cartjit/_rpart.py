@@ -48,7 +48,8 @@ from ._config import jit
 from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints
 
 __all__ = ["COMPAT", "check_compat", "one_pass", "rpart_pruning", "cp_table_rows",
-           "evaluation_points", "ROOT_POINT_FACTOR", "fold_priors", "rpart_order"]
+           "evaluation_points", "ROOT_POINT_FACTOR", "fold_priors", "rpart_order",
+           "rpart_default_sides"]
 
 #: The values of ``compat``: the exact weakest-link sequence, or rpart's rules.
 COMPAT = ("breiman", "rpart")
@@ -287,3 +288,30 @@ def fold_priors(priors, class_totals, fold_totals):
                       where=class_totals > 0)
     z = float(share.sum())
     return share / z, float(fold_totals.sum() / class_totals.sum()) / z
+
+
+def rpart_default_sides(tree, factor, max_surrogate):
+    """``majority_left`` as rpart's cross-validation uses it: where a held-out case goes
+    that neither the split nor a surrogate can send (its value missing, or a level the
+    node's learning cases did not have).
+
+    rpart sends it to its first child (:func:`rpart_order`) when the cases that the
+    split itself sent there weigh more than those sent to the second, and to the second
+    child otherwise, ties included; without surrogates (``max_surrogate`` 0) that
+    default is never set and every such case goes to the second child. The weights
+    sent by the split are the children's where every case of the node has the split
+    variable; elsewhere the children's weights (which also hold the cases the
+    surrogates sent) stand in for them.
+    """
+    first, second = rpart_order(tree, factor)
+    inner = np.flatnonzero(tree.left >= 0)
+    w = tree.weighted_n_node_samples
+    if max_surrogate > 0:
+        to_first = w[first[inner]] > w[second[inner]]
+    else:
+        to_first = np.zeros(inner.shape[0], dtype=bool)
+    child = np.where(to_first, first[inner], second[inner])
+    side = tree.majority_left.copy()
+    side[inner] = (child == tree.left[inner]).astype(side.dtype)
+    return tree._replace(majority_left=side)
+

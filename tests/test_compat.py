@@ -284,3 +284,30 @@ def test_rpart_mode_path_and_test_sample_follow_the_mode():
     np.testing.assert_array_equal(ts["n_leaves"], path["n_leaves"])
     # the resubstitution estimate on the learning sample is R(T_k) itself
     np.testing.assert_allclose(ts["test_risk"], path["risk"], rtol=1e-12, atol=1e-15)
+
+
+class _SidesTree(NamedTuple):
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    weighted_n_node_samples: np.ndarray
+    majority_left: np.ndarray
+
+
+def test_rpart_default_sides():
+    """Where rpart's cross-validation sends a case nothing can route: the child with
+    more weight, the second child (rpart's order: the larger mean second) on a tie,
+    always the second without surrogates."""
+    from cartjit._rpart import rpart_default_sides
+
+    left = np.array([1, 3, -1, -1, -1])
+    right = np.array([2, 4, -1, -1, -1])
+    # node 0: left child mean 5 > right child mean 1, so rpart grows the right child
+    # first; weights 10 (left) and 30 (right). node 1: means 0 < 2, weights 5 and 5.
+    value = np.array([[3.0], [5.0], [1.0], [0.0], [2.0]])
+    w = np.array([40.0, 10, 30, 5, 5])
+    tree = _SidesTree(left, right, value, w, np.zeros(5, dtype=np.int8))
+    with_sur = rpart_default_sides(tree, None, 5).majority_left
+    np.testing.assert_array_equal(with_sur[:2], [0, 0])  # heavier child 2; tie: second, 4
+    without = rpart_default_sides(tree, None, 0).majority_left
+    np.testing.assert_array_equal(without[:2], [1, 0])   # the second child: 1 and 4

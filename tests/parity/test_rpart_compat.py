@@ -101,14 +101,6 @@ CASES = [
 ]
 CASE_IDS = [c.id for c in CASES]
 
-#: Cases whose xerror/xstd differ on some rows for held-out cases that this test does
-#: not account for (neither an exact tie on the path nor a missing value): their trees
-#: and the CP, nsplit and rel error columns must still agree, and the held-out cases
-#: concerned are printed. Found on factor data; the cause is not established yet.
-UNEXPLAINED_XERROR = {
-    "cu-summary-na-factors-5": "1 held-out case of fold 5",
-    "solder-factors-10": "held-out cases of fold 1",
-}
 
 
 # ----------------------------------------------------------------------------- data
@@ -613,7 +605,6 @@ def _explain_xerror(case, df, feats, est, X, folds, fold_fits, rp, table, w, bad
     Xe = est._check_predict_X(X)
     tied_cache = {}
     n_tied = n_missing = 0
-    unexplained: list[int] = []
     for i in np.unique(np.nonzero(differ)[0]):
         v = int(folds[i])
         train, fest = fold_fits[v]
@@ -633,10 +624,6 @@ def _explain_xerror(case, df, feats, est, X, folds, fold_fits, rp, table, w, bad
             n_tied += 1
             continue
         inner = [u for u in path if t.left[u] >= 0]
-        if case.id in UNEXPLAINED_XERROR and not any(np.isnan(Xe[i, t.feature[u]])
-                                                     for u in inner):
-            unexplained.append(int(i))
-            continue
         assert any(np.isnan(Xe[i, t.feature[u]]) for u in inner), (
             f"[{case.id}] case {i} (fold {v}) is predicted otherwise than by xpred.rpart, "
             "no split on its path in its fold tree is exactly tied and it misses none of "
@@ -646,6 +633,4 @@ def _explain_xerror(case, df, feats, est, X, folds, fold_fits, rp, table, w, bad
                  f"{n_tied} held-out case(s) pass through exactly tied splits of their "
                  "fold tree (rpart's cross-validation breaks such ties by its rounding), "
                  f"{n_missing} miss the variable of a split on their path (routed by "
-                 "surrogates or the majority)"
-                 + (f"; not accounted for: cases {unexplained} "
-                    f"({UNEXPLAINED_XERROR[case.id]})" if unexplained else ""))
+                 "surrogates or the majority)")
