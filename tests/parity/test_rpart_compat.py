@@ -70,6 +70,9 @@ GROW = {"cp": 0, "minsplit": 2, "minbucket": 1, "maxcompete": 0, "maxsurrogate":
 
 @dataclass(frozen=True)
 class Case:
+    """One comparison: a data set, its target and method, the folds and rpart's
+    parameters."""
+
     id: str
     data: str
     target: str
