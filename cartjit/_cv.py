@@ -151,13 +151,17 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     rpart = compat == "rpart"
     fold_settings, fold_scale = (_rpart_folds(problem, settings, plan) if rpart
                                  else (None, None))
+    # with cp = 0 every tree's growth bound is 0: rpart's rules run in each tree's task
+    in_task = rpart and not cp
     fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads,
-                                      fold_settings=fold_settings)
+                                      fold_settings=fold_settings,
+                                      rpart_alpha=0.0 if in_task else None)
     del keys
     points = fold_points = None
     if rpart:
         fitted, fold_fits, points, fold_points = _rpart_sequences(
-            fitted, fold_fits, fold_scale, 0.0 if cp is None else cp, settings)
+            fitted, fold_fits, fold_scale, 0.0 if cp is None else cp, settings,
+            done=in_task)
     alphas, n_leaves, tree_risk = fitted.path
     cv_risk, cv_se = score_fold_trees(problem, settings, [f.tree for f in fold_fits], plan,
                                       alphas, priors=fitted.priors,
@@ -252,20 +256,23 @@ def _rpart_folds(problem, settings, plan):
     return out, scale
 
 
-def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings):
+def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False):
     """rpart's complexities on the full tree (growth bound α_c = cp R(root)) and on every
     fold tree (α_c in the fold's units), and the points at which each fold tree scores
-    each row: ``(fitted, fold_fits, points, fold_points)``. The fold trees route their
+    each row: ``(fitted, fold_fits, points, fold_points)`` (``done``: the trees carry
+    rpart's complexities already, grown with α_c = 0). The fold trees route their
     held-out cases as rpart does (:func:`strict_thresholds`,
     :func:`cartjit._rpart.rpart_default_sides`). The points are in the full
     sample's units (:func:`cartjit._rpart.evaluation_points`) and, one row per fold
     tree, in its own (times the fold's factor)."""
     alpha_c = cp * float(fitted.tree.risk[0])
-    fitted = with_rpart_rules(fitted, settings, alpha_c)
+    if not done:
+        fitted = with_rpart_rules(fitted, settings, alpha_c)
     points = evaluation_points(fitted.path[0])
     folds = []
     for f, s in zip(fold_fits, fold_scale):
-        f = with_rpart_rules(f, settings, alpha_c * s)
+        if not done:
+            f = with_rpart_rules(f, settings, alpha_c * s)
         tree = rpart_default_sides(strict_thresholds(f.tree), fitted_factor(f, settings),
                                    settings.max_surrogate)
         folds.append(f._replace(tree=tree))
@@ -528,7 +535,8 @@ def _run_tasks(fn, tasks, n_threads):
     return [fn(t) for t in tasks]
 
 
-def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None):
+def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None,
+                  rpart_alpha=None):
     """T_max and T_max^(v) for every (repeat, fold): :func:`fit_tree`'s results.
 
     Returns ``(full, folds)``, the folds in (repeat, fold) order; each result carries its
@@ -540,7 +548,8 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     either consumes them last (one thread) or grows from a copy of its own. On threads
     the full tree, the largest task, is started first and runs beside the folds, so no
     thread idles while it grows. ``fold_settings`` (one per fold, in that order) replaces
-    the full tree's settings for the folds (rpart's fold priors).
+    the full tree's settings for the folds (rpart's fold priors); ``rpart_alpha`` is
+    :func:`cartjit._fit.fit_tree`'s, for every tree.
     """
     # A fold tree's surrogates route its held-out cases; its competitors are never read.
     base = settings._replace(max_competitor=0)
@@ -548,12 +557,13 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     def run(task):
         if task is None:
             own = keys if n_threads == 1 else keys._replace(keys=keys.keys.copy())
-            return fit_tree(problem, settings, own, n_threads=1)
+            return fit_tree(problem, settings, own, n_threads=1, rpart_alpha=rpart_alpha)
         r, v = task
         in_train = plan.folds[r] != v
         own = (base if fold_settings is None else
                fold_settings[r * plan.n_folds + v]._replace(max_competitor=0))
-        return fit_tree(problem, own, subset_keys(keys, in_train, 1), n_threads=1)
+        return fit_tree(problem, own, subset_keys(keys, in_train, 1), n_threads=1,
+                        rpart_alpha=rpart_alpha)
 
     folds = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
     if problem.X.size < FOLD_THREADS_MIN_VALUES:

@@ -157,7 +157,7 @@ def _best_first(tree, improvement, q_weight, max_leaf_nodes):
     return keep
 
 
-def fit_tree(problem, settings, presorted, n_threads=1):
+def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None):
     """Grow, score and prune-sequence a tree on the cases listed in ``presorted``.
 
     ``presorted`` is :func:`cartjit._presort.presort`'s result, or a fold's
@@ -168,6 +168,10 @@ def fit_tree(problem, settings, presorted, n_threads=1):
     Weights, costs and responses reach the kernels divided by a power of two that keeps
     them in float64's comfortable range, and the results are scaled back, exactly
     (:mod:`cartjit._scaling`).
+
+    ``rpart_alpha`` (α_c, in the units of the fitted risks) replaces step 5 by rpart's
+    rules (:func:`with_rpart_rules`, here on the kernels' units, which only scales the
+    results by a power of two).
     """
     notice_once()  # the first fit of a process says if the kernels are about to compile
     problem, settings, scale = normalise(problem, settings)
@@ -210,7 +214,12 @@ def fit_tree(problem, settings, presorted, n_threads=1):
         keep = _best_first(tree, tree.improvement, q_weight, settings.max_leaf_nodes)
         tree = subtree(tree, keep)
     assert tree.n_node_samples[0] == n_cases
-    tree, path = with_alpha(tree)
+    if rpart_alpha is None:
+        tree, path = with_alpha(tree)
+    else:
+        units = (scale.cost if problem.is_classification else scale.y * scale.y)
+        tree, path = rpart_pruning(tree, rpart_alpha / units,
+                                   factor if problem.is_classification else None)
     return restore(Fitted(tree, priors, counts, path), scale)
 
 

@@ -170,20 +170,29 @@ def _row_sums(lo, hi, risk, n_rows):
     return out
 
 
+@jit
+def _group_values(comp, order, rtol, atol):
+    """Walk ``comp`` in ``order`` (decreasing): a value more than the tolerance below
+    the current group's first (largest) value starts a new group; returns every value's
+    group value."""
+    rep = np.empty_like(comp)
+    current = np.inf
+    for k in range(order.shape[0]):
+        i = order[k]
+        v = comp[i]
+        if k == 0 or current - v > rtol * v + atol:
+            current = v
+        rep[i] = current
+    return rep
+
+
 def _row_values(comp, alpha_c, root_risk):
     """The rows' complexities, increasing: α_c and the distinct values of ``comp``,
     a value within the weakest-link tolerance below a larger one merged into it.
     Returns ``(values, rep)``: ``rep[i]`` is the row value of ``comp[i]``."""
     order = np.argsort(-comp, kind="stable")
-    rep = np.empty_like(comp)
-    reps = []
-    atol = ALPHA_ATOL * abs(root_risk)
-    for i in order:
-        v = comp[i]
-        if not reps or reps[-1] - v > ALPHA_RTOL * v + atol:
-            reps.append(v)
-        rep[i] = reps[-1]
-    values = np.array(sorted(set(reps) | {float(alpha_c)}), dtype=np.float64)
+    rep = _group_values(comp, order, ALPHA_RTOL, ALPHA_ATOL * abs(root_risk))
+    values = np.unique(np.r_[rep, float(alpha_c)])
     return values, rep
 
 

@@ -374,13 +374,18 @@ class _BaseCART(_Base):
         Returns ``self``.
         """
         prep = self._prepare(X, y, sample_weight)
-        fitted = fit_tree(prep.problem, prep.settings, None, numba.get_num_threads())
+        rpart = self.compat == "rpart"
+        # rpart's rules with no growth bound run inside the fit
+        in_fit = rpart and not prep.ccp_alpha and not prep.cp
+        fitted = fit_tree(prep.problem, prep.settings, None, numba.get_num_threads(),
+                          rpart_alpha=0.0 if in_fit else None)
         alpha = prep.ccp_alpha
         if prep.cp is not None:  # rpart's scale: α = cp · R(root) of T_max
             alpha = prep.cp * float(fitted.tree.risk[0])
-        if self.compat == "rpart":  # rpart's complexities, grown with its bound α_c
+        if rpart:  # rpart's complexities, grown with its bound α_c
             alpha = 0.0 if alpha is None else alpha
-            fitted = with_rpart_rules(fitted, prep.settings, alpha)
+            if not in_fit:
+                fitted = with_rpart_rules(fitted, prep.settings, alpha)
         self._set_fitted(fitted, prep, alpha)
         self._forget_test_sample()
         return self
