@@ -27,11 +27,12 @@ from ._cache import notice_once
 from ._presort import presort
 from ._criteria import SQUARED_ERROR
 from ._pruning import with_alpha
+from ._rpart import check_compat, cp_table_rows, rpart_pruning
 from ._scaling import check_class_tables, normalise, power_of_two, restore
 from ._tree import LEAF, Tree, subtree
 
 __all__ = ["Problem", "Settings", "Fitted", "fit_tree", "split_factor", "class_risk",
-           "with_alpha"]
+           "with_alpha", "with_rpart_rules", "rpart_rows", "check_compat", "fitted_factor"]
 
 #: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
 #: (times the largest cost) are tied for the node label; the lower index wins (docs/maths.md §1).
@@ -156,7 +157,7 @@ def _best_first(tree, improvement, q_weight, max_leaf_nodes):
     return keep
 
 
-def fit_tree(problem, settings, presorted, n_threads=1):
+def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None):
     """Grow, score and prune-sequence a tree on the cases listed in ``presorted``.
 
     ``presorted`` is :func:`cartjit._presort.presort`'s result, or a fold's
@@ -167,6 +168,10 @@ def fit_tree(problem, settings, presorted, n_threads=1):
     Weights, costs and responses reach the kernels divided by a power of two that keeps
     them in float64's comfortable range, and the results are scaled back, exactly
     (:mod:`cartjit._scaling`).
+
+    ``rpart_alpha`` (α_c, in the units of the fitted risks) replaces step 5 by rpart's
+    rules (:func:`with_rpart_rules`, here on the kernels' units, which only scales the
+    results by a power of two).
     """
     notice_once()  # the first fit of a process says if the kernels are about to compile
     problem, settings, scale = normalise(problem, settings)
@@ -209,5 +214,39 @@ def fit_tree(problem, settings, presorted, n_threads=1):
         keep = _best_first(tree, tree.improvement, q_weight, settings.max_leaf_nodes)
         tree = subtree(tree, keep)
     assert tree.n_node_samples[0] == n_cases
-    tree, path = with_alpha(tree)
+    if rpart_alpha is None:
+        tree, path = with_alpha(tree)
+    else:
+        units = (scale.cost if problem.is_classification else scale.y * scale.y)
+        tree, path = rpart_pruning(tree, rpart_alpha / units,
+                                   factor if problem.is_classification else None)
     return restore(Fitted(tree, priors, counts, path), scale)
+
+
+def fitted_factor(fitted, settings):
+    """The split-search class factors c_j of a fitted classification tree (None for
+    regression): they order its children for rpart (:func:`cartjit._rpart.rpart_order`)."""
+    if fitted.priors is None:
+        return None
+    return split_factor(fitted.priors, fitted.class_totals, settings.cost,
+                        settings.default_cost)
+
+
+def with_rpart_rules(fitted, settings, alpha_c):
+    """``fitted`` with rpart's per-node complexities and table in place of the exact
+    sequence (``compat="rpart"``, :mod:`cartjit._rpart`), for the growth bound
+    ``alpha_c`` (absolute: cp · R(root))."""
+    tree, path = rpart_pruning(fitted.tree, alpha_c, fitted_factor(fitted, settings))
+    return fitted._replace(tree=tree, path=path)
+
+
+def rpart_rows(tree, alpha_c):
+    """rpart's table ``(values, n_leaves, risk)`` of a tree that stores rpart's
+    complexities (:func:`with_rpart_rules`): its splits are the nodes with a positive
+    value, and the table ends at ``alpha_c``."""
+    keep = tree.alpha > 0
+    if not keep.any():
+        return np.array([float(alpha_c)]), np.ones(1, np.int64), tree.risk[:1].copy()
+    values = np.unique(np.r_[tree.alpha[keep], float(alpha_c)])
+    return cp_table_rows(tree, tree.alpha, keep, values)
+

@@ -252,7 +252,11 @@ def _encode_fitted(est, members):
 
 def _table_members(table, prefix, columns, members):
     """The columns of a results table (``cv_results_``, ``test_results_``) as members
-    ``prefix/column``; a table with other columns cannot be saved."""
+    ``prefix/column``; a table with other columns cannot be saved. rpart's column names
+    that ``compat="rpart"`` adds are copies of stored columns: they are not written, and
+    the CV estimators add them back when the table is set."""
+    from ._cv import RPART_COLUMNS
+    table = table.drop(columns=[c for c in RPART_COLUMNS if c in table.columns])
     if list(table.columns) != list(columns):
         raise ValueError(f"cannot save {prefix}_ with columns {list(table.columns)}; "
                          f"expected {list(columns)}")

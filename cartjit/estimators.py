@@ -26,8 +26,10 @@ import numpy as np
 
 from . import _encoding as E
 from . import _validation as V
-from ._cv import CV_PREDICTIONS, cross_validate, sample_risk, select_index
-from ._fit import Problem, Settings, fit_tree, split_factor
+from ._cv import (CV_PREDICTIONS, cross_validate, sample_risk, select_index,
+                  with_rpart_columns)
+from ._fit import (Problem, Settings, check_compat, fit_tree, rpart_rows, split_factor,
+                   with_rpart_rules)
 from ._pruning import path_table, prune_tree, pruning_sequence
 from ._tree import LEAF
 from ._tree import apply as _apply_tree
@@ -189,6 +191,7 @@ class _BaseCART(_Base):
                                        allow_none=True),
             ccp_alpha=V.check_float(self.ccp_alpha, "ccp_alpha", allow_none=True),
             cp=_check_cp(getattr(self, "cp", None), self.ccp_alpha),
+            compat=check_compat(getattr(self, "compat", "breiman")),
             max_categories_exhaustive=_check_exhaustive(
                 getattr(self, "max_categories_exhaustive", 12)),
             missing=V.check_missing_params(self.max_surrogate, self.use_surrogate,
@@ -371,10 +374,18 @@ class _BaseCART(_Base):
         Returns ``self``.
         """
         prep = self._prepare(X, y, sample_weight)
-        fitted = fit_tree(prep.problem, prep.settings, None, numba.get_num_threads())
+        rpart = self.compat == "rpart"
+        # rpart's rules with no growth bound run inside the fit
+        in_fit = rpart and not prep.ccp_alpha and not prep.cp
+        fitted = fit_tree(prep.problem, prep.settings, None, numba.get_num_threads(),
+                          rpart_alpha=0.0 if in_fit else None)
         alpha = prep.ccp_alpha
         if prep.cp is not None:  # rpart's scale: α = cp · R(root) of T_max
             alpha = prep.cp * float(fitted.tree.risk[0])
+        if rpart:  # rpart's complexities, grown with its bound α_c
+            alpha = 0.0 if alpha is None else alpha
+            if not in_fit:
+                fitted = with_rpart_rules(fitted, prep.settings, alpha)
         self._set_fitted(fitted, prep, alpha)
         self._forget_test_sample()
         return self
@@ -453,7 +464,7 @@ class _BaseCART(_Base):
                         f"class(es) {self.classes_[lacking].tolist()!r}; give test cases of "
                         "every class with a positive prior")
         tree = self.tree_max_
-        alphas, n_leaves, tree_risk = pruning_sequence(tree)
+        alphas, n_leaves, tree_risk = self._sequence()
         risk, se = sample_risk(tree, self._use_surrogate, alphas, X, y,
                                None if ones else w, priors=priors, cost=cost)
         table = path_table(alphas, n_leaves, tree_risk, float(tree.risk[0]))
@@ -495,7 +506,9 @@ class _BaseCART(_Base):
         (|T~_k|), ``risk`` (R(T_k): misclassification cost for classifiers, mean squared
         error for regressors), ``cp`` (rpart's CP = α_k / R(root)) and ``rel_error``
         (R(T_k) / R(root)). Any ``alpha`` of this table (or ``cp`` times R(root)) given
-        to :meth:`prune` or ``ccp_alpha`` gives the tree of its row.
+        to :meth:`prune` or ``ccp_alpha`` gives the tree of its row. With
+        ``compat="rpart"`` the rows are rpart's table (``cptable_`` in increasing α),
+        and so are those of :meth:`test_sample_path`.
 
         ``risk="impurity"`` runs the same weakest-link loop with R(t) = p(t) i(t), the
         impurity-weighted risk that scikit-learn's ``cost_complexity_pruning_path``
@@ -504,13 +517,53 @@ class _BaseCART(_Base):
         self._check_fitted()
         tree = self.tree_max_
         if risk == "cost":
-            node_risk = tree.risk
-        elif risk == "impurity":
+            return path_table(*self._sequence(), float(tree.risk[0]))
+        if risk == "impurity":
             node_risk = self._node_weight() * tree.impurity
         else:
             raise ValueError(f"risk must be 'cost' or 'impurity', got {risk!r}")
         alphas, n_leaves, tree_risk = pruning_sequence(tree, node_risk)
         return path_table(alphas, n_leaves, tree_risk, float(node_risk[0]))
+
+    @property
+    def cptable_(self):
+        """The pruning sequence in the layout of rpart's ``fit$cptable``: one row per tree,
+        the root first, with the columns ``CP`` (α / R(root)), ``nsplit`` (leaves - 1)
+        and ``rel error`` (R(T) / R(root)), and on the CV estimators ``xerror`` and
+        ``xstd``. With ``compat="rpart"`` these are rpart's rows (its one-pass
+        complexities, down to ``cp``); with ``compat="breiman"`` the exact sequence of
+        ``cost_complexity_path()`` (docs/rpart-vs-exact.md)."""
+        self._check_fitted()
+        if hasattr(self, "cv_results_"):
+            res = self.cv_results_
+            values, n_leaves, risk = (res["alpha"].to_numpy(), res["n_leaves"].to_numpy(),
+                                      res["risk"].to_numpy())
+        else:
+            values, n_leaves, risk = self._sequence()
+        table = path_table(values, n_leaves, risk, float(self.tree_max_.risk[0]))
+        out = table[["cp", "n_leaves", "rel_error"]].iloc[::-1].reset_index(drop=True)
+        out.columns = ["CP", "nsplit", "rel error"]
+        out["nsplit"] -= 1
+        if hasattr(self, "cv_results_"):
+            out["xerror"] = res["xerror"].to_numpy()[::-1]
+            out["xstd"] = res["xstd"].to_numpy()[::-1]
+        return out
+
+    def _sequence(self):
+        """(α_k, |T~_k|, R(T_k)) of ``tree_max_`` in the fitted mode: the exact
+        weakest-link sequence, or rpart's table (``compat="rpart"``), increasing α."""
+        if self.compat == "rpart":
+            return self._rpart_rows()
+        return pruning_sequence(self.tree_max_)
+
+    def _rpart_rows(self):
+        """rpart's table of ``tree_max_`` (``compat="rpart"``), read off the stored
+        complexities; it ends at the growth bound α_c (``ccp_alpha``, or ``cp`` ·
+        R(root), or 0)."""
+        root = float(self.tree_max_.risk[0])
+        alpha_c = self.ccp_alpha if self.ccp_alpha is not None else (
+            0.0 if self.cp is None else self.cp * root)
+        return rpart_rows(self.tree_max_, alpha_c)
 
     def _node_weight(self, tree=None):
         """p(t) of every node of ``tree`` (default ``tree_max_``) under the split-search
@@ -722,6 +775,21 @@ class _CVMixin:
         """Nothing to forget: ``alpha_`` and ``best_index_`` are the CV's choice."""
 
     @property
+    def cv_results_(self):
+        """One row per candidate subtree (see the class docstring); with
+        ``compat="rpart"`` also rpart's column names ``CP``, ``nsplit``, ``rel error``."""
+        try:
+            return self.__dict__["_cv_results"]
+        except KeyError:
+            raise AttributeError("cv_results_") from None
+
+    @cv_results_.setter
+    def cv_results_(self, table):
+        if getattr(self, "compat", "breiman") == "rpart":
+            table = with_rpart_columns(table)
+        self.__dict__["_cv_results"] = table
+
+    @property
     def prune_by_test_sample(self):
         """Not for the CV estimators, which select T_k by cross-validation."""
         raise AttributeError(
@@ -772,7 +840,7 @@ class _CVMixin:
             stratify=bool(self.stratify), n_repeats=self.n_repeats,
             random_state=0 if self.random_state is None else self.random_state,
             rows=prep.rows, labels=prep.labels, n_threads=numba.get_num_threads(),
-            cp=prep.cp, predictions=keep)
+            cp=prep.cp, predictions=keep, compat=self.compat)
         self._set_fitted(res.fitted, prep, res.alpha)
         self.cv_results_ = res.table
         self.cv_risk_repeats_ = res.cv_risk
@@ -894,6 +962,13 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         Competitor splits recorded per split node (rpart's ``maxcompete``): the best
         split on each other feature, best first. They are only reported
         (:func:`cartjit.summary`); they change no split.
+    compat : "breiman" or "rpart", default "breiman"
+        The pruning rules. "breiman": the exact weakest-link sequence (docs/maths.md
+        §4). "rpart": rpart's rules (docs/maths.md §9, docs/rpart-vs-exact.md): its
+        one-pass node complexities, its bound on the growth (``cp`` then stops the
+        growth as in ``rpart(..., cp = c)``; None means 0, the whole table) and, in the
+        CV estimators, its cross-validation. The defaults of the other parameters do
+        not change. Either way ``cptable_`` gives the table in rpart's layout.
 
     Missing values (NaN in X, None or pd.NA in a DataFrame column) are allowed in fit and
     prediction (docs/maths.md §8): each feature's split is searched on the cases that
@@ -909,7 +984,12 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
     tree_ : Tree
         The fitted flat tree (see :mod:`cartjit._tree`).
     tree_max_ : Tree
-        T_max (after ``max_leaf_nodes``) with its pruning sequence, before ``ccp_alpha``.
+        T_max (after ``max_leaf_nodes``) with its pruning sequence, before ``ccp_alpha``
+        (with ``compat="rpart"``, rpart's complexity of each node that splits in
+        rpart's tree, 0 elsewhere).
+    cptable_ : pandas.DataFrame
+        The sequence in the layout of rpart's ``fit$cptable``, the root first: ``CP``,
+        ``nsplit``, ``rel error`` (derived from ``tree_max_``; not a stored attribute).
     classes_, n_classes_, n_features_in_, feature_names_in_ (DataFrame input only),
     priors_ (π), cost_ (C), class_weight_totals_ (N_j, weighted class totals).
     is_categorical_ : bool array (n_features,)
@@ -947,7 +1027,7 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
                  min_impurity_decrease=0.0, max_leaf_nodes=None, ccp_alpha=None, cp=None,
                  categorical_features="from_dtype", max_categories_exhaustive=12,
                  max_surrogate="auto", use_surrogate=2, surrogate_style=0,
-                 max_competitor=4):
+                 max_competitor=4, compat="breiman"):
         self.criterion = criterion
         self.priors = priors
         self.class_weight = class_weight
@@ -965,6 +1045,7 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         self.use_surrogate = use_surrogate
         self.surrogate_style = surrogate_style
         self.max_competitor = max_competitor
+        self.compat = compat
 
     def _leaf_proba(self, leaves):
         scaled = self.tree_.value[leaves] * (self.priors_ / self.class_weight_totals_)
@@ -1016,7 +1097,8 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
     def __init__(self, criterion="squared_error", *, max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
                  ccp_alpha=None, cp=None, categorical_features="from_dtype",
-                 max_surrogate="auto", use_surrogate=2, surrogate_style=0, max_competitor=4):
+                 max_surrogate="auto", use_surrogate=2, surrogate_style=0, max_competitor=4,
+                 compat="breiman"):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -1030,6 +1112,7 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
         self.use_surrogate = use_surrogate
         self.surrogate_style = surrogate_style
         self.max_competitor = max_competitor
+        self.compat = compat
 
     def predict(self, X):
         """Weighted mean ȳ(t) of the node where each row ends (a leaf, or where a
@@ -1094,6 +1177,11 @@ _CV_DOC = """
         over repeats, NaN with one repeat), ``xerror``/``xstd`` (rpart's scaling by
         R(root)) and ``selected``. The SE counts weights as cases (rpart's ``xstd``):
         weights × c leave R^CV unchanged and divide the SE by sqrt(c).
+        With ``compat="rpart"`` the rows are rpart's (its CP list, evaluated at its
+        points, rpart's fold priors and loss; docs/rpart.md), ``alpha_prime`` holds
+        those points, and rpart's names ``CP``, ``nsplit`` and ``rel error`` are added.
+    cptable_ : pandas.DataFrame, rpart's ``fit$cptable``: ``CP``, ``nsplit``,
+        ``rel error``, ``xerror``, ``xstd``, the root first.
     alpha_, best_index_ : the chosen α_k and its row index; ``tree_`` is T(alpha_).
     folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight or
         missing target).
@@ -1128,7 +1216,7 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
                  categorical_features="from_dtype", max_categories_exhaustive=12,
                  max_surrogate="auto", use_surrogate=2, surrogate_style=0, max_competitor=4,
                  cv=10, stratify=False, n_repeats=1, selection="1se", random_state=0,
-                 cv_predictions=False):
+                 cv_predictions=False, compat="breiman"):
         super().__init__(criterion, priors=priors, class_weight=class_weight, cost=cost,
                          max_depth=max_depth,
                          min_samples_split=min_samples_split,
@@ -1138,7 +1226,8 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
                          categorical_features=categorical_features,
                          max_categories_exhaustive=max_categories_exhaustive,
                          max_surrogate=max_surrogate, use_surrogate=use_surrogate,
-                         surrogate_style=surrogate_style, max_competitor=max_competitor)
+                         surrogate_style=surrogate_style, max_competitor=max_competitor,
+                         compat=compat)
         del self.ccp_alpha
         self.cv = cv
         self.stratify = stratify
@@ -1160,14 +1249,15 @@ class CARTRegressorCV(_CVMixin, CARTRegressor):
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None, cp=None,
                  categorical_features="from_dtype", max_surrogate="auto", use_surrogate=2,
                  surrogate_style=0, max_competitor=4, cv=10, n_repeats=1, selection="1se",
-                 random_state=0, cv_predictions=False):
+                 random_state=0, cv_predictions=False, compat="breiman"):
         super().__init__(criterion, max_depth=max_depth, min_samples_split=min_samples_split,
                          min_samples_leaf=min_samples_leaf,
                          min_impurity_decrease=min_impurity_decrease,
                          max_leaf_nodes=max_leaf_nodes, cp=cp,
                          categorical_features=categorical_features,
                          max_surrogate=max_surrogate, use_surrogate=use_surrogate,
-                         surrogate_style=surrogate_style, max_competitor=max_competitor)
+                         surrogate_style=surrogate_style, max_competitor=max_competitor,
+                         compat=compat)
         del self.ccp_alpha
         self.cv = cv
         self.n_repeats = n_repeats
