@@ -52,6 +52,8 @@ from ._fit import fit_tree
 from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
 from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
+from ._fit import class_priors, split_factor
+from ._rpart import evaluation_points, fold_priors, rpart_pruning
 from ._scaling import normalise
 from ._tree import apply as apply_tree
 
@@ -99,8 +101,11 @@ class CVResult(NamedTuple):
 
 def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_repeats=1,
                    random_state=0, rows=None, labels=None, n_threads=1, cp=None,
-                   predictions=False):
+                   predictions=False, compat="breiman"):
     """Grow T_max, cross-validate its pruning sequence and select k* (steps 1-6 above).
+
+    ``compat="rpart"`` follows rpart's rules instead (:func:`_rpart_cv`): rpart's table
+    is the sequence, ``cp`` its growth bound.
 
     ``cp`` (rpart's relative complexity, None: 0) keeps the rows k >= k_c of the
     sequence, T_{k_c} = T(cp R(root)) (:func:`first_candidate`): the table, the risks,
@@ -143,19 +148,30 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     plan = make_folds(cv, n, y=problem.y_class if stratify else None, stratify=stratify,
                       n_repeats=n_repeats, random_state=random_state)
     keys = presort(problem.X, problem.n_levels, n_threads)
-    fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads)
+    rpart = compat == "rpart"
+    fold_settings, fold_scale = (_rpart_folds(problem, settings, plan) if rpart
+                                 else (None, None))
+    fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads,
+                                      fold_settings=fold_settings)
     del keys
+    points = fold_points = None
+    if rpart:
+        fitted, fold_fits, points, fold_points = _rpart_sequences(
+            fitted, fold_fits, fold_scale, 0.0 if cp is None else cp, settings)
     alphas, n_leaves, tree_risk = fitted.path
     cv_risk, cv_se = score_fold_trees(problem, settings, [f.tree for f in fold_fits], plan,
                                       alphas, priors=fitted.priors,
-                                      class_totals=fitted.class_totals, n_threads=n_threads)
+                                      class_totals=fitted.class_totals, n_threads=n_threads,
+                                      points=fold_points,
+                                      transpose_cost=rpart and problem.is_classification)
     root = float(fitted.tree.risk[0])
-    first = 0 if cp is None else first_candidate(alphas, cp * root, root)
+    first = 0 if cp is None or rpart else first_candidate(alphas, cp * root, root)
     pred = proba = None
     if predictions:
         pred, proba = fold_predictions(problem, fold_fits, plan, alphas[first:],
                                        use_surrogate=settings.use_surrogate,
-                                       proba=predictions == "proba", full_alphas=alphas)
+                                       proba=predictions == "proba", full_alphas=alphas,
+                                       fold_points=fold_points)
         if rows is not None:
             pred, proba = _over_rows(pred, rows), _over_rows(proba, rows)
     if first:
@@ -168,6 +184,8 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     k = select_index(risk_mean, se_mean, selection)
 
     table = path_table(alphas, n_leaves, tree_risk, root)
+    if rpart:
+        table["alpha_prime"] = points  # rpart's evaluation points
     if first:
         table["k"] += first
         # α'_k of the kept rows are those of the whole sequence (the last one is +inf)
@@ -178,6 +196,8 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     table["xerror"] = risk_mean / root if root > 0 else np.nan
     table["xstd"] = se_mean / root if root > 0 else np.nan
     table["selected"] = np.arange(len(table)) == k
+    if rpart:
+        table = with_rpart_columns(table)
 
     folds = plan.folds
     if rows is not None:
@@ -188,6 +208,85 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
                    for r in range(n_rep)]
     return CVResult(fitted, table, cv_risk, cv_se, int(k), float(alphas[k]), plan.n_folds,
                     folds, fold_alphas, pred, proba)
+
+
+#: The columns rpart's mode adds to ``cv_results_``: rpart's names for ``cp``,
+#: ``n_leaves - 1`` and ``rel_error`` (``xerror`` and ``xstd`` are there in both modes).
+RPART_COLUMNS = ("CP", "nsplit", "rel error")
+
+
+def with_rpart_columns(table):
+    """``table`` (a ``cv_results_``) with :data:`RPART_COLUMNS` appended (unchanged when
+    it has them)."""
+    if "CP" in table.columns:
+        return table
+    table = table.copy()
+    table["CP"] = table["cp"]
+    table["nsplit"] = table["n_leaves"] - 1
+    table["rel error"] = table["rel_error"]
+    return table
+
+
+def _rpart_folds(problem, settings, plan):
+    """rpart's fold set-up: the settings each fold tree is grown with, and the factor
+    from the full sample's risk units to each fold tree's (:func:`cartjit._rpart.
+    fold_priors`; 1 for regression and for priors estimated from the data, where a fold
+    tree's own proportions are rpart's)."""
+    tasks = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
+    scale = np.ones(len(tasks))
+    if not problem.is_classification or (isinstance(settings.priors, str)
+                                         and settings.priors == "empirical"):
+        return None, scale
+    w = None if problem.unit_weights else problem.w
+    totals = np.bincount(problem.y_class, weights=w,
+                         minlength=problem.n_classes).astype(np.float64)
+    priors = class_priors(settings.priors, totals)
+    out = []
+    for i, (r, v) in enumerate(tasks):
+        train = plan.folds[r] != v
+        fold_totals = np.bincount(problem.y_class[train],
+                                  weights=None if w is None else w[train],
+                                  minlength=problem.n_classes).astype(np.float64)
+        pri, scale[i] = fold_priors(priors, totals, fold_totals)
+        out.append(settings._replace(priors=pri))
+    return out, scale
+
+
+def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings):
+    """rpart's complexities on the full tree (growth bound α_c = cp R(root)) and on every
+    fold tree (α_c in the fold's units), and the points at which each fold tree scores
+    each row: ``(fitted, fold_fits, points, fold_points)``, the points in the full
+    sample's units (:func:`cartjit._rpart.evaluation_points`) and, one row per fold
+    tree, in its own (times the fold's factor)."""
+    alpha_c = cp * float(fitted.tree.risk[0])
+    tree, path = rpart_pruning(fitted.tree, alpha_c, class_factor(fitted, settings))
+    fitted = fitted._replace(tree=tree, path=path)
+    points = evaluation_points(path[0])
+    folds = []
+    for f, s in zip(fold_fits, fold_scale):
+        t, p = rpart_pruning(f.tree, alpha_c * s, class_factor(f, settings))
+        folds.append(f._replace(tree=strict_thresholds(t), path=p))
+    return fitted, folds, points, points[None, :] * fold_scale[:, None]
+
+
+def strict_thresholds(tree):
+    """``tree`` sending x < c, instead of x <= c, to the side of the smaller values, at
+    its splits and its ordered surrogates (as rpart routes a case): every threshold c
+    is replaced by the largest double below it, so x <= c' exactly when x < c. The fold
+    trees of ``compat="rpart"`` route their held-out cases so."""
+    with np.errstate(invalid="ignore"):
+        return tree._replace(
+            threshold=np.nextafter(tree.threshold, -np.inf),
+            surrogate_threshold=np.nextafter(tree.surrogate_threshold, -np.inf))
+
+
+def class_factor(fitted, settings):
+    """The split-search class factors c_j of a fitted classification tree (None for
+    regression), which order its children for rpart (:func:`cartjit._rpart.rpart_order`)."""
+    if fitted.priors is None:
+        return None
+    return split_factor(fitted.priors, fitted.class_totals, settings.cost,
+                        settings.default_cost)
 
 
 def first_candidate(alphas, alpha, root_risk):
@@ -253,7 +352,7 @@ def fold_tree_arrays(tree, use_surrogate, value=None):
 
 
 def fold_predictions(problem, fold_fits, plan, alphas, *, use_surrogate, proba=False,
-                     full_alphas=None):
+                     full_alphas=None, fold_points=None):
     """Per-case cross-validated predictions (step 6; rpart's ``xpred.rpart``).
 
     For every case i (of ``problem``) and every k, what the tree of i's fold pruned at
@@ -262,6 +361,7 @@ def fold_predictions(problem, fold_fits, plan, alphas, *, use_surrogate, proba=F
     class indices (int64) or means (float64), shape (n, K); with ``proba`` the class
     probabilities p(j | t) of each fold tree's end node, with that fold tree's priors
     (n, K, J), else None. Cases are routed as ``use_surrogate`` says. One repeat only.
+    ``fold_points`` (one increasing row per fold, in its units) replaces the α'_k.
     """
     if plan.folds.shape[0] != 1:
         raise ValueError("cv_predictions needs a single partition: use n_repeats=1")
@@ -278,7 +378,8 @@ def fold_predictions(problem, fold_fits, plan, alphas, *, use_surrogate, proba=F
     pred = np.empty((n, K), dtype=np.int64 if cls else np.float64)
     prob = np.empty((n, K, J)) if proba and cls else None
     for v, t, held in tasks:
-        at = heldout_nodes(t, np.ascontiguousarray(problem.X[held]), use_surrogate, points)
+        at = heldout_nodes(t, np.ascontiguousarray(problem.X[held]), use_surrogate,
+                           points if fold_points is None else fold_points[v])
         if cls:
             pred[held] = t.label[at]
             if prob is not None:
@@ -433,7 +534,7 @@ def _run_tasks(fn, tasks, n_threads):
     return [fn(t) for t in tasks]
 
 
-def grow_cv_trees(problem, settings, keys, plan, n_threads=1):
+def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None):
     """T_max and T_max^(v) for every (repeat, fold): :func:`fit_tree`'s results.
 
     Returns ``(full, folds)``, the folds in (repeat, fold) order; each result carries its
@@ -444,10 +545,11 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1):
     trees read them: each fold grows from its own filtered copy, and the full tree
     either consumes them last (one thread) or grows from a copy of its own. On threads
     the full tree, the largest task, is started first and runs beside the folds, so no
-    thread idles while it grows.
+    thread idles while it grows. ``fold_settings`` (one per fold, in that order) replaces
+    the full tree's settings for the folds (rpart's fold priors).
     """
     # A fold tree's surrogates route its held-out cases; its competitors are never read.
-    fold_settings = settings._replace(max_competitor=0)
+    base = settings._replace(max_competitor=0)
 
     def run(task):
         if task is None:
@@ -455,7 +557,9 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1):
             return fit_tree(problem, settings, own, n_threads=1)
         r, v = task
         in_train = plan.folds[r] != v
-        return fit_tree(problem, fold_settings, subset_keys(keys, in_train, 1), n_threads=1)
+        own = (base if fold_settings is None else
+               fold_settings[r * plan.n_folds + v]._replace(max_competitor=0))
+        return fit_tree(problem, own, subset_keys(keys, in_train, 1), n_threads=1)
 
     folds = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
     if problem.X.size < FOLD_THREADS_MIN_VALUES:
@@ -466,12 +570,15 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1):
 
 
 def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, priors=None,
-                     class_totals=None, n_threads=1):
+                     class_totals=None, n_threads=1, points=None, transpose_cost=False):
     """Cross-validated risk of every T_k for every repeat.
 
     ``full_alpha_seq`` is α_1..α_K of the full tree; ``priors`` and ``class_totals``
     its π and N_j (classification). Returns ``(cv_risk, cv_se)``, each of shape
-    (n_repeats, K).
+    (n_repeats, K). Fold trees are scored at the midpoints α'_k, or at ``points``
+    (one increasing row per fold tree, in its units) when given. ``transpose_cost``
+    scores a class-j case labelled i with C(j|i) instead of C(i|j), as rpart 4.1.19
+    does (docs/maths.md §9).
     """
     alpha_prime = midpoints(np.asarray(full_alpha_seq, dtype=np.float64))
     # Losses are summed (and squared) in the kernels' units, see cartjit._scaling.
@@ -482,7 +589,8 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
     if problem.is_classification:
         class_scale = np.divide(priors * w_total, class_totals,
                                 out=np.zeros_like(priors), where=class_totals > 0)
-        cost = np.ascontiguousarray(settings.cost, dtype=np.float64)
+        cost = np.ascontiguousarray(settings.cost.T if transpose_cost else settings.cost,
+                                    dtype=np.float64)
     else:
         class_scale = np.empty(0)
         cost = np.zeros((1, 1))
@@ -500,7 +608,9 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
                                         else t.value / scale.y),
                        HeldOut(problem.X, rows, problem.y_class, problem.y_reg, problem.w,
                                problem.unit_weights),
-                       LossTable(class_scale, cost, alpha_prime, out_sum, out_sq))
+                       LossTable(class_scale, cost,
+                                 alpha_prime if points is None else points[i],
+                                 out_sum, out_sq))
         return out_sum, out_sq
 
     if problem.X.size < FOLD_THREADS_MIN_VALUES:

@@ -26,9 +26,10 @@ import numpy as np
 
 from . import _encoding as E
 from . import _validation as V
-from ._cv import CV_PREDICTIONS, cross_validate, sample_risk, select_index
+from ._cv import CV_PREDICTIONS, class_factor, cross_validate, sample_risk, select_index
 from ._fit import Problem, Settings, fit_tree, split_factor
 from ._pruning import path_table, prune_tree, pruning_sequence
+from ._rpart import check_compat, cp_table_rows, rpart_pruning
 from ._tree import LEAF
 from ._tree import apply as _apply_tree
 
@@ -189,6 +190,7 @@ class _BaseCART(_Base):
                                        allow_none=True),
             ccp_alpha=V.check_float(self.ccp_alpha, "ccp_alpha", allow_none=True),
             cp=_check_cp(getattr(self, "cp", None), self.ccp_alpha),
+            compat=check_compat(getattr(self, "compat", "breiman")),
             max_categories_exhaustive=_check_exhaustive(
                 getattr(self, "max_categories_exhaustive", 12)),
             missing=V.check_missing_params(self.max_surrogate, self.use_surrogate,
@@ -375,6 +377,10 @@ class _BaseCART(_Base):
         alpha = prep.ccp_alpha
         if prep.cp is not None:  # rpart's scale: α = cp · R(root) of T_max
             alpha = prep.cp * float(fitted.tree.risk[0])
+        if self.compat == "rpart":  # rpart's complexities, grown with its bound α_c
+            alpha = 0.0 if alpha is None else alpha
+            tree, path = rpart_pruning(fitted.tree, alpha, class_factor(fitted, prep.settings))
+            fitted = fitted._replace(tree=tree, path=path)
         self._set_fitted(fitted, prep, alpha)
         self._forget_test_sample()
         return self
@@ -511,6 +517,46 @@ class _BaseCART(_Base):
             raise ValueError(f"risk must be 'cost' or 'impurity', got {risk!r}")
         alphas, n_leaves, tree_risk = pruning_sequence(tree, node_risk)
         return path_table(alphas, n_leaves, tree_risk, float(node_risk[0]))
+
+    @property
+    def cptable_(self):
+        """The pruning sequence in the layout of rpart's ``fit$cptable``: one row per tree,
+        the root first, with the columns ``CP`` (α / R(root)), ``nsplit`` (leaves - 1)
+        and ``rel error`` (R(T) / R(root)), and on the CV estimators ``xerror`` and
+        ``xstd``. With ``compat="rpart"`` these are rpart's rows (its one-pass
+        complexities, down to ``cp``); with ``compat="breiman"`` the exact sequence of
+        ``cost_complexity_path()`` (docs/rpart-vs-exact.md)."""
+        self._check_fitted()
+        if hasattr(self, "cv_results_"):
+            res = self.cv_results_
+            values, n_leaves, risk = (res["alpha"].to_numpy(), res["n_leaves"].to_numpy(),
+                                      res["risk"].to_numpy())
+        elif self.compat == "rpart":
+            values, n_leaves, risk = self._rpart_rows()
+        else:
+            values, n_leaves, risk = pruning_sequence(self.tree_max_)
+        table = path_table(values, n_leaves, risk, float(self.tree_max_.risk[0]))
+        out = table[["cp", "n_leaves", "rel_error"]].iloc[::-1].reset_index(drop=True)
+        out.columns = ["CP", "nsplit", "rel error"]
+        out["nsplit"] -= 1
+        if hasattr(self, "cv_results_"):
+            out["xerror"] = res["xerror"].to_numpy()[::-1]
+            out["xstd"] = res["xstd"].to_numpy()[::-1]
+        return out
+
+    def _rpart_rows(self):
+        """rpart's table of ``tree_max_`` (``compat="rpart"``), read off the stored
+        complexities: the splits of rpart's tree store a positive value, and the table
+        ends at the growth bound α_c (``ccp_alpha``, or ``cp`` · R(root), or 0)."""
+        tree = self.tree_max_
+        root = float(tree.risk[0])
+        alpha_c = self.ccp_alpha if self.ccp_alpha is not None else (
+            0.0 if self.cp is None else self.cp * root)
+        keep = tree.alpha > 0
+        if not keep.any():
+            return np.array([float(alpha_c)]), np.ones(1, np.int64), tree.risk[:1].copy()
+        values = np.unique(np.r_[tree.alpha[keep], float(alpha_c)])
+        return cp_table_rows(tree, tree.alpha, keep, values)
 
     def _node_weight(self, tree=None):
         """p(t) of every node of ``tree`` (default ``tree_max_``) under the split-search
@@ -772,7 +818,7 @@ class _CVMixin:
             stratify=bool(self.stratify), n_repeats=self.n_repeats,
             random_state=0 if self.random_state is None else self.random_state,
             rows=prep.rows, labels=prep.labels, n_threads=numba.get_num_threads(),
-            cp=prep.cp, predictions=keep)
+            cp=prep.cp, predictions=keep, compat=self.compat)
         self._set_fitted(res.fitted, prep, res.alpha)
         self.cv_results_ = res.table
         self.cv_risk_repeats_ = res.cv_risk
@@ -947,7 +993,7 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
                  min_impurity_decrease=0.0, max_leaf_nodes=None, ccp_alpha=None, cp=None,
                  categorical_features="from_dtype", max_categories_exhaustive=12,
                  max_surrogate="auto", use_surrogate=2, surrogate_style=0,
-                 max_competitor=4):
+                 max_competitor=4, compat="breiman"):
         self.criterion = criterion
         self.priors = priors
         self.class_weight = class_weight
@@ -965,6 +1011,7 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         self.use_surrogate = use_surrogate
         self.surrogate_style = surrogate_style
         self.max_competitor = max_competitor
+        self.compat = compat
 
     def _leaf_proba(self, leaves):
         scaled = self.tree_.value[leaves] * (self.priors_ / self.class_weight_totals_)
@@ -1016,7 +1063,8 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
     def __init__(self, criterion="squared_error", *, max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
                  ccp_alpha=None, cp=None, categorical_features="from_dtype",
-                 max_surrogate="auto", use_surrogate=2, surrogate_style=0, max_competitor=4):
+                 max_surrogate="auto", use_surrogate=2, surrogate_style=0, max_competitor=4,
+                 compat="breiman"):
         self.criterion = criterion
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
@@ -1030,6 +1078,7 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
         self.use_surrogate = use_surrogate
         self.surrogate_style = surrogate_style
         self.max_competitor = max_competitor
+        self.compat = compat
 
     def predict(self, X):
         """Weighted mean ȳ(t) of the node where each row ends (a leaf, or where a
@@ -1128,7 +1177,7 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
                  categorical_features="from_dtype", max_categories_exhaustive=12,
                  max_surrogate="auto", use_surrogate=2, surrogate_style=0, max_competitor=4,
                  cv=10, stratify=False, n_repeats=1, selection="1se", random_state=0,
-                 cv_predictions=False):
+                 cv_predictions=False, compat="breiman"):
         super().__init__(criterion, priors=priors, class_weight=class_weight, cost=cost,
                          max_depth=max_depth,
                          min_samples_split=min_samples_split,
@@ -1138,7 +1187,8 @@ class CARTClassifierCV(_CVMixin, CARTClassifier):
                          categorical_features=categorical_features,
                          max_categories_exhaustive=max_categories_exhaustive,
                          max_surrogate=max_surrogate, use_surrogate=use_surrogate,
-                         surrogate_style=surrogate_style, max_competitor=max_competitor)
+                         surrogate_style=surrogate_style, max_competitor=max_competitor,
+                         compat=compat)
         del self.ccp_alpha
         self.cv = cv
         self.stratify = stratify
@@ -1160,14 +1210,15 @@ class CARTRegressorCV(_CVMixin, CARTRegressor):
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None, cp=None,
                  categorical_features="from_dtype", max_surrogate="auto", use_surrogate=2,
                  surrogate_style=0, max_competitor=4, cv=10, n_repeats=1, selection="1se",
-                 random_state=0, cv_predictions=False):
+                 random_state=0, cv_predictions=False, compat="breiman"):
         super().__init__(criterion, max_depth=max_depth, min_samples_split=min_samples_split,
                          min_samples_leaf=min_samples_leaf,
                          min_impurity_decrease=min_impurity_decrease,
                          max_leaf_nodes=max_leaf_nodes, cp=cp,
                          categorical_features=categorical_features,
                          max_surrogate=max_surrogate, use_surrogate=use_surrogate,
-                         surrogate_style=surrogate_style, max_competitor=max_competitor)
+                         surrogate_style=surrogate_style, max_competitor=max_competitor,
+                         compat=compat)
         del self.ccp_alpha
         self.cv = cv
         self.n_repeats = n_repeats

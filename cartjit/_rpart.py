@@ -1,0 +1,297 @@
+"""rpart's pruning rules (``compat="rpart"``), docs/maths.md §9, applied to a grown tree.
+
+rpart does not run the weakest-link loop of docs/maths.md §4. It gives every node a
+complexity while it grows the tree, in one bottom-up pass, and bounds the growth of a
+child by what its parent can still reach. This module applies those rules as a post-pass
+over cartjit's T_max, which holds every split rpart could grow (the split chosen at a
+node depends on the node's cases only; a node rpart does not grow is a node the pass
+does not enter). The result is the same per-node α that cartjit stores for the exact
+sequence (:mod:`cartjit._tree`): the tree of a row is a mask, and the cross-validation,
+the predictions and ``prune`` read it as they read the exact one.
+
+With α_c the growth bound (rpart's ``cp`` times R(root); 0 keeps the whole table):
+
+1. **Visit order and bounds** (:func:`one_pass`). Nodes are visited depth first, the
+   left child before the right one. A node stops as a leaf when min(R(t), b(t)) <= α_c,
+   b(t) the bound handed down by its parent (b(root) = R(root)). The left child gets
+   b = min(R(t), b(t)) - α_c; once the left branch is done, the right child gets
+   b = min(b(t), max(ΔR_left / (s_left + 1), R(t) - R(t_L))) - α_c, where ΔR_left =
+   R(t) - R(kept branch of t_L) and s_left its number of splits. A bound only stops
+   work that cannot beat α_c, except where the pass's own one-level view makes it
+   stop earlier; either way it is rpart's rule.
+2. **Complexity of a node**: g(t) = (R(t) - R(kept branches)) / (1 + their splits).
+   The child of smaller complexity (the right one on equality) is collapsed first when
+   g(t) exceeds it, then the other when the recomputed g(t) still exceeds it; the final
+   g(t) is the node's complexity. A node with g(t) <= α_c does not split ("splits that
+   do not lower the risk are removed" when α_c = 0), and what lies below it is dropped.
+   A leaf, or a node that stops, has complexity α_c.
+3. **Capping**: from the root down, a node's complexity is at most its parent's.
+4. **The table** (:func:`cp_table_rows`): the distinct complexities of the splits, and
+   α_c, from the largest down; the row of complexity a holds the subtree of the splits
+   whose complexity exceeds a, its number of splits and its risk.
+
+rpart merges only bit-identical complexities, so a value that two nodes reach in exact
+arithmetic can come out as two rows a few ulps apart there; here values within the
+tolerance of the weakest-link loop (:data:`cartjit._pruning.ALPHA_RTOL`,
+:data:`~cartjit._pruning.ALPHA_ATOL`) are one row, and every node of it stores the
+row's value (the largest of the group). The same tolerance decides "g(t) <= α_c", so a
+split whose complexity is rounding noise above α_c is removed, as in exact arithmetic.
+
+The cross-validation of this mode (:func:`evaluation_points`, :func:`fold_problem`) is
+in :mod:`cartjit._cv`; docs/rpart.md and docs/rpart-vs-exact.md describe the mode.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._config import jit
+from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints
+
+__all__ = ["COMPAT", "check_compat", "one_pass", "rpart_pruning", "cp_table_rows",
+           "evaluation_points", "ROOT_POINT_FACTOR", "fold_priors", "rpart_order"]
+
+#: The values of ``compat``: the exact weakest-link sequence, or rpart's rules.
+COMPAT = ("breiman", "rpart")
+
+#: rpart evaluates the root's row of its table at this multiple of the root's CP
+#: ("close enough to infinity"), where the exact mode uses +∞.
+ROOT_POINT_FACTOR = 10.0
+
+
+def check_compat(value):
+    """``compat`` checked: ``"breiman"`` or ``"rpart"``."""
+    if not isinstance(value, str) or value not in COMPAT:
+        raise ValueError(f"compat must be one of {list(COMPAT)}, got {value!r}")
+    return value
+
+
+@jit(inline="always")
+def _above(v, u, rtol, atol):
+    """v exceeds u by more than the tie tolerance."""
+    return v - u > rtol * abs(v) + atol
+
+
+@jit
+def one_pass(first, second, parent, risk, alpha_c, rtol, atol):
+    """Rules 1-3 of the module docstring on a grown tree (children after parents).
+
+    ``alpha_c`` is the growth bound α_c. Two complexities u < v count as equal when
+    v - u <= rtol · v + atol (the weakest-link loop's tie rule): a value counts as
+    "<= α_c" within that slack, and g(t) "exceeds" a child's complexity only beyond it,
+    so that rounding never decides what exact arithmetic calls a tie. ``first`` and
+    ``second`` are the children in rpart's order (:func:`rpart_order`; -1 at leaves).
+    Returns ``(complexity,
+    splits)``: the capped complexity of every node that splits in rpart's tree (0
+    elsewhere) and the mask of those nodes (a subtree containing the root, or empty).
+    """
+    n = first.shape[0]
+    comp = np.zeros(n)           # complexity as the pass leaves it
+    bound = np.zeros(n)          # b(t), set by the parent before t is visited
+    kept_risk = risk.copy()      # R of the branch t keeps (itself when a leaf)
+    kept_splits = np.zeros(n, dtype=np.int64)
+    splits = np.zeros(n, dtype=np.bool_)
+    limit = alpha_c + rtol * alpha_c + atol
+    stack = np.empty(2 * n + 2, dtype=np.int64)  # (node, phase) pairs
+    top = 0
+    bound[0] = risk[0]
+    stack[0] = 0
+    stack[1] = 0
+    top = 2
+    while top > 0:
+        top -= 2
+        t = stack[top]
+        phase = stack[top + 1]
+        if phase == 0:  # entering t: stop, or hand the left child its bound
+            reach = min(risk[t], bound[t])
+            if first[t] < 0 or reach <= limit:
+                comp[t] = alpha_c
+                continue
+            lt = first[t]
+            bound[lt] = reach - alpha_c
+            stack[top] = t
+            stack[top + 1] = 1
+            stack[top + 2] = lt
+            stack[top + 3] = 0
+            top += 4
+        elif phase == 1:  # left branch done: the right child's bound
+            lt = first[t]
+            g = (risk[t] - kept_risk[lt]) / (kept_splits[lt] + 1)
+            g = max(g, risk[t] - risk[lt])
+            g = min(g, bound[t])
+            rt = second[t]
+            bound[rt] = g - alpha_c
+            stack[top] = t
+            stack[top + 1] = 2
+            stack[top + 2] = rt
+            stack[top + 3] = 0
+            top += 4
+        else:  # both branches done: t's complexity
+            lt = first[t]
+            rt = second[t]
+            lr = kept_risk[lt]
+            ls = kept_splits[lt]
+            rr = kept_risk[rt]
+            rs = kept_splits[rt]
+            g = (risk[t] - (lr + rr)) / (ls + rs + 1)
+            if _above(comp[rt], comp[lt], rtol, atol):  # the left child collapses first
+                if _above(g, comp[lt], rtol, atol):
+                    lr = risk[lt]
+                    ls = 0
+                    g = (risk[t] - (lr + rr)) / (ls + rs + 1)
+                    if _above(g, comp[rt], rtol, atol):
+                        rr = risk[rt]
+                        rs = 0
+            elif _above(g, comp[rt], rtol, atol):  # the right child first (also on a tie)
+                rr = risk[rt]
+                rs = 0
+                g = (risk[t] - (lr + rr)) / (ls + rs + 1)
+                if _above(g, comp[lt], rtol, atol):
+                    lr = risk[lt]
+                    ls = 0
+            g = (risk[t] - (lr + rr)) / (ls + rs + 1)
+            comp[t] = g
+            if g > limit:
+                splits[t] = True
+                kept_risk[t] = lr + rr
+                kept_splits[t] = ls + rs + 1
+    # rpart's tree: the splits reachable from the root through splits (a node that
+    # does not split drops its branch), capped from the root down (rule 3). Children
+    # have larger ids, so a forward pass sees every parent first.
+    out = np.zeros(n)
+    keep = np.zeros(n, dtype=np.bool_)
+    for t in range(n):
+        if splits[t] and (t == 0 or keep[parent[t]]):
+            keep[t] = True
+            out[t] = comp[t] if t == 0 else min(comp[t], out[parent[t]])
+    return out, keep
+
+
+@jit
+def _row_sums(lo, hi, risk, n_rows):
+    """Σ risk[t] over the nodes t with lo[t] <= r < hi[t], for every row r: the risk of
+    each row's tree as a sum of its leaves' risks."""
+    out = np.zeros(n_rows)
+    for t in range(lo.shape[0]):
+        for r in range(lo[t], hi[t]):
+            out[r] += risk[t]
+    return out
+
+
+def _row_values(comp, alpha_c, root_risk):
+    """The rows' complexities, increasing: α_c and the distinct values of ``comp``,
+    a value within the weakest-link tolerance below a larger one merged into it.
+    Returns ``(values, rep)``: ``rep[i]`` is the row value of ``comp[i]``."""
+    order = np.argsort(-comp, kind="stable")
+    rep = np.empty_like(comp)
+    reps = []
+    atol = ALPHA_ATOL * abs(root_risk)
+    for i in order:
+        v = comp[i]
+        if not reps or reps[-1] - v > ALPHA_RTOL * v + atol:
+            reps.append(v)
+        rep[i] = reps[-1]
+    values = np.array(sorted(set(reps) | {float(alpha_c)}), dtype=np.float64)
+    return values, rep
+
+
+def rpart_order(tree, factor=None):
+    """The children of every node in the order rpart grows them: ``(first, second)``.
+
+    rpart sends to its first child the side whose mean is smaller: the mean response
+    for regression, and for classification the mean class index Σ_j j p(j | child)
+    under the split-search priors (``factor``: the per-class c_j = π'(j)/N_j of
+    :func:`cartjit._fit.split_factor`). On equal means an ordered split sends the
+    side of the larger values first. The first child's branch is grown before the
+    second's bound is set, and on equal complexities the second collapses first.
+    """
+    left = tree.left.astype(np.int64)
+    right = tree.right.astype(np.int64)
+    inner = np.flatnonzero(left >= 0)
+    if factor is None:
+        mean = tree.value[:, 0]
+    else:
+        p = tree.value * factor
+        total = p.sum(axis=1)
+        mean = np.divide(p @ np.arange(p.shape[1], dtype=np.float64), total,
+                         out=np.zeros(p.shape[0]), where=total > 0)
+    lo, hi = mean[left[inner]], mean[right[inner]]
+    low_first = lo < hi - 1e-12 * np.maximum(np.abs(lo), np.abs(hi))
+    first = left.copy()
+    second = right.copy()
+    first[inner] = np.where(low_first, left[inner], right[inner])
+    second[inner] = np.where(low_first, right[inner], left[inner])
+    return first, second
+
+
+def rpart_pruning(tree, alpha_c, factor=None):
+    """``tree`` (T_max) with ``alpha`` set to rpart's per-node complexities for the growth
+    bound ``alpha_c`` (absolute, in the units of ``tree.risk``), and rpart's table as a
+    path ``(values, n_leaves, risk)`` in increasing order of complexity, the layout of
+    :func:`cartjit._pruning.with_alpha`'s sequence (``values[0]`` is α_c, the last value
+    the root's complexity).
+
+    A node that splits in rpart's tree stores its capped complexity (merged with the
+    values tied with it), every other node 0: T(α) for α >= α_c keeps the splits whose
+    stored value exceeds α, as for the exact sequence. ``factor``: the split-search
+    class factors of a classification tree (for :func:`rpart_order`), None for
+    regression.
+    """
+    risk = np.ascontiguousarray(tree.risk, dtype=np.float64)
+    root = abs(float(risk[0]))
+    alpha_c = float(alpha_c)
+    first, second = rpart_order(tree, factor)
+    comp, keep = one_pass(first, second, tree.parent.astype(np.int64), risk, alpha_c,
+                          ALPHA_RTOL, ALPHA_ATOL * root)
+    inner = np.flatnonzero(keep)
+    alpha = np.zeros(tree.n_nodes)
+    if inner.shape[0] == 0:  # the root alone: one row, at α_c
+        return tree._replace(alpha=alpha), (np.array([alpha_c]), np.ones(1, np.int64),
+                                            np.array([risk[0]]))
+    values, rep = _row_values(comp[inner], alpha_c, root)
+    alpha[inner] = rep
+    return tree._replace(alpha=alpha), cp_table_rows(tree, alpha, keep, values)
+
+
+def cp_table_rows(tree, alpha, keep, values):
+    """Rule 4: for every row value a (increasing), the number of leaves and the risk of
+    the subtree of the splits ``keep`` whose ``alpha`` exceeds a. Returns
+    ``(values, n_leaves, risk)``."""
+    K = values.shape[0]
+    split_alpha = np.sort(alpha[keep])
+    n_splits = split_alpha.shape[0] - np.searchsorted(split_alpha, values, side="right")
+    # node t is a leaf of the row's tree for lo[t] <= a < hi[t]
+    in_tree = np.flatnonzero(np.r_[True, keep[tree.parent[1:]]])
+    parent_alpha = np.where(in_tree == 0, np.inf, alpha[tree.parent[in_tree]])
+    own = np.where(keep[in_tree], alpha[in_tree], -np.inf)
+    lo = np.searchsorted(values, own, side="left").astype(np.int64)
+    hi = np.searchsorted(values, parent_alpha, side="left").astype(np.int64)
+    risk = _row_sums(lo, hi, np.ascontiguousarray(tree.risk[in_tree], dtype=np.float64), K)
+    return values, (n_splits + 1).astype(np.int64), risk
+
+
+def evaluation_points(values):
+    """Where the cross-validation scores each row (``values`` increasing): the geometric
+    midpoint sqrt(a_r a_(r+1)) of a row and the next larger one, and for the root's row
+    (the last) ``ROOT_POINT_FACTOR`` times its value, rpart's stand-in for +∞ (+∞ when
+    that value is 0)."""
+    points = midpoints(np.asarray(values, dtype=np.float64))
+    if values[-1] > 0:
+        points[-1] = ROOT_POINT_FACTOR * values[-1]
+    return points
+
+
+def fold_priors(priors, class_totals, fold_totals):
+    """rpart's priors in a fold, and the factor between the fold's risk units and the
+    full sample's.
+
+    rpart grows a fold tree with the case weights of the full sample: a class-j case
+    counts π(j)/N_j (N_j the full sample's weighted class total), so the fold tree sees
+    the priors π_v(j) ∝ π(j) N_j^(v)/N_j, and its risks are those of a tree fitted with
+    π_v times Z = Σ_j π(j) N_j^(v)/N_j. rpart scales its evaluation points by the
+    fold's share of the weight, W_v/W; in the fold's own units they are therefore
+    scaled by (W_v/W)/Z. Returns ``(π_v, (W_v/W)/Z)``.
+    """
+    share = np.divide(priors * fold_totals, class_totals, out=np.zeros_like(priors),
+                      where=class_totals > 0)
+    z = float(share.sum())
+    return share / z, float(fold_totals.sum() / class_totals.sum()) / z
