@@ -43,7 +43,8 @@ Stand-in. :func:`cartjit_cptable` uses ``CARTClassifierCV`` / ``CARTRegressorCV`
 ``compat="rpart"`` when the estimators have that parameter; otherwise (or with
 ``CARTJIT_RPART_RANDOM_SIDE=rules``) it derives the table from cartjit's default trees
 by the rules of :mod:`rpart_rules` (:func:`rules_cptable`): the one-pass complexities of
-the full tree, the evaluation points of its CP list, the fold trees grown with the full
+the full tree, the evaluation points of its CP list (the first row at 10 times its
+complexity, where rpart puts it, rather than at +∞), the fold trees grown with the full
 sample's case weights, the run-down of every held-out case (x < c goes to the smaller
 values, as in rpart) and rpart 4.1.19's scoring. That stand-in is also what the tie
 search walks.
@@ -586,6 +587,7 @@ def rules_cptable(case: RandomCase) -> pd.DataFrame:
     rows = grown_cp_rows(full.tree.left, full.tree.right, full.risks)
     R0 = full.risks[0]
     points = rules.evaluation_points([float(a) for a, _, _ in rows])
+    points[0] = 10 * float(rows[0][0])   # rpart: "close enough to infinity", not +inf
     scale = _class_scale(case, y, J) if case.method == "class" else None
     L = _loss(case, J) if case.method == "class" else None
     losses = np.zeros((n, len(rows)))
