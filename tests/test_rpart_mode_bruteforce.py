@@ -21,6 +21,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, target
+from hypothesis import strategies as st
 
 from parity import rpart_rules as rules
 from pruning_reference import (all_pruned_subtrees, class_node_risks, exact_sequence,
@@ -74,16 +76,13 @@ def brute_force(tree, risks, alpha):
     return best, min(s.n_leaves for s in subtrees if s.risk + alpha * s.n_leaves == best)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_bruteforce_sides_with_the_exact_mode(case):
-    _, task, x, y = case
-    X = np.array(x, dtype=float)[:, None]
-    y = np.array(y, dtype=float if task == "regression" else np.int64)
+def check_rows_against_bruteforce(task, X, y) -> int:
+    """Assert the module docstring's claim on one data set; return how many points
+    (α in rows of rpart's table that are no exact step) were checked."""
     exact_kw = {"compat": "breiman"} if _has_rpart_mode() else {}
     est = _fit(task, X, y, **exact_kw)
     tree = est.tree_max_
     risks = _exact_risks(task, tree, X, y)
-    assert len(all_pruned_subtrees(tree.left, tree.right, risks)) < 5000   # small enough
 
     # the exact mode's path is the exact sequence
     exact = exact_sequence(min_risk_by_size(tree.left, tree.right, risks))
@@ -91,17 +90,18 @@ def test_bruteforce_sides_with_the_exact_mode(case):
     assert list(path["n_leaves"]) == [s.n_leaves for s in exact]
     np.testing.assert_allclose(path["alpha"], [float(s.alpha) for s in exact], rtol=1e-12,
                                atol=1e-15)
-
+    if risks[0] == 0:
+        return 0
     rows = rpart_rows(task, X, y, tree, risks)
-    # rpart's table (rpart 4.1.19 gives these rows on these data) by the one-pass rule
+    # rpart's table (rpart 4.1.19 gives these rows on the CASES) by the one-pass rule
     by_rule = rules.cp_rows(tree.left, tree.right, risks)
     assert [k for _, k, _ in rows] == [k for _, k, _ in by_rule]
     np.testing.assert_allclose([float(a) for a, _, _ in rows],
-                               [float(a) for a, _, _ in by_rule], rtol=1e-9)
+                               [float(a) for a, _, _ in by_rule], rtol=1e-9, atol=1e-15)
     steps = {(s.n_leaves - 1, s.alpha) for s in exact}
     odd = [r for r, (a, k, _) in enumerate(rows)
            if not any(k == ks and abs(a - aks) <= 1e-12 * risks[0] for ks, aks in steps)]
-    assert odd, "rpart's table is the exact sequence on this data set"
+
     def exact_step(alpha):
         return max((s for s in exact if s.alpha <= alpha), key=lambda s: s.alpha)
 
@@ -126,4 +126,32 @@ def test_bruteforce_sides_with_the_exact_mode(case):
             tol = Fraction(1, 10**12) * risks[0]     # rows of cptable_ carry rounding
             assert rpart_value > best + tol or (abs(rpart_value - best) <= tol
                                                 and k + 1 > leaves), (r, alpha)
-    assert checked
+    return checked
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bruteforce_sides_with_the_exact_mode(case):
+    _, task, x, y = case
+    X = np.array(x, dtype=float)[:, None]
+    y = np.array(y, dtype=float if task == "regression" else np.int64)
+    assert check_rows_against_bruteforce(task, X, y) > 0
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(task=st.sampled_from(["classification", "regression"]),
+       data=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3), st.integers(0, 9)),
+                     min_size=4, max_size=11))
+def test_bruteforce_on_random_small_trees(task, data):
+    """The same on random small data sets (two features of few values): wherever
+    rpart's table lists a tree that is no exact step, the enumeration agrees with the
+    exact mode."""
+    X = np.array([[a, b] for a, b, _ in data], dtype=float)
+    y = np.array([c for _, _, c in data])
+    if task == "classification":
+        y = y % 2
+        if len(set(y.tolist())) < 2:
+            return
+    else:
+        y = y.astype(float)
+    # about 2 % of such draws have a row that is no exact step: steer towards them
+    target(float(check_rows_against_bruteforce(task, X, y)), label="points checked")
