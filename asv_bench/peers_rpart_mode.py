@@ -44,6 +44,8 @@ import time
 
 import numpy as np
 
+import peers  # this folder is on sys.path; imports no Numba
+
 N_FEATURES = 20
 N_CLASSES = 3
 FOLD_SEED = 1
@@ -52,29 +54,19 @@ _R_CONTROL = ("cp = 0, minsplit = 2, minbucket = 1, maxcompete = 0, maxsurrogate
               "maxdepth = 30")
 
 
-def _positive_int(text):
-    try:
-        value = int(float(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1 or value != float(text):
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         prog="peers_rpart_mode.py",
         description="cartjit's rpart mode and exact mode against rpart, V-fold CV with one "
                     "fold vector; prints Markdown.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--size", type=_positive_int, default=100_000, help="rows (1e5 accepted)")
-    p.add_argument("--folds", type=_positive_int, default=10, help="V")
-    p.add_argument("--repeat", type=_positive_int, default=3,
+    p.add_argument("--size", type=peers._positive_int, default=100_000, help="rows (1e5 accepted)")
+    p.add_argument("--folds", type=peers._positive_int, default=10, help="V")
+    p.add_argument("--repeat", type=peers._positive_int, default=3,
                    help="timed runs of each cartjit mode (the median is reported)")
-    p.add_argument("--rpart-repeat", type=_positive_int, default=None,
+    p.add_argument("--rpart-repeat", type=peers._positive_int, default=None,
                    help="timed rpart runs (default: --repeat)")
-    p.add_argument("--threads", type=_positive_int, default=None,
+    p.add_argument("--threads", type=peers._positive_int, default=None,
                    help="NUMBA_NUM_THREADS for cartjit (default: Numba's, all cores)")
     p.add_argument("--no-rpart", action="store_true", help="skip rpart")
     p.add_argument("--json", metavar="OUT", default=None, help="also write the samples here")
@@ -171,9 +163,6 @@ def main(argv=None):
         if "numba" in sys.modules:
             raise RuntimeError("--threads must be applied before numba is imported")
         os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import peers  # this folder; captures the environment as given
-
     from cartjit import CARTClassifierCV
     from cartjit.datasets import make_classification
 
