@@ -137,6 +137,7 @@ def test_bruteforce_sides_with_the_exact_mode(case):
     assert check_rows_against_bruteforce(task, X, y) > 0
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
 @given(task=st.sampled_from(["classification", "regression"]),
        data=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3), st.integers(0, 9)),
