@@ -192,7 +192,7 @@ def main(argv=None):
               f"cartjit warm-up {warm_s:.1f} s (untimed)",
               f"- rpart: `rpart.control({_R_CONTROL}, xval = folds)`"
               + (f", rpart {rp['version']}" if rp else ""), "",
-              f"| run | median (s) | samples (s) | / exact mode | / rpart | CP table rows |",
+              "| run | median (s) | samples (s) | / exact mode | / rpart | CP table rows |",
               "|---|---:|---|---:|---:|---:|"]
     base = _med(exact_t)
     r_med = _med(rp["times"]) if rp else None

@@ -91,12 +91,13 @@ def n_datasets() -> int:
     raw = os.environ.get("CARTJIT_RPART_RANDOM_N", "").strip()
     if not raw:
         return DEFAULT_N
+    message = f"CARTJIT_RPART_RANDOM_N must be a positive integer, got {raw!r}"
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(f"CARTJIT_RPART_RANDOM_N must be a positive integer, got {raw!r}") from None
+        raise ValueError(message) from None
     if value < 1:
-        raise ValueError(f"CARTJIT_RPART_RANDOM_N must be a positive integer, got {raw!r}")
+        raise ValueError(message)
     return value
 
 
