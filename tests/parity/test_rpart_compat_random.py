@@ -42,12 +42,25 @@ Each batch prints how many data sets were compared and how they came out.
 Stand-in. :func:`cartjit_cptable` uses ``CARTClassifierCV`` / ``CARTRegressorCV`` with
 ``compat="rpart"`` when the estimators have that parameter; otherwise (or with
 ``CARTJIT_RPART_RANDOM_SIDE=rules``) it derives the table from cartjit's default trees
-by the rules of :mod:`rpart_rules` (:func:`rules_cptable`): the one-pass complexities of
-the full tree, the evaluation points of its CP list (the first row at 10 times its
-complexity, where rpart puts it, rather than at +∞), the fold trees grown with the full
-sample's case weights, the run-down of every held-out case (x < c goes to the smaller
-values, as in rpart) and rpart 4.1.19's scoring. That stand-in is also what the tie
-search walks.
+by the rules of :mod:`rpart_rules` and a few more read from rpart's behaviour
+(:func:`rules_cptable`):
+
+* the complexities of rule 1 with the bound rpart passes down while growing
+  (:func:`grown_complexities`): a node whose bound is 0 is not split;
+* the evaluation points of rule 3, but the first row at 10 times its complexity
+  (rpart's "close enough to infinity"), not +∞;
+* fold trees grown with the priors that give every case the full sample's weight
+  π(j)/f(j) while the case weights stay 1;
+* the routing of cases missing the split feature (:func:`route_training`): surrogates,
+  then the side that got more of the cases the primary split sent; on a tie, or with
+  ``maxsurrogate = 0`` (rpart sets that default only where it looks for surrogates), none:
+  the case stays in the node during growth, and in the run-down of a held-out case
+  (:func:`route_held_out`) it goes to rpart's second child, the one with the larger
+  mean; a factor level the node has not seen counts as missing;
+* x < c to the smaller values, and rpart 4.1.19's scoring (rule 5).
+
+That stand-in is also what the tie search walks. It misses some of rpart's choices
+(``STAND_IN_SLACK``); the product may miss none.
 """
 from __future__ import annotations
 
@@ -118,7 +131,6 @@ class RandomCase:
     maxsurrogate: int
     priors: tuple | None = None      # given priors (None: empirical)
     loss: np.ndarray | None = None   # L[true, predicted] (None: 0-1)
-    extra: dict = field(default_factory=dict)
 
     @property
     def classes(self):
