@@ -723,6 +723,9 @@ def _build(meta, arrays, where):
     cls = getattr(estimators, meta["estimator"])
     est = cls()
     params = meta["params"]
+    if isinstance(params, dict) and "compat" not in params:
+        # written before the estimators had ``compat``: those files are the exact mode
+        params = dict(params, compat="breiman")
     _exact_keys(params, set(est.get_params(deep=False)), "params", where)
     est.set_params(**{k: _decode_param(v, f"parameter {k}", where) for k, v in params.items()})
     try:

@@ -537,3 +537,17 @@ def test_metadata_is_plain_json(saved):
     # no NaN or Infinity: any JSON reader takes it
     raw = read_members(saved["regressor-cv"])["metadata.json"].decode()
     json.loads(raw, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+
+
+def test_file_written_before_compat_loads_as_the_exact_mode(estimators, saved, tmp_path):
+    """Model files saved before the estimators had ``compat`` keep loading: their
+    parameters lack it, and they were fitted by the exact (Breiman) rules."""
+    for name, (est, _) in estimators.items():
+        members = read_members(saved[name])
+        meta = meta_of(members)
+        assert meta["params"].pop("compat") == "breiman"
+        path = tmp_path / f"{name}-old.cartjit"
+        path.write_bytes(zip_members(with_meta(members, meta)))
+        back = load(path)
+        assert back.get_params()["compat"] == "breiman"
+        same_tree(back.tree_, est.tree_)
