@@ -382,6 +382,20 @@ def _node_stats(row, start, end, tg, counts):
 
 # --------------------------------------------------------------------------- level steps
 
+@jit(inline="always")
+def _chunk_walk(f, p, c, n_chunks):
+    """Feature-by-feature walks of a level's (node, feature) pairs ``k = t * p + f``,
+    chunk c taking those with k ≡ c (mod n_chunks): the first node index t of feature
+    ``f`` in chunk c (``n_chunks`` when there is none) and the step between them."""
+    step = 1
+    while (step * p) % n_chunks != 0:
+        step += 1
+    t = 0
+    while t < n_chunks and (t * p + f) % n_chunks != c:
+        t += 1
+    return t, step
+
+
 @jit
 def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     """Step 1, search: the best split of every (frontier node, feature) pair in chunk c.
@@ -421,13 +435,7 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
         tied = rank_row[f] >= 0
         rk = ranks[rank_row[f]] if tied else work.no_ranks
         row = keys[f]
-        # the pairs k = j * p + f of chunk c, k ≡ c (mod n_chunks)
-        j = 0
-        while j < n_chunks and (j * p + f) % n_chunks != c:
-            j += 1
-        step = 1
-        while (step * p) % n_chunks != 0:
-            step += 1
+        j, step = _chunk_walk(f, p, c, n_chunks)
         if j == n_chunks:
             continue
         while j < n_fr:
@@ -807,36 +815,44 @@ def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
     p = keys.shape[0]
     goes_left = work.goes_left
     buf = work.buffers[c]
-    n_part = part_index.shape[0] * p
-    for k in range(c, n_part, n_chunks):
-        t = k // p
-        f = k - t * p
-        j = part_index[t]
-        if f == splits.feat[j]:
+    n_nodes = part_index.shape[0]
+    split_feat = splits.feat
+    starts = fr.start
+    ends = fr.end
+    # Feature by feature, the row taken once (see _search_subsets); chunk c still takes
+    # the pairs k = t * p + f with k ≡ c (mod n_chunks).
+    for f in range(p):
+        t, step = _chunk_walk(f, p, c, n_chunks)
+        if t == n_chunks:
             continue
         row = keys[f]
-        wl = fr.start[j]
-        wr = 0
-        i0 = fr.start[j]
-        end = fr.end[j]
-        if simd:
-            while i0 + LANES <= end:
-                n_left = compress_partition(row, i0, shift, goes_left, buf, wl, wr)
-                wl += n_left
-                wr += LANES - n_left
-                i0 += LANES
-        # Branch-free: the side is a coin flip the CPU cannot predict, so every key is
-        # written to both places and only the matching write pointer advances
-        # (wl <= i, so the in-place write never overtakes the read).
-        for i in range(i0, end):
-            key = row[i]
-            g = np.int64(goes_left[key >> shift])
-            row[wl] = key
-            buf[wr] = key
-            wl += g
-            wr += 1 - g
-        for i in range(wr):
-            row[wl + i] = buf[i]
+        while t < n_nodes:
+            j = part_index[t]
+            t += step
+            if f == split_feat[j]:
+                continue
+            wl = starts[j]
+            wr = 0
+            i0 = starts[j]
+            end = ends[j]
+            if simd:
+                while i0 + LANES <= end:
+                    n_left = compress_partition(row, i0, shift, goes_left, buf, wl, wr)
+                    wl += n_left
+                    wr += LANES - n_left
+                    i0 += LANES
+            # Branch-free: the side is a coin flip the CPU cannot predict, so every key
+            # is written to both places and only the matching write pointer advances
+            # (wl <= i, so the in-place write never overtakes the read).
+            for i in range(i0, end):
+                key = row[i]
+                g = np.int64(goes_left[key >> shift])
+                row[wl] = key
+                buf[wr] = key
+                wl += g
+                wr += 1 - g
+            for i in range(wr):
+                row[wl + i] = buf[i]
 
 
 # --------------------------------------------------------------------------- missing values
