@@ -493,7 +493,7 @@ def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
     ps, fr, nodes, tg, rules, work : as :func:`_search`.
     pairs : :class:`Pairs` output; the pairs of categorical features are written.
     cat : int64 the categorical features.
-    c, n_chunks : this chunk (pairs c, c + n_chunks, ... of the ``cat`` × node pairs).
+    c, n_chunks : this chunk (pairs c, c + n_chunks, ... of the node × ``cat`` pairs).
     """
     p = ps.keys.shape[0]
     n_cat = cat.shape[0]
@@ -506,15 +506,15 @@ def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
     level_i = work.level_i[c]
     value = nodes.value
     fnode = nodes.fnode
-    min_leaf = rules.min_samples_leaf
     keep_bits = pairs.left_bits.shape[0] > 0
-    is_class = tg.criterion != SQUARED_ERROR
     for fi in range(n_cat):
         f = cat[fi]
         seg_keys = ps.keys[f]
         codes = ps.ranks[ps.rank_row[f]]
-        # the pairs fi * n_fr + j of chunk c
-        for j in range((c - fi * n_fr % n_chunks + n_chunks) % n_chunks, n_fr, n_chunks):
+        j, step = _chunk_walk(fi, n_cat, c, n_chunks)
+        if j == n_chunks:
+            continue
+        while j < n_fr:
             start = fr.start[j]
             end = fr.end[j]
             k = j * p + f
@@ -522,23 +522,40 @@ def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
             d = -np.inf
             if end - start >= 2:
                 node = fr.node[j]
-                seg = Segment(seg_keys, codes, start, end)
-                if is_class:
-                    d, n_left = best_subset_classification(
-                        seg, tg, value[node], fnode[node, F_IMPURITY], min_leaf,
-                        rules.max_exhaustive, level_f, level_i, lm)
-                else:
-                    d, n_left = best_subset_regression(
-                        seg, tg.y_reg, tg.w, tg.unit_weights, fr.mean[j],
-                        fnode[node, F_IMPURITY], min_leaf, level_f, level_i, lm)
-                if n_left >= 0:
-                    pos = start + n_left
-                else:
-                    d = -np.inf
+                d, pos = _subset_pair(Segment(seg_keys, codes, start, end), tg, rules,
+                                      value[node], fnode[node, F_IMPURITY], fr.mean[j],
+                                      level_f, level_i, lm)
             pairs.delta[k] = d
             pairs.pos[k] = pos
             if pos >= 0 and keep_bits:
                 pairs.left_bits[k] = left_levels_bits(level_i, lm, end - start)
+            j += step
+
+
+@jit(inline="always")
+def _subset_pair(seg, tg, rules, total, imp, mean, level_f, level_i, lm):
+    """Step 1, one (node, categorical feature) pair: the best subset split of ``seg``;
+    returns ``(Δi, pos)`` (``(-inf, -1)`` when none) and leaves its sides in
+    ``level_i``.
+
+    Parameters
+    ----------
+    seg : :class:`cartjit._splitter.Segment` of the cases searched (``ranks``: codes).
+    tg, rules : :class:`cartjit._splitter.Targets`, :class:`Rules`.
+    total : float64 (J,) class counts of those cases (classification).
+    imp : their impurity.
+    mean : their ȳ (regression).
+    level_f, level_i, lm : this thread's level scratch and its block length.
+    """
+    if tg.criterion != SQUARED_ERROR:
+        d, n_left = best_subset_classification(seg, tg, total, imp, rules.min_samples_leaf,
+                                               rules.max_exhaustive, level_f, level_i, lm)
+    else:
+        d, n_left = best_subset_regression(seg, tg.y_reg, tg.w, tg.unit_weights, mean, imp,
+                                           rules.min_samples_leaf, level_f, level_i, lm)
+    if n_left < 0:
+        return -np.inf, np.int64(-1)
+    return d, seg.start + n_left
 
 
 @jit
@@ -922,17 +939,8 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
             scale = w_present / w_total
             w_total = w_present
     if ps.n_levels[f] > 0:
-        seg = Segment(row, ps.ranks[ps.rank_row[f]], start, pend)
-        if is_class:
-            d, n_left = best_subset_classification(seg, tg, total, imp,
-                                                   rules.min_samples_leaf,
-                                                   rules.max_exhaustive, level_f, level_i,
-                                                   lm)
-        else:
-            d, n_left = best_subset_regression(seg, tg.y_reg, tg.w, tg.unit_weights, mean,
-                                               imp, rules.min_samples_leaf, level_f,
-                                               level_i, lm)
-        pos = start + n_left if n_left >= 0 else np.int64(-1)
+        d, pos = _subset_pair(Segment(row, ps.ranks[ps.rank_row[f]], start, pend), tg,
+                              rules, total, imp, mean, level_f, level_i, lm)
     else:
         tied = ps.rank_row[f] >= 0
         rk = ps.ranks[ps.rank_row[f]] if tied else no_ranks

@@ -249,4 +249,3 @@ def rpart_rows(tree, alpha_c):
         return np.array([float(alpha_c)]), np.ones(1, np.int64), tree.risk[:1].copy()
     values = np.unique(np.r_[tree.alpha[keep], float(alpha_c)])
     return cp_table_rows(tree, tree.alpha, keep, values)
-

@@ -41,8 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._config import jit
-from ._criteria import tie_tolerance
-from ._criteria import GINI
+from ._criteria import GINI, tie_tolerance
 from ._splitter import delta_from_counts, gini_certainly_below
 
 __all__ = ["best_subset_classification", "best_subset_regression", "int_scratch_size",
