@@ -505,17 +505,49 @@ def report_coldstart(args, argv):
     return lines
 
 
+# --------------------------------------------------------------------------- shared by the peers scripts
+
+def set_numba_threads(threads):
+    """``--threads``: set NUMBA_NUM_THREADS, which Numba reads once, when it is first
+    imported (nothing before this imports it, and child processes inherit it)."""
+    if threads is None:
+        return
+    if "numba" in sys.modules:
+        raise RuntimeError("--threads must be applied before numba is imported")
+    os.environ["NUMBA_NUM_THREADS"] = str(threads)
+
+
+def rscript_records(argv, timeout=7200):
+    """Run ``Rscript`` with ``argv`` and read its output lines ``KEY value ...`` into
+    {KEY: [value, ...]}; a failed run raises with R's error output."""
+    proc = subprocess.run(["Rscript", *argv], capture_output=True, text=True,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"rpart failed:\n{proc.stderr}")
+    out = {}
+    for line in proc.stdout.splitlines():
+        key, *values = line.split()
+        out[key] = values
+    return out
+
+
+def time_fits(make, X, y, repeat):
+    """Wall times (s) of ``repeat`` fits of fresh estimators ``make()``, and the last."""
+    times, est = [], None
+    for _ in range(repeat):
+        est = make()
+        start = time.perf_counter()
+        est.fit(X, y)
+        times.append(time.perf_counter() - start)
+    return times, est
+
+
 # --------------------------------------------------------------------------- main
 
 def main(argv=None):
     argv = sys.argv if argv is None else argv
     args = parse_args(argv[1:])
-    if args.threads is not None:
-        # Numba reads NUMBA_NUM_THREADS once, when it is first imported: nothing above
-        # imports it, and the children inherit the variable.
-        if "numba" in sys.modules:
-            raise RuntimeError("--threads must be applied before numba is imported")
-        os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
+    set_numba_threads(args.threads)
     if args.child:
         child_memory(args)
         return 0

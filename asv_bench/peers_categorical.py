@@ -64,7 +64,6 @@ import os
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -237,14 +236,7 @@ def time_rpart(frame, y, task, repeat):
     with tempfile.TemporaryDirectory(prefix="cartjit-rpart-") as tmp:
         path = os.path.join(tmp, "data.csv")
         frame.assign(y=y).to_csv(path, index=False, float_format="%.17g")
-        proc = subprocess.run(["Rscript", "-e", _r_script(frame, task, path, repeat)],
-                              capture_output=True, text=True, timeout=7200)
-    if proc.returncode != 0:
-        raise RuntimeError(f"rpart failed:\n{proc.stderr}")
-    out = {}
-    for line in proc.stdout.splitlines():
-        key, *values = line.split()
-        out[key] = values
+        out = peers.rscript_records(["-e", _r_script(frame, task, path, repeat)])
     return {"times": [float(t) for t in out["TIMES"]], "leaves": int(out["LEAVES"][0]),
             "depth": int(out["DEPTH"][0]),
             "version": f"rpart {out['VERSION'][0]}, R {out['VERSION'][1]}.{out['VERSION'][2]}"}
@@ -556,10 +548,7 @@ def _threading_layer():
 def main(argv=None):
     argv = sys.argv if argv is None else argv
     args = parse_args(argv[1:])
-    if args.threads is not None:
-        if "numba" in sys.modules:
-            raise RuntimeError("--threads must be applied before numba is imported")
-        os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
+    peers.set_numba_threads(args.threads)
     if not args.no_rpart and not args.no_timing and shutil.which("Rscript") is None:
         raise SystemExit("peers_categorical.py: Rscript not found; install R with rpart "
                          "or pass --no-rpart")

@@ -36,7 +36,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -86,13 +85,7 @@ def _estimator(task, max_surrogate):
 
 
 def _time_fit(task, frame, y, max_surrogate, repeat):
-    times, model = [], None
-    for _ in range(repeat):
-        model = _estimator(task, max_surrogate)
-        start = time.perf_counter()
-        model.fit(frame, y)
-        times.append(time.perf_counter() - start)
-    return times, model
+    return peers.time_fits(lambda: _estimator(task, max_surrogate), frame, y, repeat)
 
 
 _R_SCRIPT = """\
@@ -133,14 +126,7 @@ def time_rpart(frame, y, task, n_surrogates, repeat):
             response="d$y <- factor(d$y)" if classification else "",
             control=_R_CONTROL.format(sur=n_surrogates),
             method="class" if classification else "anova", repeat=repeat)
-        proc = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True,
-                              timeout=7200)
-    if proc.returncode != 0:
-        raise RuntimeError(f"rpart failed:\n{proc.stderr}")
-    out = {}
-    for line in proc.stdout.splitlines():
-        key, *values = line.split()
-        out[key] = values
+        out = peers.rscript_records(["-e", script])
     return {"times": [float(t) for t in out["TIMES"]], "nodes": int(out["NODES"][0]),
             "version": f"rpart {out['VERSION'][0]}"}
 

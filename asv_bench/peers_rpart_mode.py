@@ -37,7 +37,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -95,13 +94,7 @@ def _estimator(compat, folds):
 
 def time_cartjit(compat, X, y, folds, repeat):
     """Wall times (s) of ``fit`` and the last fitted estimator."""
-    times, est = [], None
-    for _ in range(repeat):
-        est = _estimator(compat, folds)
-        start = time.perf_counter()
-        est.fit(X, y)
-        times.append(time.perf_counter() - start)
-    return times, est
+    return peers.time_fits(lambda: _estimator(compat, folds), X, y, repeat)
 
 
 _R_SCRIPT = """\
@@ -135,14 +128,7 @@ def time_rpart(X, y, folds, repeat):
         np.savetxt(path, np.column_stack([X, y, folds]), delimiter=",",
                    header=",".join(cols + ["y", "folds"]), comments="", fmt="%.17g")
         script = _R_SCRIPT.format(path=path, control=_R_CONTROL, repeat=repeat)
-        proc = subprocess.run(["Rscript", "--vanilla", "-e", script], capture_output=True,
-                              text=True, timeout=7200)
-    if proc.returncode != 0:
-        raise RuntimeError(f"rpart failed:\n{proc.stderr}")
-    out = {}
-    for line in proc.stdout.splitlines():
-        key, *values = line.split()
-        out[key] = values
+        out = peers.rscript_records(["--vanilla", "-e", script])
     return {"times": [float(t) for t in out["TIMES"]], "rows": int(out["ROWS"][0]),
             "leaves": int(out["LEAVES"][0]), "min_xerror": float(out["XERROR"][0]),
             "version": out["VERSION"][0]}
@@ -159,10 +145,7 @@ def _samples(times):
 def main(argv=None):
     argv = sys.argv if argv is None else argv
     args = parse_args(argv[1:])
-    if args.threads is not None:
-        if "numba" in sys.modules:
-            raise RuntimeError("--threads must be applied before numba is imported")
-        os.environ["NUMBA_NUM_THREADS"] = str(args.threads)
+    peers.set_numba_threads(args.threads)
     from cartjit import CARTClassifierCV
     from cartjit.datasets import make_classification
 
