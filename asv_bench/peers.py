@@ -92,6 +92,9 @@ def parse_args(argv=None):
                    help="peak RSS of each fit, each in a fresh interpreter")
     p.add_argument("--coldstart", action="store_true",
                    help="import + first fit on iris in fresh interpreters")
+    p.add_argument("--ydf", action="store_true",
+                   help="also time YDF's CartLearner (grown to purity: no depth limit, "
+                        "min_examples=1, no validation pruning; needs the bench extra)")
     p.add_argument("--child", choices=("memory-cartjit", "memory-sklearn"),
                    help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -217,16 +220,84 @@ def _sklearn_model(task):
     return DecisionTreeRegressor(random_state=0)
 
 
+class _YDFTree:
+    """YDF's ``CartLearner`` behind ``fit`` / ``predict``, grown as the other two are.
+
+    No depth limit (``max_depth=-1``), ``min_examples=1`` and ``validation_ratio=0``
+    (YDF holds out 10 % of the rows to prune by default): the tree is grown to purity on
+    every row, as cartjit's and scikit-learn's are. Its threads are NUMBA_NUM_THREADS
+    when set (the thread count cartjit gets), else all cores. The columns are handed over
+    as a dict of NumPy arrays; that conversion is part of the timed fit and predict.
+    """
+
+    def __init__(self, task):
+        self.task = task
+        self.model = None
+        self.classes = None
+
+    def _columns(self, X):
+        return {f"x{i}": X[:, i] for i in range(X.shape[1])}
+
+    def fit(self, X, y):
+        import numpy as np
+        import ydf
+
+        threads = os.environ.get("NUMBA_NUM_THREADS")
+        data = self._columns(X)
+        if self.task == "classification":
+            self.classes, data["y"] = np.unique(y, return_inverse=True)
+            kind = ydf.Task.CLASSIFICATION
+        else:
+            data["y"] = y
+            kind = ydf.Task.REGRESSION
+        learner = ydf.CartLearner(label="y", task=kind, max_depth=-1, min_examples=1,
+                                  validation_ratio=0.0,
+                                  num_threads=int(threads) if threads else None)
+        self.model = learner.train(data, verbose=0)
+        return self
+
+    def predict(self, X):
+        import numpy as np
+
+        out = np.asarray(self.model.predict(self._columns(X)))
+        if self.task != "classification":
+            return out
+        if out.ndim == 1:  # two classes: the probability of the second
+            return self.classes[(out > 0.5).astype(np.int64)]
+        return self.classes[np.argmax(out, axis=1)]
+
+    def size(self):
+        """Leaves and depth of the tree."""
+        stack, leaves, depth = [(self.model.get_tree(0).root, 0)], 0, 0
+        while stack:
+            node, d = stack.pop()
+            depth = max(depth, d)
+            if hasattr(node, "neg_child"):
+                stack += [(node.neg_child, d + 1), (node.pos_child, d + 1)]
+            else:
+                leaves += 1
+        return leaves, depth
+
+
+def _ydf_model(task):
+    return _YDFTree(task)
+
+
 def _warm_up(task, lib, features, classes):
     """First fit + predict on a tiny problem: JIT compile/cache load, lazy imports."""
     X, y = _make_data(task, 300, features, classes, 12345)
-    model = (_cartjit_model if lib == "cartjit" else _sklearn_model)(task)
+    model = _MAKERS[lib](task)
     start = time.perf_counter()
     model.fit(X, y).predict(X)
     return time.perf_counter() - start
 
 
+_MAKERS = {"cartjit": _cartjit_model, "sklearn": _sklearn_model, "ydf": _ydf_model}
+
+
 def _size(model, lib):
+    if lib == "ydf":
+        return model.size()
     if lib == "cartjit":
         return int(model.tree_.n_leaves), int(model.tree_.max_depth)
     return int(model.get_n_leaves()), int(model.get_depth())
@@ -269,10 +340,9 @@ def report_timing(args, argv):
     t0 = time.perf_counter()
     X, y, X_test, y_test = _draw(args)
     t_data = time.perf_counter() - t0
-    warm = {lib: _warm_up(args.task, lib, args.features, args.classes)
-            for lib in ("cartjit", "sklearn")}
-    libs = ("cartjit", "sklearn")
-    make = {"cartjit": _cartjit_model, "sklearn": _sklearn_model}
+    libs = ("cartjit", "sklearn") + (("ydf",) if args.ydf else ())
+    warm = {lib: _warm_up(args.task, lib, args.features, args.classes) for lib in libs}
+    make = _MAKERS
     fit_times = {lib: [] for lib in libs}
     models = {}
     for _ in range(args.repeat):
@@ -296,7 +366,7 @@ def report_timing(args, argv):
     score_name = "accuracy" if args.task == "classification" else "R^2"
     tol = "" if args.task == "classification" else " (tolerance below)"
 
-    lines = header(f"cartjit vs scikit-learn: {args.task}, n={args.n:,}, "
+    lines = header(f"cartjit vs scikit-learn{' and YDF' if args.ydf else ''}: {args.task}, n={args.n:,}, "
                    f"{args.features} features"
                    + (f", {args.classes} classes" if args.task == "classification" else ""),
                    argv)
@@ -307,30 +377,15 @@ def report_timing(args, argv):
         f"{args.n + args.holdout:,} rows: the first {args.n:,} train, the last "
         f"{args.holdout:,} are held out; {_fmt_s(t_data)} s to draw",
         f"- untimed warm-up fit+predict on 300 rows: cartjit {_fmt_s(warm['cartjit'])} s "
-        f"(JIT compile or cache load), scikit-learn {_fmt_s(warm['sklearn'])} s",
-        "",
-        "| | cartjit | scikit-learn | cartjit / sklearn |",
-        "|---|---:|---:|---:|",
-        f"| fit time (s), best of {args.repeat} | {_fmt_s(min(fit_times['cartjit']))} | "
-        f"{_fmt_s(min(fit_times['sklearn']))} | "
-        f"{_ratio(min(fit_times['cartjit']), min(fit_times['sklearn']))} |",
-        f"| leaves | {size['cartjit'][0]:,} | {size['sklearn'][0]:,} | "
-        f"{_ratio(size['cartjit'][0], size['sklearn'][0])} |",
-        f"| depth | {size['cartjit'][1]} | {size['sklearn'][1]} | |",
-        f"| predict time on the {args.n:,} training rows (s), best of {args.repeat} | "
-        f"{_fmt_s(min(pred_times['cartjit']))} | {_fmt_s(min(pred_times['sklearn']))} | "
-        f"{_ratio(min(pred_times['cartjit']), min(pred_times['sklearn']))} |",
-        f"| prediction agreement, training rows{tol} | "
-        f"{_agree(args.task, preds['cartjit'], preds['sklearn']):.4f} | | |",
-        f"| prediction agreement, {args.holdout:,} held-out rows{tol} | "
-        f"{_agree(args.task, test_preds['cartjit'], test_preds['sklearn']):.4f} | | |",
-        f"| held-out {score_name} | {_score(args.task, test_preds['cartjit'], y_test):.4f} | "
-        f"{_score(args.task, test_preds['sklearn'], y_test):.4f} | |",
+        f"(JIT compile or cache load), scikit-learn {_fmt_s(warm['sklearn'])} s"
+        + (f", YDF {_fmt_s(warm['ydf'])} s" if "ydf" in warm else ""),
         "",
     ]
+    lines += _timing_table(args, libs, fit_times, pred_times, size, preds, test_preds,
+                           y_test, score_name, tol)
     if args.task == "regression":
         lines += ["Tolerance: regression predictions agree when they differ by at most "
-                  "1e-9 · max(1, abs(scikit-learn's prediction)).", ""]
+                  "1e-9 · max(1, abs(the peer's prediction)).", ""]
     lines += [
         "All fit times (s): " + "; ".join(
             f"{lib} " + ", ".join(_fmt_s(t) for t in fit_times[lib]) for lib in libs),
@@ -338,6 +393,45 @@ def report_timing(args, argv):
             f"{lib} " + ", ".join(_fmt_s(t) for t in pred_times[lib]) for lib in libs),
     ]
     return lines
+
+
+_NAMES = {"cartjit": "cartjit", "sklearn": "scikit-learn", "ydf": "YDF CartLearner"}
+
+
+def _timing_table(args, libs, fit_times, pred_times, size, preds, test_preds, y_test,
+                  score_name, tol):
+    """The Markdown table of report_timing: one column per library, then cartjit's ratio
+    to each peer."""
+    peers = libs[1:]
+    best_fit = {lib: min(fit_times[lib]) for lib in libs}
+    best_pred = {lib: min(pred_times[lib]) for lib in libs}
+
+    def row(label, cells, ratios=()):
+        return "| " + " | ".join([label, *cells, *ratios]) + " |"
+
+    head = row("", [_NAMES[lib] for lib in libs], [f"cartjit / {lib}" for lib in peers])
+    out = [head, "|---" + "|---:" * (len(libs) + len(peers)) + "|"]
+    out.append(row(f"fit time (s), best of {args.repeat}",
+                   [_fmt_s(best_fit[lib]) for lib in libs],
+                   [_ratio(best_fit["cartjit"], best_fit[lib]) for lib in peers]))
+    out.append(row("leaves", [f"{size[lib][0]:,}" for lib in libs],
+                   [_ratio(size["cartjit"][0], size[lib][0]) for lib in peers]))
+    out.append(row("depth", [str(size[lib][1]) for lib in libs], ["" for _ in peers]))
+    out.append(row(f"predict time on the {args.n:,} training rows (s), best of "
+                   f"{args.repeat}", [_fmt_s(best_pred[lib]) for lib in libs],
+                   [_ratio(best_pred["cartjit"], best_pred[lib]) for lib in peers]))
+    out.append(row(f"prediction agreement with cartjit, training rows{tol}",
+                   ["", *(f"{_agree(args.task, preds['cartjit'], preds[lib]):.4f}"
+                          for lib in peers)], ["" for _ in peers]))
+    out.append(row(f"prediction agreement with cartjit, {args.holdout:,} held-out "
+                   f"rows{tol}",
+                   ["", *(f"{_agree(args.task, test_preds['cartjit'], test_preds[lib]):.4f}"
+                          for lib in peers)], ["" for _ in peers]))
+    out.append(row(f"held-out {score_name}",
+                   [f"{_score(args.task, test_preds[lib], y_test):.4f}" for lib in libs],
+                   ["" for _ in peers]))
+    out.append("")
+    return out
 
 
 # ---- memory
