@@ -532,7 +532,8 @@ def _grow(case: RandomCase, rows: np.ndarray) -> Grown:
     return Grown(tree, rows, paths, members, risks, expected, larger)
 
 
-def grown_complexities(left, right, risk) -> tuple[list[Fraction], frozenset]:
+def grown_complexities(left, right, risk, ties: list | None = None
+                       ) -> tuple[list[Fraction], frozenset]:
     """rpart's complexities of the nodes of a tree grown with ``cp = 0``, and the nodes
     that split in its tree: rule 1 of :mod:`rpart_rules` (one bottom-up pass, the child
     of smaller complexity collapsed first, the right one on equality), with the bound
@@ -540,10 +541,21 @@ def grown_complexities(left, right, risk) -> tuple[list[Fraction], frozenset]:
     is 0; the bound of a left child is its parent's bound (capped by the parent's risk),
     that of a right child max((R(t) - R(left branch)) / (1 + its splits), R(t) -
     R(left child)), capped by the parent's bound. Then, from the root down, a
-    complexity is capped by its parent's."""
+    complexity is capped by its parent's.
+
+    ``ties``, when given, receives the nodes t where a collapse is decided by an exact
+    tie: g(t) equals the complexity of a child whose kept branch has splits. Collapsing
+    that child or not gives t the same complexity but a different kept branch, which
+    its ancestors see; rpart decides by the rounding of its sums."""
     n = len(left)
     comp = [Fraction(0)] * n
     splits = [False] * n
+    kept_splits = [0] * n
+
+    def above(t, gt, c):
+        if ties is not None and gt == comp[c] and kept_splits[c] > 0 and t not in ties:
+            ties.append(t)
+        return gt > comp[c]
 
     def part(t, bound):
         cap = min(risk[t], bound)
@@ -558,18 +570,19 @@ def grown_complexities(left, right, risk) -> tuple[list[Fraction], frozenset]:
             return (risk[t] - l_risk - r_risk) / (l_splits + r_splits + 1)
 
         if comp[rc] > comp[lc]:
-            if g() > comp[lc]:
+            if above(t, g(), lc):
                 l_risk, l_splits = risk[lc], 0
-                if g() > comp[rc]:
+                if above(t, g(), rc):
                     r_risk, r_splits = risk[rc], 0
-        elif g() > comp[rc]:
+        elif above(t, g(), rc):
             r_risk, r_splits = risk[rc], 0
-            if g() > comp[lc]:
+            if above(t, g(), lc):
                 l_risk, l_splits = risk[lc], 0
         if g() <= 0:
             return risk[t], 0
         comp[t], splits[t] = g(), True
-        return l_risk + r_risk, l_splits + r_splits + 1
+        kept_splits[t] = l_splits + r_splits + 1
+        return l_risk + r_risk, kept_splits[t]
 
     part(0, risk[0])
     internal = set()
@@ -706,6 +719,53 @@ def is_split_tie(case: RandomCase, grown: Grown, t: int) -> bool:
     return best > 0 and len({(f, p) for g, f, p in cands if g == best}) > 1
 
 
+def _companions(case, X, f, left, members, x):
+    """The cases of ``members`` (those with feature f present) that a held-out case
+    with features ``x`` joins under the split of f sending ``left`` to one side, or None
+    when the split cannot send it (x_f missing, or a level no case of the node has)."""
+    present = [i for i in members if not math.isnan(X[i, f])]
+    right = frozenset(i for i in present if i not in left)
+    if math.isnan(x[f]):
+        return None
+    if isinstance(case.df[case.features[f]].dtype, pd.CategoricalDtype):
+        if x[f] in {X[i, f] for i in left}:
+            return left
+        return right if x[f] in {X[i, f] for i in right} else None
+    cut = (max(X[i, f] for i in left) + min(X[i, f] for i in right)) / 2
+    low = left if X[next(iter(left)), f] < cut else right
+    return low if x[f] < cut else (right if low is left else left)
+
+
+def fold_split_ties(case: RandomCase, grown: Grown) -> list[int]:
+    """Split nodes of a fold tree where two candidate splits tie exactly (as in
+    :func:`is_split_tie`) and the choice matters: they part the node's cases
+    differently, or they route a held-out case that reaches the node differently.
+    rpart's cross-validation grows its fold trees with its cases in another order than
+    a separate fit of the training part, so its summation order may resolve such a tie
+    otherwise than that fit does."""
+    y, J = _y_codes(case)
+    weight = _altered_weights(case, y, J) if case.method == "class" else None
+    X = _codes(case)
+    out = []
+    for t in np.flatnonzero(grown.tree.left >= 0):
+        members = grown.members[t]
+        cands = split_candidates(case, X, y, members, weight)
+        if not cands:
+            continue
+        best = max(g for g, _, _ in cands)
+        tied = [(f, p) for g, f, p in cands if g == best]
+        if best <= 0 or len(tied) < 2:
+            continue
+        parts = {frozenset((p, frozenset(i for i in members if i not in p and
+                                         not math.isnan(X[i, f])))) for f, p in tied}
+        held = [i for i, path in grown.paths.items() if t in path]
+        if len(parts) > 1 or any(
+                len({_companions(case, X, f, p, members, X[i]) for f, p in tied}) > 1
+                for i in held):
+            out.append(int(t))
+    return out
+
+
 def first_difference(case: RandomCase, grown: Grown, result: dict,
                      unsplit: list | None = None, split: list | None = None) -> int | None:
     """The first node (cartjit's id) where rpart's tree (``result`` of one fit) splits
@@ -766,12 +826,21 @@ def label_ties(case: RandomCase, grown: Grown) -> list[int]:
             if sum(1 for e in exp if e == min(exp)) > 1]
 
 
+#: two complexities whose exact values differ by less than this (relative) are a tie
+#: that rounding decides: each is a difference of sums of up to 60 risks, which rpart
+#: rounds at every step (e.g. complexities of 0.000573664492995161(3) and (1) times R(root) in exact arithmetic, which
+#: rpart listed as two rows and cartjit merges)
+NEAR_TIE = 1e-12
+
+
 def complexity_ties(case: RandomCase, grown: Grown, rp: pd.DataFrame) -> list[float]:
     """rpart rows a few ulps apart (relative 1e-12) whose CP is the one-pass complexity
-    of two nodes exactly."""
+    of two nodes exactly, or of two nodes whose exact complexities differ by less than
+    ``NEAR_TIE``."""
     comp, internal = grown_complexities(grown.tree.left, grown.tree.right, grown.risks)
+    # equal, or closer than rpart's rounding can tell apart (NEAR_TIE)
     shared = [c for c in {comp[t] for t in internal}
-              if sum(1 for t in internal if comp[t] == c) > 1]
+              if sum(1 for t in internal if abs(comp[t] - c) <= NEAR_TIE * c) > 1]
     R0 = grown.risks[0]
     cps = rp["CP"].to_numpy()
     out = []
@@ -780,6 +849,20 @@ def complexity_ties(case: RandomCase, grown: Grown, rp: pd.DataFrame) -> list[fl
             out += [float(c / R0) for c in shared
                     if math.isclose(float(c / R0), cps[r], rel_tol=1e-9)]
     return out
+
+
+def collapse_ties(grown: Grown) -> list[int]:
+    """The nodes of ``grown`` where one of rpart's collapses is an exact tie (see
+    :func:`grown_complexities`), its children taken in rpart's order (the smaller mean
+    first)."""
+    tree = grown.tree
+    first = [int(tree.left[t] if grown.larger_mean[t] else tree.right[t])
+             for t in range(len(tree.left))]
+    second = [int(tree.right[t] if grown.larger_mean[t] else tree.left[t])
+              for t in range(len(tree.left))]
+    ties: list[int] = []
+    grown_complexities(first, second, grown.risks, ties)
+    return ties
 
 
 def explain(case: RandomCase, differing: set, result: dict) -> str | None:
@@ -800,8 +883,11 @@ def explain(case: RandomCase, differing: set, result: dict) -> str | None:
     if ties := [s for s in below if is_split_tie(case, full, s)]:
         return f"split tie at nodes {ties} of the full tree, below splits rpart drops"
     if differing - {"xerror", "xstd"}:
-        c = complexity_ties(case, full, result["cptable"])
-        return f"complexity tie {c}" if c else None
+        if c := complexity_ties(case, full, result["cptable"]):
+            return f"complexity tie {c}"
+        if c := collapse_ties(full):
+            return f"collapse tie at nodes {c} of the full tree"
+        return None
     found = []
     for v in np.unique(case.folds):
         fold = grow(case, np.flatnonzero(case.folds != v))
@@ -814,6 +900,10 @@ def explain(case: RandomCase, differing: set, result: dict) -> str | None:
         _, internal = grown_complexities(fold.tree.left, fold.tree.right, fold.risks)
         if t is None and (kept := [s for s in split if s not in internal]):
             found.append(f"splits {kept} of zero exact complexity in fold {v}")
+        if ties := collapse_ties(fold):
+            found.append(f"collapse tie at nodes {ties} of fold {v}")
+        if ties := fold_split_ties(case, fold):
+            found.append(f"split tie at nodes {ties} of fold {v} (rpart's own fold tree)")
         held = {s for i in np.flatnonzero(case.folds == v) for s in fold.paths[i]}
         if ties := [s for s in label_ties(case, fold) if s in held]:
             found.append(f"label tie at nodes {ties} of fold {v}")
