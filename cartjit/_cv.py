@@ -53,7 +53,8 @@ from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
 from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
 from ._fit import class_priors, fitted_factor, with_rpart_rules
-from ._rpart import evaluation_points, fold_priors, rpart_default_sides
+from ._rpart import (evaluation_points, fold_priors, rpart_default_sides, rpart_improvements,
+                     rpart_pruning, rpart_scale)
 from ._scaling import normalise
 from ._tree import apply as apply_tree
 
@@ -161,7 +162,7 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     if rpart:
         fitted, fold_fits, points, fold_points = _rpart_sequences(
             fitted, fold_fits, fold_scale, 0.0 if cp is None else cp, settings,
-            done=in_task)
+            done=in_task, n_repeats=plan.folds.shape[0])
     alphas, n_leaves, tree_risk = fitted.path
     cv_risk, cv_se = score_fold_trees(problem, settings, [f.tree for f in fold_fits], plan,
                                       alphas, priors=fitted.priors,
@@ -256,7 +257,8 @@ def _rpart_folds(problem, settings, plan):
     return out, scale
 
 
-def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False):
+def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False,
+                     n_repeats=1):
     """rpart's complexities on the full tree (growth bound α_c = cp R(root)) and on every
     fold tree (α_c in the fold's units), and the points at which each fold tree scores
     each row: ``(fitted, fold_fits, points, fold_points)`` (``done``: the trees carry
@@ -269,11 +271,25 @@ def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False):
     if not done:
         fitted = with_rpart_rules(fitted, settings, alpha_c)
     points = evaluation_points(fitted.path[0])
+    # rpart's improvement threshold runs over the whole fit: the full tree, then the
+    # fold trees of a repeat in fold order, in the full tree's units
+    full_factor = fitted_factor(fitted, settings)
+    start, _ = rpart_scale(fitted.tree, alpha_c, full_factor)
+    n_folds = max(1, len(fold_fits) // max(1, n_repeats))
     folds = []
-    for f, s in zip(fold_fits, fold_scale):
-        if not done:
-            f = with_rpart_rules(f, settings, alpha_c * s)
-        tree = rpart_default_sides(strict_thresholds(f.tree), fitted_factor(f, settings),
+    for i, (f, s) in enumerate(zip(fold_fits, fold_scale)):
+        if i % n_folds == 0:
+            iscale = start
+        factor = fitted_factor(f, settings)
+        improve = rpart_improvements(f.tree, full_factor)
+        after, keep = rpart_scale(f.tree, alpha_c * s, factor, iscale=iscale,
+                                  improve=improve)
+        if not done or not np.array_equal(keep, f.tree.alpha > 0):
+            tree, path = rpart_pruning(f.tree, alpha_c * s, factor, iscale=iscale,
+                                       improve=improve)
+            f = f._replace(tree=tree, path=path)
+        iscale = after
+        tree = rpart_default_sides(strict_thresholds(f.tree), factor,
                                    settings.max_surrogate)
         folds.append(f._replace(tree=tree))
     return fitted, folds, points, points[None, :] * fold_scale[:, None]

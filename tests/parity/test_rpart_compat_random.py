@@ -907,6 +907,8 @@ def explain(case: RandomCase, differing: set, result: dict) -> str | None:
             here.append(f"splits {kept} of zero exact complexity")
         if ties := collapse_ties(fold):
             here.append(f"collapse tie at nodes {ties}")
+        if ties := point_ties(full, fold, cases):
+            here.append(f"complexity at nodes {ties} equal to an evaluation point")
         if ties := fold_split_ties(case, fold, cases):
             here.append(f"split tie at nodes {ties} (rpart's own fold tree)")
         held = {s for i in cases for s in fold.paths[i]}
@@ -916,6 +918,27 @@ def explain(case: RandomCase, differing: set, result: dict) -> str | None:
             return None
         found.append(f"fold {v} (cases {cases}): " + ", ".join(here))
     return "; ".join(found)
+
+
+def _exact_sqrt(q: Fraction) -> Fraction | None:
+    """sqrt(q) when it is rational, else None."""
+    a, b = math.isqrt(q.numerator), math.isqrt(q.denominator)
+    return Fraction(a, b) if a * a == q.numerator and b * b == q.denominator else None
+
+
+def point_ties(full: Grown, fold: Grown, cases: list) -> list[int]:
+    """Nodes on the paths of ``cases`` in a fold tree whose exact complexity equals an
+    evaluation point exactly: the geometric mean of two consecutive rows' complexities
+    of the full tree, when it is rational (the units agree: rpart scales its points by
+    the fold's share of the weight, and the risks here are per case of the tree's own
+    sample). rpart descends below a node while the point is below its complexity, which
+    rounding decides on such a tie."""
+    comp, internal = grown_complexities(full.tree.left, full.tree.right, full.risks)
+    values = sorted({comp[t] for t in internal} | {Fraction(0)}, reverse=True)
+    points = {r for a, b in zip(values, values[1:]) if (r := _exact_sqrt(a * b)) is not None}
+    fcomp, finternal = grown_complexities(fold.tree.left, fold.tree.right, fold.risks)
+    on_path = {s for i in cases for s in fold.paths[i]}
+    return sorted(int(s) for s in finternal & on_path if fcomp[s] in points)
 
 
 def differing_cases(case: RandomCase, result: dict) -> dict | None:
@@ -1076,3 +1099,29 @@ def test_collapse_tie_is_rounding_not_rule():
         np.testing.assert_allclose(rp[col][row], cj[col][row], rtol=RTOL)
     assert differing_columns(rp, cj) == {"CP"}
     assert "collapse tie" in explain(case, {"CP"}, result)
+
+
+def test_improvement_threshold_carries_into_the_folds():
+    """rpart drops a split whose improvement is at most 1e-10 times the largest met so
+    far in the run, fold trees included. Four cases x = 1..4, y = 0, 1, 1, δ (δ = 1e-5)
+    and four more x = 11..14, y = 2: the root's improvement (its share of the sum of
+    squares removed) is about 0.82; the only split of the first four cases (minbucket
+    2) removes δ²/4 of their sum of squares, about 1, an improvement of 2.5e-11 < 1e-10
+    × 0.82. rpart drops it in the full tree (its complexity, 4.5e-12 R(root), is above
+    the tie tolerance) and in fold 1, whose training part is those four cases alone (by
+    itself that part splits). So both folds' trees are their roots at every row, and
+    xerror is the same on both rows, computed here by hand."""
+    delta = Fraction(1e-5)
+    ys = [Fraction(0), Fraction(1), Fraction(1), delta] + [Fraction(2)] * 4
+    df = pd.DataFrame({"x": [1.0, 2, 3, 4, 11, 12, 13, 14], "y": [float(v) for v in ys]})
+    folds = np.array([2, 2, 2, 2, 1, 1, 1, 1])
+    case = RandomCase("threshold", df, ["x"], "anova", folds, minsplit=4, minbucket=2,
+                      maxsurrogate=0)
+    result = rpart_results([case])[0]
+    rp, cj = cptable(result), cartjit_cptable(case)
+    assert differing_columns(rp, cj) == set()
+    root = sum(v * v for v in ys) - sum(ys) ** 2 / 8
+    fold1 = sum(ys[:4]) / 4                       # fold 1's tree: its root
+    held = 4 * (2 - fold1) ** 2 + sum((v - 2) ** 2 for v in ys[:4])
+    assert list(cj["nsplit"]) == [0, 1]
+    np.testing.assert_allclose(cj["xerror"], [float(held / root)] * 2, rtol=1e-12)
