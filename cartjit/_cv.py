@@ -53,8 +53,8 @@ from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
 from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
 from ._fit import class_priors, fitted_factor, with_rpart_rules
-from ._rpart import (evaluation_points, fold_priors, rpart_default_sides, rpart_improvements,
-                     rpart_pruning, rpart_scale)
+from ._rpart import (evaluation_points, fold_priors, primary_weights, rpart_default_sides,
+                     rpart_improvements, rpart_pruning, rpart_scale)
 from ._scaling import normalise
 from ._tree import apply as apply_tree
 
@@ -162,7 +162,7 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     if rpart:
         fitted, fold_fits, points, fold_points = _rpart_sequences(
             fitted, fold_fits, fold_scale, 0.0 if cp is None else cp, settings,
-            done=in_task, n_repeats=plan.folds.shape[0])
+            done=in_task, problem=problem, plan=plan)
     alphas, n_leaves, tree_risk = fitted.path
     cv_risk, cv_se = score_fold_trees(problem, settings, [f.tree for f in fold_fits], plan,
                                       alphas, priors=fitted.priors,
@@ -258,7 +258,7 @@ def _rpart_folds(problem, settings, plan):
 
 
 def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False,
-                     n_repeats=1):
+                     problem=None, plan=None):
     """rpart's complexities on the full tree (growth bound α_c = cp R(root)) and on every
     fold tree (α_c in the fold's units), and the points at which each fold tree scores
     each row: ``(fitted, fold_fits, points, fold_points)`` (``done``: the trees carry
@@ -266,7 +266,9 @@ def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False,
     held-out cases as rpart does (:func:`strict_thresholds`,
     :func:`cartjit._rpart.rpart_default_sides`). The points are in the full
     sample's units (:func:`cartjit._rpart.evaluation_points`) and, one row per fold
-    tree, in its own (times the fold's factor)."""
+    tree, in its own (times the fold's factor). ``problem`` and ``plan`` (the cases and
+    the folds) give each fold tree's learning cases, whose weights sent by each split
+    set rpart's default direction where some of them miss the split variable."""
     alpha_c = cp * float(fitted.tree.risk[0])
     if not done:
         fitted = with_rpart_rules(fitted, settings, alpha_c)
@@ -275,7 +277,9 @@ def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False,
     # fold trees of a repeat in fold order, in the full tree's units
     full_factor = fitted_factor(fitted, settings)
     start, _ = rpart_scale(fitted.tree, alpha_c, full_factor)
-    n_folds = max(1, len(fold_fits) // max(1, n_repeats))
+    n_folds = len(fold_fits) if plan is None else plan.n_folds
+    holes = (problem is not None and settings.max_surrogate > 0
+             and bool(np.isnan(problem.X).any()))
     folds = []
     for i, (f, s) in enumerate(zip(fold_fits, fold_scale)):
         if i % n_folds == 0:
@@ -289,10 +293,38 @@ def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False,
                                        improve=improve)
             f = f._replace(tree=tree, path=path)
         iscale = after
+        sent = None
+        if holes:
+            train = plan.folds[i // n_folds] != i % n_folds
+            w = np.ones(int(train.sum())) if problem.unit_weights else problem.w[train]
+            sent = primary_weights(f.tree, problem.X[train], w)
         tree = rpart_default_sides(strict_thresholds(f.tree), factor,
-                                   settings.max_surrogate)
+                                   settings.max_surrogate, sent)
         folds.append(f._replace(tree=tree))
-    return fitted, folds, points, points[None, :] * fold_scale[:, None]
+    fold_points = points[None, :] * fold_scale[:, None]
+    for i, f in enumerate(folds):
+        fold_points[i] = _snap_points(fold_points[i], f.tree)
+    return fitted, folds, points, fold_points
+
+
+def _snap_points(points, tree):
+    """``points`` with every value within the tie tolerance of a complexity of ``tree``
+    replaced by that complexity. A point equal to a node's complexity in exact
+    arithmetic (rpart's 10 CP, or a geometric midpoint that is rational) finds the node
+    collapsed, as rpart's run-down does in exact arithmetic (it descends while the
+    point is below the complexity); the scaling to the fold's units must not let
+    rounding decide."""
+    alphas = np.unique(tree.alpha[tree.alpha > 0])
+    if alphas.shape[0] == 0:
+        return points
+    atol = ALPHA_ATOL * abs(float(tree.risk[0]))
+    at = np.searchsorted(alphas, points)
+    out = points.copy()
+    for j in (np.maximum(at - 1, 0), np.minimum(at, alphas.shape[0] - 1)):
+        a = alphas[j]
+        near = np.abs(points - a) <= ALPHA_RTOL * a + atol
+        out[near] = a[near]
+    return out
 
 
 def strict_thresholds(tree):

@@ -54,7 +54,8 @@ from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints
 
 __all__ = ["COMPAT", "check_compat", "one_pass", "rpart_pruning", "cp_table_rows",
            "evaluation_points", "ROOT_POINT_FACTOR", "fold_priors", "rpart_order",
-           "rpart_default_sides", "rpart_improvements", "rpart_scale", "IMPROVE_RTOL"]
+           "rpart_default_sides", "rpart_improvements", "rpart_scale", "IMPROVE_RTOL",
+           "primary_weights"]
 
 #: The values of ``compat``: the exact weakest-link sequence, or rpart's rules.
 COMPAT = ("breiman", "rpart")
@@ -357,28 +358,76 @@ def fold_priors(priors, class_totals, fold_totals):
     return share / z, float(fold_totals.sum() / class_totals.sum()) / z
 
 
-def rpart_default_sides(tree, factor, max_surrogate):
+def primary_weights(tree, X, w):
+    """For every split node, the case weight of the learning cases (rows of ``X``, each
+    of weight ``w``) that reach it and that the split itself sends left and right:
+    ``(left, right)``, 0 at leaves. A case goes down as it did while the tree was grown
+    (the split, its surrogates, the majority); at a node it counts for the side its own
+    value of the split variable gives, and for neither when that value is missing or a
+    level the node's split does not list."""
+    from ._tree import apply as apply_tree
+
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    end = apply_tree(tree, X, 2).astype(np.int64)
+    n_nodes = tree.left.shape[0]
+    left = np.zeros(n_nodes)
+    right = np.zeros(n_nodes)
+    rows = np.arange(X.shape[0])
+    node = tree.parent[end].astype(np.int64)
+    while rows.shape[0]:
+        on = node >= 0
+        rows, node = rows[on], node[on]
+        x = X[rows, tree.feature[node]]
+        row = tree.level_row[node]
+        to_left = np.zeros(rows.shape[0], dtype=bool)
+        to_right = np.zeros(rows.shape[0], dtype=bool)
+        ordered = (row < 0) & ~np.isnan(x)
+        to_left[ordered] = x[ordered] <= tree.threshold[node][ordered]
+        to_right[ordered] = ~to_left[ordered]
+        subset = np.flatnonzero((row >= 0) & ~np.isnan(x))
+        if subset.shape[0]:
+            code = x[subset].astype(np.int64)
+            word, bit = code // 64, (code % 64).astype(np.uint64)
+            sets = tree.level_sets[row[subset]]
+            for side, out in ((0, to_left), (1, to_right)):
+                words = sets[:, side, :]
+                has = word < words.shape[1]
+                got = np.zeros(subset.shape[0], dtype=bool)
+                got[has] = ((words[has, word[has]] >> bit[has]) & np.uint64(1)) == 1
+                out[subset] = got
+        np.add.at(left, node[to_left], w[rows[to_left]])
+        np.add.at(right, node[to_right], w[rows[to_right]])
+        node = tree.parent[node].astype(np.int64)
+    return left, right
+
+
+def rpart_default_sides(tree, factor, max_surrogate, sent=None):
     """``majority_left`` as rpart's cross-validation uses it: where a held-out case goes
     that neither the split nor a surrogate can send (its value missing, or a level the
     node's learning cases did not have).
 
-    rpart sends it to its first child (:func:`rpart_order`) when the cases that the
-    split itself sent there weigh more than those sent to the second, and to the second
-    child otherwise, ties included; without surrogates (``max_surrogate`` 0) that
-    default is never set and every such case goes to the second child. The weights
-    sent by the split are the children's where every case of the node has the split
-    variable; elsewhere the children's weights (which also hold the cases the
-    surrogates sent) stand in for them.
+    rpart sends it to its first child (:func:`rpart_order`) when the learning cases that
+    the split itself sent there weigh more than those it sent to the second, and to the
+    second child otherwise, ties included; without surrogates (``max_surrogate`` 0) that
+    default is never set and every such case goes to the second child. ``sent``: those
+    weights, ``(left, right)`` per node (:func:`primary_weights`); None takes the
+    children's weights, which are the same where every case of the node has the split
+    variable (elsewhere they also hold the cases the surrogates sent).
     """
     first, second = rpart_order(tree, factor)
     inner = np.flatnonzero(tree.left >= 0)
-    w = tree.weighted_n_node_samples
+    if sent is None:
+        w = tree.weighted_n_node_samples
+        w_first, w_second = w[first[inner]], w[second[inner]]
+    else:
+        left_first = first[inner] == tree.left[inner]
+        w_first = np.where(left_first, sent[0][inner], sent[1][inner])
+        w_second = np.where(left_first, sent[1][inner], sent[0][inner])
     if max_surrogate > 0:
-        to_first = w[first[inner]] > w[second[inner]]
+        to_first = w_first > w_second
     else:
         to_first = np.zeros(inner.shape[0], dtype=bool)
     child = np.where(to_first, first[inner], second[inner])
     side = tree.majority_left.copy()
     side[inner] = (child == tree.left[inner]).astype(side.dtype)
     return tree._replace(majority_left=side)
-

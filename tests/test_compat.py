@@ -19,7 +19,8 @@ import pytest
 
 from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
 from cartjit._pruning import weakest_link
-from cartjit._rpart import fold_priors, one_pass, rpart_pruning
+from cartjit._rpart import (fold_priors, one_pass, primary_weights, rpart_default_sides,
+                            rpart_pruning)
 from cartjit.datasets import load_iris
 
 ESTIMATORS = (CARTClassifier, CARTRegressor, CARTClassifierCV, CARTRegressorCV)
@@ -343,3 +344,30 @@ def test_rpart_improvement_threshold():
     exact = CARTRegressor(**kw).fit(X, y)
     assert list(exact.cptable_["nsplit"]) == [0, 1, 2]
 
+
+
+def test_rpart_default_side_counts_the_split_own_cases():
+    """rpart's default direction (a held-out case that neither the split nor a surrogate
+    can send) follows the weights the split itself sent, not the children's, which also
+    hold the cases the surrogates sent. Root split on x1: 3 cases of small x1 (y 0) and
+    4 of large x1 (y 10); 3 cases miss x1 and have a small x2, so the surrogate on x2
+    sends them with the small ones (their y of 10 makes x2 the weaker split). The
+    children weigh 6 and 4, the split sent 3 and 4: rpart's default is the child of the
+    larger values, its second."""
+    nan = np.nan
+    X = np.array([[1, 1], [2, 2], [3, 3], [11, 11], [12, 12], [13, 13], [14, 14],
+                  [nan, 1.5], [nan, 2.5], [nan, 0.5]])
+    y = np.array([0, 0, 0, 10, 10, 10, 10, 10, 10, 10], dtype=float)
+    est = CARTRegressor(max_surrogate=5, max_depth=1).fit(X, y)
+    tree = est.tree_max_
+    assert tree.feature[0] == 0 and tree.n_surrogates[0] >= 1
+    left, right = tree.left[0], tree.right[0]
+    assert (tree.n_node_samples[left], tree.n_node_samples[right]) == (6, 4)
+    sent_left, sent_right = primary_weights(tree, X, np.ones(10))
+    assert (sent_left[0], sent_right[0]) == (3, 4)
+    assert not sent_left[1:].any() and not sent_right[1:].any()
+    # the child of the smaller mean (left, 30/6 against 10) is rpart's first
+    by_sent = rpart_default_sides(tree, None, 5, (sent_left, sent_right))
+    by_children = rpart_default_sides(tree, None, 5)
+    assert by_sent.majority_left[0] == 0          # the second child: right
+    assert by_children.majority_left[0] == 1      # the children's weights: left

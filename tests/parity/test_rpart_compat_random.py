@@ -928,14 +928,16 @@ def _exact_sqrt(q: Fraction) -> Fraction | None:
 
 def point_ties(full: Grown, fold: Grown, cases: list) -> list[int]:
     """Nodes on the paths of ``cases`` in a fold tree whose exact complexity equals an
-    evaluation point exactly: the geometric mean of two consecutive rows' complexities
-    of the full tree, when it is rational (the units agree: rpart scales its points by
+    evaluation point exactly: 10 times the root's complexity, or the geometric mean of
+    two consecutive rows' complexities of the full tree when it is rational (the units
+    agree: rpart scales its points by
     the fold's share of the weight, and the risks here are per case of the tree's own
     sample). rpart descends below a node while the point is below its complexity, which
     rounding decides on such a tie."""
     comp, internal = grown_complexities(full.tree.left, full.tree.right, full.risks)
     values = sorted({comp[t] for t in internal} | {Fraction(0)}, reverse=True)
     points = {r for a, b in zip(values, values[1:]) if (r := _exact_sqrt(a * b)) is not None}
+    points.add(10 * values[0])                    # the root's row
     fcomp, finternal = grown_complexities(fold.tree.left, fold.tree.right, fold.risks)
     on_path = {s for i in cases for s in fold.paths[i]}
     return sorted(int(s) for s in finternal & on_path if fcomp[s] in points)
@@ -944,9 +946,10 @@ def point_ties(full: Grown, fold: Grown, cases: list) -> list[int]:
 def differing_cases(case: RandomCase, result: dict) -> dict | None:
     """The cases whose cross-validated predictions differ, by fold: rpart's
     ``xpred.rpart`` (``result["xpred"]``, with the same folds) against cartjit's
-    ``cv_predictions_``, at the points of every row but the first (rpart's run-down
-    scores the first at 10 times its CP, ``xpred.rpart`` at +inf). None when none
-    differs."""
+    ``cv_predictions_``, at the points of every row (the first at +inf in
+    ``xpred.rpart``, at 10 times its CP in rpart's run-down and here: the fold trees
+    are their roots at both unless a fold's root has a complexity above that). None
+    when none differs."""
     from cartjit import CARTClassifierCV, CARTRegressorCV
 
     X, y = case.df[case.features], case.df["y"].to_numpy()
@@ -965,8 +968,7 @@ def differing_cases(case: RandomCase, result: dict) -> dict | None:
     if ours.shape != theirs.shape:
         return {int(v): [int(i) for i in np.flatnonzero(case.folds == v)]
                 for v in np.unique(case.folds)}
-    rows = np.flatnonzero(~np.isclose(ours[:, 1:], theirs[:, 1:], rtol=RTOL,
-                                      atol=1e-12).all(axis=1))
+    rows = np.flatnonzero(~np.isclose(ours, theirs, rtol=RTOL, atol=1e-12).all(axis=1))
     out: dict[int, list[int]] = {}
     for i in rows:
         out.setdefault(int(case.folds[i]), []).append(int(i))
