@@ -29,9 +29,20 @@ for every training part:
 * a label tie (only for ``xerror`` / ``xstd``): a node of a fold tree where two classes
   have exactly the same expected loss;
 * a complexity tie: two nodes of the full tree whose one-pass complexities are exactly
-  equal, which rpart may list as two rows a few ulps apart;
+  equal, or closer than rounding can tell apart (``NEAR_TIE``), which rpart may list as
+  two rows a few ulps apart;
 * a zero complexity: a split whose branch lowers the risk by exactly nothing, which
-  rpart keeps (with a CP of about 1e-16) when its sums round the difference above 0.
+  rpart keeps (with a CP of about 1e-16) when its sums round the difference above 0;
+* a collapse tie: g(t) equal to the complexity of a child whose kept branch has
+  splits, so that collapsing it or not gives t the same complexity but another kept
+  branch, which t's ancestors see (:func:`collapse_ties`);
+* for ``xerror`` / ``xstd``, in the fold of a case whose ``xpred.rpart`` prediction
+  differs from cartjit's (:func:`differing_cases`): a split tie in the fold tree that
+  rpart's cross-validation grows itself (its cases in another order than a separate
+  fit of the training part), where the tied splits part the cases otherwise or route
+  that case otherwise (:func:`fold_split_ties`), a collapse tie, a label tie on the
+  case's path, or a node on its path whose complexity equals an evaluation point
+  exactly (:func:`point_ties`).
 
 Such cases are counted apart (and printed); a difference with none of them fails. The
 number of data sets is ``CARTJIT_RPART_RANDOM_N`` (default ``DEFAULT_N``, a CI-sized
@@ -155,6 +166,9 @@ class RandomCase:
 #: is compared in CI. CARTJIT_RPART_RANDOM_FACTORS=1 / _HOLES=1 draw them.
 FACTORS = os.environ.get("CARTJIT_RPART_RANDOM_FACTORS", "").strip() == "1"
 HOLES = os.environ.get("CARTJIT_RPART_RANDOM_HOLES", "").strip() == "1"
+#: with holes, also maxsurrogate = 0 (half of the draws with holes): rpart's growth
+#: then differs from rpart mode's (see _draw_case); CARTJIT_RPART_RANDOM_NOSURROGATES=1
+NO_SURROGATES = os.environ.get("CARTJIT_RPART_RANDOM_NOSURROGATES", "").strip() == "1"
 
 
 def _column(rng, n):
@@ -222,8 +236,9 @@ def _draw_case(rng, name):
             miss = rng.random(n) < rng.uniform(0.05, 0.3)
             df.loc[miss, c] = np.nan
         # rpart grows with maxsurrogate = 0 by leaving the cases that miss the split
-        # variable in the node, a rule rpart mode refuses (it raises): not drawn
-        maxsurrogate = 5
+        # variable (and without a default direction) in the node; cartjit sends them
+        # to the majority, which rpart mode does not change: drawn only on request
+        maxsurrogate = 0 if NO_SURROGATES and rng.random() < 0.5 else 5
     priors = loss = None
     if method == "class":
         J = len(set(df["y"]))
