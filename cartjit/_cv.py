@@ -156,7 +156,8 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     in_task = rpart and not cp
     fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads,
                                       fold_settings=fold_settings,
-                                      rpart_alpha=0.0 if in_task else None)
+                                      rpart_alpha=0.0 if in_task else None,
+                                      rpart_growth=rpart)
     del keys
     points = fold_points = None
     if rpart:
@@ -584,7 +585,7 @@ def _run_tasks(fn, tasks, n_threads):
 
 
 def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None,
-                  rpart_alpha=None):
+                  rpart_alpha=None, rpart_growth=False):
     """T_max and T_max^(v) for every (repeat, fold): :func:`fit_tree`'s results.
 
     Returns ``(full, folds)``, the folds in (repeat, fold) order; each result carries its
@@ -596,8 +597,8 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     either consumes them last (one thread) or grows from a copy of its own. On threads
     the full tree, the largest task, is started first and runs beside the folds, so no
     thread idles while it grows. ``fold_settings`` (one per fold, in that order) replaces
-    the full tree's settings for the folds (rpart's fold priors); ``rpart_alpha`` is
-    :func:`cartjit._fit.fit_tree`'s, for every tree.
+    the full tree's settings for the folds (rpart's fold priors); ``rpart_alpha`` and
+    ``rpart_growth`` are :func:`cartjit._fit.fit_tree`'s, for every tree.
     """
     # A fold tree's surrogates route its held-out cases; its competitors are never read.
     base = settings._replace(max_competitor=0)
@@ -605,13 +606,14 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     def run(task):
         if task is None:
             own = keys if n_threads == 1 else keys._replace(keys=keys.keys.copy())
-            return fit_tree(problem, settings, own, n_threads=1, rpart_alpha=rpart_alpha)
+            return fit_tree(problem, settings, own, n_threads=1, rpart_alpha=rpart_alpha,
+                            rpart_growth=rpart_growth)
         r, v = task
         in_train = plan.folds[r] != v
         own = (base if fold_settings is None else
                fold_settings[r * plan.n_folds + v]._replace(max_competitor=0))
         return fit_tree(problem, own, subset_keys(keys, in_train, 1), n_threads=1,
-                        rpart_alpha=rpart_alpha)
+                        rpart_alpha=rpart_alpha, rpart_growth=rpart_growth)
 
     folds = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
     if problem.X.size < FOLD_THREADS_MIN_VALUES:
