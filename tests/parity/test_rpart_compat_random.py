@@ -166,8 +166,8 @@ class RandomCase:
 #: is compared in CI. CARTJIT_RPART_RANDOM_FACTORS=1 / _HOLES=1 draw them.
 FACTORS = os.environ.get("CARTJIT_RPART_RANDOM_FACTORS", "").strip() == "1"
 HOLES = os.environ.get("CARTJIT_RPART_RANDOM_HOLES", "").strip() == "1"
-#: with holes, also maxsurrogate = 0 (half of the draws with holes): rpart's growth
-#: then differs from rpart mode's (see _draw_case); CARTJIT_RPART_RANDOM_NOSURROGATES=1
+#: with holes, also maxsurrogate = 0 (half of the draws with holes, see _draw_case):
+#: CARTJIT_RPART_RANDOM_NOSURROGATES=1
 NO_SURROGATES = os.environ.get("CARTJIT_RPART_RANDOM_NOSURROGATES", "").strip() == "1"
 
 
@@ -236,8 +236,8 @@ def _draw_case(rng, name):
             miss = rng.random(n) < rng.uniform(0.05, 0.3)
             df.loc[miss, c] = np.nan
         # rpart grows with maxsurrogate = 0 by leaving the cases that miss the split
-        # variable (and without a default direction) in the node; cartjit sends them
-        # to the majority, which rpart mode does not change: drawn only on request
+        # variable in the node (it sets no default direction), as rpart mode does:
+        # drawn on request
         maxsurrogate = 0 if NO_SURROGATES and rng.random() < 0.5 else 5
     priors = loss = None
     if method == "class":
