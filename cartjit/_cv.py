@@ -53,7 +53,8 @@ from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
 from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
 from ._fit import class_priors, fitted_factor, with_rpart_rules
-from ._rpart import evaluation_points, fold_priors, rpart_default_sides
+from ._rpart import (evaluation_points, fold_priors, primary_weights, rpart_default_sides,
+                     rpart_improvements, rpart_pruning, rpart_scale)
 from ._scaling import normalise
 from ._tree import apply as apply_tree
 
@@ -155,13 +156,14 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     in_task = rpart and not cp
     fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads,
                                       fold_settings=fold_settings,
-                                      rpart_alpha=0.0 if in_task else None)
+                                      rpart_alpha=0.0 if in_task else None,
+                                      rpart_growth=rpart)
     del keys
     points = fold_points = None
     if rpart:
         fitted, fold_fits, points, fold_points = _rpart_sequences(
             fitted, fold_fits, fold_scale, 0.0 if cp is None else cp, settings,
-            done=in_task)
+            done=in_task, problem=problem, plan=plan)
     alphas, n_leaves, tree_risk = fitted.path
     cv_risk, cv_se = score_fold_trees(problem, settings, [f.tree for f in fold_fits], plan,
                                       alphas, priors=fitted.priors,
@@ -256,7 +258,8 @@ def _rpart_folds(problem, settings, plan):
     return out, scale
 
 
-def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False):
+def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False,
+                     problem=None, plan=None):
     """rpart's complexities on the full tree (growth bound α_c = cp R(root)) and on every
     fold tree (α_c in the fold's units), and the points at which each fold tree scores
     each row: ``(fitted, fold_fits, points, fold_points)`` (``done``: the trees carry
@@ -264,19 +267,65 @@ def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False):
     held-out cases as rpart does (:func:`strict_thresholds`,
     :func:`cartjit._rpart.rpart_default_sides`). The points are in the full
     sample's units (:func:`cartjit._rpart.evaluation_points`) and, one row per fold
-    tree, in its own (times the fold's factor)."""
+    tree, in its own (times the fold's factor). ``problem`` and ``plan`` (the cases and
+    the folds) give each fold tree's learning cases, whose weights sent by each split
+    set rpart's default direction where some of them miss the split variable."""
     alpha_c = cp * float(fitted.tree.risk[0])
     if not done:
         fitted = with_rpart_rules(fitted, settings, alpha_c)
     points = evaluation_points(fitted.path[0])
+    # rpart's improvement threshold runs over the whole fit: the full tree, then the
+    # fold trees of a repeat in fold order, in the full tree's units
+    full_factor = fitted_factor(fitted, settings)
+    start, _ = rpart_scale(fitted.tree, alpha_c, full_factor)
+    n_folds = len(fold_fits) if plan is None else plan.n_folds
+    holes = (problem is not None and settings.max_surrogate > 0
+             and bool(np.isnan(problem.X).any()))
     folds = []
-    for f, s in zip(fold_fits, fold_scale):
-        if not done:
-            f = with_rpart_rules(f, settings, alpha_c * s)
-        tree = rpart_default_sides(strict_thresholds(f.tree), fitted_factor(f, settings),
-                                   settings.max_surrogate)
+    for i, (f, s) in enumerate(zip(fold_fits, fold_scale)):
+        if i % n_folds == 0:
+            iscale = start
+        factor = fitted_factor(f, settings)
+        improve = rpart_improvements(f.tree, full_factor)
+        after, keep = rpart_scale(f.tree, alpha_c * s, factor, iscale=iscale,
+                                  improve=improve)
+        if not done or not np.array_equal(keep, f.tree.alpha > 0):
+            tree, path = rpart_pruning(f.tree, alpha_c * s, factor, iscale=iscale,
+                                       improve=improve)
+            f = f._replace(tree=tree, path=path)
+        iscale = after
+        sent = None
+        if holes:
+            train = plan.folds[i // n_folds] != i % n_folds
+            w = np.ones(int(train.sum())) if problem.unit_weights else problem.w[train]
+            sent = primary_weights(f.tree, problem.X[train], w)
+        tree = rpart_default_sides(strict_thresholds(f.tree), factor,
+                                   settings.max_surrogate, sent)
         folds.append(f._replace(tree=tree))
-    return fitted, folds, points, points[None, :] * fold_scale[:, None]
+    fold_points = points[None, :] * fold_scale[:, None]
+    for i, f in enumerate(folds):
+        fold_points[i] = _snap_points(fold_points[i], f.tree)
+    return fitted, folds, points, fold_points
+
+
+def _snap_points(points, tree):
+    """``points`` with every value within the tie tolerance of a complexity of ``tree``
+    replaced by that complexity. A point equal to a node's complexity in exact
+    arithmetic (rpart's 10 CP, or a geometric midpoint that is rational) finds the node
+    collapsed, as rpart's run-down does in exact arithmetic (it descends while the
+    point is below the complexity); the scaling to the fold's units must not let
+    rounding decide."""
+    alphas = np.unique(tree.alpha[tree.alpha > 0])
+    if alphas.shape[0] == 0:
+        return points
+    atol = ALPHA_ATOL * abs(float(tree.risk[0]))
+    at = np.searchsorted(alphas, points)
+    out = points.copy()
+    for j in (np.maximum(at - 1, 0), np.minimum(at, alphas.shape[0] - 1)):
+        a = alphas[j]
+        near = np.abs(points - a) <= ALPHA_RTOL * a + atol
+        out[near] = a[near]
+    return out
 
 
 def strict_thresholds(tree):
@@ -536,7 +585,7 @@ def _run_tasks(fn, tasks, n_threads):
 
 
 def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None,
-                  rpart_alpha=None):
+                  rpart_alpha=None, rpart_growth=False):
     """T_max and T_max^(v) for every (repeat, fold): :func:`fit_tree`'s results.
 
     Returns ``(full, folds)``, the folds in (repeat, fold) order; each result carries its
@@ -548,8 +597,8 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     either consumes them last (one thread) or grows from a copy of its own. On threads
     the full tree, the largest task, is started first and runs beside the folds, so no
     thread idles while it grows. ``fold_settings`` (one per fold, in that order) replaces
-    the full tree's settings for the folds (rpart's fold priors); ``rpart_alpha`` is
-    :func:`cartjit._fit.fit_tree`'s, for every tree.
+    the full tree's settings for the folds (rpart's fold priors); ``rpart_alpha`` and
+    ``rpart_growth`` are :func:`cartjit._fit.fit_tree`'s, for every tree.
     """
     # A fold tree's surrogates route its held-out cases; its competitors are never read.
     base = settings._replace(max_competitor=0)
@@ -557,13 +606,14 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     def run(task):
         if task is None:
             own = keys if n_threads == 1 else keys._replace(keys=keys.keys.copy())
-            return fit_tree(problem, settings, own, n_threads=1, rpart_alpha=rpart_alpha)
+            return fit_tree(problem, settings, own, n_threads=1, rpart_alpha=rpart_alpha,
+                            rpart_growth=rpart_growth)
         r, v = task
         in_train = plan.folds[r] != v
         own = (base if fold_settings is None else
                fold_settings[r * plan.n_folds + v]._replace(max_competitor=0))
         return fit_tree(problem, own, subset_keys(keys, in_train, 1), n_threads=1,
-                        rpart_alpha=rpart_alpha)
+                        rpart_alpha=rpart_alpha, rpart_growth=rpart_growth)
 
     folds = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
     if problem.X.size < FOLD_THREADS_MIN_VALUES:

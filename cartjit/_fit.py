@@ -157,7 +157,8 @@ def _best_first(tree, improvement, q_weight, max_leaf_nodes):
     return keep
 
 
-def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None):
+def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
+             rpart_growth=False):
     """Grow, score and prune-sequence a tree on the cases listed in ``presorted``.
 
     ``presorted`` is :func:`cartjit._presort.presort`'s result, or a fold's
@@ -171,7 +172,9 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None):
 
     ``rpart_alpha`` (α_c, in the units of the fitted risks) replaces step 5 by rpart's
     rules (:func:`with_rpart_rules`, here on the kernels' units, which only scales the
-    results by a power of two).
+    results by a power of two). ``rpart_growth`` grows as rpart does where that differs
+    (``compat="rpart"``): without surrogates (``max_surrogate`` 0) a case missing the
+    split variable stays in the node, as rpart sets no default direction then.
     """
     notice_once()  # the first fit of a process says if the kernels are about to compile
     problem, settings, scale = normalise(problem, settings)
@@ -196,7 +199,10 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None):
     else:
         counts = priors = None
         factor = np.empty(0)
-    grown = grow(problem, presorted, factor, settings, n_threads)
+    grow_settings = settings
+    if rpart_growth and settings.max_surrogate == 0:
+        grow_settings = settings._replace(use_surrogate=0)
+    grown = grow(problem, presorted, factor, grow_settings, n_threads)
     # The keys are spent: when this frame holds the only reference (presorted here),
     # they are freed before the tree is assembled, lowering the peak memory.
     del presorted

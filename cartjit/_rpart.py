@@ -18,7 +18,12 @@ With α_c the growth bound (rpart's ``cp`` times R(root); 0 keeps the whole tabl
    b = min(b(t), max(ΔR_left / (s_left + 1), R(t) - R(t_L))) - α_c, where ΔR_left =
    R(t) - R(kept branch of t_L) and s_left its number of splits. A bound only stops
    work that cannot beat α_c, except where the pass's own one-level view makes it
-   stop earlier; either way it is rpart's rule.
+   stop earlier; either way it is rpart's rule. A node that the pass enters also stops
+   when its split's improvement (rpart's measure, :func:`rpart_improvements`) is at most
+   ``IMPROVE_RTOL`` times the largest improvement met so far in the run, that node's
+   included: rpart's guard against improvements that are rounding noise. The run is the
+   full tree, then the fold trees in the order of their fold ids, as rpart grows them
+   (:func:`cartjit._cv` hands the largest value on).
 2. **Complexity of a node**: g(t) = (R(t) - R(kept branches)) / (1 + their splits).
    The child of smaller complexity (the right one on equality) is collapsed first when
    g(t) exceeds it, then the other when the recomputed g(t) still exceeds it; the final
@@ -49,10 +54,15 @@ from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints
 
 __all__ = ["COMPAT", "check_compat", "one_pass", "rpart_pruning", "cp_table_rows",
            "evaluation_points", "ROOT_POINT_FACTOR", "fold_priors", "rpart_order",
-           "rpart_default_sides"]
+           "rpart_default_sides", "rpart_improvements", "rpart_scale", "IMPROVE_RTOL",
+           "primary_weights"]
 
 #: The values of ``compat``: the exact weakest-link sequence, or rpart's rules.
 COMPAT = ("breiman", "rpart")
+
+#: rpart drops a split whose improvement is at most this times the largest improvement
+#: it has met so far in the run (the full tree, then the fold trees).
+IMPROVE_RTOL = 1e-10
 
 #: rpart evaluates the root's row of its table at this multiple of the root's CP
 #: ("close enough to infinity"), where the exact mode uses +∞.
@@ -83,17 +93,20 @@ def _push(stack, top, t, phase, child):
 
 
 @jit
-def one_pass(first, second, parent, risk, alpha_c, rtol, atol):
+def one_pass(first, second, parent, risk, improve, iscale, alpha_c, rtol, atol):
     """Rules 1-3 of the module docstring on a grown tree (children after parents).
 
-    ``alpha_c`` is the growth bound α_c. Two complexities u < v count as equal when
+    ``improve`` is every split's improvement in rpart's measure and ``iscale`` the
+    largest one met before this tree in the run (0 for the first tree). ``alpha_c`` is
+    the growth bound α_c. Two complexities u < v count as equal when
     v - u <= rtol · v + atol (the weakest-link loop's tie rule): a value counts as
     "<= α_c" within that slack, and g(t) "exceeds" a child's complexity only beyond it,
     so that rounding never decides what exact arithmetic calls a tie. ``first`` and
     ``second`` are the children in rpart's order (:func:`rpart_order`; -1 at leaves).
     Returns ``(complexity,
-    splits)``: the capped complexity of every node that splits in rpart's tree (0
-    elsewhere) and the mask of those nodes (a subtree containing the root, or empty).
+    splits, iscale)``: the capped complexity of every node that splits in rpart's tree
+    (0 elsewhere), the mask of those nodes (a subtree containing the root, or empty),
+    and the largest improvement met once this tree is done.
     """
     n = first.shape[0]
     comp = np.zeros(n)           # complexity as the pass leaves it
@@ -114,6 +127,10 @@ def one_pass(first, second, parent, risk, alpha_c, rtol, atol):
         if phase == 0:  # entering t: stop, or hand the left child its bound
             reach = min(risk[t], bound[t])
             if first[t] < 0 or reach <= limit:
+                comp[t] = alpha_c
+                continue
+            iscale = max(iscale, improve[t])
+            if not improve[t] > IMPROVE_RTOL * iscale:  # rpart finds no split worth it
                 comp[t] = alpha_c
                 continue
             lt = first[t]
@@ -156,7 +173,7 @@ def one_pass(first, second, parent, risk, alpha_c, rtol, atol):
         if splits[t] and (t == 0 or keep[parent[t]]):
             keep[t] = True
             out[t] = comp[t] if t == 0 else min(comp[t], out[parent[t]])
-    return out, keep
+    return out, keep, iscale
 
 
 @jit
@@ -225,7 +242,25 @@ def rpart_order(tree, factor=None):
     return first, second
 
 
-def rpart_pruning(tree, alpha_c, factor=None):
+def rpart_improvements(tree, factor=None):
+    """Every split's improvement as rpart measures it (0 at leaves), up to a constant
+    factor common to the trees of one fit: for regression the share of the node's sum
+    of squares that the split removes, G(t) / Var(t); for classification the split's
+    impurity decrease times the node's weight under the split-search priors,
+    G(t) Σ_j c_j N_j(t) (``factor``: the c_j of :func:`cartjit._fit.split_factor`;
+    give the full sample's to a fold tree, so that its units are the full tree's).
+    G(t) is ``tree.improvement``, the decrease on the cases that have the split
+    variable scaled by their share of the node (docs/maths.md §8)."""
+    imp = np.asarray(tree.improvement, dtype=np.float64)
+    if factor is None:
+        var = np.asarray(tree.impurity, dtype=np.float64)
+        out = np.divide(imp, var, out=np.zeros_like(imp), where=var > 0)
+    else:
+        out = imp * (np.asarray(tree.value, dtype=np.float64) @ factor)
+    return np.ascontiguousarray(np.where(tree.left >= 0, out, 0.0))
+
+
+def rpart_pruning(tree, alpha_c, factor=None, *, iscale=0.0, improve=None):
     """``tree`` (T_max) with ``alpha`` set to rpart's per-node complexities for the growth
     bound ``alpha_c`` (absolute, in the units of ``tree.risk``), and rpart's table as a
     path ``(values, n_leaves, risk)`` in increasing order of complexity, the layout of
@@ -236,14 +271,38 @@ def rpart_pruning(tree, alpha_c, factor=None):
     values tied with it), every other node 0: T(α) for α >= α_c keeps the splits whose
     stored value exceeds α, as for the exact sequence. ``factor``: the split-search
     class factors of a classification tree (for :func:`rpart_order`), None for
-    regression.
+    regression. ``iscale``: the largest improvement met before this tree in rpart's
+    run, and ``improve`` the tree's improvements in its units
+    (:func:`rpart_improvements`; None: computed with ``factor``). The largest
+    improvement met once the tree is done is :func:`rpart_scale`'s.
     """
+    return _rpart_pruning(tree, alpha_c, factor, iscale, improve)
+
+
+def rpart_scale(tree, alpha_c, factor=None, *, iscale=0.0, improve=None):
+    """The largest improvement rpart's run has met once it has grown ``tree`` (the
+    arguments of :func:`rpart_pruning`), and the mask of the splits that its rules
+    keep: ``(iscale, keep)``. Cheap: the table is not built."""
+    risk = np.ascontiguousarray(tree.risk, dtype=np.float64)
+    first, second = rpart_order(tree, factor)
+    if improve is None:
+        improve = rpart_improvements(tree, factor)
+    _, keep, out = one_pass(first, second, tree.parent.astype(np.int64), risk,
+                            np.ascontiguousarray(improve, dtype=np.float64), float(iscale),
+                            float(alpha_c), ALPHA_RTOL, ALPHA_ATOL * abs(float(risk[0])))
+    return out, keep
+
+
+def _rpart_pruning(tree, alpha_c, factor, iscale, improve):
     risk = np.ascontiguousarray(tree.risk, dtype=np.float64)
     root = abs(float(risk[0]))
     alpha_c = float(alpha_c)
     first, second = rpart_order(tree, factor)
-    comp, keep = one_pass(first, second, tree.parent.astype(np.int64), risk, alpha_c,
-                          ALPHA_RTOL, ALPHA_ATOL * root)
+    if improve is None:
+        improve = rpart_improvements(tree, factor)
+    comp, keep, _ = one_pass(first, second, tree.parent.astype(np.int64), risk,
+                             np.ascontiguousarray(improve, dtype=np.float64), float(iscale),
+                             alpha_c, ALPHA_RTOL, ALPHA_ATOL * root)
     inner = np.flatnonzero(keep)
     alpha = np.zeros(tree.n_nodes)
     if inner.shape[0] == 0:  # the root alone: one row, at α_c
@@ -299,28 +358,76 @@ def fold_priors(priors, class_totals, fold_totals):
     return share / z, float(fold_totals.sum() / class_totals.sum()) / z
 
 
-def rpart_default_sides(tree, factor, max_surrogate):
+def primary_weights(tree, X, w):
+    """For every split node, the case weight of the learning cases (rows of ``X``, each
+    of weight ``w``) that reach it and that the split itself sends left and right:
+    ``(left, right)``, 0 at leaves. A case goes down as it did while the tree was grown
+    (the split, its surrogates, the majority); at a node it counts for the side its own
+    value of the split variable gives, and for neither when that value is missing or a
+    level the node's split does not list."""
+    from ._tree import apply as apply_tree
+
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    end = apply_tree(tree, X, 2).astype(np.int64)
+    n_nodes = tree.left.shape[0]
+    left = np.zeros(n_nodes)
+    right = np.zeros(n_nodes)
+    rows = np.arange(X.shape[0])
+    node = tree.parent[end].astype(np.int64)
+    while rows.shape[0]:
+        on = node >= 0
+        rows, node = rows[on], node[on]
+        x = X[rows, tree.feature[node]]
+        row = tree.level_row[node]
+        to_left = np.zeros(rows.shape[0], dtype=bool)
+        to_right = np.zeros(rows.shape[0], dtype=bool)
+        ordered = (row < 0) & ~np.isnan(x)
+        to_left[ordered] = x[ordered] <= tree.threshold[node][ordered]
+        to_right[ordered] = ~to_left[ordered]
+        subset = np.flatnonzero((row >= 0) & ~np.isnan(x))
+        if subset.shape[0]:
+            code = x[subset].astype(np.int64)
+            word, bit = code // 64, (code % 64).astype(np.uint64)
+            sets = tree.level_sets[row[subset]]
+            for side, out in ((0, to_left), (1, to_right)):
+                words = sets[:, side, :]
+                has = word < words.shape[1]
+                got = np.zeros(subset.shape[0], dtype=bool)
+                got[has] = ((words[has, word[has]] >> bit[has]) & np.uint64(1)) == 1
+                out[subset] = got
+        np.add.at(left, node[to_left], w[rows[to_left]])
+        np.add.at(right, node[to_right], w[rows[to_right]])
+        node = tree.parent[node].astype(np.int64)
+    return left, right
+
+
+def rpart_default_sides(tree, factor, max_surrogate, sent=None):
     """``majority_left`` as rpart's cross-validation uses it: where a held-out case goes
     that neither the split nor a surrogate can send (its value missing, or a level the
     node's learning cases did not have).
 
-    rpart sends it to its first child (:func:`rpart_order`) when the cases that the
-    split itself sent there weigh more than those sent to the second, and to the second
-    child otherwise, ties included; without surrogates (``max_surrogate`` 0) that
-    default is never set and every such case goes to the second child. The weights
-    sent by the split are the children's where every case of the node has the split
-    variable; elsewhere the children's weights (which also hold the cases the
-    surrogates sent) stand in for them.
+    rpart sends it to its first child (:func:`rpart_order`) when the learning cases that
+    the split itself sent there weigh more than those it sent to the second, and to the
+    second child otherwise, ties included; without surrogates (``max_surrogate`` 0) that
+    default is never set and every such case goes to the second child. ``sent``: those
+    weights, ``(left, right)`` per node (:func:`primary_weights`); None takes the
+    children's weights, which are the same where every case of the node has the split
+    variable (elsewhere they also hold the cases the surrogates sent).
     """
     first, second = rpart_order(tree, factor)
     inner = np.flatnonzero(tree.left >= 0)
-    w = tree.weighted_n_node_samples
+    if sent is None:
+        w = tree.weighted_n_node_samples
+        w_first, w_second = w[first[inner]], w[second[inner]]
+    else:
+        left_first = first[inner] == tree.left[inner]
+        w_first = np.where(left_first, sent[0][inner], sent[1][inner])
+        w_second = np.where(left_first, sent[1][inner], sent[0][inner])
     if max_surrogate > 0:
-        to_first = w[first[inner]] > w[second[inner]]
+        to_first = w_first > w_second
     else:
         to_first = np.zeros(inner.shape[0], dtype=bool)
     child = np.where(to_first, first[inner], second[inner])
     side = tree.majority_left.copy()
     side[inner] = (child == tree.left[inner]).astype(side.dtype)
     return tree._replace(majority_left=side)
-

@@ -378,7 +378,7 @@ class _BaseCART(_Base):
         # rpart's rules with no growth bound run inside the fit
         in_fit = rpart and not prep.ccp_alpha and not prep.cp
         fitted = fit_tree(prep.problem, prep.settings, None, numba.get_num_threads(),
-                          rpart_alpha=0.0 if in_fit else None)
+                          rpart_alpha=0.0 if in_fit else None, rpart_growth=rpart)
         alpha = prep.ccp_alpha
         if prep.cp is not None:  # rpart's scale: α = cp · R(root) of T_max
             alpha = prep.cp * float(fitted.tree.risk[0])

@@ -19,7 +19,8 @@ import pytest
 
 from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
 from cartjit._pruning import weakest_link
-from cartjit._rpart import fold_priors, one_pass, rpart_pruning
+from cartjit._rpart import (fold_priors, one_pass, primary_weights, rpart_default_sides,
+                            rpart_pruning)
 from cartjit.datasets import load_iris
 
 ESTIMATORS = (CARTClassifier, CARTRegressor, CARTClassifierCV, CARTRegressorCV)
@@ -109,6 +110,8 @@ class _HandTree(NamedTuple):
     risk: np.ndarray
     value: np.ndarray
     alpha: np.ndarray
+    improvement: np.ndarray
+    impurity: np.ndarray
 
     @property
     def n_nodes(self):
@@ -118,11 +121,17 @@ class _HandTree(NamedTuple):
 def _hand_tree():
     # regression means increasing from left to right: rpart grows the left child first
     value = np.arange(9, dtype=float)[:, None]
-    return _HandTree(LEFT, RIGHT, PARENT, RISK, value, np.zeros(9))
+    # every split lowers the sum of squares by a fair share: rpart's improvement
+    # threshold drops none
+    improvement = np.where(LEFT >= 0, 1.0, 0.0)
+    return _HandTree(LEFT, RIGHT, PARENT, RISK, value, np.zeros(9), improvement,
+                     np.ones(9))
 
 
 def test_one_pass_on_the_hand_tree():
-    comp, keep = one_pass(LEFT, RIGHT, PARENT, RISK, 0.0, 1e-9, 1e-12 * 18)
+    comp, keep, iscale = one_pass(LEFT, RIGHT, PARENT, RISK, np.ones(9), 0.0, 0.0, 1e-9,
+                                  1e-12 * 18)
+    assert iscale == 1.0
     np.testing.assert_array_equal(np.flatnonzero(keep), [0, 1, 2, 6])
     np.testing.assert_allclose(comp[keep], [3, 3, 3, 3], rtol=1e-15)
 
@@ -311,3 +320,54 @@ def test_rpart_default_sides():
     np.testing.assert_array_equal(with_sur[:2], [0, 0])  # heavier child 2; tie: second, 4
     without = rpart_default_sides(tree, None, 0).majority_left
     np.testing.assert_array_equal(without[:2], [1, 0])   # the second child: 1 and 4
+
+
+def test_rpart_improvement_threshold():
+    """rpart drops a split whose improvement (for regression the share of the node's
+    sum of squares it removes) is at most 1e-10 times the largest met before. x = 1..4,
+    y = 0, 1, 1, δ with δ = 1e-5 and minbucket 2: one split, removing δ²/4 of a sum of
+    squares of about 1 (2.5e-11). Alone, that is the largest improvement met and the
+    split stays; beside four cases x = 11..14, y = 2, after a root split of improvement
+    about 0.82, it goes, although its complexity (4.5e-12 R(root)) is above the tie
+    tolerance; the exact mode keeps it."""
+    delta = 1e-5
+    X = np.array([[1.0], [2], [3], [4], [11], [12], [13], [14]])
+    y = np.array([0, 1, 1, delta, 2, 2, 2, 2])
+    kw = dict(cp=0, min_samples_split=4, min_samples_leaf=2)
+    alone = CARTRegressor(compat="rpart", **kw).fit(X[:4], y[:4])
+    assert list(alone.cptable_["nsplit"]) == [0, 1]
+    ss = float(np.sum((y[:4] - y[:4].mean()) ** 2))
+    np.testing.assert_allclose(alone.cptable_["CP"][0], delta ** 2 / 4 / ss, rtol=1e-4)
+    both = CARTRegressor(compat="rpart", **kw).fit(X, y)
+    assert list(both.cptable_["nsplit"]) == [0, 1]
+    assert both.tree_.n_leaves == 2
+    exact = CARTRegressor(**kw).fit(X, y)
+    assert list(exact.cptable_["nsplit"]) == [0, 1, 2]
+
+
+
+def test_rpart_default_side_counts_the_split_own_cases():
+    """rpart's default direction (a held-out case that neither the split nor a surrogate
+    can send) follows the weights the split itself sent, not the children's, which also
+    hold the cases the surrogates sent. Root split on x1: 3 cases of small x1 (y 0) and
+    4 of large x1 (y 10); 3 cases miss x1 and have a small x2, so the surrogate on x2
+    sends them with the small ones (their y of 10 makes x2 the weaker split). The
+    children weigh 6 and 4, the split sent 3 and 4: rpart's default is the child of the
+    larger values, its second."""
+    nan = np.nan
+    X = np.array([[1, 1], [2, 2], [3, 3], [11, 11], [12, 12], [13, 13], [14, 14],
+                  [nan, 1.5], [nan, 2.5], [nan, 0.5]])
+    y = np.array([0, 0, 0, 10, 10, 10, 10, 10, 10, 10], dtype=float)
+    est = CARTRegressor(max_surrogate=5, max_depth=1).fit(X, y)
+    tree = est.tree_max_
+    assert tree.feature[0] == 0 and tree.n_surrogates[0] >= 1
+    left, right = tree.left[0], tree.right[0]
+    assert (tree.n_node_samples[left], tree.n_node_samples[right]) == (6, 4)
+    sent_left, sent_right = primary_weights(tree, X, np.ones(10))
+    assert (sent_left[0], sent_right[0]) == (3, 4)
+    assert not sent_left[1:].any() and not sent_right[1:].any()
+    # the child of the smaller mean (left, 30/6 against 10) is rpart's first
+    by_sent = rpart_default_sides(tree, None, 5, (sent_left, sent_right))
+    by_children = rpart_default_sides(tree, None, 5)
+    assert by_sent.majority_left[0] == 0          # the second child: right
+    assert by_children.majority_left[0] == 1      # the children's weights: left
