@@ -2,10 +2,9 @@
 
 Hypothesis draws a seed; a NumPy generator seeded with it writes a batch of small data
 sets (``BATCH`` of them): 10 to 60 rows, 1 to 4 features among integer grids (many
-ties), pools of decimal values (duplicates), rounded normals and, on request
-(``CARTJIT_RPART_RANDOM_FACTORS=1``), unordered factors of 2 to 4 levels, with holes
-(NA) in some of them on request (``CARTJIT_RPART_RANDOM_HOLES=1``; see ``FACTORS``),
-and duplicated rows in some; a response of
+ties), pools of decimal values (duplicates), rounded normals and unordered factors of
+2 to 4 levels, with holes (NA) in some of them and duplicated rows in some (switches
+``CARTJIT_RPART_RANDOM_FACTORS``, ``_HOLES``, ``_NOSURROGATES``: see ``FACTORS``); a response of
 2 to 4 classes (empirical or given priors, 0-1 or a random loss matrix) or a numeric one
 (on a grid, or continuous). Each gets its own fold vector (2 to 5 folds, or
 leave-one-out), ``minsplit``, ``minbucket`` and ``maxsurrogate`` (0 or 5). R runs rpart
@@ -160,15 +159,21 @@ class RandomCase:
                 + (" loss" if self.loss is not None else ""))
 
 
-#: Factors and holes are drawn only on request: with them rpart mode's cross-validated
-#: run-down still differs from rpart's on some random draws (a factor level or a case
-#: that a fold tree's node cannot route), which is open work; numeric complete data
-#: is compared in CI. CARTJIT_RPART_RANDOM_FACTORS=1 / _HOLES=1 draw them.
-FACTORS = os.environ.get("CARTJIT_RPART_RANDOM_FACTORS", "").strip() == "1"
-HOLES = os.environ.get("CARTJIT_RPART_RANDOM_HOLES", "").strip() == "1"
-#: with holes, also maxsurrogate = 0 (half of the draws with holes, see _draw_case):
-#: CARTJIT_RPART_RANDOM_NOSURROGATES=1
-NO_SURROGATES = os.environ.get("CARTJIT_RPART_RANDOM_NOSURROGATES", "").strip() == "1"
+def _switch(name: str) -> bool:
+    """An on/off environment switch, on unless set to 0."""
+    raw = os.environ.get(name, "").strip()
+    if raw not in ("", "0", "1"):
+        raise ValueError(f"{name} must be 0 or 1, got {raw!r}")
+    return raw != "0"
+
+
+#: Unordered factors among the columns (CARTJIT_RPART_RANDOM_FACTORS=0: numeric only),
+#: holes (NA) in some data sets (CARTJIT_RPART_RANDOM_HOLES=0: none), and with holes
+#: maxsurrogate = 0 in half of them (CARTJIT_RPART_RANDOM_NOSURROGATES=0: always 5).
+#: All three are on by default, in CI too.
+FACTORS = _switch("CARTJIT_RPART_RANDOM_FACTORS")
+HOLES = _switch("CARTJIT_RPART_RANDOM_HOLES")
+NO_SURROGATES = _switch("CARTJIT_RPART_RANDOM_NOSURROGATES")
 
 
 def _column(rng, n):
@@ -236,8 +241,8 @@ def _draw_case(rng, name):
             miss = rng.random(n) < rng.uniform(0.05, 0.3)
             df.loc[miss, c] = np.nan
         # rpart grows with maxsurrogate = 0 by leaving the cases that miss the split
-        # variable in the node (it sets no default direction), as rpart mode does:
-        # drawn on request
+        # variable in the node (it sets no default direction), as rpart mode does; half
+        # of the draws with holes use it (CARTJIT_RPART_RANDOM_NOSURROGATES=0: none)
         maxsurrogate = 0 if NO_SURROGATES and rng.random() < 0.5 else 5
     priors = loss = None
     if method == "class":
