@@ -1108,6 +1108,10 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
     """Step 2 (surrogates): the best surrogate split of every (split node, other feature)
     pair in chunk c (:mod:`cartjit._surrogates`), on the marks of :func:`_mark_mv`.
 
+    Walks feature by feature like :func:`_search` (chunk c takes the pairs
+    ``k = t * p + f`` with k ≡ c (mod n_chunks)), each feature's arrays and this chunk's
+    scratch taken once.
+
     Parameters
     ----------
     X, ps, fr, tg, rules, splits, pairs : as :func:`_mark_mv`.
@@ -1120,46 +1124,55 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
     lm = work.level_i.shape[1] // 4
     lw = work.level_f[c]
     ints = work.level_i[c]
-    for k in range(c, sp.shape[0] * p, n_chunks):
-        t = k // p
-        f = k - t * p
-        j = sp[t]
-        kk = j * p + f
-        sur.agree[kk] = 0.0
-        sur.adj[kk] = 0.0
-        if f == splits.feat[j]:
+    side = ints[3 * lm:4 * lm]
+    level_counts = ints[lm:3 * lm]
+    high = work.present[c][:3]
+    marks = work.goes_left
+    shift = tg.shift
+    style = rules.surrogate_style
+    n_sp = sp.shape[0]
+    for f in range(p):
+        t, step = _chunk_walk(f, p, c, n_chunks)
+        if t == n_chunks:
             continue
-        start = fr.start[j]
-        end = fr.end[j]
-        pend = start + pairs.present[kk]
-        if pend - start < 2:
-            continue
-        if ps.n_levels[f] > 0:
-            a, adj = categorical_surrogate(ps.keys[f], start, pend, tg.shift, work.goes_left,
-                                           tg.w, tg.unit_weights, ps.ranks[ps.rank_row[f]],
-                                           ps.n_levels[f], splits.w_left[j],
-                                           splits.w_right[j], rules.surrogate_style,
-                                           splits.tie_left[j], lw, ints[3 * lm:4 * lm],
-                                           ints[lm:3 * lm])
-            thr = np.nan
-            low = 1
-        else:
-            # the marked cases with f present: the node's, less those missing f (summed
-            # directly when weights could round)
-            high = work.present[c][:3]
-            _marked_totals(ps.keys[f], start, pend, end, tg, work.goes_left,
-                           splits.w_left[j], splits.w_right[j],
-                           pairs.present[j * p + splits.feat[j]], high)
-            rk = ps.ranks[ps.rank_row[f]] if ps.rank_row[f] >= 0 else work.no_ranks
-            a, adj, thr, low = ordered_surrogate(ps.keys[f], start, pend, tg.shift,
-                                                 work.goes_left, tg.w, tg.unit_weights, rk,
-                                                 X, f, high, splits.w_left[j],
-                                                 splits.w_right[j], rules.surrogate_style)
-        # a surrogate no better than the majority is never kept
-        sur.agree[kk] = a if adj > MIN_ADJ else 0.0
-        sur.adj[kk] = adj
-        sur.threshold[kk] = thr
-        sur.low_left[kk] = low
+        row = ps.keys[f]
+        n_levels = ps.n_levels[f]
+        rk = ps.ranks[ps.rank_row[f]] if ps.rank_row[f] >= 0 else work.no_ranks
+        while t < n_sp:
+            j = sp[t]
+            t += step
+            kk = j * p + f
+            sur.agree[kk] = 0.0
+            sur.adj[kk] = 0.0
+            f0 = splits.feat[j]
+            if f == f0:
+                continue
+            start = fr.start[j]
+            end = fr.end[j]
+            pend = start + pairs.present[kk]
+            if pend - start < 2:
+                continue
+            if n_levels > 0:
+                a, adj = categorical_surrogate(row, start, pend, shift, marks, tg.w,
+                                               tg.unit_weights, rk, n_levels,
+                                               splits.w_left[j], splits.w_right[j], style,
+                                               splits.tie_left[j], lw, side, level_counts)
+                thr = np.nan
+                low = 1
+            else:
+                # the marked cases with f present: the node's, less those missing f
+                # (summed directly when weights could round)
+                _marked_totals(row, start, pend, end, tg, marks, splits.w_left[j],
+                               splits.w_right[j], pairs.present[j * p + f0], high)
+                a, adj, thr, low = ordered_surrogate(row, start, pend, shift, marks, tg.w,
+                                                     tg.unit_weights, rk, X, f, high,
+                                                     splits.w_left[j], splits.w_right[j],
+                                                     style)
+            # a surrogate no better than the majority is never kept
+            sur.agree[kk] = a if adj > MIN_ADJ else 0.0
+            sur.adj[kk] = adj
+            sur.threshold[kk] = thr
+            sur.low_left[kk] = low
 
 
 @jit(inline="always")
@@ -1178,7 +1191,7 @@ def _next_best(score, base, p, taken, tol, floor):
     return bf
 
 
-@jit
+@jit(inline="always")
 def _marked_totals(row, start, pend, end, tg, marks, w_left, w_right, n_marked, out):
     """Surrogates: weight of the marked cases (split feature present) going left and
     right among ``row[start:pend]``, and their number, into ``out[:3]``.
