@@ -204,7 +204,7 @@ def _ordered_scan_counts(row, start, end, shift, marks, ranks, high):
             low_left)
 
 
-@jit
+@jit(inline="always")
 def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes, n_levels,
                           w_left, w_right, style, tie_left, lw, side, counts):
     """Best categorical surrogate split on one feature; returns ``(agree, adj)``, with
@@ -226,31 +226,36 @@ def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes,
         lw[c] = 0.0
         counts[c] = 0
     # the segment comes grouped by level: each level's run is summed in registers,
-    # without branches on the marks (as in ordered_surrogate)
+    # without branches on the marks (as in ordered_surrogate), with unsigned indices
+    ushift = np.uint32(shift)
     i = start
     while i < end:
-        c = codes[row[i] >> shift]
+        c = codes[np.uint64(np.uint32(row[np.uint64(i)]) >> ushift)]
         sl = 0.0
         sr = 0.0
-        nl = 0
-        nr = 0
+        nl = np.int64(0)
+        nm = np.int64(0)
         while i < end:
-            case = row[i] >> shift
+            case = np.uint64(np.uint32(row[np.uint64(i)]) >> ushift)
             if codes[case] != c:
                 break
             m = marks[case]
             marked = np.int64(m != 2)
             to_left = np.int64(m == 1)
-            wi = 1.0 if unit_weights else w[case]
-            sl += wi * np.float64(to_left)
-            sr += wi * np.float64(marked - to_left)
+            if not unit_weights:
+                wi = w[case]
+                sl += wi * np.float64(to_left)
+                sr += wi * np.float64(marked - to_left)
             nl += to_left
-            nr += marked - to_left
+            nm += marked
             i += 1
+        if unit_weights:  # sums of ones: the counts, exactly
+            sl = np.float64(nl)
+            sr = np.float64(nm - nl)
         lw[2 * c] += sl
         lw[2 * c + 1] += sr
         counts[2 * c] += nl
-        counts[2 * c + 1] += nr
+        counts[2 * c + 1] += nm - nl
     sum_l = 0.0
     sum_r = 0.0
     for c in range(n_levels):
