@@ -1083,7 +1083,8 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
     """Step 2 (missing values), after :func:`_choose`: mark every case of each split
     node LEFT or RIGHT by the split, or MISSING when its split feature is missing;
     write a subset split's level sets; record the cases
-    with the split feature present and the weight the split sends each way.
+    with the split feature present and the weight the split sends each way, and set
+    ``splits.pos`` to ``start`` + the present cases it sends left (for :func:`_route`).
 
     Parameters as :func:`_record_subsets`, with ``X`` the cases and ``pairs`` the batch's
     :class:`Pairs` (``present`` filled by :func:`_search_mv`).
@@ -1101,18 +1102,17 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
         pend = start + pairs.present[j * p + f]
         nodes.inode[node, I_N_PRIMARY] = pend - start
         row = ps.keys[f]
-        if ps.n_levels[f] > 0:
+        is_cat = ps.n_levels[f] > 0
+        pos = splits.pos[j]
+        if is_cat:
             codes = ps.ranks[ps.rank_row[f]]
             lrow = nodes.inode[node, I_LEVEL_ROW]
             _level_sets_of_pair(ps, f, node, start, pend, end, fr.mean[j], fr.sum[j], nodes,
                                 tg, rules, pairs, j * p + f, work, level_sets, lrow)
             _mark_by_level_sets(row, start, pend, shift, codes, level_sets, lrow, marks)
-        else:
-            pos = splits.pos[j]
-            for i in range(start, pend):
-                marks[row[i] >> shift] = LEFT if i < pos else RIGHT
         w_left = 0.0
         w_right = 0.0
+        n_left = 0
         # Σ c_y y w and Σ c_y w by side (regression: Σ y w and Σ w): rpart numbers the
         # child with the smaller mean class number (mean response) 2k
         num_l = 0.0
@@ -1120,9 +1120,15 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
         num_r = 0.0
         den_r = 0.0
         is_class = tg.criterion != SQUARED_ERROR
+        # an ordered split is marked in this pass: cases before its position go left
         for i in range(start, pend):
             key = row[i]
             case = key >> shift
+            if is_cat:
+                go_left = marks[case] == LEFT
+            else:
+                go_left = i < pos
+                marks[case] = LEFT if go_left else RIGHT
             wi = 1.0 if tg.unit_weights else tg.w[case]
             if is_class:
                 cl = key & tg.mask if tg.mask else tg.y_class[case]
@@ -1131,10 +1137,11 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
             else:
                 a = wi
                 b = wi * tg.y_reg[case]
-            if marks[case] == LEFT:
+            if go_left:
                 w_left += wi
                 num_l += b
                 den_l += a
+                n_left += 1
             else:
                 w_right += wi
                 num_r += b
@@ -1144,6 +1151,8 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
             marks[row[i] >> shift] = MISSING
         splits.w_left[j] = w_left
         splits.w_right[j] = w_right
+        # until _route adds the cases it sends: the left child's end among the present
+        splits.pos[j] = start + n_left
 
 
 @jit
@@ -1362,6 +1371,9 @@ def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, ta
         row = ps.keys[f0]
         w_left = splits.w_left[j]
         w_right = splits.w_right[j]
+        # the present cases, counted by _mark_mv; then those sent here
+        n_left = splits.pos[j] - start
+        n_right = pend - start - n_left
         for i in range(pend, end):
             case = row[i] >> shift
             go = MISSING
@@ -1379,14 +1391,8 @@ def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, ta
                 elif w_right > w_left:
                     go = RIGHT
             marks[case] = go
-        n_left = 0
-        n_right = 0
-        for i in range(start, end):
-            m = marks[row[i] >> shift]
-            if m == LEFT:
-                n_left += 1
-            elif m == RIGHT:
-                n_right += 1
+            n_left += go == LEFT
+            n_right += go == RIGHT
         splits.pos[j] = start + n_left
         splits.stop[j] = start + n_left + n_right
 
