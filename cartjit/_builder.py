@@ -66,8 +66,8 @@ from ._splitter import (Segment, Targets, best_split_classification, best_split_
 from ._subsets import (BITSET_LEVELS, SIDE, best_subset_classification,
                        best_subset_regression, float_scratch_size, int_scratch_size,
                        left_levels_bits)
-from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, MIN_ADJ, categorical_surrogate,
-                          ordered_surrogate)
+from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ,
+                          categorical_surrogate, ordered_surrogate)
 from ._tree import Tree
 
 __all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs", "Work",
@@ -198,7 +198,8 @@ class SurrogatePairs(NamedTuple):
     agree: np.ndarray      # float64 agreement (0: none)
     adj: np.ndarray        # float64 adjusted agreement
     threshold: np.ndarray  # float64 (ordered features)
-    low_left: np.ndarray   # int64 1: x <= threshold goes left
+    low_left: np.ndarray   # int64 1: x <= threshold goes left; a categorical feature of
+                           # at most SIDE_BITS levels: its sides (see _pack_sides)
 
 
 class Work(NamedTuple):
@@ -1210,7 +1211,7 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
                                                splits.w_left[j], splits.w_right[j], style,
                                                splits.tie_left[j], lw, side, level_counts)
                 thr = np.nan
-                low = 1
+                low = _pack_sides(side, n_levels) if n_levels <= SIDE_BITS else 1
             else:
                 # the marked cases with f present: the node's, less those missing f
                 # (summed directly when weights could round)
@@ -1225,6 +1226,37 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
             sur.adj[kk] = adj
             sur.threshold[kk] = thr
             sur.low_left[kk] = low
+
+
+#: Categorical surrogates of at most this many levels keep their sides from the search
+#: (SurrogatePairs.low_left), so that _route need not search the pair again.
+SIDE_BITS = 31
+
+
+@jit(inline="always")
+def _pack_sides(side, n_levels):
+    """The sides of a categorical surrogate's levels (``side[c]``, LEVEL_NONE, LEVEL_LEFT
+    or LEVEL_RIGHT, c < ``n_levels`` <= SIDE_BITS) as one int64: bit c set for a level
+    going left, bit c + 32 for one going right."""
+    packed = np.int64(0)
+    for c in range(n_levels):
+        if side[c] == LEVEL_LEFT:
+            packed |= np.int64(1) << np.int64(c)
+        elif side[c] == LEVEL_RIGHT:
+            packed |= np.int64(1) << np.int64(c + 32)
+    return packed
+
+
+@jit(inline="always")
+def _unpack_sides(packed, n_levels, side):
+    """:func:`_pack_sides` undone into ``side[:n_levels]``."""
+    for c in range(n_levels):
+        if (packed >> np.int64(c)) & 1:
+            side[c] = LEVEL_LEFT
+        elif (packed >> np.int64(c + 32)) & 1:
+            side[c] = LEVEL_RIGHT
+        else:
+            side[c] = LEVEL_NONE
 
 
 @jit(inline="always")
@@ -1339,12 +1371,15 @@ def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, ta
             tables.sur_f[row_s, S_ADJ] = sur.adj[kk]
             if ps.n_levels[bf] > 0:
                 side = work.level_i[0][3 * lm:4 * lm]
-                categorical_surrogate(ps.keys[bf], start, start + pairs.present[kk], shift,
-                                      marks, tg.w, tg.unit_weights,
-                                      ps.ranks[ps.rank_row[bf]], ps.n_levels[bf],
-                                      splits.w_left[j], splits.w_right[j],
-                                      rules.surrogate_style, splits.tie_left[j],
-                                      work.level_f[0], side, work.level_i[0][lm:3 * lm])
+                if ps.n_levels[bf] <= SIDE_BITS:  # kept by the search
+                    _unpack_sides(sur.low_left[kk], ps.n_levels[bf], side)
+                else:
+                    categorical_surrogate(ps.keys[bf], start, start + pairs.present[kk],
+                                          shift, marks, tg.w, tg.unit_weights,
+                                          ps.ranks[ps.rank_row[bf]], ps.n_levels[bf],
+                                          splits.w_left[j], splits.w_right[j],
+                                          rules.surrogate_style, splits.tie_left[j],
+                                          work.level_f[0], side, work.level_i[0][lm:3 * lm])
                 lrow = tables.rows[2]
                 tables.rows[2] += 1
                 for s in range(2):
