@@ -886,7 +886,8 @@ def _missing_bits(X, out):
 
     Finding a node's missing tail (:func:`_present_end`) reads one bit per look-up from
     the feature's own small row instead of a strided, rarely cached row of X: those
-    look-ups took about a tenth of a fit with holes.
+    look-ups took about a tenth of the CPU time of a one-thread fit of 10^5 rows with
+    10 % of the cells missing.
     """
     for case in range(X.shape[0]):
         byte = case >> 3
@@ -922,7 +923,9 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
     cases with ``f`` present, ``[start, pend)`` of its keys; returns ``(Δ, pos)`` with
     Δ = Δi of those cases × their share Q_present(t) / Q(t) of the node (rpart's
     weighting of the goodness of split). Leaves a subset split's sides in ``level_i``.
-    With ``pend == end`` it is the plain search (:func:`_present_best` does the work).
+    With ``pend == end`` it is the plain search, and serves the subset splits of
+    complete-data fits too (:func:`_level_sets_of_pair`); :func:`_present_best` does the
+    work (:func:`_search_mv` inlines it).
 
     Parameters
     ----------
@@ -1081,9 +1084,10 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
 
 @jit(inline="always")
 def _level_sets_from_bits(keys, start, end, shift, codes, bits, level_sets, row):
-    """Step 2 (missing values, competitors), a subset split whose left levels the search
-    kept in ``bits`` (at most 64 levels: one word): write row ``row`` of the level sets,
-    the left set the levels of ``keys[start:end]`` in ``bits``, the right set the others.
+    """Step 2, a subset split (a competitor, or the split of :func:`_mark_mv`) whose left
+    levels the search kept in ``bits`` (at most 64 levels: one word): write row ``row``
+    of the level sets, the left set the levels of ``keys[start:end]`` in ``bits``, the
+    right set the others.
 
     The segment lists its cases grouped by level in code order, so the levels present
     are found by galloping over the runs of equal codes, about 2 log2(run) look-ups a
