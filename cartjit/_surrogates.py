@@ -63,7 +63,9 @@ def _fractions(agree, majority, both_total, w_left, w_right, style):
     return a, (a - m) / (1.0 - m)
 
 
-@jit
+# Inlined into the callers, which take every array once per feature: a call with this
+# many array arguments costs about as much as a small node's scan.
+@jit(inline="always")
 def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, X, f, high,
                       w_left, w_right, style):
     """Best ordered surrogate split on one feature; returns
@@ -83,6 +85,24 @@ def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, X, 
         right, and their number (all start above the threshold).
     w_left, w_right : weight of the node's marked cases going left and right.
     style : 0 or 1, the total of the agreement (module docstring).
+    """
+    if unit_weights:
+        best, majority, both_total, best_i, low_left = _ordered_scan_counts(
+            row, start, end, shift, marks, ranks, high)
+    else:
+        best, majority, both_total, best_i, low_left = _ordered_scan(
+            row, start, end, shift, marks, w, ranks, high)
+    if best_i < 0:
+        return 0.0, 0.0, np.nan, 0
+    threshold = threshold_between(X[row[best_i - 1] >> shift, f], X[row[best_i] >> shift, f])
+    a, adj = _fractions(best, majority, both_total, w_left, w_right, style)
+    return a, adj, threshold, low_left
+
+
+@jit(inline="always")
+def _ordered_scan(row, start, end, shift, marks, w, ranks, high):
+    """The scan of :func:`ordered_surrogate` with case weights: returns ``(best
+    agreement, majority, marked weight, position of the best threshold or -1, low_left)``.
     """
     hl = high[0]  # weight of marked-left cases above the threshold
     hr = high[1]
@@ -120,7 +140,7 @@ def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, X, 
         m = marks[case]
         marked = np.int64(m != 2)
         to_left = np.float64(m == 1)
-        wi = 1.0 if unit_weights else w[case]
+        wi = w[case]
         wl = wi * to_left
         wr = wi * (np.float64(marked) - to_left)
         hl -= wl
@@ -130,14 +150,61 @@ def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, X, 
         n_high -= marked
         n_low += marked
         i += 1
-    if best_i < 0:
-        return 0.0, 0.0, np.nan, 0
-    threshold = threshold_between(X[row[best_i - 1] >> shift, f], X[row[best_i] >> shift, f])
-    a, adj = _fractions(best, majority, both_total, w_left, w_right, style)
-    return a, adj, threshold, low_left
+    return best, majority, both_total, best_i, low_left
 
 
-@jit
+@jit(inline="always")
+def _ordered_scan_counts(row, start, end, shift, marks, ranks, high):
+    """:func:`_ordered_scan` with unit weights, on integer counts.
+
+    The float sums of :func:`_ordered_scan` are then whole numbers below 2**53, exact,
+    so counts give the same comparisons and the same results. With
+    ``d`` = (marked-right less marked-left cases at or below the threshold), the
+    agreements are ``hl + d`` (low side right) and ``hr - d`` (low side left), ``hl`` and
+    ``hr`` the segment's marked cases going left and right: one running difference and
+    one running count, with one-cycle integer additions, instead of four float sums.
+    """
+    hl = np.int64(high[0])
+    hr = np.int64(high[1])
+    n_marked = hl + hr
+    best = max(hl, hr)
+    majority = best
+    d = np.int64(0)
+    n_low = np.int64(0)
+    best_i = np.int64(-1)
+    low_left = np.int64(0)
+    tied = ranks.shape[0] > 0
+    ushift = np.uint32(shift)
+    last = ranks[row[start] >> shift] if tied and end > start else 0
+    i = start
+    # Unsigned indices (no negative-index wrap-around) and the best kept by selects,
+    # not branches: about 1.9 instead of 3.2 ns a case on synthetic segments (AMD EPYC).
+    while i < end and n_marked - n_low >= 2:
+        case = np.uint32(row[np.uint64(i)]) >> ushift
+        if tied:
+            rank = ranks[np.uint64(case)]
+            new_value = rank != last
+            last = rank
+        else:
+            new_value = i > start
+        ok = n_low >= 2 and new_value
+        agree_r = hl + d  # x <= threshold goes right
+        agree_l = hr - d  # x <= threshold goes left
+        take_r = ok and agree_r > best
+        take_l = ok and not take_r and agree_l > best
+        best = agree_r if take_r else (agree_l if take_l else best)
+        best_i = i if take_r or take_l else best_i
+        low_left = 1 if take_l else (0 if take_r else low_left)
+        m = np.int64(marks[np.uint64(case)])
+        # m: 0 right, 1 left, 2 not marked: d += 1, -1, 0; n_low += 1, 1, 0
+        d += np.int64(m == 0) - np.int64(m == 1)
+        n_low += np.int64(m != 2)
+        i += 1
+    return (np.float64(best), np.float64(majority), np.float64(n_marked), best_i,
+            low_left)
+
+
+@jit(inline="always")
 def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes, n_levels,
                           w_left, w_right, style, tie_left, lw, side, counts):
     """Best categorical surrogate split on one feature; returns ``(agree, adj)``, with
@@ -159,31 +226,36 @@ def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes,
         lw[c] = 0.0
         counts[c] = 0
     # the segment comes grouped by level: each level's run is summed in registers,
-    # without branches on the marks (as in ordered_surrogate)
+    # without branches on the marks (as in ordered_surrogate), with unsigned indices
+    ushift = np.uint32(shift)
     i = start
     while i < end:
-        c = codes[row[i] >> shift]
+        c = codes[np.uint64(np.uint32(row[np.uint64(i)]) >> ushift)]
         sl = 0.0
         sr = 0.0
-        nl = 0
-        nr = 0
+        nl = np.int64(0)
+        nm = np.int64(0)
         while i < end:
-            case = row[i] >> shift
+            case = np.uint64(np.uint32(row[np.uint64(i)]) >> ushift)
             if codes[case] != c:
                 break
             m = marks[case]
             marked = np.int64(m != 2)
             to_left = np.int64(m == 1)
-            wi = 1.0 if unit_weights else w[case]
-            sl += wi * np.float64(to_left)
-            sr += wi * np.float64(marked - to_left)
+            if not unit_weights:
+                wi = w[case]
+                sl += wi * np.float64(to_left)
+                sr += wi * np.float64(marked - to_left)
             nl += to_left
-            nr += marked - to_left
+            nm += marked
             i += 1
+        if unit_weights:  # sums of ones: the counts, exactly
+            sl = np.float64(nl)
+            sr = np.float64(nm - nl)
         lw[2 * c] += sl
         lw[2 * c + 1] += sr
         counts[2 * c] += nl
-        counts[2 * c + 1] += nr
+        counts[2 * c + 1] += nm - nl
     sum_l = 0.0
     sum_r = 0.0
     for c in range(n_levels):
