@@ -55,7 +55,8 @@ def _noisy_copy(draw, source, kind, n):
 
 @st.composite
 def missing_problem(draw, task=None, n_rows=(8, 40), n_features=(1, 4), classes=(2, 3),
-                    real_weights=True, copies=False):
+                    real_weights=True, copies=False, levels=(2, 5),
+                    kinds=("num", "num", "cat")):
     """A small learning sample with holes (NaN) in ordered and categorical features.
 
     Categorical columns hold dense level codes 0..L-1 (every code present among the rows
@@ -64,17 +65,18 @@ def missing_problem(draw, task=None, n_rows=(8, 40), n_features=(1, 4), classes=
     integers (zeros included), multiples of 1/4, or (``real_weights``) arbitrary reals.
     A column after the first is, half the time (always with ``copies``), a noisy copy
     of an earlier one, so that surrogate splits have something to find. Classification
-    gets priors and costs from :func:`class_tables`; zero weights are kept.
+    gets priors and costs from :func:`class_tables`; zero weights are kept. A column's
+    kind is drawn from ``kinds``; a categorical one has up to ``levels`` levels.
     """
     n = draw(st.integers(*n_rows))
     p = draw(st.integers(*n_features))
-    kinds = [draw(st.sampled_from(["num", "num", "cat"])) for _ in range(p)]
+    kinds = [draw(st.sampled_from(list(kinds))) for _ in range(p)]
     columns = []
     for m, kind in enumerate(kinds):
         if m > 0 and (copies or draw(st.booleans())):  # a noisy copy of an earlier column
             col = _noisy_copy(draw, columns[draw(st.integers(0, m - 1))], kind, n)
         elif kind == "cat":
-            L = draw(st.integers(2, 5))
+            L = draw(st.integers(*levels))
             codes = np.array(draw(st.lists(st.integers(0, L - 1), min_size=n, max_size=n)))
             col = np.unique(codes, return_inverse=True)[1].astype(float)
         elif draw(st.booleans()):

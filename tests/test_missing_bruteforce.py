@@ -500,6 +500,17 @@ def test_estimator_tree_with_holes_is_the_reference_tree(prob, stop, sur):
     assert_same_missing_tree(est.tree_max_, root)
 
 
+@settings(max_examples=examples(60), **HYPOTHESIS)
+@given(missing_problem(n_rows=(30, 70), n_features=(2, 3), classes=(2, 2), levels=(33, 45),
+                       kinds=("cat", "cat", "num")),
+       missing_stopping(), surrogate_settings())
+def test_tree_with_holes_many_levels_is_the_reference_tree(prob, stop, sur):
+    """Categorical features of more than 31 levels: their surrogate sides and
+    competitor level sets are found again from the cases rather than kept from the
+    search (two classes or regression: the ordering theorem keeps the reference fast)."""
+    check_tree_with_holes(prob, stop, sur)
+
+
 @pytest.mark.slow
 @settings(max_examples=examples(5000), **HYPOTHESIS)
 @given(missing_problem(), missing_stopping(), surrogate_settings())
