@@ -298,7 +298,7 @@ class Grown(NamedTuple):
 
 # --------------------------------------------------------------------------- node statistics
 
-@jit
+@jit(borrowed=True)
 def _class_node_stats(row, start, end, tg, counts):
     """Node statistics (steps 3 and the root): weighted class counts N_j(t) of a segment;
     returns how many classes occur.
@@ -318,7 +318,7 @@ def _class_node_stats(row, start, end, tg, counts):
     return present
 
 
-@jit
+@jit(borrowed=True)
 def _reg_node_stats(row, start, end, tg):
     """Node statistics (regression): (W, ȳ, Σ w (y - ȳ), weighted variance, all y equal)
     of a segment.
@@ -358,7 +358,7 @@ def _reg_node_stats(row, start, end, tg):
     return w_sum, mean, s_c, var, constant
 
 
-@jit
+@jit(borrowed=True)
 def _node_stats(row, start, end, tg, counts):
     """Node statistics (step 3 and the root) of the node holding ``row[start:end]``.
 
@@ -396,7 +396,7 @@ def _chunk_walk(f, p, c, n_chunks):
     return t, step
 
 
-@jit
+@jit(borrowed=True)
 def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     """Step 1, search: the best split of every (frontier node, feature) pair in chunk c.
 
@@ -480,7 +480,7 @@ def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scra
                                      scratch, cand)
 
 
-@jit
+@jit(borrowed=True)
 def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
     """Step 1, search, categorical features: the best subset split of every (frontier
     node, categorical feature) pair in chunk c.
@@ -558,7 +558,7 @@ def _subset_pair(seg, tg, rules, total, imp, mean, level_f, level_i, lm):
     return d, seg.start + n_left
 
 
-@jit
+@jit(borrowed=True)
 def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
     """Step 2, choose, the subset splits of a batch (serial: the nodes' cases are
     interleaved in ``goes_left``, whose cache lines threads marking them would share):
@@ -593,7 +593,7 @@ def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
                                  work.buffers[0])
 
 
-@jit
+@jit(borrowed=True)
 def _level_sets_of_pair(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules,
                         pairs, k, work, level_sets, row):
     """Step 2, a subset split (primary or competitor) of pair ``k``: write its level sets
@@ -615,7 +615,7 @@ def _level_sets_of_pair(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, r
                       lm, level_sets, row)
 
 
-@jit
+@jit(borrowed=True)
 def _partition_split_feature(keys, start, end, shift, goes_left, buf):
     """Step 2, a subset split: stably partition the split feature's segment into the
     cases going left and then right (the other features are partitioned in step 4)."""
@@ -633,7 +633,7 @@ def _partition_split_feature(keys, start, end, shift, goes_left, buf):
         keys[wl + i] = buf[i]
 
 
-@jit
+@jit(borrowed=True)
 def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, lm,
                       level_sets, row):
     """Step 2, a subset split: write the level sets of row ``row``. A level goes left
@@ -657,7 +657,7 @@ def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, 
             level_sets[row, 1 - go, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
 
 
-@jit
+@jit(borrowed=True)
 def _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, marks):
     """Step 2, a subset split: mark the cases of ``keys[start:end]`` LEFT when their
     level is in the left set of row ``row``, else RIGHT. The segment comes grouped by
@@ -674,7 +674,7 @@ def _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, marks):
             i += 1
 
 
-@jit
+@jit(borrowed=True)
 def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, first_row):
     """Step 2, choose: each frontier node's split, recorded with its cases marked;
     returns how many nodes split and how many of them are subset splits, which get the
@@ -754,7 +754,7 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, 
     return n_split, n_rows
 
 
-@jit
+@jit(borrowed=True)
 def _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, c, n_chunks):
     """Step 3, children: write the children of the split nodes and decide which may split.
 
@@ -809,7 +809,7 @@ def _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, c, n_chunks):
         kids.ok[t] = 1 if ok else 0
 
 
-@jit
+@jit(borrowed=True)
 def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
     """Step 4, partition: stable partition of the split nodes' segments on every feature
     but the split feature, into the cases going left and then right.
@@ -1380,7 +1380,7 @@ def _partition_mv(keys, shift, sp_index, splits, fr, work, c, n_chunks):
             row[wl + wr + i] = buf[n - 1 - i]
 
 
-@jit
+@jit(borrowed=True)
 def _pack_labels(keys, y, shift, c, n_chunks):
     """Set-up, label packing: replace every key (a case) by ``case << shift | y[case]``.
 
@@ -1397,7 +1397,7 @@ def _pack_labels(keys, y, shift, c, n_chunks):
             row[i] = (row[i] << shift) | y[row[i]]
 
 
-@jit
+@jit(borrowed=True)
 def _root(keys, nodes, tg):
     """Set-up, the root: write node 0; returns (Q(root) or W(root), mean, centred sum,
     may split by purity).

@@ -174,7 +174,7 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     return k
 
 
-@jit
+@jit(borrowed=True)
 def _reg_level_stats(seg, y, w, unit, mean, stats, ints, lm):
     """Per present level (in code order): weight W and centred sum Σ w (y - ȳ(t)) in
     ``stats[2k]``, ``stats[2k + 1]``, code and number of cases; returns how many levels.
@@ -228,7 +228,7 @@ def _reg_level_stats(seg, y, w, unit, mean, stats, ints, lm):
 BITSET_LEVELS = 64
 
 
-@jit
+@jit(borrowed=True)
 def left_levels_bits(ints, lm, n_cases):
     """The codes of the levels in S (the side a search left in :data:`SIDE`) as one
     bitset (code c is bit c; every code below :data:`BITSET_LEVELS`); ``n_cases`` is
@@ -341,7 +341,7 @@ def _sort_levels(score, stats, by_odds, n_lv, ints, lm):
 
 # --------------------------------------------------------------------------- classification
 
-@jit
+@jit(borrowed=True)
 def _leading_eigenvector(a, v, J):
     """The eigenvector of the largest eigenvalue of the symmetric J × J matrix ``a``
     (row-major, destroyed): returns the column of ``v`` that holds it.
@@ -396,7 +396,7 @@ def _leading_eigenvector(a, v, J):
     return best
 
 
-@jit
+@jit(borrowed=True)
 def _first_component_scores(stats, n_lv, n_classes, factor, score, work):
     """Heuristic order: score of every level on the first principal component of the
     class proportions p(j | level), weighted by the level's Q (Coppersmith, Hong &
@@ -547,7 +547,7 @@ def _class_exhaustive(stats, n_lv, n_classes, ints, lm, left, right, total, tg,
     return best, best_g
 
 
-@jit
+@jit(borrowed=True)
 def best_subset_classification(seg, tg, total, node_impurity, min_leaf, max_exhaustive,
                                fs, ints, lm):
     """Split search (categorical, classification): the best subset split of a node on
@@ -600,7 +600,7 @@ def best_subset_classification(seg, tg, total, node_impurity, min_leaf, max_exha
 
 # --------------------------------------------------------------------------- regression
 
-@jit
+@jit(borrowed=True)
 def best_subset_regression(seg, y, w, unit, mean, node_impurity, min_leaf, fs, ints, lm):
     """Split search (categorical, regression): the best subset split, by the L - 1
     splits of the levels sorted by their mean of y; returns ``(Δi, n_left)`` or
