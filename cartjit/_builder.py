@@ -619,16 +619,16 @@ def _level_sets_of_pair(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, r
 def _partition_split_feature(keys, start, end, shift, goes_left, buf):
     """Step 2, a subset split: stably partition the split feature's segment into the
     cases going left and then right (the other features are partitioned in step 4)."""
-    wl = start
-    wr = 0
-    for i in range(start, end):
+    wl = np.uint64(start)
+    wr = np.uint64(0)
+    ushift = np.uint64(shift)
+    for i in range(np.uint64(start), np.uint64(end)):  # as in _partition
         key = keys[i]
-        if goes_left[key >> shift]:
-            keys[wl] = key
-            wl += 1
-        else:
-            buf[wr] = key
-            wr += 1
+        g = np.uint64(goes_left[np.uint64(key) >> ushift])
+        keys[wl] = key
+        buf[wr] = key
+        wl += g
+        wr += np.uint64(1) - g
     for i in range(wr):
         keys[wl + i] = buf[i]
 
@@ -836,6 +836,7 @@ def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
     split_feat = splits.feat
     starts = fr.start
     ends = fr.end
+    ushift = np.uint64(shift)
     # Feature by feature, the row taken once (see _search_subsets); chunk c still takes
     # the pairs k = t * p + f with k ≡ c (mod n_chunks).
     for f in range(p):
@@ -860,16 +861,20 @@ def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
                     i0 += LANES
             # Branch-free: the side is a coin flip the CPU cannot predict, so every key
             # is written to both places and only the matching write pointer advances
-            # (wl <= i, so the in-place write never overtakes the read).
-            for i in range(i0, end):
+            # (wl <= i, so the in-place write never overtakes the read). Unsigned
+            # indices spare every access Numba's negative-index wrap-around (four per
+            # key here).
+            uwl = np.uint64(wl)
+            uwr = np.uint64(wr)
+            for i in range(np.uint64(i0), np.uint64(end)):
                 key = row[i]
-                g = np.int64(goes_left[key >> shift])
-                row[wl] = key
-                buf[wr] = key
-                wl += g
-                wr += 1 - g
-            for i in range(wr):
-                row[wl + i] = buf[i]
+                g = np.uint64(goes_left[np.uint64(key) >> ushift])
+                row[uwl] = key
+                buf[uwr] = key
+                uwl += g
+                uwr += np.uint64(1) - g
+            for i in range(uwr):
+                row[uwl + i] = buf[i]
 
 
 # --------------------------------------------------------------------------- missing values

@@ -277,14 +277,17 @@ def list_class_changes(keys, lo, hi, y, mask, simd, cand):
         while i0 + LANES <= hi:
             n_cand += compress_class_changes(keys, i0, mask, cand, n_cand)
             i0 += LANES
-    key = keys[i0 - 1]
-    prev = key & mask if mask else y[key]
-    for i in range(i0, hi):
+    # Unsigned indices spare every access Numba's negative-index wrap-around.
+    key = keys[np.uint64(i0 - 1)]
+    prev = key & mask if mask else y[np.uint64(key)]
+    u_cand = np.uint64(n_cand)
+    for i in range(np.uint64(i0), np.uint64(hi)):
         key = keys[i]
-        cls = key & mask if mask else y[key]
-        cand[n_cand] = i
-        n_cand += np.int64(cls != prev)
+        cls = key & mask if mask else y[np.uint64(key)]
+        cand[u_cand] = i
+        u_cand += np.uint64(cls != prev)
         prev = cls
+    n_cand = np.int64(u_cand)
     if hi > lo:
         cand[n_cand] = hi
         n_cand += 1
