@@ -65,7 +65,7 @@ from ._splitter import (Segment, Targets, best_split_classification, best_split_
                         threshold_between)
 from ._subsets import (BITSET_LEVELS, SIDE, best_subset_classification,
                        best_subset_regression, float_scratch_size, int_scratch_size,
-                       left_levels_bits)
+                       left_levels_bits, level_run_end)
 from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, MIN_ADJ, categorical_surrogate,
                           ordered_surrogate)
 from ._tree import Tree
@@ -643,18 +643,18 @@ def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, 
     for side in range(2):
         for wd in range(level_sets.shape[2]):
             level_sets[row, side, wd] = 0
-    k = -1
-    prev = -1
-    for i in range(start, end):
-        code = codes[keys[i] >> shift]
-        if code != prev:
-            k += 1
-            prev = code
-            if from_bits:
-                go = np.int64((bits >> np.uint64(code)) & np.uint64(1))
-            else:
-                go = level_i[SIDE * lm + k]
-            level_sets[row, 1 - go, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+    ushift = np.uint64(shift)
+    k = 0
+    i = start
+    while i < end:
+        code = codes[np.uint64(keys[np.uint64(i)]) >> ushift]
+        if from_bits:
+            go = np.int64((bits >> np.uint64(code)) & np.uint64(1))
+        else:
+            go = level_i[SIDE * lm + k]
+        level_sets[row, 1 - go, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+        k += 1
+        i = level_run_end(keys, codes, ushift, i, end, code)
 
 
 @jit(borrowed=True)
@@ -662,16 +662,15 @@ def _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, marks):
     """Step 2, a subset split: mark the cases of ``keys[start:end]`` LEFT when their
     level is in the left set of row ``row``, else RIGHT. The segment comes grouped by
     level, so the side is looked up once per run of equal codes."""
+    ushift = np.uint64(shift)
     i = start
     while i < end:
-        code = codes[keys[i] >> shift]
+        code = codes[np.uint64(keys[np.uint64(i)]) >> ushift]
         side = LEFT if _level_side(code, row, level_sets) == 0 else RIGHT
-        while i < end:
-            case = keys[i] >> shift
-            if codes[case] != code:
-                break
-            marks[case] = side
-            i += 1
+        run_end = level_run_end(keys, codes, ushift, i, end, code)
+        for q in range(np.uint64(i), np.uint64(run_end)):
+            marks[np.uint64(keys[q]) >> ushift] = side
+        i = run_end
 
 
 @jit(borrowed=True)

@@ -44,9 +44,9 @@ from ._config import jit
 from ._criteria import GINI, tie_tolerance
 from ._splitter import delta_from_counts, gini_certainly_below
 
-__all__ = ["best_subset_classification", "best_subset_regression", "int_scratch_size",
-           "float_scratch_size", "left_levels_bits", "BITSET_LEVELS", "CODE", "NCASE",
-           "SIDE", "JACOBI_SWEEPS"]
+__all__ = ["best_subset_classification", "best_subset_regression", "level_run_end",
+           "int_scratch_size", "float_scratch_size", "left_levels_bits", "BITSET_LEVELS",
+           "CODE", "NCASE", "SIDE", "JACOBI_SWEEPS"]
 
 # Blocks of the integer scratch (each ``n_levels_max`` long): the code of each present
 # level, its number of cases, its rank in the scan order, and its side (1: in S).
@@ -79,6 +79,49 @@ def float_scratch_size(n_levels_max, n_classes):
 
 # --------------------------------------------------------------------------- statistics
 
+#: A level's run of cases is looked up case by case for this many positions; a longer
+#: run's end is found by galloping and bisection (see :func:`level_run_end`).
+RUN_LINEAR = 32
+
+
+@jit(inline="always")
+def level_run_end(keys, codes, ushift, i, end, code):
+    """The end of the run of level ``code`` that starts at position ``i`` of ``keys``
+    (one past its last case, ``end`` at most): the segment is grouped by level, so the
+    run is a range.
+
+    The first :data:`RUN_LINEAR` positions are looked up one by one (independent
+    look-ups, which the CPU overlaps); past them the end is bracketed by doubling steps
+    and bisected, so a run of r cases costs O(log r) look-ups of the codes, scattered
+    reads by case, instead of r.
+    """
+    stop = min(end, i + RUN_LINEAR)
+    j = i + 1
+    while j < stop:
+        if codes[np.uint64(keys[np.uint64(j)]) >> ushift] != code:
+            return j
+        j += 1
+    if j >= end:
+        return end
+    lo = j - 1  # in the run
+    hi = end    # past the run, or the segment's end
+    step = RUN_LINEAR
+    while lo + step < end:
+        probe = lo + step
+        if codes[np.uint64(keys[np.uint64(probe)]) >> ushift] != code:
+            hi = probe
+            break
+        lo = probe
+        step *= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if codes[np.uint64(keys[np.uint64(mid)]) >> ushift] == code:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 @jit(inline="always")
 def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     """Per present level (in code order): weighted class counts ``stats[k*J + j]``, code
@@ -108,20 +151,18 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     unit = tg.unit_weights
     end = seg.end
     two_packed = n_classes == 2 and mask != 0
+    ushift = np.uint64(shift)
     k = 0
     i = seg.start
     while i < end:
         run = i
-        code = codes[keys[i] >> shift]
+        code = codes[np.uint64(keys[np.uint64(i)]) >> ushift]
         base = k * n_classes
         if two_packed and unit:
+            i = level_run_end(keys, codes, ushift, i, end, code)
             n1 = 0
-            while i < end:
-                key = keys[i]
-                if codes[key >> shift] != code:
-                    break
-                n1 += key & mask
-                i += 1
+            for q in range(np.uint64(run), np.uint64(i)):
+                n1 += keys[q] & mask
             stats[base] = float(i - run - n1)
             stats[base + 1] = float(n1)
         elif two_packed:
@@ -144,19 +185,16 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
             # the float counts before a field can fill up
             for j in range(n_classes):
                 stats[base + j] = 0.0
-            while i < end:
+            i = level_run_end(keys, codes, ushift, i, end, code)
+            q = run
+            while q < i:
                 acc = np.int64(0)
-                stop = min(end, i + FIELD_LIMIT)
-                while i < stop:
-                    key = keys[i]
-                    if codes[key >> shift] != code:
-                        break
-                    acc += np.int64(1) << ((key & mask) * FIELD_BITS)
-                    i += 1
+                stop = min(i, q + FIELD_LIMIT)
+                for t in range(np.uint64(q), np.uint64(stop)):
+                    acc += np.int64(1) << ((keys[t] & mask) * FIELD_BITS)
                 for j in range(n_classes):
                     stats[base + j] += float((acc >> (j * FIELD_BITS)) & FIELD_LIMIT)
-                if i < stop or i == end:
-                    break
+                q = stop
         else:
             for j in range(n_classes):
                 stats[base + j] = 0.0
