@@ -4,7 +4,8 @@ A borrowed kernel makes no reference-count updates, so an array it returned woul
 its caller one reference short; Numba refuses an allocation or the return of a new array
 there but allows returning an argument. Every compiled signature of every borrowed kernel
 is checked after fits that reach them (classification, regression, categorical
-features, missing values).
+features, missing values): all of them where this process compiles the kernels, the
+grower's entry points where they come from Numba's cache.
 """
 import importlib
 
@@ -56,13 +57,18 @@ def test_borrowed_kernels_return_no_array():
     assert {"cartjit._builder._search", "cartjit._builder._partition",
             "cartjit._splitter.best_split_gini_runs",
             "cartjit._subsets.best_subset_classification"} <= names
-    checked = 0
+    checked = set()
     for name, disp in kernels:
         for sig in disp.signatures:
             ret = disp.overloads[sig].signature.return_type
             assert not _has_array(ret), f"{name}{sig} returns {ret}"
-            checked += 1
-    assert checked >= len(names) // 2  # the fits compiled (or loaded) most of them
+            checked.add(name)
+    # Kernels loaded from Numba's cache carry their callees compiled in, so a callee has
+    # signatures to check only where this process compiled it (an empty cache); the
+    # kernels the grower calls from Python always have theirs.
+    assert {"cartjit._builder._search", "cartjit._builder._search_subsets",
+            "cartjit._builder._partition", "cartjit._builder._children",
+            "cartjit._builder._choose"} <= checked
 
 
 def test_every_kernel_sets_reference_counting_explicitly():
