@@ -65,7 +65,7 @@ from ._splitter import (Segment, Targets, best_split_classification, best_split_
                         threshold_between)
 from ._subsets import (BITSET_LEVELS, SIDE, best_subset_classification,
                        best_subset_regression, float_scratch_size, int_scratch_size,
-                       left_levels_bits)
+                       left_levels_bits, level_run_end)
 from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ,
                           categorical_surrogate, ordered_surrogate)
 from ._tree import Tree
@@ -299,7 +299,7 @@ class Grown(NamedTuple):
 
 # --------------------------------------------------------------------------- node statistics
 
-@jit
+@jit(borrowed=True)
 def _class_node_stats(row, start, end, tg, counts):
     """Node statistics (steps 3 and the root): weighted class counts N_j(t) of a segment;
     returns how many classes occur.
@@ -319,7 +319,7 @@ def _class_node_stats(row, start, end, tg, counts):
     return present
 
 
-@jit
+@jit(borrowed=True)
 def _reg_node_stats(row, start, end, tg):
     """Node statistics (regression): (W, ȳ, Σ w (y - ȳ), weighted variance, all y equal)
     of a segment.
@@ -359,7 +359,7 @@ def _reg_node_stats(row, start, end, tg):
     return w_sum, mean, s_c, var, constant
 
 
-@jit
+@jit(borrowed=True)
 def _node_stats(row, start, end, tg, counts):
     """Node statistics (step 3 and the root) of the node holding ``row[start:end]``.
 
@@ -397,7 +397,7 @@ def _chunk_walk(f, p, c, n_chunks):
     return t, step
 
 
-@jit
+@jit(borrowed=True)
 def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     """Step 1, search: the best split of every (frontier node, feature) pair in chunk c.
 
@@ -481,7 +481,7 @@ def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scra
                                      scratch, cand)
 
 
-@jit
+@jit(borrowed=True)
 def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
     """Step 1, search, categorical features: the best subset split of every (frontier
     node, categorical feature) pair in chunk c.
@@ -559,7 +559,7 @@ def _subset_pair(seg, tg, rules, total, imp, mean, level_f, level_i, lm):
     return d, seg.start + n_left
 
 
-@jit
+@jit(borrowed=True)
 def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
     """Step 2, choose, the subset splits of a batch (serial: the nodes' cases are
     interleaved in ``goes_left``, whose cache lines threads marking them would share):
@@ -594,7 +594,7 @@ def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
                                  work.buffers[0])
 
 
-@jit
+@jit(borrowed=True)
 def _level_sets_of_pair(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules,
                         pairs, k, work, level_sets, row):
     """Step 2, a subset split (primary or competitor) of pair ``k``: write its level sets
@@ -616,25 +616,25 @@ def _level_sets_of_pair(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, r
                       lm, level_sets, row)
 
 
-@jit
+@jit(borrowed=True)
 def _partition_split_feature(keys, start, end, shift, goes_left, buf):
     """Step 2, a subset split: stably partition the split feature's segment into the
     cases going left and then right (the other features are partitioned in step 4)."""
-    wl = start
-    wr = 0
-    for i in range(start, end):
+    wl = np.uint64(start)
+    wr = np.uint64(0)
+    ushift = np.uint64(shift)
+    for i in range(np.uint64(start), np.uint64(end)):  # as in _partition
         key = keys[i]
-        if goes_left[key >> shift]:
-            keys[wl] = key
-            wl += 1
-        else:
-            buf[wr] = key
-            wr += 1
+        g = np.uint64(goes_left[np.uint64(key) >> ushift])
+        keys[wl] = key
+        buf[wr] = key
+        wl += g
+        wr += np.uint64(1) - g
     for i in range(wr):
         keys[wl + i] = buf[i]
 
 
-@jit
+@jit(borrowed=True)
 def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, lm,
                       level_sets, row):
     """Step 2, a subset split: write the level sets of row ``row``. A level goes left
@@ -644,38 +644,37 @@ def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, 
     for side in range(2):
         for wd in range(level_sets.shape[2]):
             level_sets[row, side, wd] = 0
-    k = -1
-    prev = -1
-    for i in range(start, end):
-        code = codes[keys[i] >> shift]
-        if code != prev:
-            k += 1
-            prev = code
-            if from_bits:
-                go = np.int64((bits >> np.uint64(code)) & np.uint64(1))
-            else:
-                go = level_i[SIDE * lm + k]
-            level_sets[row, 1 - go, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+    ushift = np.uint64(shift)
+    k = 0
+    i = start
+    while i < end:
+        code = codes[np.uint64(keys[np.uint64(i)]) >> ushift]
+        if from_bits:
+            go = np.int64((bits >> np.uint64(code)) & np.uint64(1))
+        else:
+            go = level_i[SIDE * lm + k]
+        level_sets[row, 1 - go, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+        k += 1
+        i = level_run_end(keys, codes, ushift, i, end, code)
 
 
-@jit
+@jit(borrowed=True)
 def _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, marks):
     """Step 2, a subset split: mark the cases of ``keys[start:end]`` LEFT when their
     level is in the left set of row ``row``, else RIGHT. The segment comes grouped by
     level, so the side is looked up once per run of equal codes."""
+    ushift = np.uint64(shift)
     i = start
     while i < end:
-        code = codes[keys[i] >> shift]
+        code = codes[np.uint64(keys[np.uint64(i)]) >> ushift]
         side = LEFT if _level_side(code, row, level_sets) == 0 else RIGHT
-        while i < end:
-            case = keys[i] >> shift
-            if codes[case] != code:
-                break
-            marks[case] = side
-            i += 1
+        run_end = level_run_end(keys, codes, ushift, i, end, code)
+        for q in range(np.uint64(i), np.uint64(run_end)):
+            marks[np.uint64(keys[q]) >> ushift] = side
+        i = run_end
 
 
-@jit
+@jit(borrowed=True)
 def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, first_row):
     """Step 2, choose: each frontier node's split, recorded with its cases marked;
     returns how many nodes split and how many of them are subset splits, which get the
@@ -755,7 +754,7 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, 
     return n_split, n_rows
 
 
-@jit
+@jit(borrowed=True)
 def _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, c, n_chunks):
     """Step 3, children: write the children of the split nodes and decide which may split.
 
@@ -810,7 +809,7 @@ def _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, c, n_chunks):
         kids.ok[t] = 1 if ok else 0
 
 
-@jit
+@jit(borrowed=True)
 def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
     """Step 4, partition: stable partition of the split nodes' segments on every feature
     but the split feature, into the cases going left and then right.
@@ -837,6 +836,7 @@ def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
     split_feat = splits.feat
     starts = fr.start
     ends = fr.end
+    ushift = np.uint64(shift)
     # Feature by feature, the row taken once (see _search_subsets); chunk c still takes
     # the pairs k = t * p + f with k ≡ c (mod n_chunks).
     for f in range(p):
@@ -861,16 +861,20 @@ def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
                     i0 += LANES
             # Branch-free: the side is a coin flip the CPU cannot predict, so every key
             # is written to both places and only the matching write pointer advances
-            # (wl <= i, so the in-place write never overtakes the read).
-            for i in range(i0, end):
+            # (wl <= i, so the in-place write never overtakes the read). Unsigned
+            # indices spare every access Numba's negative-index wrap-around (four per
+            # key here).
+            uwl = np.uint64(wl)
+            uwr = np.uint64(wr)
+            for i in range(np.uint64(i0), np.uint64(end)):
                 key = row[i]
-                g = np.int64(goes_left[key >> shift])
-                row[wl] = key
-                buf[wr] = key
-                wl += g
-                wr += 1 - g
-            for i in range(wr):
-                row[wl + i] = buf[i]
+                g = np.uint64(goes_left[np.uint64(key) >> ushift])
+                row[uwl] = key
+                buf[uwr] = key
+                uwl += g
+                uwr += np.uint64(1) - g
+            for i in range(uwr):
+                row[uwl + i] = buf[i]
 
 
 # --------------------------------------------------------------------------- missing values
@@ -1585,7 +1589,7 @@ def _partition_mv(keys, shift, sp_index, splits, fr, work, c, n_chunks):
             row[wl + wr + i] = buf[n - 1 - i]
 
 
-@jit
+@jit(borrowed=True)
 def _pack_labels(keys, y, shift, c, n_chunks):
     """Set-up, label packing: replace every key (a case) by ``case << shift | y[case]``.
 
@@ -1602,7 +1606,7 @@ def _pack_labels(keys, y, shift, c, n_chunks):
             row[i] = (row[i] << shift) | y[row[i]]
 
 
-@jit
+@jit(borrowed=True)
 def _root(keys, nodes, tg):
     """Set-up, the root: write node 0; returns (Q(root) or W(root), mean, centred sum,
     may split by purity).

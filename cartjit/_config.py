@@ -20,7 +20,8 @@ environment variables read once, at import time:
 ``fastmath`` is always off: exact comparisons of impurity decreases decide the splits
 (docs/maths.md §2), and reassociated sums would change which split wins a tie. Every kernel is
 compiled with ``nogil=True`` so that Python threads (the experiment runner's threads
-backend) can run kernels concurrently.
+backend) can run kernels concurrently. The split search, the partition and the kernels
+they call are compiled without Numba's reference counting (``borrowed``, :func:`jit`).
 
 The number of threads is Numba's own setting (``NUMBA_NUM_THREADS``, or
 ``numba.set_num_threads``); results never depend on it.
@@ -94,6 +95,24 @@ SIMD: bool = _simd_flag(os.environ.get("CARTJIT_SIMD"))
 _COMMON = dict(cache=CACHE, nogil=True, fastmath=False, error_model="numpy")
 
 
+def _has_nrt_option():
+    """Whether this Numba takes the per-kernel reference-counting switch (``_nrt``)."""
+    try:
+        from numba.core.cpu import CPUTargetOptions
+
+        return hasattr(CPUTargetOptions, "_nrt")
+    except ImportError:
+        return False
+
+
+#: Numba's reference counting per kernel: on for every kernel (said explicitly: a
+#: callee left unset would inherit its first caller's setting), off for ``borrowed``
+#: kernels, when this Numba has the switch.
+_NRT_OPTION = _has_nrt_option()
+if _NRT_OPTION:
+    _COMMON["_nrt"] = True
+
+
 #: The modules whose code a compiled kernel may carry: those defining kernels, and those
 #: they import from (constants and record types are compiled in). tests/test_cache.py
 #: derives this set from the sources and checks it is listed here. Editing another
@@ -157,11 +176,24 @@ def drop_stale_kernels():
 drop_stale_kernels()
 
 
-def jit(func=None, **extra):
-    """Decorate a serial kernel (``@jit``) with the package-wide flags."""
+def jit(func=None, *, borrowed=False, **extra):
+    """Decorate a serial kernel (``@jit``) with the package-wide flags.
+
+    ``borrowed=True`` marks a kernel that only reads and writes arrays its caller owns
+    for the whole call: it is compiled without Numba's reference counting, which
+    otherwise adds an atomic increment and decrement of every array argument, view and
+    record field at every call (threads touching the same arrays contend for those
+    counters). Numba refuses to compile an allocation in such a kernel, or the return of
+    an array it did not receive; it must not return an array at all (its caller would
+    count a reference it does not hold), which tests/test_borrowed.py checks. Where
+    Numba lacks the switch the mark is ignored.
+    """
+    flags = dict(_COMMON, **extra)
+    if borrowed and _NRT_OPTION:
+        flags["_nrt"] = False
     if func is None:
-        return lambda f: njit(**_COMMON, **extra)(f)
-    return njit(**_COMMON, **extra)(func)
+        return lambda f: njit(**flags)(f)
+    return njit(**flags)(func)
 
 
 def jit_parallel(func=None, **extra):

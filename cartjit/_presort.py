@@ -95,7 +95,8 @@ def _sortable_bits(X, f, out):
 def _radix_order(sk, order, buf_k, buf_i, counts):
     """Presort, numeric feature: ``order`` = the cases sorted by their keys ``sk`` (least
     significant digit first, stable; ``sk``, ``buf_k`` and ``buf_i`` are overwritten).
-    A pass whose digit is the same for every case is skipped.
+    A pass whose digit is the same for every case is skipped. Returns whether the sorted
+    keys ended in ``buf_k`` (else they are in ``sk``).
 
     Parameters
     ----------
@@ -137,6 +138,7 @@ def _radix_order(sk, order, buf_k, buf_i, counts):
         in_buffer = not in_buffer
     if in_buffer:
         order[:] = src_i
+    return in_buffer
 
 
 @jit
@@ -169,6 +171,25 @@ def _code_order(X, f, n_levels, order, counts):
         counts[b] += 1
 
 
+#: Sortable images of -0.0 and +0.0 (:func:`_sortable_bits`): consecutive integers.
+_NEG_ZERO_KEY = np.uint64(0x7FFFFFFFFFFFFFFF)
+_POS_ZERO_KEY = np.uint64(0x8000000000000000)
+
+
+@jit(borrowed=True)
+def _has_ties(sorted_keys):
+    """Presort, numeric feature: whether two cases share a value, read from the sorted
+    sortable keys in one sequential pass: equal keys other than NaN's, or -0.0 next to
+    +0.0 (equal values, different bits). The same answer as comparing the values of
+    neighbours in sorted order, without reading X case by case."""
+    for i in range(1, sorted_keys.shape[0]):
+        k = sorted_keys[i]
+        prev = sorted_keys[i - 1]
+        if (k == prev and k != _NAN_KEY) or (prev == _NEG_ZERO_KEY and k == _POS_ZERO_KEY):
+            return True
+    return False
+
+
 @jit
 def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, c, n_chunks):
     """Presort, features c, c + n_chunks, ...: ``keys[f]`` = the cases by increasing
@@ -192,13 +213,8 @@ def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, c, n_chunk
             _code_order(X, f, n_levels[f], order, counts.reshape(-1))
             continue
         _sortable_bits(X, f, sk)
-        _radix_order(sk, order, buf_k, buf_i, counts)
-        t = False
-        for i in range(1, order.shape[0]):
-            if X[order[i], f] == X[order[i - 1], f]:
-                t = True
-                break
-        tied[f] = t
+        sorted_keys = buf_k if _radix_order(sk, order, buf_k, buf_i, counts) else sk
+        tied[f] = _has_ties(sorted_keys)
 
 
 @jit

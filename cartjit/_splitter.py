@@ -61,7 +61,7 @@ class Segment(NamedTuple):
     end: int
 
 
-@jit
+@jit(borrowed=True)
 def threshold_between(a, b):
     """Step 2 (choose), the threshold: midpoint of consecutive distinct values a < b,
     never rounded up to b (docs/maths.md §2).
@@ -160,7 +160,7 @@ def gini_certainly_below(left, right, factor, bound):
     return estimate < bound - GINI_SCREEN_MARGIN
 
 
-@jit
+@jit(borrowed=True)
 def class_counts(keys, start, pos, tg, out):
     """Node statistics: weighted class counts N_j of the cases at positions [start, pos).
 
@@ -183,7 +183,7 @@ def class_counts(keys, start, pos, tg, out):
         out[key & mask if mask else y[key]] += 1.0 if unit_weights else w[key >> shift]
 
 
-@jit
+@jit(borrowed=True)
 def _precise_class_delta(keys, pos, end, tg, left, total, right, node_impurity):
     """Split search, precise Δi: the split at ``pos`` given the left child's counts.
 
@@ -215,7 +215,7 @@ def _precise_class_delta(keys, pos, end, tg, left, total, right, node_impurity):
 EQUAL_FACTORS_RTOL = 1e-13
 
 
-@jit
+@jit(borrowed=True)
 def _near_tie(seg, pos, best_pos, best_delta, tg, total, scratch, node_impurity, tol):
     """Split search, near-ties: settle a candidate at ``pos`` whose proxy is within the
     near-tie band of the best on the precise Δi.
@@ -277,21 +277,24 @@ def list_class_changes(keys, lo, hi, y, mask, simd, cand):
         while i0 + LANES <= hi:
             n_cand += compress_class_changes(keys, i0, mask, cand, n_cand)
             i0 += LANES
-    key = keys[i0 - 1]
-    prev = key & mask if mask else y[key]
-    for i in range(i0, hi):
+    # Unsigned indices spare every access Numba's negative-index wrap-around.
+    key = keys[np.uint64(i0 - 1)]
+    prev = key & mask if mask else y[np.uint64(key)]
+    u_cand = np.uint64(n_cand)
+    for i in range(np.uint64(i0), np.uint64(hi)):
         key = keys[i]
-        cls = key & mask if mask else y[key]
-        cand[n_cand] = i
-        n_cand += np.int64(cls != prev)
+        cls = key & mask if mask else y[np.uint64(key)]
+        cand[u_cand] = i
+        u_cand += np.uint64(cls != prev)
         prev = cls
+    n_cand = np.int64(u_cand)
     if hi > lo:
         cand[n_cand] = hi
         n_cand += 1
     return n_cand
 
 
-@jit
+@jit(borrowed=True)
 def equal_factors(total, factor):
     """Split search, mode test: whether the classes present (N_j > 0) share one factor
     c_j, to EQUAL_FACTORS_RTOL (then the unit-weight Gini proxy applies).
@@ -336,7 +339,7 @@ def _gini_delta_exact_right(left, total, factor):
     return (ql_sum / q) * (qr_sum / q) * acc
 
 
-@jit
+@jit(borrowed=True)
 def best_split_gini_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch, cand):
     """Split search, the common case: Gini by runs with the lean proxy.
 
@@ -436,7 +439,7 @@ def best_split_gini_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch,
     return _gini_delta_exact_right(best_left, total, factor), best_pos
 
 
-@jit
+@jit(borrowed=True)
 def best_split_classification(seg, tg, total, node_impurity, min_leaf, by_runs, simd,
                               scratch, cand):
     """Split search: the best split of a classification node on one feature.
@@ -630,7 +633,7 @@ def best_split_classification(seg, tg, total, node_impurity, min_leaf, by_runs, 
     return best_delta, best_pos
 
 
-@jit
+@jit(borrowed=True)
 def _precise_reg_delta(keys, pos, end, y, w, unit_weights, mean, w_left, s_left):
     """Split search (regression), precise Δi: the variance reduction of the split at
     ``pos`` given the left child's W and Σ w z.
@@ -659,7 +662,7 @@ def _precise_reg_delta(keys, pos, end, y, w, unit_weights, mean, w_left, s_left)
             - s_node * s_node / w_node) / w_node
 
 
-@jit
+@jit(borrowed=True)
 def best_split_regression(seg, y, w, unit_weights, mean, w_total, s_total, node_impurity,
                           min_leaf):
     """Split search (regression): the best variance-reducing split (docs/maths.md §3).

@@ -44,9 +44,9 @@ from ._config import jit
 from ._criteria import GINI, tie_tolerance
 from ._splitter import delta_from_counts, gini_certainly_below
 
-__all__ = ["best_subset_classification", "best_subset_regression", "int_scratch_size",
-           "float_scratch_size", "left_levels_bits", "BITSET_LEVELS", "CODE", "NCASE",
-           "SIDE", "JACOBI_SWEEPS"]
+__all__ = ["best_subset_classification", "best_subset_regression", "level_run_end",
+           "int_scratch_size", "float_scratch_size", "left_levels_bits", "BITSET_LEVELS",
+           "CODE", "NCASE", "SIDE", "JACOBI_SWEEPS"]
 
 # Blocks of the integer scratch (each ``n_levels_max`` long): the code of each present
 # level, its number of cases, its rank in the scan order, and its side (1: in S).
@@ -79,6 +79,49 @@ def float_scratch_size(n_levels_max, n_classes):
 
 # --------------------------------------------------------------------------- statistics
 
+#: A level's run of cases is looked up case by case for this many positions; a longer
+#: run's end is found by galloping and bisection (see :func:`level_run_end`).
+RUN_LINEAR = 32
+
+
+@jit(inline="always")
+def level_run_end(keys, codes, ushift, i, end, code):
+    """The end of the run of level ``code`` that starts at position ``i`` of ``keys``
+    (one past its last case, ``end`` at most): the segment is grouped by level, so the
+    run is a range.
+
+    The first :data:`RUN_LINEAR` positions are looked up one by one (independent
+    look-ups, which the CPU overlaps); past them the end is bracketed by doubling steps
+    and bisected, so a run of r cases costs O(log r) look-ups of the codes, scattered
+    reads by case, instead of r.
+    """
+    stop = min(end, i + RUN_LINEAR)
+    j = i + 1
+    while j < stop:
+        if codes[np.uint64(keys[np.uint64(j)]) >> ushift] != code:
+            return j
+        j += 1
+    if j >= end:
+        return end
+    lo = j - 1  # in the run
+    hi = end    # past the run, or the segment's end
+    step = RUN_LINEAR
+    while lo + step < end:
+        probe = lo + step
+        if codes[np.uint64(keys[np.uint64(probe)]) >> ushift] != code:
+            hi = probe
+            break
+        lo = probe
+        step *= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if codes[np.uint64(keys[np.uint64(mid)]) >> ushift] == code:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 @jit(inline="always")
 def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     """Per present level (in code order): weighted class counts ``stats[k*J + j]``, code
@@ -108,20 +151,18 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     unit = tg.unit_weights
     end = seg.end
     two_packed = n_classes == 2 and mask != 0
+    ushift = np.uint64(shift)
     k = 0
     i = seg.start
     while i < end:
         run = i
-        code = codes[keys[i] >> shift]
+        code = codes[np.uint64(keys[np.uint64(i)]) >> ushift]
         base = k * n_classes
         if two_packed and unit:
+            i = level_run_end(keys, codes, ushift, i, end, code)
             n1 = 0
-            while i < end:
-                key = keys[i]
-                if codes[key >> shift] != code:
-                    break
-                n1 += key & mask
-                i += 1
+            for q in range(np.uint64(run), np.uint64(i)):
+                n1 += keys[q] & mask
             stats[base] = float(i - run - n1)
             stats[base + 1] = float(n1)
         elif two_packed:
@@ -144,19 +185,16 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
             # the float counts before a field can fill up
             for j in range(n_classes):
                 stats[base + j] = 0.0
-            while i < end:
+            i = level_run_end(keys, codes, ushift, i, end, code)
+            q = run
+            while q < i:
                 acc = np.int64(0)
-                stop = min(end, i + FIELD_LIMIT)
-                while i < stop:
-                    key = keys[i]
-                    if codes[key >> shift] != code:
-                        break
-                    acc += np.int64(1) << ((key & mask) * FIELD_BITS)
-                    i += 1
+                stop = min(i, q + FIELD_LIMIT)
+                for t in range(np.uint64(q), np.uint64(stop)):
+                    acc += np.int64(1) << ((keys[t] & mask) * FIELD_BITS)
                 for j in range(n_classes):
                     stats[base + j] += float((acc >> (j * FIELD_BITS)) & FIELD_LIMIT)
-                if i < stop or i == end:
-                    break
+                q = stop
         else:
             for j in range(n_classes):
                 stats[base + j] = 0.0
@@ -174,7 +212,7 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     return k
 
 
-@jit
+@jit(borrowed=True)
 def _reg_level_stats(seg, y, w, unit, mean, stats, ints, lm):
     """Per present level (in code order): weight W and centred sum Σ w (y - ȳ(t)) in
     ``stats[2k]``, ``stats[2k + 1]``, code and number of cases; returns how many levels.
@@ -228,7 +266,7 @@ def _reg_level_stats(seg, y, w, unit, mean, stats, ints, lm):
 BITSET_LEVELS = 64
 
 
-@jit
+@jit(borrowed=True)
 def left_levels_bits(ints, lm, n_cases):
     """The codes of the levels in S (the side a search left in :data:`SIDE`) as one
     bitset (code c is bit c; every code below :data:`BITSET_LEVELS`); ``n_cases`` is
@@ -341,7 +379,7 @@ def _sort_levels(score, stats, by_odds, n_lv, ints, lm):
 
 # --------------------------------------------------------------------------- classification
 
-@jit
+@jit(borrowed=True)
 def _leading_eigenvector(a, v, J):
     """The eigenvector of the largest eigenvalue of the symmetric J × J matrix ``a``
     (row-major, destroyed): returns the column of ``v`` that holds it.
@@ -396,7 +434,7 @@ def _leading_eigenvector(a, v, J):
     return best
 
 
-@jit
+@jit(borrowed=True)
 def _first_component_scores(stats, n_lv, n_classes, factor, score, work):
     """Heuristic order: score of every level on the first principal component of the
     class proportions p(j | level), weighted by the level's Q (Coppersmith, Hong &
@@ -547,7 +585,7 @@ def _class_exhaustive(stats, n_lv, n_classes, ints, lm, left, right, total, tg,
     return best, best_g
 
 
-@jit
+@jit(borrowed=True)
 def best_subset_classification(seg, tg, total, node_impurity, min_leaf, max_exhaustive,
                                fs, ints, lm):
     """Split search (categorical, classification): the best subset split of a node on
@@ -600,7 +638,7 @@ def best_subset_classification(seg, tg, total, node_impurity, min_leaf, max_exha
 
 # --------------------------------------------------------------------------- regression
 
-@jit
+@jit(borrowed=True)
 def best_subset_regression(seg, y, w, unit, mean, node_impurity, min_leaf, fs, ints, lm):
     """Split search (categorical, regression): the best subset split, by the L - 1
     splits of the levels sorted by their mean of y; returns ``(Δi, n_left)`` or

@@ -31,6 +31,27 @@ def test_presort_small_and_tied():
     _check(X, presort(X))
 
 
+def test_presort_ties_of_signed_zeros_and_missing_values():
+    # tied means two cases share a value: -0.0 equals +0.0; a NaN equals nothing
+    rng = np.random.default_rng(1)
+    cols = {
+        "signed zeros": np.r_[rng.normal(size=50), -0.0, 0.0],
+        "one zero of each sign apart": np.r_[rng.normal(size=50) + 5.0, -0.0, 1.0, 0.0],
+        "two NaN": np.r_[rng.normal(size=50), np.nan, np.nan],
+        "NaN and distinct": np.r_[rng.normal(size=51), np.nan],
+        "negative zero only": np.r_[rng.normal(size=51), -0.0],
+        "equal negatives": np.r_[rng.normal(size=50), -2.5, -2.5],
+    }
+    for name, col in cols.items():
+        X = col[:, None]
+        order = presort(X).keys[0]
+        x = X[order, 0]
+        expected = bool(np.any(x[1:] == x[:-1]))  # neighbours in sorted order
+        assert (presort(X).rank_row[0] >= 0) == expected, name
+    assert presort(np.array([[0.0], [-0.0]])).rank_row[0] >= 0
+    assert presort(np.array([[np.nan], [np.nan]])).rank_row[0] < 0
+
+
 def test_presort_large_releases_memory_and_subsets():
     """Large enough that the sorts hand freed memory back (malloc_trim on glibc)."""
     rng = np.random.default_rng(1)
