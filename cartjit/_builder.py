@@ -620,18 +620,29 @@ def _level_sets_of_pair(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, r
 def _partition_split_feature(keys, start, end, shift, goes_left, buf):
     """Step 2, a subset split: stably partition the split feature's segment into the
     cases going left and then right (the other features are partitioned in step 4)."""
-    wl = np.uint64(start)
-    wr = np.uint64(0)
-    ushift = np.uint64(shift)
-    for i in range(np.uint64(start), np.uint64(end)):  # as in _partition
-        key = keys[i]
+    _stable_split(keys, start, end, start, 0, np.uint64(shift), goes_left, buf)
+
+
+@jit(inline="always")
+def _stable_split(row, i0, end, wl, wr, ushift, goes_left, buf):
+    """Stably partition ``row[i0:end]`` by the marks: a case marked 1 (left) is written
+    at ``wl`` onwards in ``row``, one marked 0 at ``wr`` onwards in ``buf``, and the
+    ``buf`` run (with the ``wr`` keys it already held) is then copied back after the left
+    run. Branch-free: the side is a coin flip the CPU cannot predict, so every key is
+    written to both places and only the matching write pointer advances (wl <= i, so
+    the in-place write never overtakes the read). Unsigned indices spare every access
+    Numba's negative-index wrap-around (four per key)."""
+    uwl = np.uint64(wl)
+    uwr = np.uint64(wr)
+    for i in range(np.uint64(i0), np.uint64(end)):
+        key = row[i]
         g = np.uint64(goes_left[np.uint64(key) >> ushift])
-        keys[wl] = key
-        buf[wr] = key
-        wl += g
-        wr += np.uint64(1) - g
-    for i in range(wr):
-        keys[wl + i] = buf[i]
+        row[uwl] = key
+        buf[uwr] = key
+        uwl += g
+        uwr += np.uint64(1) - g
+    for i in range(uwr):
+        row[uwl + i] = buf[i]
 
 
 @jit(borrowed=True)
@@ -859,22 +870,7 @@ def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
                     wl += n_left
                     wr += LANES - n_left
                     i0 += LANES
-            # Branch-free: the side is a coin flip the CPU cannot predict, so every key
-            # is written to both places and only the matching write pointer advances
-            # (wl <= i, so the in-place write never overtakes the read). Unsigned
-            # indices spare every access Numba's negative-index wrap-around (four per
-            # key here).
-            uwl = np.uint64(wl)
-            uwr = np.uint64(wr)
-            for i in range(np.uint64(i0), np.uint64(end)):
-                key = row[i]
-                g = np.uint64(goes_left[np.uint64(key) >> ushift])
-                row[uwl] = key
-                buf[uwr] = key
-                uwl += g
-                uwr += np.uint64(1) - g
-            for i in range(uwr):
-                row[uwl + i] = buf[i]
+            _stable_split(row, i0, end, wl, wr, ushift, goes_left, buf)
 
 
 # --------------------------------------------------------------------------- missing values
