@@ -322,7 +322,7 @@ def _class_node_stats(row, start, end, tg, counts):
 @jit(borrowed=True)
 def _reg_node_stats(row, start, end, tg):
     """Node statistics (regression): (W, ȳ, Σ w (y - ȳ), weighted variance, all y equal)
-    of a segment.
+    of a segment (:func:`_reg_moments`).
 
     Parameters
     ----------
@@ -330,6 +330,16 @@ def _reg_node_stats(row, start, end, tg):
     start, end : the node's position range.
     tg : :class:`cartjit._splitter.Targets`.
     """
+    return _reg_moments(row, start, end, tg)
+
+
+@jit(inline="always")
+def _reg_moments(row, start, end, tg):
+    """(W, ȳ, Σ w (y - ȳ), weighted variance, all y equal) of the cases
+    ``row[start:end]`` (regression keys are cases): two passes, the second about the
+    mean. Unsigned indices, and no multiplication by a unit weight (exact, so the same
+    bits as with the weights of 1). Inlined: the search with missing values runs it for
+    every (node, feature) pair."""
     y = tg.y_reg
     w = tg.w
     unit_weights = tg.unit_weights
@@ -337,22 +347,30 @@ def _reg_node_stats(row, start, end, tg):
     s = 0.0
     first = y[row[start]]
     constant = True
-    for i in range(start, end):
-        case = row[i]
-        wi = 1.0 if unit_weights else w[case]
-        w_sum += wi
-        s += wi * y[case]
-        if y[case] != first:
-            constant = False
+    for i in range(np.uint64(start), np.uint64(end)):
+        case = np.uint64(row[i])
+        yi = y[case]
+        if unit_weights:
+            w_sum += 1.0
+            s += yi
+        else:
+            wi = w[case]
+            w_sum += wi
+            s += wi * yi
+        constant &= yi == first
     mean = s / w_sum
     s_c = 0.0
     ss_c = 0.0
-    for i in range(start, end):
-        case = row[i]
-        wi = 1.0 if unit_weights else w[case]
+    for i in range(np.uint64(start), np.uint64(end)):
+        case = np.uint64(row[i])
         z = y[case] - mean
-        s_c += wi * z
-        ss_c += wi * z * z
+        if unit_weights:
+            s_c += z
+            ss_c += z * z
+        else:
+            wi = w[case]
+            s_c += wi * z
+            ss_c += wi * z * z
     var = (ss_c - s_c * s_c / w_sum) / w_sum
     if var < 0.0 or constant:
         var = 0.0
@@ -977,7 +995,7 @@ def _present_best(row, rk, is_cat, tied, node, start, pend, end, mean, s_sum, no
             imp = impurity_from_counts(counts, tg.factor, tg.criterion)
             scale = q_present / q_node
         else:
-            w_present, mean, s_sum, imp = _present_reg_stats(row, start, pend, tg)
+            w_present, mean, s_sum, imp, _ = _reg_moments(row, start, pend, tg)
             scale = w_present / w_total
             w_total = w_present
     if is_cat:
@@ -989,49 +1007,6 @@ def _present_best(row, rk, is_cat, tied, node, start, pend, end, mean, s_sum, no
     if pos >= 0:
         d *= scale
     return d, pos
-
-
-@jit(inline="always")
-def _present_reg_stats(row, start, end, tg):
-    """:func:`_reg_node_stats` of the cases ``row[start:end]`` (regression keys are
-    cases) as ``(W, ȳ, Σ w (y - ȳ), variance)``, the same operations in the same order,
-    with unsigned indices and no multiplications by a unit weight (exact, so the results
-    are the same bit for bit): it runs for every (node, feature) pair with holes."""
-    y = tg.y_reg
-    w = tg.w
-    unit_weights = tg.unit_weights
-    w_sum = 0.0
-    s = 0.0
-    first = y[row[start]]
-    constant = True
-    for i in range(np.uint64(start), np.uint64(end)):
-        case = np.uint64(row[i])
-        yi = y[case]
-        if unit_weights:
-            w_sum += 1.0
-            s += yi
-        else:
-            wi = w[case]
-            w_sum += wi
-            s += wi * yi
-        constant &= yi == first
-    mean = s / w_sum
-    s_c = 0.0
-    ss_c = 0.0
-    for i in range(np.uint64(start), np.uint64(end)):
-        case = np.uint64(row[i])
-        z = y[case] - mean
-        if unit_weights:
-            s_c += z
-            ss_c += z * z
-        else:
-            wi = w[case]
-            s_c += wi * z
-            ss_c += wi * z * z
-    var = (ss_c - s_c * s_c / w_sum) / w_sum
-    if var < 0.0 or constant:
-        var = 0.0
-    return w_sum, mean, s_c, var
 
 
 @jit
