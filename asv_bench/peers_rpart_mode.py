@@ -22,11 +22,13 @@ rpart cannot exceed, so cartjit is given it too: without it cartjit grows T_max 
 depth 36 at 1e5 rows; neither computes competitors nor surrogates, and no value is
 missing), up to exact ties between splits: where two splits lower the impurity by
 exactly the same amount, cartjit takes the first variable and rpart the one its
-rounding makes larger, which changes a few small subtrees at 1e5 rows. Each is run ``--repeat`` times (rpart ``--rpart-repeat`` times) and the
+rounding makes larger, which changes a few small subtrees at 1e5 rows (docs/rpart.md,
+"Larger data"). Each is run ``--repeat`` times (rpart ``--rpart-repeat`` times) and the
 median is reported, with every sample; cartjit's kernels are compiled (or loaded from
 the cache) by an untimed fit on 500 rows first. The table gives the ratios and the CP
 table lengths (rpart's table and cartjit's ``cptable_`` in rpart mode have the same rows
-wherever no exact tie intervenes: ``tests/parity/test_rpart_compat_random.py``).
+wherever no exact tie intervenes: ``tests/parity/test_rpart_compat_random.py``,
+``tests/parity/test_rpart_depth.py``).
 
 Options: ``--size`` (1e5), ``--folds`` (10), ``--repeat`` (3), ``--rpart-repeat``
 (default ``--repeat``), ``--threads N`` (NUMBA_NUM_THREADS for cartjit; default Numba's),
