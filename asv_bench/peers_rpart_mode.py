@@ -19,7 +19,7 @@ Data: the ``--size`` × 20 problem of ``peers_cv.py`` (``cartjit.datasets.make_c
 These settings grow the same tree in all three (cartjit's defaults are rpart's
 ``minsplit = 2``, ``minbucket = 1``; ``max_depth = 30`` is rpart's ``maxdepth``, which
 rpart cannot exceed, so cartjit is given it too: without it cartjit grows T_max to
-depth 36 at 1e5 rows; neither computes competitors nor surrogates, and no value is
+depth 36 at 1e4 rows; neither computes competitors nor surrogates, and no value is
 missing), up to exact ties between splits: where two splits lower the impurity by
 exactly the same amount, cartjit takes the first variable and rpart the one its
 rounding makes larger, which changes a few small subtrees at 1e5 rows (docs/rpart.md,
