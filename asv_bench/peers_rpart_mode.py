@@ -6,9 +6,9 @@ Data: the ``--size`` × 20 problem of ``peers_cv.py`` (``cartjit.datasets.make_c
 3 classes, seed 0), and one fold vector (ids 1..V, a seeded random permutation of
 ``arange(n) % V``) given to all three:
 
-* cartjit exact mode: ``CARTClassifierCV(cv=folds, compat="breiman", max_competitor=0)``
-  (T_max grown to purity, the exact weakest-link sequence, V fold trees, every α'_k
-  scored, selection);
+* cartjit exact mode: ``CARTClassifierCV(cv=folds, compat="breiman", max_competitor=0,
+  max_depth=30)`` (T_max grown to purity or depth 30, the exact weakest-link sequence,
+  V fold trees, every α'_k scored, selection);
 * cartjit rpart mode: the same with ``compat="rpart", cp=0`` (rpart's one-pass
   complexities, its growth bound, its CP list and run-down);
 * rpart: ``rpart(y ~ ., method = "class", control = rpart.control(cp = 0, minsplit = 2,
@@ -17,12 +17,18 @@ Data: the ``--size`` × 20 problem of ``peers_cv.py`` (``cartjit.datasets.make_c
   R's start excluded), after an untimed call on 1,000 rows.
 
 These settings grow the same tree in all three (cartjit's defaults are rpart's
-``minsplit = 2``, ``minbucket = 1``; neither computes competitors nor surrogates, and no
-value is missing). Each is run ``--repeat`` times (rpart ``--rpart-repeat`` times) and the
+``minsplit = 2``, ``minbucket = 1``; ``max_depth = 30`` is rpart's ``maxdepth``, which
+rpart cannot exceed, so cartjit is given it too: without it cartjit grows T_max to
+depth 36 at 1e4 rows; neither computes competitors nor surrogates, and no value is
+missing), up to exact ties between splits: where two splits lower the impurity by
+exactly the same amount, cartjit takes the first variable and rpart the one its
+rounding makes larger, which changes a few small subtrees at 1e5 rows (docs/rpart.md,
+"Larger data"). Each is run ``--repeat`` times (rpart ``--rpart-repeat`` times) and the
 median is reported, with every sample; cartjit's kernels are compiled (or loaded from
 the cache) by an untimed fit on 500 rows first. The table gives the ratios and the CP
 table lengths (rpart's table and cartjit's ``cptable_`` in rpart mode have the same rows
-wherever no exact tie intervenes: ``tests/parity/test_rpart_compat_random.py``).
+wherever no exact tie intervenes: ``tests/parity/test_rpart_compat_random.py``,
+``tests/parity/test_rpart_depth.py``).
 
 Options: ``--size`` (1e5), ``--folds`` (10), ``--repeat`` (3), ``--rpart-repeat``
 (default ``--repeat``), ``--threads N`` (NUMBA_NUM_THREADS for cartjit; default Numba's),
@@ -49,8 +55,9 @@ N_FEATURES = 20
 N_CLASSES = 3
 FOLD_SEED = 1
 WARM_UP_ROWS = 500
+MAX_DEPTH = 30  # rpart's largest maxdepth; both sides get it
 _R_CONTROL = ("cp = 0, minsplit = 2, minbucket = 1, maxcompete = 0, maxsurrogate = 0, "
-              "maxdepth = 30")
+              f"maxdepth = {MAX_DEPTH}")
 
 
 def parse_args(argv=None):
@@ -89,7 +96,7 @@ def _estimator(compat, folds):
 
     extra = {"cp": 0} if compat == "rpart" else {}
     return CARTClassifierCV(cv=folds, compat=compat, selection="min", max_competitor=0,
-                            **extra)
+                            max_depth=MAX_DEPTH, **extra)
 
 
 def time_cartjit(compat, X, y, folds, repeat):
