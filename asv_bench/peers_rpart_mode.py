@@ -23,7 +23,8 @@ depth 36 at 1e4 rows; neither computes competitors nor surrogates, and no value 
 missing), up to exact ties between splits: where two splits lower the impurity by
 exactly the same amount, cartjit takes the first variable and rpart the one its
 rounding makes larger, which changes a few small subtrees at 1e5 rows (docs/rpart.md,
-"Larger data"). Each is run ``--repeat`` times (rpart ``--rpart-repeat`` times) and the
+"Larger data"). Each is run ``--repeat`` times (rpart ``--rpart-repeat`` times; the two
+cartjit modes interleaved, so that the host's drift hits both alike) and the
 median is reported, with every sample; cartjit's kernels are compiled (or loaded from
 the cache) by an untimed fit on 500 rows first. The table gives the ratios and the CP
 table lengths (rpart's table and cartjit's ``cptable_`` in rpart mode have the same rows
@@ -99,9 +100,16 @@ def _estimator(compat, folds):
                             max_depth=MAX_DEPTH, **extra)
 
 
-def time_cartjit(compat, X, y, folds, repeat):
-    """Wall times (s) of ``fit`` and the last fitted estimator."""
-    return peers.time_fits(lambda: _estimator(compat, folds), X, y, repeat)
+def time_cartjit_modes(X, y, folds, repeat):
+    """Wall times (s) of ``fit`` in each mode, the two interleaved (breiman, rpart, then
+    rpart, breiman, ...) so that the host's drift hits both alike, and the last fitted
+    estimator of each: ``{compat: (times, estimator)}``."""
+    out = {"breiman": ([], None), "rpart": ([], None)}
+    for r in range(repeat):
+        for compat in (("breiman", "rpart") if r % 2 == 0 else ("rpart", "breiman")):
+            times, est = peers.time_fits(lambda: _estimator(compat, folds), X, y, 1)
+            out[compat] = (out[compat][0] + times, est)
+    return out
 
 
 _R_SCRIPT = """\
@@ -169,8 +177,8 @@ def main(argv=None):
     warm_s = time.perf_counter() - start
 
     record = {"args": vars(args), "warm_up_s": warm_s}
-    exact_t, exact = time_cartjit("breiman", X, y, folds, args.repeat)
-    rmode_t, rmode = time_cartjit("rpart", X, y, folds, args.repeat)
+    modes = time_cartjit_modes(X, y, folds, args.repeat)
+    (exact_t, exact), (rmode_t, rmode) = modes["breiman"], modes["rpart"]
     record["cartjit_breiman"], record["cartjit_rpart"] = exact_t, rmode_t
     rp = None
     if not args.no_rpart:
