@@ -188,9 +188,9 @@ def _expected_ordered(X, use_surrogate):
 
 @pytest.mark.parametrize("use_surrogate", [2, 1, 0])
 def test_groups_of_complete_rows_and_rows_with_holes_in_one_call(use_surrogate):
-    """More than two groups of 32 rows: the first group complete (branch-free step),
-    the others mixing complete rows and rows with NaN (routed rows beside complete
-    ones); NaN in a feature the row never needs changes nothing."""
+    """More rows than the descent's 32 slots: complete rows first (the plain step),
+    then complete rows and rows with NaN (routed rows beside complete ones) in flight
+    together; NaN in a feature the row never needs changes nothing."""
     tree = _tree(node2_subset=False)
     validate(tree)
     rng = np.random.default_rng(0)
@@ -367,6 +367,42 @@ def test_grown_trees_with_holes_route_as_the_rules_say(max_surrogate, use_surrog
     # every pruned subtree stays valid
     for a in np.unique(tree.alpha):
         validate(subtree(tree, tree.alpha > a))
+
+
+def test_many_rows_in_many_chunks_route_as_one_row_at_a_time():
+    """Rows far beyond one chunk of the descent (CHUNK_ROWS) and its 32 slots: complete
+    rows, rows with holes and rows of levels never seen, in a tree with subset splits
+    and surrogates, end where a walk of one row at a time ends (every use_surrogate),
+    whatever the order of the rows."""
+    from cartjit import CARTClassifier
+    from cartjit._predict import CHUNK_ROWS
+
+    try:
+        from naive_missing import flat_apply_missing
+    except ImportError:  # tests/ imported as a package
+        from tests.naive_missing import flat_apply_missing
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    X = np.column_stack([rng.normal(size=n), rng.normal(size=n),
+                         rng.integers(0, 9, n)]).astype(np.float64)
+    y = ((X[:, 0] + np.isin(X[:, 2], [1, 4, 6]) + 0.5 * rng.normal(size=n)) > 0.7)
+    X = _with_holes(X, 0.1, 4)
+    model = CARTClassifier(categorical_features=[2], max_surrogate=3).fit(X, y)
+    tree = model.tree_
+    assert tree.has_surrogates and (tree.level_row >= 0).any()
+    m = 2 * CHUNK_ROWS + 77
+    Xq = np.column_stack([rng.normal(size=m), rng.normal(size=m),
+                          rng.integers(0, 11, m)]).astype(np.float64)  # codes 9, 10 unseen
+    Xq = _with_holes(Xq, 0.15, 5)
+    Xq[: CHUNK_ROWS // 2] = np.where(np.isnan(Xq[: CHUNK_ROWS // 2]), 0.0,
+                                     Xq[: CHUNK_ROWS // 2])  # a run of complete rows
+    for u in (0, 1, 2):
+        want = flat_apply_missing(tree, Xq, u)
+        np.testing.assert_array_equal(apply(tree, Xq, u), want)
+        order = rng.permutation(m)
+        np.testing.assert_array_equal(apply(tree, np.ascontiguousarray(Xq[order]), u),
+                                      want[order])
 
 
 @pytest.mark.parametrize("regression", [False, True])
