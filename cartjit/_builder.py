@@ -197,7 +197,8 @@ class SurrogatePairs(NamedTuple):
 
     agree: np.ndarray      # float64 agreement (0: none)
     adj: np.ndarray        # float64 adjusted agreement
-    threshold: np.ndarray  # float64 (ordered features)
+    pos: np.ndarray        # int64 position of the threshold in the feature's keys
+                           # (ordered features; -1: none)
     low_left: np.ndarray   # int64 1: x <= threshold goes left; a categorical feature of
                            # at most SIDE_BITS levels: its sides (see _pack_sides)
 
@@ -1241,21 +1242,21 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
                                                tg.unit_weights, rk, n_levels,
                                                splits.w_left[j], splits.w_right[j], style,
                                                splits.tie_left[j], lw, side, level_counts)
-                thr = np.nan
+                pos = np.int64(-1)
                 low = _pack_sides(side, n_levels) if n_levels <= SIDE_BITS else 1
             else:
                 # the marked cases with f present: the node's, less those missing f
                 # (summed directly when weights could round)
                 _marked_totals(row, start, pend, end, tg, marks, splits.w_left[j],
                                splits.w_right[j], pairs.present[j * p + f0], high)
-                a, adj, thr, low = ordered_surrogate(row, start, pend, shift, marks, tg.w,
-                                                     tg.unit_weights, rk, X, f, high,
+                a, adj, pos, low = ordered_surrogate(row, start, pend, shift, marks, tg.w,
+                                                     tg.unit_weights, rk, high,
                                                      splits.w_left[j], splits.w_right[j],
                                                      style)
             # a surrogate no better than the majority is never kept
             sur.agree[kk] = a if adj > MIN_ADJ else 0.0
             sur.adj[kk] = adj
-            sur.threshold[kk] = thr
+            sur.pos[kk] = pos
             sur.low_left[kk] = low
 
 
@@ -1423,7 +1424,7 @@ def _rank_surrogates(ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
             else:
                 tables.sur_i[row_s, S_LEVEL_ROW] = -1
                 tables.sur_i[row_s, S_LOW_LEFT] = sur.low_left[kk]
-                tables.sur_f[row_s, S_THRESHOLD] = sur.threshold[kk]
+                tables.sur_f[row_s, S_THRESHOLD] = np.nan  # _send_missing writes it
             n_sur += 1
         for r in range(n_sur):
             taken[tables.sur_i[first + r, S_FEATURE]] = 0
@@ -1433,10 +1434,11 @@ def _rank_surrogates(ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
 
 
 @jit
-def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, tables,
-                  c, n_chunks):
-    """Step 2 (missing values), after :func:`_rank_surrogates`: send each split node's
-    cases missing the split feature down by its surrogates (``use_surrogate`` >= 1,
+def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets,
+                  tables, c, n_chunks):
+    """Step 2 (missing values), after :func:`_rank_surrogates`: write the threshold of
+    each split node's ordered surrogates (from their positions in ``sur``), then send
+    its cases missing the split feature down by its surrogates (``use_surrogate`` >= 1,
     counting the cases each surrogate sends) and then by the majority
     (``use_surrogate`` == 2); a case still unsent stays in the node. Sets the children's
     ranges (``splits.pos``, ``splits.stop``).
@@ -1461,6 +1463,13 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, 
         pend = start + pairs.present[j * p + f0]
         first = nodes.inode[node, I_SUR_START]
         n_sur = nodes.inode[node, I_N_SUR]
+        for r in range(first, first + n_sur):
+            fs = tables.sur_i[r, S_FEATURE]
+            if tables.sur_i[r, S_LEVEL_ROW] < 0:
+                keys_s = ps.keys[fs]
+                pos = sur.pos[j * p + fs]
+                tables.sur_f[r, S_THRESHOLD] = threshold_between(
+                    X[keys_s[pos - 1] >> shift, fs], X[keys_s[pos] >> shift, fs])
         # the cases missing the split feature end its segment
         row = ps.keys[f0]
         w_left = splits.w_left[j]
@@ -1828,7 +1837,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                               np.zeros(n_batch if mv else 0, dtype=np.int64),
                               np.zeros(n_batch if bitsets else 0, dtype=np.uint64))
             all_sur = SurrogatePairs(*(np.zeros(n_batch if mv else 0, dtype=dt)
-                                       for dt in (np.float64, np.float64, np.float64,
+                                       for dt in (np.float64, np.float64, np.int64,
                                                   np.int64)))
             n_split = 0
             for b0 in range(0, m, SEARCH_BATCH):
@@ -1883,7 +1892,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                     _rank_surrogates(presorted, batch, nodes, tg, rules, batch_splits, pairs,
                                      sur, work, level_sets, tables)
                     run_chunks(pool, min(n_threads, bm), _send_missing, X, presorted, batch,
-                               nodes, tg, rules, batch_splits, pairs, work, level_sets,
+                               nodes, tg, rules, batch_splits, pairs, sur, work, level_sets,
                                tables)
                 elif n_new_rows:
                     _record_subsets(presorted, batch, nodes, tg, rules, batch_splits, pairs,
