@@ -197,7 +197,8 @@ class SurrogatePairs(NamedTuple):
 
     agree: np.ndarray      # float64 agreement (0: none)
     adj: np.ndarray        # float64 adjusted agreement
-    threshold: np.ndarray  # float64 (ordered features)
+    pos: np.ndarray        # int64 position of the threshold in the feature's keys
+                           # (ordered features; -1: none)
     low_left: np.ndarray   # int64 1: x <= threshold goes left; a categorical feature of
                            # at most SIDE_BITS levels: its sides (see _pack_sides)
 
@@ -894,8 +895,9 @@ def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
 # --------------------------------------------------------------------------- missing values
 #
 # With a missing value in X, or surrogates asked for, a level runs these steps instead
-# (docs/maths.md §8): search_mv replaces steps 1 (every feature); mark_mv, surrogates and
-# route complete step 2; partition_mv (three-way, every feature) runs before step 3.
+# (docs/maths.md §8): search_mv replaces steps 1 (every feature); mark_mv, surrogates,
+# rank_surrogates and send_missing complete step 2; partition_mv (three-way, every
+# feature) runs before step 3.
 
 @jit
 def _missing_bits(X, out):
@@ -1009,7 +1011,7 @@ def _present_best(row, rk, is_cat, tied, node, start, pend, end, mean, s_sum, no
     return d, pos
 
 
-@jit
+@jit(borrowed=True)
 def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     """Step 1 (missing values): the best split of every (frontier node, feature) pair in
     chunk c, on the node's cases with the feature present (:func:`_pair_best`); also
@@ -1095,21 +1097,29 @@ def _level_sets_from_bits(keys, start, end, shift, codes, bits, level_sets, row)
     level_sets[row, 1, 0] = present & ~bits
 
 
-@jit
-def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
+@jit(borrowed=True)
+def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_chunks):
     """Step 2 (missing values), after :func:`_choose`: mark every case of each split
     node LEFT or RIGHT by the split, or MISSING when its split feature is missing;
     write a subset split's level sets; record the cases
     with the split feature present and the weight the split sends each way, and set
-    ``splits.pos`` to ``start`` + the present cases it sends left (for :func:`_route`).
+    ``splits.pos`` to ``start`` + the present cases it sends left (for
+    :func:`_send_missing`).
+
+    Chunk c takes the batch rows c, c + n_chunks, ...: the nodes own disjoint cases,
+    marks, rows of ``splits`` and level-set rows (reserved by :func:`_choose`), so the
+    chunks write nothing in common. A subset split whose sides the pairs did not keep
+    (``pairs.left_bits`` empty) is searched again with the first thread's scratch: then
+    the caller runs one chunk.
 
     Parameters as :func:`_record_subsets`, with ``X`` the cases and ``pairs`` the batch's
-    :class:`Pairs` (``present`` filled by :func:`_search_mv`).
+    :class:`Pairs` (``present`` filled by :func:`_search_mv`); ``c, n_chunks`` this chunk
+    and the number of chunks.
     """
     p = ps.keys.shape[0]
     marks = work.goes_left
     shift = tg.shift
-    for j in range(fr.node.shape[0]):
+    for j in range(c, fr.node.shape[0], n_chunks):
         f = splits.feat[j]
         if f < 0:
             continue
@@ -1173,11 +1183,12 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
             marks[row[i] >> shift] = MISSING
         splits.w_left[j] = w_left
         splits.w_right[j] = w_right
-        # until _route adds the cases it sends: the left child's end among the present
+        # until _send_missing adds the cases it sends: the left child's end among the
+        # present cases
         splits.pos[j] = start + n_left
 
 
-@jit
+@jit(borrowed=True)
 def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_chunks):
     """Step 2 (surrogates): the best surrogate split of every (split node, other feature)
     pair in chunk c (:mod:`cartjit._surrogates`), on the marks of :func:`_mark_mv`.
@@ -1231,26 +1242,26 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
                                                tg.unit_weights, rk, n_levels,
                                                splits.w_left[j], splits.w_right[j], style,
                                                splits.tie_left[j], lw, side, level_counts)
-                thr = np.nan
+                pos = np.int64(-1)
                 low = _pack_sides(side, n_levels) if n_levels <= SIDE_BITS else 1
             else:
                 # the marked cases with f present: the node's, less those missing f
                 # (summed directly when weights could round)
                 _marked_totals(row, start, pend, end, tg, marks, splits.w_left[j],
                                splits.w_right[j], pairs.present[j * p + f0], high)
-                a, adj, thr, low = ordered_surrogate(row, start, pend, shift, marks, tg.w,
-                                                     tg.unit_weights, rk, X, f, high,
+                a, adj, pos, low = ordered_surrogate(row, start, pend, shift, marks, tg.w,
+                                                     tg.unit_weights, rk, high,
                                                      splits.w_left[j], splits.w_right[j],
                                                      style)
             # a surrogate no better than the majority is never kept
             sur.agree[kk] = a if adj > MIN_ADJ else 0.0
             sur.adj[kk] = adj
-            sur.threshold[kk] = thr
+            sur.pos[kk] = pos
             sur.low_left[kk] = low
 
 
 #: Categorical surrogates of at most this many levels keep their sides from the search
-#: (SurrogatePairs.low_left), so that _route need not search the pair again.
+#: (SurrogatePairs.low_left), so that _rank_surrogates need not search the pair again.
 SIDE_BITS = 31
 
 
@@ -1336,7 +1347,12 @@ def _marked_totals(row, start, pend, end, tg, marks, w_left, w_right, n_marked, 
     out[2] = n
 
 
-@jit
+# Inlined into _send_missing (a call per case missing the split feature), which like the
+# other kernels of missing values that run in chunks is compiled borrowed, so that the
+# threads do not contend for the reference counts of the tables they share: the two
+# together took _send_missing from about 19 to 9 ms of CPU time in a two-thread fit of
+# 10^5 rows with 10 % of the cells missing (AMD EPYC).
+@jit(inline="always")
 def _surrogate_goes(X, case, f, tables, r, level_sets, is_cat):
     """Routing by surrogate row ``r``: LEFT, RIGHT, or MISSING when it cannot route."""
     x = X[case, f]
@@ -1352,13 +1368,12 @@ def _surrogate_goes(X, case, f, tables, r, level_sets, is_cat):
 
 
 @jit
-def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, tables):
+def _rank_surrogates(ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets,
+                     tables):
     """Step 2 (missing values), serial: for each split node of the batch keep its best
-    surrogates (agreement first, feature order on ties, adjusted agreement > MIN_ADJ),
-    write them to the surrogate table, send its cases missing the split feature down by
-    them (``use_surrogate`` >= 1) and then by the majority (``use_surrogate`` == 2);
-    a case still unsent stays in the node. Sets the children's ranges (``splits.pos``,
-    ``splits.stop``).
+    surrogates (agreement first, feature order on ties, adjusted agreement > MIN_ADJ)
+    and write them, in node order, to the surrogate table and a categorical surrogate's
+    level sets to the next free rows; :func:`_send_missing` then routes by them.
 
     Parameters as :func:`_search_surrogates`; ``level_sets`` and ``tables`` (with room
     for every row this batch may write) receive the surrogates' rows.
@@ -1374,8 +1389,6 @@ def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, ta
             continue
         node = fr.node[j]
         start = fr.start[j]
-        end = fr.end[j]
-        pend = start + pairs.present[j * p + f0]
         first = tables.rows[0]
         n_sur = 0
         for r in range(rules.max_surrogate):
@@ -1416,13 +1429,52 @@ def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, ta
             else:
                 tables.sur_i[row_s, S_LEVEL_ROW] = -1
                 tables.sur_i[row_s, S_LOW_LEFT] = sur.low_left[kk]
-                tables.sur_f[row_s, S_THRESHOLD] = sur.threshold[kk]
+                tables.sur_f[row_s, S_THRESHOLD] = np.nan  # _send_missing writes it
             n_sur += 1
         for r in range(n_sur):
             taken[tables.sur_i[first + r, S_FEATURE]] = 0
         tables.rows[0] = first + n_sur
         nodes.inode[node, I_SUR_START] = first
         nodes.inode[node, I_N_SUR] = n_sur
+
+
+@jit(borrowed=True)
+def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets,
+                  tables, c, n_chunks):
+    """Step 2 (missing values), after :func:`_rank_surrogates`: write the threshold of
+    each split node's ordered surrogates (from their positions in ``sur``), then send
+    its cases missing the split feature down by its surrogates (``use_surrogate`` >= 1,
+    counting the cases each surrogate sends) and then by the majority
+    (``use_surrogate`` == 2); a case still unsent stays in the node. Sets the children's
+    ranges (``splits.pos``, ``splits.stop``).
+
+    Chunk c takes the batch rows c, c + n_chunks, ...: each node reads and counts only
+    its own surrogate rows and marks only its own cases, so the result does not depend
+    on the chunks.
+
+    Parameters as :func:`_rank_surrogates`; ``c, n_chunks`` this chunk and the number
+    of chunks.
+    """
+    p = ps.keys.shape[0]
+    marks = work.goes_left
+    shift = tg.shift
+    for j in range(c, fr.node.shape[0], n_chunks):
+        f0 = splits.feat[j]
+        if f0 < 0:
+            continue
+        node = fr.node[j]
+        start = fr.start[j]
+        end = fr.end[j]
+        pend = start + pairs.present[j * p + f0]
+        first = nodes.inode[node, I_SUR_START]
+        n_sur = nodes.inode[node, I_N_SUR]
+        for r in range(first, first + n_sur):
+            fs = tables.sur_i[r, S_FEATURE]
+            if tables.sur_i[r, S_LEVEL_ROW] < 0:
+                keys_s = ps.keys[fs]
+                pos = sur.pos[j * p + fs]
+                tables.sur_f[r, S_THRESHOLD] = threshold_between(
+                    X[keys_s[pos - 1] >> shift, fs], X[keys_s[pos] >> shift, fs])
         # the cases missing the split feature end its segment
         row = ps.keys[f0]
         w_left = splits.w_left[j]
@@ -1454,26 +1506,24 @@ def _route(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets, ta
 
 
 @jit
-def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present, work,
-                        level_sets, tables):
+def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables):
     """Step 2, competitors (serial): for each split node of the batch, the best splits
     of the other features (largest Δ first, feature order on ties up to the tie
-    tolerance, Δ above it), at most ``max_competitor``, written to the competitor table
-    (a categorical competitor with its level sets, :func:`_level_sets_of_pair`).
+    tolerance, Δ above it), at most ``max_competitor``, written in node order to the
+    competitor table (feature, cases present, Δ), a categorical competitor with the next
+    free row of the level sets; :func:`_fill_competitors` completes the rows.
 
-    Parameters as :func:`_route`; ``with_present`` tells whether ``pairs.present`` was
-    filled (missing values), else every case of the node counts as present.
+    Parameters as :func:`_rank_surrogates`; ``with_present`` tells whether
+    ``pairs.present`` was filled (missing values), else every case of the node counts as
+    present.
     """
     p = ps.keys.shape[0]
-    shift = tg.shift
     taken = np.zeros(p, dtype=np.uint8)
     for j in range(fr.node.shape[0]):
         f0 = splits.feat[j]
         if f0 < 0:
             continue
         node = fr.node[j]
-        start = fr.start[j]
-        end = fr.end[j]
         tol = tie_tolerance(nodes.fnode[node, F_IMPURITY])
         first = tables.rows[1]
         n_comp = 0
@@ -1484,31 +1534,16 @@ def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present
                 break
             taken[bf] = 1
             kk = j * p + bf
-            best = pairs.delta[kk]
-            present = pairs.present[kk] if with_present else end - start
             row_c = first + n_comp
-            row = ps.keys[bf]
             tables.comp_i[row_c, C_FEATURE] = bf
-            tables.comp_i[row_c, C_COUNT] = present
-            tables.comp_f[row_c, C_IMPROVEMENT] = best
+            tables.comp_i[row_c, C_COUNT] = (pairs.present[kk] if with_present
+                                             else fr.end[j] - fr.start[j])
+            tables.comp_f[row_c, C_IMPROVEMENT] = pairs.delta[kk]
             if ps.n_levels[bf] > 0:
-                lrow = tables.rows[2]
+                tables.comp_i[row_c, C_LEVEL_ROW] = tables.rows[2]
                 tables.rows[2] += 1
-                if pairs.left_bits.shape[0] > 0:
-                    _level_sets_from_bits(row, start, start + present, shift,
-                                          ps.ranks[ps.rank_row[bf]], pairs.left_bits[kk],
-                                          level_sets, lrow)
-                else:
-                    _level_sets_of_pair(ps, bf, node, start, start + present, end,
-                                        fr.mean[j], fr.sum[j], nodes, tg, rules, pairs, kk,
-                                        work, level_sets, lrow)
-                tables.comp_i[row_c, C_LEVEL_ROW] = lrow
-                tables.comp_f[row_c, C_THRESHOLD] = np.nan
             else:
-                pos = pairs.pos[kk]
                 tables.comp_i[row_c, C_LEVEL_ROW] = -1
-                tables.comp_f[row_c, C_THRESHOLD] = threshold_between(
-                    X[row[pos - 1] >> shift, bf], X[row[pos] >> shift, bf])
             n_comp += 1
         taken[f0] = 0
         for r in range(n_comp):
@@ -1518,11 +1553,54 @@ def _record_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, with_present
         nodes.inode[node, I_N_COMP] = n_comp
 
 
+@jit(borrowed=True)
+def _fill_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets,
+                      tables, c, n_chunks):
+    """Step 2, competitors, after :func:`_rank_competitors`: the threshold of each
+    ordered competitor, the level sets of each categorical one (from
+    ``pairs.left_bits``, or by searching the pair again with the first thread's scratch
+    (:func:`_level_sets_of_pair`), when the caller runs one chunk).
+
+    Chunk c takes the batch rows c, c + n_chunks, ...; each node writes only its own
+    rows.
+
+    Parameters as :func:`_send_missing`.
+    """
+    p = ps.keys.shape[0]
+    shift = tg.shift
+    for j in range(c, fr.node.shape[0], n_chunks):
+        if splits.feat[j] < 0:
+            continue
+        node = fr.node[j]
+        start = fr.start[j]
+        first = nodes.inode[node, I_COMP_START]
+        for row_c in range(first, first + nodes.inode[node, I_N_COMP]):
+            bf = tables.comp_i[row_c, C_FEATURE]
+            kk = j * p + bf
+            row = ps.keys[bf]
+            if ps.n_levels[bf] > 0:
+                lrow = tables.comp_i[row_c, C_LEVEL_ROW]
+                present = tables.comp_i[row_c, C_COUNT]
+                if pairs.left_bits.shape[0] > 0:
+                    _level_sets_from_bits(row, start, start + present, shift,
+                                          ps.ranks[ps.rank_row[bf]], pairs.left_bits[kk],
+                                          level_sets, lrow)
+                else:
+                    _level_sets_of_pair(ps, bf, node, start, start + present, fr.end[j],
+                                        fr.mean[j], fr.sum[j], nodes, tg, rules, pairs, kk,
+                                        work, level_sets, lrow)
+                tables.comp_f[row_c, C_THRESHOLD] = np.nan
+            else:
+                pos = pairs.pos[kk]
+                tables.comp_f[row_c, C_THRESHOLD] = threshold_between(
+                    X[row[pos - 1] >> shift, bf], X[row[pos] >> shift, bf])
+
+
 @jit
 def _partition_mv(keys, shift, sp_index, splits, fr, work, c, n_chunks):
     """Step 4 (missing values), before step 3: stable three-way partition of the split
     nodes' segments into the cases going left, those going right, and those staying in
-    the node (marks of :func:`_route`): the split feature of every split node, and every
+    the node (marks of :func:`_send_missing`): the split feature of every split node, and every
     feature of a node where cases stay (the others are left to :func:`_partition`).
 
     Parameters as :func:`_partition`, ``sp_index`` the frontier rows of every split node.
@@ -1764,7 +1842,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                               np.zeros(n_batch if mv else 0, dtype=np.int64),
                               np.zeros(n_batch if bitsets else 0, dtype=np.uint64))
             all_sur = SurrogatePairs(*(np.zeros(n_batch if mv else 0, dtype=dt)
-                                       for dt in (np.float64, np.float64, np.float64,
+                                       for dt in (np.float64, np.float64, np.int64,
                                                   np.int64)))
             n_split = 0
             for b0 in range(0, m, SEARCH_BATCH):
@@ -1803,23 +1881,33 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                                             n_nodes + 2 * n_split, n_rows)
                 n_rows += n_new_rows
                 tables.rows[2] = n_rows
+                # per-node steps run in chunks of batch rows; a subset split searched
+                # again (no bitsets kept) takes the first thread's scratch: one chunk
+                node_chunks = min(n_threads, bm) if bitsets or not lm else 1
                 if mv and n_new:
-                    _mark_mv(X, presorted, batch, nodes, tg, rules, batch_splits, pairs, work,
-                             level_sets)
+                    run_chunks(pool, node_chunks, _mark_mv, X, presorted, batch, nodes, tg,
+                               rules, batch_splits, pairs, work, level_sets)
                     sur = SurrogatePairs(*(a[:n_pairs] for a in all_sur))
                     if max_sur:
                         sp = np.flatnonzero(batch_splits.feat >= 0).astype(np.int64)
                         run_chunks(pool, min(n_threads, sp.shape[0] * p), _search_surrogates,
                                    X, presorted, batch, tg, rules, batch_splits, pairs, sp,
                                    work, sur)
-                    _route(X, presorted, batch, nodes, tg, rules, batch_splits, pairs, sur,
-                           work, level_sets, tables)
+                    # table rows in node order (serial), then the cases sent (chunks)
+                    _rank_surrogates(presorted, batch, nodes, tg, rules, batch_splits, pairs,
+                                     sur, work, level_sets, tables)
+                    run_chunks(pool, min(n_threads, bm), _send_missing, X, presorted, batch,
+                               nodes, tg, rules, batch_splits, pairs, sur, work, level_sets,
+                               tables)
                 elif n_new_rows:
                     _record_subsets(presorted, batch, nodes, tg, rules, batch_splits, pairs,
                                     work, level_sets)
                 if max_comp and n_new:
-                    _record_competitors(X, presorted, batch, nodes, tg, rules, batch_splits,
-                                        pairs, mv, work, level_sets, tables)
+                    _rank_competitors(presorted, batch, nodes, rules, batch_splits, pairs, mv,
+                                      tables)
+                    run_chunks(pool, node_chunks, _fill_competitors, X, presorted, batch,
+                               nodes, tg, rules, batch_splits, pairs, work, level_sets,
+                               tables)
                 n_rows = int(tables.rows[2])
                 n_split += n_new
             if n_split == 0:

@@ -29,15 +29,15 @@ weight of the marked cases with f present. The adjusted agreement compares it wi
 majority rule over the same total, ``adj = (agree - majority) / (1 - majority)``.
 
 Both searches return ``(agree, adj)`` with ``(0, 0)`` when no split qualifies; the
-ordered one also the threshold and the direction, the categorical one the side of each
-level in its scratch.
+ordered one also the position of its threshold (the caller turns the kept ones into
+thresholds: reading two rows of X per pair cost about a tenth of the search) and the
+direction, the categorical one the side of each level in its scratch.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ._config import jit
-from ._splitter import threshold_between
 
 __all__ = ["ordered_surrogate", "categorical_surrogate", "LEVEL_LEFT", "LEVEL_RIGHT",
            "LEVEL_NONE", "MIN_ADJ"]
@@ -66,11 +66,12 @@ def _fractions(agree, majority, both_total, w_left, w_right, style):
 # Inlined into the callers, which take every array once per feature: a call with this
 # many array arguments costs about as much as a small node's scan.
 @jit(inline="always")
-def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, X, f, high,
-                      w_left, w_right, style):
+def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, high, w_left,
+                      w_right, style):
     """Best ordered surrogate split on one feature; returns
-    ``(agree, adj, threshold, low_left)``, ``low_left`` 1 when ``x <= threshold`` goes
-    left, and ``(0, 0, nan, 0)`` when no threshold beats the majority.
+    ``(agree, adj, pos, low_left)``: the threshold lies between the values of the cases
+    of ``row[pos - 1]`` and ``row[pos]``, ``low_left`` 1 when ``x <= threshold`` goes
+    left; ``(0, 0, -1, 0)`` when no threshold beats the majority.
 
     Parameters
     ----------
@@ -80,7 +81,6 @@ def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, X, 
     w, unit_weights : case weights (unused with ``unit_weights``).
     ranks : int32 dense ranks of the feature by case, or empty when its values are
         distinct (then every position is a new value).
-    X, f : float64 (n, p) the cases, and the feature's column (read for the threshold).
     high : float64 (3,) the marked cases of the segment: weight going left, weight going
         right, and their number (all start above the threshold).
     w_left, w_right : weight of the node's marked cases going left and right.
@@ -93,10 +93,9 @@ def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, X, 
         best, majority, both_total, best_i, low_left = _ordered_scan(
             row, start, end, shift, marks, w, ranks, high)
     if best_i < 0:
-        return 0.0, 0.0, np.nan, 0
-    threshold = threshold_between(X[row[best_i - 1] >> shift, f], X[row[best_i] >> shift, f])
+        return 0.0, 0.0, np.int64(-1), 0
     a, adj = _fractions(best, majority, both_total, w_left, w_right, style)
-    return a, adj, threshold, low_left
+    return a, adj, best_i, low_left
 
 
 @jit(inline="always")
