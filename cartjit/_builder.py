@@ -1616,6 +1616,97 @@ def _root(keys, nodes, tg):
 
 # --------------------------------------------------------------------------- driver
 
+@jit
+def _more_rows(arr, needed):
+    """``arr`` with room for ``needed`` rows (its first axis): itself when it has them,
+    else a zero-filled copy with ``max(needed, rows * 5 // 4)`` rows."""
+    rows = arr.shape[0]
+    if needed <= rows:
+        return arr
+    shape = (max(needed, rows + rows // 4),) + arr.shape[1:]
+    out = np.zeros(shape, dtype=arr.dtype)
+    out[:rows] = arr
+    return out
+
+
+@jit
+def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets, fr):
+    """The level loop of :func:`grow` on one thread without missing values, compiled:
+    steps 1 to 4 call the kernels above exactly as the Python loop of :func:`grow`
+    does with one chunk each, so the tree is the same; only the dispatches (a dozen
+    microseconds each, most of a small fit) and the per-level bookkeeping leave Python.
+
+    Returns ``(nodes, level_sets, tables, n_nodes, n_rows)``: the tables, reallocated
+    where they needed more rows, the number of nodes and of level-set rows used.
+    """
+    keys = ps.keys
+    p = keys.shape[0]
+    max_comp = rules.max_competitor
+    n_nodes = 1
+    n_rows = 0
+    while fr.node.shape[0] > 0:
+        m = fr.node.shape[0]
+        splits = Splits(np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+                        np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+                        np.zeros(m, dtype=np.float64), np.zeros(m, dtype=np.float64),
+                        np.zeros(m, dtype=np.int64))
+        need = n_nodes + 2 * m  # every frontier node may split
+        nodes = Nodes(_more_rows(nodes.inode, need), _more_rows(nodes.fnode, need),
+                      _more_rows(nodes.value, need))
+        n_split = 0
+        for b0 in range(0, m, SEARCH_BATCH):
+            b1 = min(m, b0 + SEARCH_BATCH)
+            n_pairs = (b1 - b0) * p
+            if level_sets.shape[0] > 0:
+                level_sets = _more_rows(level_sets, n_rows + (b1 - b0) * (1 + max_comp))
+            first = tables.rows[1] + (b1 - b0) * max_comp
+            tables = Tables(tables.sur_i, tables.sur_f, _more_rows(tables.comp_i, first),
+                            _more_rows(tables.comp_f, first), tables.rows)
+            pairs = Pairs(np.empty(n_pairs, dtype=np.float64),
+                          np.empty(n_pairs, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                          np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
+            batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
+                             fr.mean[b0:b1], fr.sum[b0:b1])
+            _search(ps, batch, nodes, tg, rules, work, pairs, 0, 1)
+            if cat.shape[0] > 0:
+                _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
+            part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
+                          splits.stop[b0:b1], splits.w_left[b0:b1], splits.w_right[b0:b1],
+                          splits.tie_left[b0:b1])
+            n_new, n_new_rows = _choose(X, ps, batch, nodes, tg, rules, pairs, part,
+                                        work.goes_left, n_nodes + 2 * n_split, n_rows)
+            tables.rows[2] = n_rows + n_new_rows
+            if n_new_rows:
+                _record_subsets(ps, batch, nodes, tg, rules, part, pairs, work, level_sets)
+            if max_comp and n_new:
+                _record_competitors(X, ps, batch, nodes, tg, rules, part, pairs, False,
+                                    work, level_sets, tables)
+            n_rows = tables.rows[2]
+            n_split += n_new
+        if n_split == 0:
+            break
+        sp_index = np.flatnonzero(splits.feat >= 0)
+        n_child = 2 * n_split
+        kids = Children(np.empty(n_child, dtype=np.int64), np.empty(n_child, dtype=np.int64),
+                        np.empty(n_child, dtype=np.int64), np.zeros(n_child, dtype=np.float64),
+                        np.zeros(n_child, dtype=np.float64), np.zeros(n_child, dtype=np.uint8))
+        _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, 0, 1)
+        # Only splits with a child that may split again need sorted child segments.
+        n_part = 0
+        for t in range(n_split):
+            if kids.ok[2 * t] or kids.ok[2 * t + 1]:
+                sp_index[n_part] = sp_index[t]
+                n_part += 1
+        if n_part > 0:
+            _partition(keys, tg.shift, sp_index[:n_part], splits, fr, work, rules.simd, 0, 1)
+        n_nodes += n_child
+        ok = np.flatnonzero(kids.ok)
+        fr = Frontier(kids.node[ok], kids.start[ok], kids.end[ok], kids.mean[ok],
+                      kids.sum[ok])
+    return nodes, level_sets, tables, n_nodes, n_rows
+
+
+
 def _grow_tables(nodes, needed):
     """Make room for ``needed`` rows in the node tables, in place.
 
@@ -1748,6 +1839,10 @@ def grow(problem, presorted, factor, settings, n_threads=1):
         fr = Frontier(np.zeros(1 if splittable else 0, dtype=np.int64),
                       np.zeros(1, dtype=np.int64), np.full(1, n, dtype=np.int64),
                       np.full(1, mean0), np.full(1, s0))
+        if pool is None and not mv:  # one compiled call grows the tree
+            nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
+                X, presorted, nodes, tg, rules, work, level_sets, tables, cat, bitsets, fr)
+            fr = fr.rows(slice(0, 0))
         while fr.node.shape[0] > 0:
             m = fr.node.shape[0]
             splits = Splits(np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
