@@ -1617,6 +1617,27 @@ def _root(keys, nodes, tg):
 # --------------------------------------------------------------------------- driver
 
 @jit
+def _start(keys, nodes, tg, rules, pack):
+    """Set-up: pack the class labels into the keys (``pack``: in one chunk, see
+    :func:`_pack_labels`) and write the root (:func:`_root`); returns ``rules`` with
+    Q(root) and the first frontier, the root when it may split."""
+    if pack:
+        _pack_labels(keys, tg.y_class, tg.shift, 0, 1)
+    q_root, mean0, s0, mixed = _root(keys, nodes, tg)
+    n = keys.shape[1]
+    rules = Rules(rules.max_depth, rules.min_samples_split, rules.min_samples_leaf,
+                  rules.min_impurity_decrease, q_root, rules.simd, rules.max_exhaustive,
+                  rules.max_surrogate, rules.use_surrogate, rules.surrogate_style,
+                  rules.max_competitor)
+    splittable = (mixed and n >= rules.min_samples_split and n >= 2 * rules.min_samples_leaf
+                  and rules.max_depth != 0)
+    fr = Frontier(np.zeros(1 if splittable else 0, dtype=np.int64),
+                  np.zeros(1, dtype=np.int64), np.full(1, n, dtype=np.int64),
+                  np.full(1, mean0), np.full(1, s0))
+    return rules, fr
+
+
+@jit
 def _more_rows(arr, needed):
     """``arr`` with room for ``needed`` rows (its first axis): itself when it has them,
     else a zero-filled copy with ``max(needed, rows * 5 // 4)`` rows."""
@@ -1630,17 +1651,19 @@ def _more_rows(arr, needed):
 
 
 @jit
-def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets, fr):
-    """The level loop of :func:`grow` on one thread without missing values, compiled:
-    steps 1 to 4 call the kernels above exactly as the Python loop of :func:`grow`
-    does with one chunk each, so the tree is the same; only the dispatches (a dozen
-    microseconds each, most of a small fit) and the per-level bookkeeping leave Python.
+def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets):
+    """:func:`grow` on one thread without missing values, compiled: the set-up
+    (:func:`_start`) and then steps 1 to 4 call the kernels above exactly as the Python
+    loop of :func:`grow` does with one chunk each, so the tree is the same; only the
+    dispatches (a dozen microseconds each, most of a small fit) and the per-level
+    bookkeeping leave Python.
 
     Returns ``(nodes, level_sets, tables, n_nodes, n_rows)``: the tables, reallocated
     where they needed more rows, the number of nodes and of level-set rows used.
     """
     keys = ps.keys
     p = keys.shape[0]
+    rules, fr = _start(keys, nodes, tg, rules, tg.shift > 0)
     max_comp = rules.max_competitor
     n_nodes = 1
     n_rows = 0
@@ -1826,23 +1849,19 @@ def grow(problem, presorted, factor, settings, n_threads=1):
 
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
     try:
-        if tg.shift:
-            run_chunks(pool, min(n_threads, p), _pack_labels, keys, tg.y_class, tg.shift)
-        q_root, mean0, s0, mixed = _root(keys, nodes, tg)
         rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
-                      float(settings.min_impurity_decrease), float(q_root), simd,
+                      float(settings.min_impurity_decrease), 0.0, simd,
                       int(settings.max_categories_exhaustive), max_sur,
                       int(settings.use_surrogate), int(settings.surrogate_style), max_comp)
-        splittable = (mixed and n >= min_samples_split and n >= 2 * min_samples_leaf
-                      and max_depth != 0)
         n_nodes = 1
-        fr = Frontier(np.zeros(1 if splittable else 0, dtype=np.int64),
-                      np.zeros(1, dtype=np.int64), np.full(1, n, dtype=np.int64),
-                      np.full(1, mean0), np.full(1, s0))
         if pool is None and not mv:  # one compiled call grows the tree
             nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
-                X, presorted, nodes, tg, rules, work, level_sets, tables, cat, bitsets, fr)
-            fr = fr.rows(slice(0, 0))
+                X, presorted, nodes, tg, rules, work, level_sets, tables, cat, bitsets)
+            fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
+        else:
+            if tg.shift:
+                run_chunks(pool, min(n_threads, p), _pack_labels, keys, tg.y_class, tg.shift)
+            rules, fr = _start(keys, nodes, tg, rules, False)
         while fr.node.shape[0] > 0:
             m = fr.node.shape[0]
             splits = Splits(np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
