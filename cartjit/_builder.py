@@ -245,55 +245,65 @@ class Grown(NamedTuple):
 
     def to_tree(self, risk, label):
         """The :class:`cartjit._tree.Tree` of these nodes with ``risk`` and ``label``
-        (``alpha`` is NaN until the pruning sequence is computed); every array is a
-        copy, so the over-allocated tables can be freed."""
+        (``alpha`` is NaN until the pruning sequence is computed); no array is a view of
+        the over-allocated tables, so they can be freed. Columns of one type are copied
+        together (one copy, a C-contiguous row each: a small fit is mostly such calls)."""
         inode, fnode = self.inode, self.fnode
-        left, right = inode[:, I_LEFT], inode[:, I_RIGHT]  # -1 at leaves
-        n_cases = inode[:, I_N]
+        n = inode.shape[0]
+        feature, left, right, parent, depth, level_row, n_sur, n_comp = inode.T[
+            [I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_DEPTH, I_LEVEL_ROW, I_N_SUR, I_N_COMP]]
+        wide = np.ascontiguousarray(inode.T[[I_N, I_N_PRIMARY]], dtype=np.int64)
+        n_cases = wide[0]
+        threshold, weight, impurity, improvement = np.ascontiguousarray(fnode.T)
         internal = left >= 0
-        majority_left = np.where(n_cases[left] > n_cases[right], 1,
-                                 np.where(n_cases[left] < n_cases[right], 0, -1))
-        majority_left = np.where(internal, majority_left, 0)
+        # 1: more cases go left, 0: right, -1: as many each way; 0 at a leaf
+        n_left, n_right = n_cases[left], n_cases[right]
+        majority_left = np.subtract(n_left > n_right, n_left == n_right, dtype=np.int32)
+        majority_left[~internal] = 0
         tb = self.tables
-        sur_rows = tb.sur_i.shape[0]
-        comp_rows = tb.comp_i.shape[0]
+        no_sur = tb.sur_i.shape[0] == 0
+        no_comp = tb.comp_i.shape[0] == 0
+        sur_i = np.ascontiguousarray(tb.sur_i.T, dtype=np.int32)   # (4, rows)
+        sur_f = np.ascontiguousarray(tb.sur_f.T)                   # (3, rows)
+        comp_i = np.ascontiguousarray(tb.comp_i.T, dtype=np.int32)  # (3, rows)
+        comp_f = np.ascontiguousarray(tb.comp_f.T)                  # (2, rows)
         return Tree(
-            feature=inode[:, I_FEATURE].astype(np.int32),
-            threshold=fnode[:, F_THRESHOLD].copy(),
-            left=inode[:, I_LEFT].astype(np.int32),
-            right=inode[:, I_RIGHT].astype(np.int32),
-            parent=inode[:, I_PARENT].astype(np.int32),
-            depth=inode[:, I_DEPTH].astype(np.int32),
-            n_node_samples=inode[:, I_N].astype(np.int64),
-            weighted_n_node_samples=fnode[:, F_WEIGHT].copy(),
+            feature=feature,
+            threshold=threshold,
+            left=left,
+            right=right,
+            parent=parent,
+            depth=depth,
+            n_node_samples=n_cases,
+            weighted_n_node_samples=weight,
             value=self.value.copy(),
-            impurity=np.maximum(fnode[:, F_IMPURITY], 0.0),
+            impurity=np.maximum(impurity, 0.0),
             risk=risk,
             label=label,
-            alpha=np.full(inode.shape[0], np.nan),
-            improvement=fnode[:, F_IMPROVEMENT].copy(),
-            majority_left=majority_left.astype(np.int32),
-            level_row=inode[:, I_LEVEL_ROW].astype(np.int32),
+            alpha=np.full(n, np.nan),
+            improvement=improvement,
+            majority_left=majority_left,
+            level_row=level_row,
             level_sets=self.level_sets.copy(),
-            n_primary=np.where(internal, inode[:, I_N_PRIMARY], 0).astype(np.int64),
-            surrogate_start=np.where(inode[:, I_N_SUR] > 0, inode[:, I_SUR_START],
-                                     0).astype(np.int32),
-            n_surrogates=inode[:, I_N_SUR].astype(np.int32),
-            competitor_start=np.where(inode[:, I_N_COMP] > 0, inode[:, I_COMP_START],
-                                      0).astype(np.int32),
-            n_competitors=inode[:, I_N_COMP].astype(np.int32),
-            surrogate_feature=tb.sur_i[:sur_rows, S_FEATURE].astype(np.int32),
-            surrogate_threshold=tb.sur_f[:sur_rows, S_THRESHOLD].copy(),
-            surrogate_level_row=tb.sur_i[:sur_rows, S_LEVEL_ROW].astype(np.int32),
-            surrogate_low_left=tb.sur_i[:sur_rows, S_LOW_LEFT].astype(np.int32),
-            surrogate_agree=tb.sur_f[:sur_rows, S_AGREE].copy(),
-            surrogate_adj=tb.sur_f[:sur_rows, S_ADJ].copy(),
-            surrogate_count=tb.sur_i[:sur_rows, S_COUNT].astype(np.int64),
-            competitor_feature=tb.comp_i[:comp_rows, C_FEATURE].astype(np.int32),
-            competitor_threshold=tb.comp_f[:comp_rows, C_THRESHOLD].copy(),
-            competitor_level_row=tb.comp_i[:comp_rows, C_LEVEL_ROW].astype(np.int32),
-            competitor_improvement=tb.comp_f[:comp_rows, C_IMPROVEMENT].copy(),
-            competitor_count=tb.comp_i[:comp_rows, C_COUNT].astype(np.int64),
+            n_primary=np.where(internal, wide[1], 0),
+            surrogate_start=(np.zeros(n, dtype=np.int32) if no_sur else np.where(
+                n_sur > 0, inode[:, I_SUR_START], 0).astype(np.int32)),
+            n_surrogates=n_sur,
+            competitor_start=(np.zeros(n, dtype=np.int32) if no_comp else np.where(
+                n_comp > 0, inode[:, I_COMP_START], 0).astype(np.int32)),
+            n_competitors=n_comp,
+            surrogate_feature=sur_i[S_FEATURE],
+            surrogate_threshold=sur_f[S_THRESHOLD],
+            surrogate_level_row=sur_i[S_LEVEL_ROW],
+            surrogate_low_left=sur_i[S_LOW_LEFT],
+            surrogate_agree=sur_f[S_AGREE],
+            surrogate_adj=sur_f[S_ADJ],
+            surrogate_count=tb.sur_i[:, S_COUNT].astype(np.int64),
+            competitor_feature=comp_i[C_FEATURE],
+            competitor_threshold=comp_f[C_THRESHOLD],
+            competitor_level_row=comp_i[C_LEVEL_ROW],
+            competitor_improvement=comp_f[C_IMPROVEMENT],
+            competitor_count=tb.comp_i[:, C_COUNT].astype(np.int64),
         )
 
 
