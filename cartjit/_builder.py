@@ -1813,9 +1813,11 @@ def grow(problem, presorted, factor, settings, n_threads=1):
         n_threads = 1
     X = as_kernel_array(problem.X, np.float64)
     tg = _targets(problem, factor, criterion)
-    max_depth = settings.max_depth
-    min_samples_split = settings.min_samples_split
-    min_samples_leaf = settings.min_samples_leaf
+    # Kernel integers: bounds beyond any number of cases (< 2**31) or depth stop nothing,
+    # so they are capped where twice them still fits in int64.
+    max_depth = min(settings.max_depth, 2**62)
+    min_samples_split = min(settings.min_samples_split, 2**40)
+    min_samples_leaf = min(settings.min_samples_leaf, 2**40)
 
     cap = 64
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
