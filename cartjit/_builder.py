@@ -1627,6 +1627,15 @@ def _root(keys, nodes, tg):
 # --------------------------------------------------------------------------- driver
 
 @jit
+def _level_splits(m):
+    """The :class:`Splits` of a level of ``m`` frontier nodes, before step 2 fills them."""
+    return Splits(np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+                  np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+                  np.zeros(m, dtype=np.float64), np.zeros(m, dtype=np.float64),
+                  np.zeros(m, dtype=np.int64))
+
+
+@jit
 def _start(keys, nodes, tg, rules, pack):
     """Set-up: pack the class labels into the keys (``pack``: in one chunk, see
     :func:`_pack_labels`) and write the root (:func:`_root`); returns ``rules`` with
@@ -1679,10 +1688,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
     n_rows = 0
     while fr.node.shape[0] > 0:
         m = fr.node.shape[0]
-        splits = Splits(np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
-                        np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
-                        np.zeros(m, dtype=np.float64), np.zeros(m, dtype=np.float64),
-                        np.zeros(m, dtype=np.int64))
+        splits = _level_splits(m)
         need = n_nodes + 2 * m  # every frontier node may split
         nodes = Nodes(_more_rows(nodes.inode, need), _more_rows(nodes.fnode, need),
                       _more_rows(nodes.value, need))
@@ -1876,10 +1882,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
             rules, fr = _start(keys, nodes, tg, rules, False)
         while fr.node.shape[0] > 0:
             m = fr.node.shape[0]
-            splits = Splits(np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
-                            np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
-                            np.zeros(m, dtype=np.float64), np.zeros(m, dtype=np.float64),
-                            np.zeros(m, dtype=np.int64))
+            splits = _level_splits(m)
             # Capacity for the worst case (every frontier node splits).
             _grow_tables(nodes, n_nodes + 2 * m)
             # Steps 1 and 2 on a batch of frontier nodes at a time, so that the
