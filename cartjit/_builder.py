@@ -1761,6 +1761,10 @@ def _grow_tables(nodes, needed):
             arr.resize((new_cap, arr.shape[1]), refcheck=False)
 
 
+#: Grow on one thread without missing values in one compiled call (:func:`_grow_serial`);
+#: tests switch it off to compare with the Python loop, which gives the same tree.
+COMPILED_DRIVER = True
+
 #: Pack class labels into the keys when they fit (tests switch it off to cover the
 #: look-up path, which serves too many classes for the number of rows).
 PACK_LABELS = True
@@ -1872,7 +1876,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                       int(settings.max_categories_exhaustive), max_sur,
                       int(settings.use_surrogate), int(settings.surrogate_style), max_comp)
         n_nodes = 1
-        if pool is None and not mv:  # one compiled call grows the tree
+        if pool is None and not mv and COMPILED_DRIVER:  # one compiled call grows it
             nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
                 X, presorted, nodes, tg, rules, work, level_sets, tables, cat, bitsets)
             fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
