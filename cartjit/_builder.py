@@ -246,55 +246,65 @@ class Grown(NamedTuple):
 
     def to_tree(self, risk, label):
         """The :class:`cartjit._tree.Tree` of these nodes with ``risk`` and ``label``
-        (``alpha`` is NaN until the pruning sequence is computed); every array is a
-        copy, so the over-allocated tables can be freed."""
+        (``alpha`` is NaN until the pruning sequence is computed); no array is a view of
+        the over-allocated tables, so they can be freed. Columns of one type are copied
+        together (one copy, a C-contiguous row each: a small fit is mostly such calls)."""
         inode, fnode = self.inode, self.fnode
-        left, right = inode[:, I_LEFT], inode[:, I_RIGHT]  # -1 at leaves
-        n_cases = inode[:, I_N]
+        n = inode.shape[0]
+        feature, left, right, parent, depth, level_row, n_sur, n_comp = inode.T[
+            [I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_DEPTH, I_LEVEL_ROW, I_N_SUR, I_N_COMP]]
+        wide = np.ascontiguousarray(inode.T[[I_N, I_N_PRIMARY]], dtype=np.int64)
+        n_cases = wide[0]
+        threshold, weight, impurity, improvement = np.ascontiguousarray(fnode.T)
         internal = left >= 0
-        majority_left = np.where(n_cases[left] > n_cases[right], 1,
-                                 np.where(n_cases[left] < n_cases[right], 0, -1))
-        majority_left = np.where(internal, majority_left, 0)
+        # 1: more cases go left, 0: right, -1: as many each way; 0 at a leaf
+        n_left, n_right = n_cases[left], n_cases[right]
+        majority_left = np.subtract(n_left > n_right, n_left == n_right, dtype=np.int32)
+        majority_left[~internal] = 0
         tb = self.tables
-        sur_rows = tb.sur_i.shape[0]
-        comp_rows = tb.comp_i.shape[0]
+        no_sur = tb.sur_i.shape[0] == 0
+        no_comp = tb.comp_i.shape[0] == 0
+        sur_i = np.ascontiguousarray(tb.sur_i.T, dtype=np.int32)   # (4, rows)
+        sur_f = np.ascontiguousarray(tb.sur_f.T)                   # (3, rows)
+        comp_i = np.ascontiguousarray(tb.comp_i.T, dtype=np.int32)  # (3, rows)
+        comp_f = np.ascontiguousarray(tb.comp_f.T)                  # (2, rows)
         return Tree(
-            feature=inode[:, I_FEATURE].astype(np.int32),
-            threshold=fnode[:, F_THRESHOLD].copy(),
-            left=inode[:, I_LEFT].astype(np.int32),
-            right=inode[:, I_RIGHT].astype(np.int32),
-            parent=inode[:, I_PARENT].astype(np.int32),
-            depth=inode[:, I_DEPTH].astype(np.int32),
-            n_node_samples=inode[:, I_N].astype(np.int64),
-            weighted_n_node_samples=fnode[:, F_WEIGHT].copy(),
+            feature=feature,
+            threshold=threshold,
+            left=left,
+            right=right,
+            parent=parent,
+            depth=depth,
+            n_node_samples=n_cases,
+            weighted_n_node_samples=weight,
             value=self.value.copy(),
-            impurity=np.maximum(fnode[:, F_IMPURITY], 0.0),
+            impurity=np.maximum(impurity, 0.0),
             risk=risk,
             label=label,
-            alpha=np.full(inode.shape[0], np.nan),
-            improvement=fnode[:, F_IMPROVEMENT].copy(),
-            majority_left=majority_left.astype(np.int32),
-            level_row=inode[:, I_LEVEL_ROW].astype(np.int32),
+            alpha=np.full(n, np.nan),
+            improvement=improvement,
+            majority_left=majority_left,
+            level_row=level_row,
             level_sets=self.level_sets.copy(),
-            n_primary=np.where(internal, inode[:, I_N_PRIMARY], 0).astype(np.int64),
-            surrogate_start=np.where(inode[:, I_N_SUR] > 0, inode[:, I_SUR_START],
-                                     0).astype(np.int32),
-            n_surrogates=inode[:, I_N_SUR].astype(np.int32),
-            competitor_start=np.where(inode[:, I_N_COMP] > 0, inode[:, I_COMP_START],
-                                      0).astype(np.int32),
-            n_competitors=inode[:, I_N_COMP].astype(np.int32),
-            surrogate_feature=tb.sur_i[:sur_rows, S_FEATURE].astype(np.int32),
-            surrogate_threshold=tb.sur_f[:sur_rows, S_THRESHOLD].copy(),
-            surrogate_level_row=tb.sur_i[:sur_rows, S_LEVEL_ROW].astype(np.int32),
-            surrogate_low_left=tb.sur_i[:sur_rows, S_LOW_LEFT].astype(np.int32),
-            surrogate_agree=tb.sur_f[:sur_rows, S_AGREE].copy(),
-            surrogate_adj=tb.sur_f[:sur_rows, S_ADJ].copy(),
-            surrogate_count=tb.sur_i[:sur_rows, S_COUNT].astype(np.int64),
-            competitor_feature=tb.comp_i[:comp_rows, C_FEATURE].astype(np.int32),
-            competitor_threshold=tb.comp_f[:comp_rows, C_THRESHOLD].copy(),
-            competitor_level_row=tb.comp_i[:comp_rows, C_LEVEL_ROW].astype(np.int32),
-            competitor_improvement=tb.comp_f[:comp_rows, C_IMPROVEMENT].copy(),
-            competitor_count=tb.comp_i[:comp_rows, C_COUNT].astype(np.int64),
+            n_primary=np.where(internal, wide[1], 0),
+            surrogate_start=(np.zeros(n, dtype=np.int32) if no_sur else np.where(
+                n_sur > 0, inode[:, I_SUR_START], 0).astype(np.int32)),
+            n_surrogates=n_sur,
+            competitor_start=(np.zeros(n, dtype=np.int32) if no_comp else np.where(
+                n_comp > 0, inode[:, I_COMP_START], 0).astype(np.int32)),
+            n_competitors=n_comp,
+            surrogate_feature=sur_i[S_FEATURE],
+            surrogate_threshold=sur_f[S_THRESHOLD],
+            surrogate_level_row=sur_i[S_LEVEL_ROW],
+            surrogate_low_left=sur_i[S_LOW_LEFT],
+            surrogate_agree=sur_f[S_AGREE],
+            surrogate_adj=sur_f[S_ADJ],
+            surrogate_count=tb.sur_i[:, S_COUNT].astype(np.int64),
+            competitor_feature=comp_i[C_FEATURE],
+            competitor_threshold=comp_f[C_THRESHOLD],
+            competitor_level_row=comp_i[C_LEVEL_ROW],
+            competitor_improvement=comp_f[C_IMPROVEMENT],
+            competitor_count=tb.comp_i[:, C_COUNT].astype(np.int64),
         )
 
 
@@ -1694,6 +1704,126 @@ def _root(keys, nodes, tg):
 
 # --------------------------------------------------------------------------- driver
 
+@jit
+def _level_splits(m):
+    """The :class:`Splits` of a level of ``m`` frontier nodes, before step 2 fills them."""
+    return Splits(np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+                  np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
+                  np.zeros(m, dtype=np.float64), np.zeros(m, dtype=np.float64),
+                  np.zeros(m, dtype=np.int64))
+
+
+@jit
+def _start(keys, nodes, tg, rules, pack):
+    """Set-up: pack the class labels into the keys (``pack``: in one chunk, see
+    :func:`_pack_labels`) and write the root (:func:`_root`); returns ``rules`` with
+    Q(root) and the first frontier, the root when it may split."""
+    if pack:
+        _pack_labels(keys, tg.y_class, tg.shift, 0, 1)
+    q_root, mean0, s0, mixed = _root(keys, nodes, tg)
+    n = keys.shape[1]
+    rules = Rules(rules.max_depth, rules.min_samples_split, rules.min_samples_leaf,
+                  rules.min_impurity_decrease, q_root, rules.simd, rules.max_exhaustive,
+                  rules.max_surrogate, rules.use_surrogate, rules.surrogate_style,
+                  rules.max_competitor)
+    splittable = (mixed and n >= rules.min_samples_split and n >= 2 * rules.min_samples_leaf
+                  and rules.max_depth != 0)
+    fr = Frontier(np.zeros(1 if splittable else 0, dtype=np.int64),
+                  np.zeros(1, dtype=np.int64), np.full(1, n, dtype=np.int64),
+                  np.full(1, mean0), np.full(1, s0))
+    return rules, fr
+
+
+@jit
+def _more_rows(arr, needed):
+    """``arr`` with room for ``needed`` rows (its first axis): itself when it has them,
+    else a zero-filled copy with ``max(needed, rows * 5 // 4)`` rows."""
+    rows = arr.shape[0]
+    if needed <= rows:
+        return arr
+    shape = (max(needed, rows + rows // 4),) + arr.shape[1:]
+    out = np.zeros(shape, dtype=arr.dtype)
+    out[:rows] = arr
+    return out
+
+
+@jit
+def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets):
+    """:func:`grow` on one thread without missing values, compiled: the set-up
+    (:func:`_start`) and then steps 1 to 4 call the kernels above exactly as the Python
+    loop of :func:`grow` does with one chunk each, so the tree is the same; only the
+    dispatches (a dozen microseconds each, most of a small fit) and the per-level
+    bookkeeping leave Python.
+
+    Returns ``(nodes, level_sets, tables, n_nodes, n_rows)``: the tables, reallocated
+    where they needed more rows, the number of nodes and of level-set rows used.
+    """
+    keys = ps.keys
+    p = keys.shape[0]
+    rules, fr = _start(keys, nodes, tg, rules, tg.shift > 0)
+    max_comp = rules.max_competitor
+    n_nodes = 1
+    n_rows = 0
+    while fr.node.shape[0] > 0:
+        m = fr.node.shape[0]
+        splits = _level_splits(m)
+        need = n_nodes + 2 * m  # every frontier node may split
+        nodes = Nodes(_more_rows(nodes.inode, need), _more_rows(nodes.fnode, need),
+                      _more_rows(nodes.value, need))
+        n_split = 0
+        for b0 in range(0, m, SEARCH_BATCH):
+            b1 = min(m, b0 + SEARCH_BATCH)
+            n_pairs = (b1 - b0) * p
+            if level_sets.shape[0] > 0:
+                level_sets = _more_rows(level_sets, n_rows + (b1 - b0) * (1 + max_comp))
+            first = tables.rows[1] + (b1 - b0) * max_comp
+            tables = Tables(tables.sur_i, tables.sur_f, _more_rows(tables.comp_i, first),
+                            _more_rows(tables.comp_f, first), tables.rows)
+            pairs = Pairs(np.empty(n_pairs, dtype=np.float64),
+                          np.empty(n_pairs, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                          np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
+            batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
+                             fr.mean[b0:b1], fr.sum[b0:b1])
+            _search(ps, batch, nodes, tg, rules, work, pairs, 0, 1)
+            if cat.shape[0] > 0:
+                _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
+            part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
+                          splits.stop[b0:b1], splits.w_left[b0:b1], splits.w_right[b0:b1],
+                          splits.tie_left[b0:b1])
+            n_new, n_new_rows = _choose(X, ps, batch, nodes, tg, rules, pairs, part,
+                                        work.goes_left, n_nodes + 2 * n_split, n_rows)
+            tables.rows[2] = n_rows + n_new_rows
+            if n_new_rows:
+                _record_subsets(ps, batch, nodes, tg, rules, part, pairs, work, level_sets)
+            if max_comp and n_new:
+                _record_competitors(X, ps, batch, nodes, tg, rules, part, pairs, False,
+                                    work, level_sets, tables)
+            n_rows = tables.rows[2]
+            n_split += n_new
+        if n_split == 0:
+            break
+        sp_index = np.flatnonzero(splits.feat >= 0)
+        n_child = 2 * n_split
+        kids = Children(np.empty(n_child, dtype=np.int64), np.empty(n_child, dtype=np.int64),
+                        np.empty(n_child, dtype=np.int64), np.zeros(n_child, dtype=np.float64),
+                        np.zeros(n_child, dtype=np.float64), np.zeros(n_child, dtype=np.uint8))
+        _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, 0, 1)
+        # Only splits with a child that may split again need sorted child segments.
+        n_part = 0
+        for t in range(n_split):
+            if kids.ok[2 * t] or kids.ok[2 * t + 1]:
+                sp_index[n_part] = sp_index[t]
+                n_part += 1
+        if n_part > 0:
+            _partition(keys, tg.shift, sp_index[:n_part], splits, fr, work, rules.simd, 0, 1)
+        n_nodes += n_child
+        ok = np.flatnonzero(kids.ok)
+        fr = Frontier(kids.node[ok], kids.start[ok], kids.end[ok], kids.mean[ok],
+                      kids.sum[ok])
+    return nodes, level_sets, tables, n_nodes, n_rows
+
+
+
 def _grow_tables(nodes, needed):
     """Make room for ``needed`` rows in the node tables, in place.
 
@@ -1708,6 +1838,10 @@ def _grow_tables(nodes, needed):
         for arr in nodes:
             arr.resize((new_cap, arr.shape[1]), refcheck=False)
 
+
+#: Grow on one thread without missing values in one compiled call (:func:`_grow_serial`);
+#: tests switch it off to compare with the Python loop, which gives the same tree.
+COMPILED_DRIVER = True
 
 #: Pack class labels into the keys when they fit (tests switch it off to cover the
 #: look-up path, which serves too many classes for the number of rows).
@@ -1767,9 +1901,11 @@ def grow(problem, presorted, factor, settings, n_threads=1):
         n_threads = 1
     X = as_kernel_array(problem.X, np.float64)
     tg = _targets(problem, factor, criterion)
-    max_depth = settings.max_depth
-    min_samples_split = settings.min_samples_split
-    min_samples_leaf = settings.min_samples_leaf
+    # Kernel integers: bounds beyond any number of cases (< 2**31) or depth stop nothing,
+    # so they are capped where twice them still fits in int64.
+    max_depth = min(settings.max_depth, 2**62)
+    min_samples_split = min(settings.min_samples_split, 2**40)
+    min_samples_leaf = min(settings.min_samples_leaf, 2**40)
 
     cap = 64
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
@@ -1813,25 +1949,22 @@ def grow(problem, presorted, factor, settings, n_threads=1):
 
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
     try:
-        if tg.shift:
-            run_chunks(pool, min(n_threads, p), _pack_labels, keys, tg.y_class, tg.shift)
-        q_root, mean0, s0, mixed = _root(keys, nodes, tg)
         rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
-                      float(settings.min_impurity_decrease), float(q_root), simd,
+                      float(settings.min_impurity_decrease), 0.0, simd,
                       int(settings.max_categories_exhaustive), max_sur,
                       int(settings.use_surrogate), int(settings.surrogate_style), max_comp)
-        splittable = (mixed and n >= min_samples_split and n >= 2 * min_samples_leaf
-                      and max_depth != 0)
         n_nodes = 1
-        fr = Frontier(np.zeros(1 if splittable else 0, dtype=np.int64),
-                      np.zeros(1, dtype=np.int64), np.full(1, n, dtype=np.int64),
-                      np.full(1, mean0), np.full(1, s0))
+        if pool is None and not mv and COMPILED_DRIVER:  # one compiled call grows it
+            nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
+                X, presorted, nodes, tg, rules, work, level_sets, tables, cat, bitsets)
+            fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
+        else:
+            if tg.shift:
+                run_chunks(pool, min(n_threads, p), _pack_labels, keys, tg.y_class, tg.shift)
+            rules, fr = _start(keys, nodes, tg, rules, False)
         while fr.node.shape[0] > 0:
             m = fr.node.shape[0]
-            splits = Splits(np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
-                            np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64),
-                            np.zeros(m, dtype=np.float64), np.zeros(m, dtype=np.float64),
-                            np.zeros(m, dtype=np.int64))
+            splits = _level_splits(m)
             # Capacity for the worst case (every frontier node splits).
             _grow_tables(nodes, n_nodes + 2 * m)
             # Steps 1 and 2 on a batch of frontier nodes at a time, so that the

@@ -55,7 +55,7 @@ from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
 from ._fit import class_priors, fitted_factor, with_rpart_rules
 from ._rpart import (evaluation_points, fold_priors, primary_weights, rpart_default_sides,
                      rpart_improvements, rpart_pruning, rpart_scale)
-from ._scaling import normalise
+from ._scaling import check_class_tables, normalise
 from ._tree import apply as apply_tree
 
 __all__ = ["cross_validate", "CVResult", "make_folds", "FoldPlan", "grow_cv_trees",
@@ -602,18 +602,20 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     """
     # A fold tree's surrogates route its held-out cases; its competitors are never read.
     base = settings._replace(max_competitor=0)
+    if problem.is_classification:  # the same check for every tree: made once, here
+        check_class_tables(problem.X.shape[0], problem.n_classes, settings)
 
     def run(task):
         if task is None:
             own = keys if n_threads == 1 else keys._replace(keys=keys.keys.copy())
             return fit_tree(problem, settings, own, n_threads=1, rpart_alpha=rpart_alpha,
-                            rpart_growth=rpart_growth)
+                            rpart_growth=rpart_growth, check=False)
         r, v = task
         in_train = plan.folds[r] != v
         own = (base if fold_settings is None else
                fold_settings[r * plan.n_folds + v]._replace(max_competitor=0))
         return fit_tree(problem, own, subset_keys(keys, in_train, 1), n_threads=1,
-                        rpart_alpha=rpart_alpha, rpart_growth=rpart_growth)
+                        rpart_alpha=rpart_alpha, rpart_growth=rpart_growth, check=False)
 
     folds = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
     if problem.X.size < FOLD_THREADS_MIN_VALUES:

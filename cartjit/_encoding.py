@@ -117,7 +117,7 @@ def numeric_encoding(p):
 # --------------------------------------------------------------------------- the parameter
 
 def _is_frame(X):
-    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
+    return V.has_attr(X, "columns") and V.has_attr(X, "dtypes") and V.has_attr(X, "iloc")
 
 
 def check_categorical_features(value, n_features, names):
@@ -420,7 +420,7 @@ def fit_encode(X, categorical_features, *, name="X"):
         n, p = X.shape
         listed = check_categorical_features(categorical_features, p, names)
         from_dtype = listed is None
-        if not any(_needs_columns(dt, from_dtype) for dt in X.dtypes) and \
+        if not any(_needs_columns(dt, from_dtype) for dt in V.frame_dtypes(X)) and \
                 not (listed is not None and listed.any()):
             arr, names = V.check_X(X, name=name, allow_nan=True)
             return arr, names, numeric_encoding(arr.shape[1])

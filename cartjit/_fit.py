@@ -37,6 +37,7 @@ __all__ = ["Problem", "Settings", "Fitted", "fit_tree", "split_factor", "class_r
 #: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
 #: (times the largest cost) are tied for the node label; the lower index wins (docs/maths.md §1).
 LABEL_TIE_ULPS = 64.0
+_EPS = float(np.finfo(np.float64).eps)
 
 
 class Problem(NamedTuple):
@@ -130,7 +131,7 @@ def class_risk(value, priors, class_totals, cost):
     p_jt = value * scale  # p(j, t)
     risks = p_jt @ cost   # risks[t, i] = Σ_j p(j, t) C(i|j)
     best = risks.min(axis=1)
-    tol = LABEL_TIE_ULPS * np.finfo(np.float64).eps * p_jt.sum(axis=1) * cost.max()
+    tol = LABEL_TIE_ULPS * _EPS * p_jt.sum(axis=1) * cost.max()
     label = np.argmax(risks <= (best + tol)[:, None], axis=1).astype(np.int32)
     return best, label
 
@@ -158,7 +159,7 @@ def _best_first(tree, improvement, q_weight, max_leaf_nodes):
 
 
 def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
-             rpart_growth=False):
+             rpart_growth=False, check=True):
     """Grow, score and prune-sequence a tree on the cases listed in ``presorted``.
 
     ``presorted`` is :func:`cartjit._presort.presort`'s result, or a fold's
@@ -175,10 +176,13 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
     results by a power of two). ``rpart_growth`` grows as rpart does where that differs
     (``compat="rpart"``): without surrogates (``max_surrogate`` 0) a case missing the
     split variable stays in the node, as rpart sets no default direction then.
+    ``check=False`` skips the up-front size check of the class tables
+    (:func:`cartjit._scaling.check_class_tables`, a function of ``problem`` and
+    ``settings`` alone), for a caller that made it once for many trees.
     """
     notice_once()  # the first fit of a process says if the kernels are about to compile
     problem, settings, scale = normalise(problem, settings)
-    if problem.is_classification:
+    if check and problem.is_classification:
         check_class_tables(problem.X.shape[0], problem.n_classes, settings)
     if presorted is None:
         presorted = presort(problem.X, problem.n_levels, n_threads)

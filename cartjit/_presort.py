@@ -34,6 +34,10 @@ def as_kernel_array(arr, dtype):
     Kernels are compiled for exactly this layout; a read-only or strided array would
     otherwise compile (and cache) another signature of every kernel it reaches.
     """
+    if type(arr) is np.ndarray and arr.dtype == dtype:  # the common case, without copying
+        flags = arr.flags
+        if flags.c_contiguous and flags.writeable and flags.aligned:
+            return arr
     return np.require(arr, dtype=dtype, requirements=("C", "W", "A"))
 
 

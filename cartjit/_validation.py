@@ -83,13 +83,33 @@ def data_conversion_warning():
     return UserWarning
 
 
+def has_attr(obj, name) -> bool:
+    """``hasattr(obj, name)`` without evaluating a property of its class (pandas builds a
+    new Series for ``DataFrame.dtypes`` at every access)."""
+    return hasattr(type(obj), name) or hasattr(obj, name)
+
+
+def frame_dtypes(X) -> list:
+    """``list(X.dtypes)`` of a DataFrame, read from its block manager where pandas has
+    one (what ``DataFrame.dtypes`` does before wrapping them in a new Series)."""
+    get = getattr(getattr(X, "_mgr", None), "get_dtypes", None)
+    if get is not None:
+        try:
+            dtypes = list(get())
+            if len(dtypes) == X.shape[1]:
+                return dtypes
+        except Exception:  # noqa: BLE001 - another pandas: the public way below
+            pass
+    return list(X.dtypes)
+
+
 def _is_sparse(obj) -> bool:
     """scipy sparse matrices/arrays, and pandas objects with sparse columns."""
     if hasattr(obj, "tocsr"):
         return True
-    if hasattr(obj, "columns") and hasattr(obj, "dtypes"):  # DataFrame
-        dtypes = list(obj.dtypes)
-    elif hasattr(obj, "index") and hasattr(obj, "dtype"):  # Series
+    if has_attr(obj, "columns") and has_attr(obj, "dtypes"):  # DataFrame
+        dtypes = frame_dtypes(obj)
+    elif has_attr(obj, "index") and has_attr(obj, "dtype"):  # Series
         dtypes = [obj.dtype]
     else:
         return False
@@ -122,9 +142,9 @@ def _as_numeric_2d(X, name):
             f"{name} is a sparse matrix ({_type_name(X)}); sparse input is not supported by "
             f"cartjit: pass a dense array, e.g. {name}.toarray()")
     feature_names = None
-    if hasattr(X, "columns") and hasattr(X, "dtypes"):  # pandas DataFrame
+    if has_attr(X, "columns") and has_attr(X, "dtypes"):  # pandas DataFrame
         feature_names = _frame_feature_names(X)
-        for col, dt in zip(X.columns, X.dtypes):
+        for col, dt in zip(X.columns, frame_dtypes(X)):
             kind = getattr(dt, "kind", "O")
             if kind not in "biuf":
                 raise TypeError(
@@ -265,9 +285,10 @@ def check_y_class(y, n_samples, name="y"):
                 f"Unknown label type: continuous. {name} looks like a regression target; "
                 "use CARTRegressor, or pass class labels (integers or strings)")
     if arr.dtype.kind == "O":
-        if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in arr):
+        kinds = set(map(type, arr))  # one pass; the NaN search only where floats are
+        if type(None) in kinds or (any(issubclass(k, float) for k in kinds) and any(
+                isinstance(v, float) and np.isnan(v) for v in arr)):
             raise ValueError(f"Input {name} contains NaN or None labels")
-        kinds = {type(v) for v in arr}
         if len(kinds) > 1 and not all(issubclass(k, numbers.Number) for k in kinds):
             raise TypeError(
                 f"{name} mixes label types {sorted(k.__name__ for k in kinds)}; "
@@ -595,7 +616,7 @@ def check_feature_names(X, fitted_names, estimator_name):
     A DataFrame whose string column names differ from the fitted ones (set or order) is
     a ``ValueError``; names on one side only give a ``UserWarning``.
     """
-    has_names = hasattr(X, "columns") and hasattr(X, "dtypes")
+    has_names = has_attr(X, "columns") and has_attr(X, "dtypes")
     if has_names:
         cols = list(X.columns)
         str_names = bool(cols) and all(isinstance(c, str) for c in cols)

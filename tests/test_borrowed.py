@@ -38,6 +38,14 @@ def _has_array(ty):
 
 
 def _fit_everything():
+    from cartjit import _builder
+    Xs = np.random.default_rng(1).normal(size=(40, 4))
+    Xs[:, 3] = np.arange(40) % 5
+    _builder.COMPILED_DRIVER = False  # the kernels called from Python, as with threads
+    try:
+        CARTClassifier(categorical_features=[3]).fit(Xs, np.arange(40) % 3)
+    finally:
+        _builder.COMPILED_DRIVER = True
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 4))
     X[:, 3] = rng.integers(0, 5, 400)
