@@ -1796,8 +1796,9 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
             if n_new_rows:
                 _record_subsets(ps, batch, nodes, tg, rules, part, pairs, work, level_sets)
             if max_comp and n_new:
-                _record_competitors(X, ps, batch, nodes, tg, rules, part, pairs, False,
-                                    work, level_sets, tables)
+                _rank_competitors(ps, batch, nodes, rules, part, pairs, False, tables)
+                _fill_competitors(X, ps, batch, nodes, tg, rules, part, pairs, work,
+                                  level_sets, tables, 0, 1)
             n_rows = tables.rows[2]
             n_split += n_new
         if n_split == 0:
