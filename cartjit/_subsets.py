@@ -122,6 +122,56 @@ def level_run_end(keys, codes, ushift, i, end, code):
     return hi
 
 
+#: Packed labels and unit weights: segments of up to this many cases find their level
+#: runs by one branch-free pass (:func:`_packed_level_scan`), longer ones run by run.
+SCAN_CASES = 1024
+
+
+@jit(inline="always")
+def _packed_level_scan(keys, codes, ushift, mask, start, end, n_classes, stats, ints, lm):
+    """Per present level: class counts, code and number of cases, for packed labels
+    and unit weights, in one pass over the segment without a branch per case; returns
+    the number of levels present.
+
+    Every case writes its code, the position after it and the packed class counts of
+    the cases up to it (one integer, :data:`FIELD_BITS` bits a class) to slot k of the
+    CODE, NCASE and RANK blocks, and a change of code advances k first, so slot k ends
+    up holding the end of run k: the loop never waits for a mispredicted end of run,
+    and the scattered look-ups of the codes overlap. A run's counts are the difference
+    of two running totals, all exact integers (the segment is shorter than
+    :data:`FIELD_LIMIT`), so they equal the run-by-run sums. k stays below the number
+    of levels present, at most ``lm``.
+    """
+    code_at = np.uint64(CODE * lm)
+    end_at = np.uint64(NCASE * lm)
+    upto_at = np.uint64(RANK * lm)
+    ubits = np.uint64(FIELD_BITS)
+    umask = np.uint64(mask)
+    one = np.uint64(1)
+    prev = codes[np.uint64(keys[np.uint64(start)]) >> ushift]
+    acc = np.uint64(0)
+    k = np.uint64(0)
+    for i in range(np.uint64(start), np.uint64(end)):
+        key = np.uint64(keys[i])
+        code = codes[key >> ushift]
+        k += np.uint64(code != prev)
+        acc += one << ((key & umask) * ubits)
+        ints[code_at + k] = code
+        ints[end_at + k] = i + one
+        ints[upto_at + k] = acc
+        prev = code
+    n_lv = np.int64(k) + 1
+    field = np.uint64(FIELD_LIMIT)
+    for r in range(n_lv - 1, -1, -1):  # backwards: slot r - 1 is read after slot r
+        first = start if r == 0 else ints[NCASE * lm + r - 1]
+        before = np.uint64(0) if r == 0 else np.uint64(ints[RANK * lm + r - 1])
+        counts = np.uint64(ints[RANK * lm + r]) - before
+        ints[NCASE * lm + r] = ints[NCASE * lm + r] - first
+        for j in range(n_classes):
+            stats[r * n_classes + j] = float((counts >> (np.uint64(j) * ubits)) & field)
+    return n_lv
+
+
 @jit(inline="always")
 def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     """Per present level (in code order): weighted class counts ``stats[k*J + j]``, code
@@ -152,6 +202,10 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     end = seg.end
     two_packed = n_classes == 2 and mask != 0
     ushift = np.uint64(shift)
+    if (mask != 0 and unit and n_classes <= PACKED_CLASSES
+            and end - seg.start <= SCAN_CASES):
+        return _packed_level_scan(keys, codes, ushift, mask, seg.start, end, n_classes,
+                                  stats, ints, lm)
     k = 0
     i = seg.start
     while i < end:
