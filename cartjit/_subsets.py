@@ -42,7 +42,8 @@ import numpy as np
 
 from ._config import jit
 from ._criteria import GINI, tie_tolerance
-from ._splitter import delta_from_counts, gini_certainly_below
+from ._splitter import (GINI_SCREEN_MARGIN, delta_from_counts, equal_factors,
+                        gini_certainly_below)
 
 __all__ = ["best_subset_classification", "best_subset_regression", "level_run_end",
            "int_scratch_size", "float_scratch_size", "left_levels_bits", "BITSET_LEVELS",
@@ -122,6 +123,56 @@ def level_run_end(keys, codes, ushift, i, end, code):
     return hi
 
 
+#: Packed labels and unit weights: segments of up to this many cases find their level
+#: runs by one branch-free pass (:func:`_packed_level_scan`), longer ones run by run.
+SCAN_CASES = 1024
+
+
+@jit(inline="always")
+def _packed_level_scan(keys, codes, ushift, mask, start, end, n_classes, stats, ints, lm):
+    """Per present level: class counts, code and number of cases, for packed labels
+    and unit weights, in one pass over the segment without a branch per case; returns
+    the number of levels present.
+
+    Every case writes its code, the position after it and the packed class counts of
+    the cases up to it (one integer, :data:`FIELD_BITS` bits a class) to slot k of the
+    CODE, NCASE and RANK blocks, and a change of code advances k first, so slot k ends
+    up holding the end of run k: the loop never waits for a mispredicted end of run,
+    and the scattered look-ups of the codes overlap. A run's counts are the difference
+    of two running totals, all exact integers (the segment is shorter than
+    :data:`FIELD_LIMIT`), so they equal the run-by-run sums. k stays below the number
+    of levels present, at most ``lm``.
+    """
+    code_at = np.uint64(CODE * lm)
+    end_at = np.uint64(NCASE * lm)
+    upto_at = np.uint64(RANK * lm)
+    ubits = np.uint64(FIELD_BITS)
+    umask = np.uint64(mask)
+    one = np.uint64(1)
+    prev = codes[np.uint64(keys[np.uint64(start)]) >> ushift]
+    acc = np.uint64(0)
+    k = np.uint64(0)
+    for i in range(np.uint64(start), np.uint64(end)):
+        key = np.uint64(keys[i])
+        code = codes[key >> ushift]
+        k += np.uint64(code != prev)
+        acc += one << ((key & umask) * ubits)
+        ints[code_at + k] = code
+        ints[end_at + k] = i + one
+        ints[upto_at + k] = acc
+        prev = code
+    n_lv = np.int64(k) + 1
+    field = np.uint64(FIELD_LIMIT)
+    for r in range(n_lv - 1, -1, -1):  # backwards: slot r - 1 is read after slot r
+        first = start if r == 0 else ints[NCASE * lm + r - 1]
+        before = np.uint64(0) if r == 0 else np.uint64(ints[RANK * lm + r - 1])
+        counts = np.uint64(ints[RANK * lm + r]) - before
+        ints[NCASE * lm + r] = ints[NCASE * lm + r] - first
+        for j in range(n_classes):
+            stats[r * n_classes + j] = float((counts >> (np.uint64(j) * ubits)) & field)
+    return n_lv
+
+
 @jit(inline="always")
 def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     """Per present level (in code order): weighted class counts ``stats[k*J + j]``, code
@@ -152,6 +203,10 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
     end = seg.end
     two_packed = n_classes == 2 and mask != 0
     ushift = np.uint64(shift)
+    if (mask != 0 and unit and n_classes <= PACKED_CLASSES
+            and end - seg.start <= SCAN_CASES):
+        return _packed_level_scan(keys, codes, ushift, mask, seg.start, end, n_classes,
+                                  stats, ints, lm)
     k = 0
     i = seg.start
     while i < end:
@@ -531,6 +586,15 @@ def _class_exhaustive(stats, n_lv, n_classes, ints, lm, left, right, total, tg,
 
     With exact sums (integer weights) S's counts are updated by one level per step and
     the other side's are the node's minus S's; otherwise both are summed afresh.
+
+    Gini candidates are screened (skipped when their Δi is certainly below the best's
+    less the tie tolerance). With exact sums and one factor for the classes present,
+    Δi = Σ_j l_j²/(Q Q_L) + Σ_j r_j²/(Q Q_R) - Σ_j N_j²/Q², so the screen compares
+    ``sq_l Q_R + sq_r Q_L`` with ``B Q_L Q_R``, B set at each new best: no division per
+    candidate. Every product is of integers or off by a few ulps, far inside
+    :data:`GINI_SCREEN_MARGIN`; other problems screen with
+    :func:`cartjit._splitter.gini_certainly_below`. Screened candidates cannot change
+    the result, so both screens give the same split.
     """
     J = n_classes
     n_sub = np.int64(1) << (n_lv - 1)
@@ -545,6 +609,13 @@ def _class_exhaustive(stats, n_lv, n_classes, ints, lm, left, right, total, tg,
     best = -np.inf
     best_g = np.int64(-1)
     screen = criterion == GINI
+    lean = screen and exact and equal_factors(total, factor)
+    q = 0.0
+    sq_t = 0.0
+    for j in range(J):
+        q += total[j]
+        sq_t += total[j] * total[j]
+    b_lean = -np.inf
     for i in range(n_sub):
         if i > 0:
             b = 0
@@ -562,7 +633,22 @@ def _class_exhaustive(stats, n_lv, n_classes, ints, lm, left, right, total, tg,
             continue
         if n_left < min_leaf or n_node - n_left < min_leaf:
             continue
-        if exact:
+        if lean:
+            q_l = 0.0
+            q_r = 0.0
+            sq_l = 0.0
+            sq_r = 0.0
+            for j in range(J):
+                l_j = left[j]
+                r_j = total[j] - l_j
+                right[j] = r_j
+                q_l += l_j
+                q_r += r_j
+                sq_l += l_j * l_j
+                sq_r += r_j * r_j
+            if q_l > 0.0 and q_r > 0.0 and sq_l * q_r + sq_r * q_l < b_lean * q_l * q_r:
+                continue
+        elif exact:
             for j in range(J):
                 right[j] = total[j] - left[j]
         else:
@@ -576,12 +662,15 @@ def _class_exhaustive(stats, n_lv, n_classes, ints, lm, left, right, total, tg,
                         left[j] += stats[lvl * J + j]
                     else:
                         right[j] += stats[lvl * J + j]
-        if screen and best_g >= 0 and gini_certainly_below(left, right, factor, best - tol):
+        if (screen and not lean and best_g >= 0
+                and gini_certainly_below(left, right, factor, best - tol)):
             continue
         d = delta_from_counts(left, right, factor, criterion, node_impurity)
         if d > best + tol or (d >= best - tol and best_g >= 0 and g < best_g):
             best = d
             best_g = g
+            if lean:
+                b_lean = (best - tol - GINI_SCREEN_MARGIN + sq_t / (q * q)) * q
     return best, best_g
 
 
