@@ -61,8 +61,8 @@ from ._predict import _level_side
 from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, run_chunks
 from ._simd import LANES, compress_partition
 from ._splitter import (Segment, Targets, best_split_classification, best_split_gini_runs,
-                        best_split_regression, class_counts, equal_factors,
-                        threshold_between)
+                        best_split_regression, best_split_regression_unit, class_counts,
+                        equal_factors, threshold_between)
 from ._subsets import (BITSET_LEVELS, SIDE, best_subset_classification,
                        best_subset_regression, float_scratch_size, int_scratch_size,
                        left_levels_bits, level_run_end)
@@ -489,6 +489,9 @@ def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scra
     criterion = tg.criterion
     min_leaf = rules.min_samples_leaf
     if criterion == SQUARED_ERROR:
+        if tg.unit_weights and not tied:  # the lean scan, inlined here
+            return best_split_regression_unit(seg.keys, seg.start, seg.end, tg.y_reg, mean,
+                                              s_total, imp, tie_tolerance(imp), min_leaf)
         return best_split_regression(seg, tg.y_reg, tg.w, tg.unit_weights, mean, w_total,
                                      s_total, imp, min_leaf)
     if (criterion == GINI and tg.unit_weights and tg.mask != 0 and not tied

@@ -29,7 +29,7 @@ from ._simd import LANES, compress_class_changes
 
 __all__ = ["Targets", "Segment", "threshold_between", "class_counts", "list_class_changes",
            "equal_factors", "best_split_gini_runs", "best_split_classification",
-           "best_split_regression"]
+           "best_split_regression", "best_split_regression_unit"]
 
 
 class Targets(NamedTuple):
@@ -663,8 +663,33 @@ def _precise_reg_delta(keys, pos, end, y, w, unit_weights, mean, w_left, s_left)
 
 
 @jit(inline="always")
-def _regression_unit_scan(keys, start, end, y, mean, s_total, node_impurity, tol,
-                          min_leaf):
+def _precise_reg_delta_unit(keys, pos, end, y, mean, w_left, s_left):
+    """:func:`_precise_reg_delta` for unit weights, operation for operation (a weight of
+    1 multiplies exactly), inlined: called once per (node, feature) pair, the call cost
+    as much as a small node's scan.
+
+    Parameters
+    ----------
+    keys : int32 one row of keys (cases); the right child is ``keys[pos:end]``.
+    pos, end : split position and end of the segment.
+    y : float64 response by case.
+    mean : the node mean ȳ(t).
+    w_left, s_left : W and Σ z of the left child.
+    """
+    w_right = 0.0
+    s_right = 0.0
+    for i in range(np.uint64(pos), np.uint64(end)):
+        w_right += 1.0
+        s_right += y[np.uint64(keys[i])] - mean
+    w_node = w_left + w_right
+    s_node = s_left + s_right
+    return (s_left * s_left / w_left + s_right * s_right / w_right
+            - s_node * s_node / w_node) / w_node
+
+
+@jit(inline="always")
+def best_split_regression_unit(keys, start, end, y, mean, s_total, node_impurity, tol,
+                               min_leaf):
     """Split search (regression), the common case: unit weights and a feature without
     ties, every position a candidate. :func:`best_split_regression` without its other
     modes, with the same sums in the same order (W_L counts the cases exactly, W(t) is
@@ -716,9 +741,9 @@ def _regression_unit_scan(keys, start, end, y, mean, s_total, node_impurity, tol
         elif num * best_den >= lo_num * den:  # a near-tie
             pos = np.int64(i) + 1
             if np.isnan(best_delta):
-                best_delta = _precise_reg_delta(keys, best_pos, end, y, y, True, mean,
-                                                float(best_pos - start), best_sl)
-            d = _precise_reg_delta(keys, pos, end, y, y, True, mean, w_left, s_left)
+                best_delta = _precise_reg_delta_unit(keys, best_pos, end, y, mean,
+                                                     float(best_pos - start), best_sl)
+            d = _precise_reg_delta_unit(keys, pos, end, y, mean, w_left, s_left)
             if not d > best_delta + tol:
                 continue
             best_delta = d
@@ -732,8 +757,8 @@ def _regression_unit_scan(keys, start, end, y, mean, s_total, node_impurity, tol
     if best_pos < 0:
         return -np.inf, -1
     if np.isnan(best_delta):
-        best_delta = _precise_reg_delta(keys, best_pos, end, y, y, True, mean,
-                                        float(best_pos - start), best_sl)
+        best_delta = _precise_reg_delta_unit(keys, best_pos, end, y, mean,
+                                             float(best_pos - start), best_sl)
     return best_delta, best_pos
 
 
@@ -762,8 +787,8 @@ def best_split_regression(seg, y, w, unit_weights, mean, w_total, s_total, node_
     end = seg.end
     tol = tie_tolerance(node_impurity)
     if unit_weights and ranks.shape[0] == 0:
-        return _regression_unit_scan(keys, seg.start, end, y, mean, s_total,
-                                     node_impurity, tol, min_leaf)
+        return best_split_regression_unit(keys, seg.start, end, y, mean, s_total,
+                                          node_impurity, tol, min_leaf)
     n_node = end - seg.start
     best_delta = np.nan
     best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
