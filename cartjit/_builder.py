@@ -55,14 +55,16 @@ from typing import NamedTuple
 import numpy as np
 
 from ._config import jit
-from ._criteria import ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_tolerance
+from ._criteria import (ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_tolerance,
+                        xlogx_table)
 from . import _config
 from ._predict import _level_side
 from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, run_chunks
 from ._simd import LANES, compress_partition
-from ._splitter import (Segment, Targets, best_split_classification, best_split_gini_runs,
-                        best_split_regression, best_split_regression_unit, class_counts,
-                        equal_factors, threshold_between)
+from ._splitter import (Segment, Targets, best_split_class_runs, best_split_classification,
+                        best_split_gini_runs, best_split_regression,
+                        best_split_regression_unit, class_counts, equal_factors,
+                        threshold_between)
 from ._subsets import (BITSET_LEVELS, SIDE, best_subset_classification,
                        best_subset_regression, float_scratch_size, int_scratch_size,
                        left_levels_bits, level_run_end)
@@ -497,6 +499,9 @@ def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scra
     if (criterion == GINI and tg.unit_weights and tg.mask != 0 and not tied
             and equal_factors(total, tg.factor)):
         return best_split_gini_runs(seg, tg, total, imp, min_leaf, rules.simd, scratch, cand)
+    if tg.unit_weights and tg.mask != 0 and not tied:
+        return best_split_class_runs(seg, tg, total, imp, min_leaf, rules.simd, scratch,
+                                     cand)
     runs = (criterion == GINI or criterion == ENTROPY) and not tied
     return best_split_classification(seg, tg, total, imp, min_leaf, runs, rules.simd,
                                      scratch, cand)
@@ -1655,10 +1660,13 @@ def _targets(problem, factor, criterion):
     exact_sums = bool(unit_weights or (np.all(w == np.floor(w)) and w.sum() < 2.0**53))
     shift = label_bits(problem.n_classes if criterion != SQUARED_ERROR else 0,
                        problem.X.shape[0])
+    # The entropy scan by runs reads k log2 k from a table (unit weights: integer counts).
+    table = (xlogx_table(problem.X.shape[0]) if criterion == ENTROPY and unit_weights
+             else np.empty(0))
     return Targets(as_kernel_array(problem.y_class, np.int32),
                    as_kernel_array(problem.y_reg, np.float64), w, unit_weights, exact_sums,
                    as_kernel_array(factor, np.float64), int(criterion), int(shift),
-                   int((1 << shift) - 1))
+                   int((1 << shift) - 1), table)
 
 
 def grow(problem, presorted, factor, settings, n_threads=1):

@@ -28,7 +28,8 @@ from ._criteria import ENTROPY, GINI, tie_tolerance, xlogx
 from ._simd import LANES, compress_class_changes
 
 __all__ = ["Targets", "Segment", "threshold_between", "class_counts", "list_class_changes",
-           "equal_factors", "best_split_gini_runs", "best_split_classification",
+           "equal_factors", "best_split_gini_runs", "best_split_class_runs",
+           "best_split_classification",
            "best_split_regression", "best_split_regression_unit"]
 
 
@@ -49,6 +50,8 @@ class Targets(NamedTuple):
     criterion: int         # a code of cartjit._criteria
     shift: int             # bits of the class label in a key (0: not packed)
     mask: int              # 2**shift - 1
+    xlogx: np.ndarray = np.empty(0)  # float64 k log2 k for k = 0..n (entropy with unit
+                                     # weights, see best_split_class_runs; else empty)
 
 
 class Segment(NamedTuple):
@@ -437,6 +440,171 @@ def best_split_gini_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch,
     if not np.isnan(best_delta):
         return best_delta, best_pos
     return _gini_delta_exact_right(best_left, total, factor), best_pos
+
+
+@jit(borrowed=True)
+def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch, cand):
+    """Split search, the other unit-weight modes: Gini with unequal factors (priors),
+    entropy and twoing by runs, for unit weights, labels in the keys (``tg.mask`` > 0)
+    and a feature without ties.
+
+    :func:`best_split_classification` without its weighted and case-by-case modes: the
+    same candidates (where the class changes, and the first and last), the same
+    near-tie rule (:func:`_near_tie`) and the same precise Δi of the best
+    (:func:`_precise_class_delta`), bit for bit. Per candidate:
+
+    * Gini: the proxy of the general scan, operation for operation;
+    * entropy: no logarithm per class. With unit weights the counts are integers k,
+      and x log2 x of c_j k is c_j (k log2 k + k log2 c_j), read from the table
+      ``tg.xlogx`` (k log2 k, k = 0..n); when the classes present share one factor c
+      (:func:`equal_factors`), the proxy divided by c is Σ_j T[L_j] - T[n_L] +
+      Σ_j T[R_j] - T[n_R], with no logarithm at all; otherwise the totals Q_L, Q_R
+      take one each. The proxy moves by a few ulps of its terms (of order Q(t)
+      log2 n), far inside the near-tie band (64 ``NEAR_TIE`` Q(t)), where Δi is
+      settled exactly as before;
+    * twoing: Δ from the counts as the general scan computes it. Twoing is half the
+      largest two-class Gini decrease over the partitions of the classes into two
+      superclasses; a run of one class moves the counts along a line, along which
+      each of those is convex (strictly, unless the superclasses are pure), so their
+      maximum is too, and the best split and every exact tie with it lie at an end of
+      a run or at the first or last candidate, as for Gini and entropy.
+
+    Returns ``(Δi, pos)``, or ``(-inf, -1)`` when there is no candidate.
+
+    Parameters
+    ----------
+    seg : :class:`Segment` (its ranks are not read).
+    tg : :class:`Targets` (``tg.xlogx`` filled for entropy).
+    total : float64 (J,) the node's counts N_j(t).
+    node_impurity : i(t); the tie tolerance on Δi follows from it.
+    min_leaf : least number of cases in a child.
+    simd : list class changes 16 keys at a time.
+    scratch : float64 (3J,) running left counts, the best's left counts, right counts.
+    cand : int32 room for the segment's candidates.
+    """
+    keys = seg.keys
+    start = seg.start
+    end = seg.end
+    mask = tg.mask
+    factor = tg.factor
+    criterion = tg.criterion
+    table = tg.xlogx
+    tol = tie_tolerance(node_impurity)
+    n_classes = total.shape[0]
+    left = scratch[:n_classes]
+    best_left = scratch[n_classes:2 * n_classes]
+    right = scratch[2 * n_classes:3 * n_classes]
+    n_node = end - start
+    lo = start + min_leaf
+    hi = end - min_leaf
+    if lo > hi:
+        return -np.inf, -1
+    n_cand = list_class_changes(keys, lo, hi, tg.y_class, mask, simd, cand)
+    q_total = 0.0
+    for j in range(n_classes):
+        left[j] = 0.0
+        q_total += factor[j] * total[j]
+    one_factor = criterion == ENTROPY and equal_factors(total, factor)
+    c_one = 1.0
+    if one_factor:
+        c_one = 0.0
+        for j in range(n_classes):
+            if total[j] > 0.0:
+                c_one = max(c_one, factor[j])
+    if criterion == GINI:
+        scale = NEAR_TIE * q_total
+    elif criterion == ENTROPY:
+        scale = NEAR_TIE * 64.0 * q_total / c_one
+    else:
+        scale = NEAR_TIE
+    logs = criterion == ENTROPY and not one_factor
+    if logs:  # log2 c_j in the right counts' room (refilled after a near-tie used it)
+        _log2_factors(factor, right)
+    umask = np.uint64(mask)
+    for i in range(np.uint64(start), np.uint64(lo)):  # the cases before the first candidate
+        left[np.uint64(keys[i]) & umask] += 1.0
+    best_delta = np.nan
+    best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
+    best_den = 1.0
+    hi_num = -np.inf
+    lo_num = -np.inf
+    cur = lo
+    for b in range(n_cand):
+        pos = cand[np.uint64(b)]
+        if pos > cur:  # cases [cur, pos) are one run of one class
+            cls = np.uint64(keys[np.uint64(pos - 1)]) & umask
+            left[cls] += float(pos - cur)
+            cur = pos
+        den = 1.0
+        if criterion == GINI:
+            ql_sum = 0.0
+            qr_sum = 0.0
+            sq_ql = 0.0
+            sq_qr = 0.0
+            for j in range(n_classes):
+                ql = factor[j] * left[j]
+                qr = factor[j] * (total[j] - left[j])
+                ql_sum += ql
+                qr_sum += qr
+                sq_ql += ql * ql
+                sq_qr += qr * qr
+            num = sq_ql * qr_sum + sq_qr * ql_sum
+            den = ql_sum * qr_sum
+        elif criterion == ENTROPY:
+            n_left = pos - start
+            if one_factor:
+                acc = -table[n_left] - table[n_node - n_left]
+                for j in range(n_classes):
+                    acc += table[np.int64(left[j])] + table[np.int64(total[j] - left[j])]
+                num = acc
+            else:
+                ql_sum = 0.0
+                qr_sum = 0.0
+                s_l = 0.0
+                s_r = 0.0
+                for j in range(n_classes):
+                    c = factor[j]
+                    k_l = left[j]
+                    k_r = total[j] - left[j]
+                    s_l += c * (table[np.int64(k_l)] + k_l * right[j])
+                    s_r += c * (table[np.int64(k_r)] + k_r * right[j])
+                    ql_sum += c * k_l
+                    qr_sum += c * k_r
+                num = s_l - xlogx(ql_sum) + s_r - xlogx(qr_sum)
+        else:
+            for j in range(n_classes):
+                right[j] = total[j] - left[j]
+            num = delta_from_counts(left, right, factor, criterion, node_impurity)
+        if num * best_den > hi_num * den:
+            best_delta = np.nan  # computed when needed
+            for j in range(n_classes):
+                best_left[j] = left[j]
+        elif num * best_den >= lo_num * den:
+            best_delta, won = _near_tie(seg, pos, best_pos, best_delta, tg, total, scratch,
+                                        node_impurity, tol)
+            if logs:
+                _log2_factors(factor, right)
+            if not won:
+                continue
+        else:
+            continue
+        best_den = den
+        hi_num = num + scale * den
+        lo_num = num - scale * den
+        best_pos = pos
+    if best_pos < 0:
+        return -np.inf, -1
+    if np.isnan(best_delta):
+        best_delta = _precise_class_delta(keys, best_pos, end, tg, best_left, total, right,
+                                          node_impurity)
+    return best_delta, best_pos
+
+
+@jit(inline="always")
+def _log2_factors(factor, out):
+    """log2 c_j into ``out`` (0 where c_j is 0: its terms vanish with x log x)."""
+    for j in range(factor.shape[0]):
+        out[j] = np.log2(factor[j]) if factor[j] > 0.0 else 0.0
 
 
 @jit(borrowed=True)
