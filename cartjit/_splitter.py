@@ -462,7 +462,9 @@ def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch
       take one each. The proxy moves by a few ulps of its terms (of order Q(t)
       log2 n), far inside the near-tie band (64 ``NEAR_TIE`` Q(t)), where Δi is
       settled exactly as before;
-    * twoing: Δ from the counts as the general scan computes it. Twoing is half the
+    * twoing: the proxy (Σ_j |q_jL Q_R - q_jR Q_L|)² / (Q_L Q_R) = 4 Q(t)² Δ, compared
+      by cross-multiplication (no division; the general scan divides 2J + 2 times),
+      within a few ulps of 4 Q(t)² Δ, far inside the band. Twoing is half the
       largest two-class Gini decrease over the partitions of the classes into two
       superclasses; a run of one class moves the counts along a line, along which
       each of those is convex (strictly, unless the superclasses are pure), so their
@@ -515,8 +517,8 @@ def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch
         scale = NEAR_TIE * q_total
     elif criterion == ENTROPY:
         scale = NEAR_TIE * 64.0 * q_total / c_one
-    else:
-        scale = NEAR_TIE
+    else:  # twoing's proxy is 4 Q(t)² Δ
+        scale = NEAR_TIE * 4.0 * q_total * q_total
     logs = criterion == ENTROPY and not one_factor
     if logs:  # log2 c_j in the right counts' room (refilled after a near-tie used it)
         _log2_factors(factor, right)
@@ -571,10 +573,21 @@ def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch
                     ql_sum += c * k_l
                     qr_sum += c * k_r
                 num = s_l - xlogx(ql_sum) + s_r - xlogx(qr_sum)
-        else:
+        else:  # twoing: (Σ_j |q_jL Q_R - q_jR Q_L|)² / (Q_L Q_R) = 4 Q(t)² Δ
+            ql_sum = 0.0
+            qr_sum = 0.0
             for j in range(n_classes):
-                right[j] = total[j] - left[j]
-            num = delta_from_counts(left, right, factor, criterion, node_impurity)
+                ql_sum += factor[j] * left[j]
+                qr_sum += factor[j] * (total[j] - left[j])
+            acc = 0.0
+            for j in range(n_classes):
+                acc += abs(factor[j] * left[j] * qr_sum
+                           - factor[j] * (total[j] - left[j]) * ql_sum)
+            num = acc * acc
+            den = ql_sum * qr_sum
+            if not den > 0.0:  # a side of no weight: never a candidate, as in the
+                num = np.nan   # general scan, whose Δ is then NaN
+                den = 1.0
         if num * best_den > hi_num * den:
             best_delta = np.nan  # computed when needed
             for j in range(n_classes):
