@@ -5,8 +5,8 @@ command line (``sys.path`` first), warms the JIT on a tiny problem, draws the da
 (``cartjit.datasets``, seed 0) and times, best of ``--inner`` calls each: the fit of a
 classifier (Gini, 3 classes) and of a regressor on ``--n`` × 20, ``CARTClassifierCV``
 with ``--folds`` folds at ``--n``, and ``predict`` of ``--predict`` fresh rows by the
-classifier (``--modes``: also entropy, twoing, case weights and tied values, the
-other scan modes). Samples alternate A, B, A, B, ... for every combination of thread count
+classifier (``--modes``: also entropy, twoing, case weights, tied values, equal
+priors and ``min_samples_leaf=5``, the other scan modes). Samples alternate A, B, A, B, ... for every combination of thread count
 (``NUMBA_NUM_THREADS``) and ``CARTJIT_SIMD`` setting, so that background load hits
 both copies alike. ``--cold`` adds the cold start: a fresh interpreter with an empty
 ``NUMBA_CACHE_DIR`` running import, ``load_iris`` and the first fit and predict.
@@ -62,6 +62,11 @@ if {modes}:  # the scan modes besides the lean Gini scan
     res["fit Gini, weights"] = best(lambda: cartjit.CARTClassifier().fit(Xt, yt, sample_weight=w))
     res["fit Gini, tied X"] = best(lambda: cartjit.CARTClassifier().fit(Xq, yt))
     res["fit twoing"] = best(lambda: cartjit.CARTClassifier(criterion="twoing").fit(Xt, yt))
+    res["fit Gini, equal priors"] = best(lambda: cartjit.CARTClassifier(priors="equal").fit(Xt, yt))
+    res["fit Gini, min_samples_leaf=5"] = best(
+        lambda: cartjit.CARTClassifier(min_samples_leaf=5).fit(Xt, yt))
+    res["fit entropy, equal priors"] = best(
+        lambda: cartjit.CARTClassifier(criterion="entropy", priors="equal").fit(Xt, yt))
 print(json.dumps(res))
 """
 
@@ -99,7 +104,8 @@ def main(argv=None):
     ap.add_argument("--simd", default="0,auto")
     ap.add_argument("--cold", action="store_true", help="also time the cold start")
     ap.add_argument("--modes", action="store_true",
-                    help="also fit with entropy, twoing, weights and tied values")
+                    help="also fit with entropy, twoing, weights, tied values, equal "
+                         "priors and min_samples_leaf=5")
     ap.add_argument("--no-warm", action="store_true", help="only the cold start")
     args = ap.parse_args(argv)
     roots = {"A": os.path.abspath(args.a), "B": os.path.abspath(args.b)}
