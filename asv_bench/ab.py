@@ -6,7 +6,8 @@ command line (``sys.path`` first), warms the JIT on a tiny problem, draws the da
 classifier (Gini, 3 classes) and of a regressor on ``--n`` × 20, ``CARTClassifierCV``
 with ``--folds`` folds at ``--n``, and ``predict`` of ``--predict`` fresh rows by the
 classifier (``--modes``: also entropy, twoing, case weights, tied values, equal
-priors and ``min_samples_leaf=5``, the other scan modes). Samples alternate A, B, A, B, ... for every combination of thread count
+priors and ``min_samples_leaf=5``, the other scan modes). Samples alternate A, B, A, B,
+... for every combination of thread count
 (``NUMBA_NUM_THREADS``) and ``CARTJIT_SIMD`` setting, so that background load hits
 both copies alike. ``--cold`` adds the cold start: a fresh interpreter with an empty
 ``NUMBA_CACHE_DIR`` running import, ``load_iris`` and the first fit and predict.
