@@ -513,6 +513,9 @@ def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch
         for j in range(n_classes):
             if total[j] > 0.0:
                 c_one = max(c_one, factor[j])
+        one_factor = c_one > 0.0
+        if not one_factor:
+            c_one = 1.0
     if criterion == GINI:
         scale = NEAR_TIE * q_total
     elif criterion == ENTROPY:
