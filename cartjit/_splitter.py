@@ -444,22 +444,24 @@ def best_split_gini_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch,
 
 @jit(borrowed=True)
 def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch, cand):
-    """Split search, the other unit-weight modes: Gini with unequal factors (priors),
-    entropy and twoing by runs, for unit weights, labels in the keys (``tg.mask`` > 0)
-    and a feature without ties.
+    """Split search by runs, the modes besides the lean Gini scan: Gini with unequal
+    factors (priors) or case weights, entropy with unit or integer weights (a table
+    ``tg.xlogx``), and twoing, for labels in the keys (``tg.mask`` > 0) and a feature
+    without ties.
 
-    :func:`best_split_classification` without its weighted and case-by-case modes: the
-    same candidates (where the class changes, and the first and last), the same
-    near-tie rule (:func:`_near_tie`) and the same precise Δi of the best
+    :func:`best_split_classification` without its case-by-case mode: the same
+    candidates (where the class changes, and the first and last), the same counts
+    (weights added case by case in the same order), the same near-tie rule
+    (:func:`_near_tie`) and the same precise Δi of the best
     (:func:`_precise_class_delta`), bit for bit. Per candidate:
 
     * Gini: the proxy of the general scan, operation for operation;
-    * entropy: no logarithm per class. With unit weights the counts are integers k,
-      and x log2 x of c_j k is c_j (k log2 k + k log2 c_j), read from the table
-      ``tg.xlogx`` (k log2 k, k = 0..n); when the classes present share one factor c
-      (:func:`equal_factors`), the proxy divided by c is Σ_j T[L_j] - T[n_L] +
-      Σ_j T[R_j] - T[n_R], with no logarithm at all; otherwise the totals Q_L, Q_R
-      take one each. The proxy moves by a few ulps of its terms (of order Q(t)
+    * entropy: no logarithm per class. With unit or integer weights (exact sums) the
+      counts are integers k, and x log2 x of c_j k is c_j (k log2 k + k log2 c_j),
+      with k log2 k read from the table ``tg.xlogx`` (T[k], k = 0 up to the total
+      weight); when the classes present share one factor c (:func:`equal_factors`),
+      the proxy divided by c is Σ_j T[L_j] - T[W_L] + Σ_j T[R_j] - T[W_R], with no
+      logarithm at all; otherwise the totals Q_L, Q_R take one each. The proxy moves by a few ulps of its terms (of order Q(t)
       log2 n), far inside the near-tie band (64 ``NEAR_TIE`` Q(t)), where Δi is
       settled exactly as before;
     * twoing: the proxy (Σ_j |q_jL Q_R - q_jR Q_L|)² / (Q_L Q_R) = 4 Q(t)² Δ, compared
@@ -496,7 +498,6 @@ def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch
     left = scratch[:n_classes]
     best_left = scratch[n_classes:2 * n_classes]
     right = scratch[2 * n_classes:3 * n_classes]
-    n_node = end - start
     lo = start + min_leaf
     hi = end - min_leaf
     if lo > hi:
@@ -525,9 +526,13 @@ def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch
     logs = criterion == ENTROPY and not one_factor
     if logs:  # log2 c_j in the right counts' room (refilled after a near-tie used it)
         _log2_factors(factor, right)
+    unit = tg.unit_weights
+    w = tg.w
+    ushift = np.uint64(tg.shift)
     umask = np.uint64(mask)
     for i in range(np.uint64(start), np.uint64(lo)):  # the cases before the first candidate
-        left[np.uint64(keys[i]) & umask] += 1.0
+        key = np.uint64(keys[i])
+        left[key & umask] += 1.0 if unit else w[key >> ushift]
     best_delta = np.nan
     best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
     best_den = 1.0
@@ -538,7 +543,13 @@ def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch
         pos = cand[np.uint64(b)]
         if pos > cur:  # cases [cur, pos) are one run of one class
             cls = np.uint64(keys[np.uint64(pos - 1)]) & umask
-            left[cls] += float(pos - cur)
+            if unit:
+                left[cls] += float(pos - cur)
+            else:
+                l_c = left[cls]
+                for i in range(np.uint64(cur), np.uint64(pos)):  # the case-by-case order
+                    l_c += w[np.uint64(keys[i]) >> ushift]
+                left[cls] = l_c
             cur = pos
         den = 1.0
         if criterion == GINI:
@@ -556,12 +567,17 @@ def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch
             num = sq_ql * qr_sum + sq_qr * ql_sum
             den = ql_sum * qr_sum
         elif criterion == ENTROPY:
-            n_left = pos - start
-            if one_factor:
-                acc = -table[n_left] - table[n_node - n_left]
+            if one_factor:  # the counts and their sums are exact integers
+                acc = 0.0
+                k_left = 0.0
+                k_right = 0.0
                 for j in range(n_classes):
-                    acc += table[np.int64(left[j])] + table[np.int64(total[j] - left[j])]
-                num = acc
+                    k_l = left[j]
+                    k_r = total[j] - left[j]
+                    k_left += k_l
+                    k_right += k_r
+                    acc += table[np.int64(k_l)] + table[np.int64(k_r)]
+                num = acc - table[np.int64(k_left)] - table[np.int64(k_right)]
             else:
                 ql_sum = 0.0
                 qr_sum = 0.0

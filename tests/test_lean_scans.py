@@ -1,7 +1,7 @@
 """The lean split scans against the general ones they stand in for.
 
-``best_split_class_runs`` (Gini with unequal factors, entropy, twoing; unit weights,
-labels in the keys) must pick the split that the general scan picks case by case and
+``best_split_class_runs`` (Gini with unequal factors, entropy, twoing; unit or integer
+weights, labels in the keys) must pick the split that the general scan picks case by case and
 return its Δi bit for bit; ``best_split_regression_unit`` the same against the general
 regression scan given weights of 1 (a weight of 1 multiplies exactly, so the sums are
 the same). Segments include symmetric class or response patterns, whose splits tie
@@ -50,13 +50,17 @@ def test_class_runs_scan_equals_case_by_case_scan():
         total = np.bincount(labels, minlength=k).astype(np.float64)
         factor = _factor(rng, labels, k, trial)
         min_leaf = int(rng.integers(1, 4))
+        weighted = trial % 5 == 4
+        w = rng.integers(1, 4, n).astype(np.float64) if weighted else np.ones(n)
+        if weighted:
+            total = np.bincount(labels, weights=w, minlength=k)
         for criterion in (GINI, ENTROPY, TWOING):
             imp = impurity_from_counts(total, factor, criterion)
-            table = xlogx_table(n) if criterion == ENTROPY else np.empty(0)
-            unit = Targets(y, np.empty(0), np.empty(0), True, True, factor, criterion, bits,
-                           (1 << bits) - 1, table)
-            # the general scan, case by case, with weights of 1 given explicitly
-            general = Targets(y, np.empty(0), np.ones(n), False, True, factor, criterion,
+            table = xlogx_table(int(w.sum())) if criterion == ENTROPY else np.empty(0)
+            unit = Targets(y, np.empty(0), w if weighted else np.empty(0), not weighted,
+                           True, factor, criterion, bits, (1 << bits) - 1, table)
+            # the general scan, case by case, with the weights (of 1) given explicitly
+            general = Targets(y, np.empty(0), w, False, True, factor, criterion,
                               bits, (1 << bits) - 1, table)
             seg = Segment(keys, keys[:0], 0, n)
             for simd in (False, True):
