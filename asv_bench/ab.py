@@ -124,7 +124,7 @@ def main(argv=None):
                     help="wall time, or the process's CPU time (with --threads 1: "
                          "steadier than wall time on a busy machine)")
     ap.add_argument("--only", default="",
-                    help="comma-separated measures to time (default: all)")
+                    help="semicolon-separated measures to time (default: all)")
     args = ap.parse_args(argv)
     roots = {"A": os.path.abspath(args.a), "B": os.path.abspath(args.b)}
     caches = {k: tempfile.mkdtemp(prefix=f"ab-cache-{k}-") for k in roots}
@@ -140,7 +140,7 @@ def main(argv=None):
                     samples[k].append(_run(_CHILD.format(
                         root=roots[k], n=args.n, n_pred=args.predict, folds=args.folds,
                         inner=args.inner, modes=args.modes, clock=args.clock,
-                        only=[m for m in args.only.split(",") if m]), env))
+                        only=[m.strip() for m in args.only.split(";") if m.strip()]), env))
             for m in samples["A"][0]:
                 a = statistics.median(s[m] for s in samples["A"])
                 b = statistics.median(s[m] for s in samples["B"])
