@@ -102,7 +102,7 @@ def parse_args(argv=None):
     p.add_argument("--criterion", choices=("gini", "entropy", "twoing"), default="gini",
                    help="classification criterion of cartjit; scikit-learn fits twoing "
                         "trees with Gini (it has no twoing)")
-    p.add_argument("--priors", choices=("data", "equal"), default="data",
+    p.add_argument("--priors", choices=("empirical", "equal"), default="empirical",
                    help="cartjit's priors; 'equal' gives scikit-learn "
                         "class_weight='balanced' and YDF class weights N / (J N_j)")
     p.add_argument("--min-samples-leaf", type=_positive_int, default=1,
@@ -114,7 +114,7 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.classes < 2:
         p.error(f"--classes must be >= 2, got {args.classes}")
-    if args.task == "regression" and (args.criterion != "gini" or args.priors != "data"):
+    if args.task == "regression" and (args.criterion != "gini" or args.priors != "empirical"):
         p.error("--criterion and --priors are classification options")
     _OPTIONS.update(criterion=args.criterion, priors=args.priors,
                     min_samples_leaf=args.min_samples_leaf, weights=args.weights,
@@ -123,7 +123,7 @@ def parse_args(argv=None):
 
 
 #: The model options of the command line (set by parse_args, read by the model makers).
-_OPTIONS = {"criterion": "gini", "priors": "data", "min_samples_leaf": 1, "weights": False,
+_OPTIONS = {"criterion": "gini", "priors": "empirical", "min_samples_leaf": 1, "weights": False,
             "seed": 0}
 
 
@@ -132,7 +132,7 @@ def _options_text():
     out = []
     if _OPTIONS["criterion"] != "gini":
         out.append(f"criterion={_OPTIONS['criterion']}")
-    if _OPTIONS["priors"] != "data":
+    if _OPTIONS["priors"] != "empirical":
         out.append(f"priors={_OPTIONS['priors']}")
     if _OPTIONS["min_samples_leaf"] != 1:
         out.append(f"min_samples_leaf={_OPTIONS['min_samples_leaf']}")
