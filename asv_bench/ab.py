@@ -5,8 +5,9 @@ command line (``sys.path`` first), warms the JIT on a tiny problem, draws the da
 (``cartjit.datasets``, seed 0) and times, best of ``--inner`` calls each: the fit of a
 classifier (Gini, 3 classes) and of a regressor on ``--n`` × 20, ``CARTClassifierCV``
 with ``--folds`` folds at ``--n``, and ``predict`` of ``--predict`` fresh rows by the
-classifier (``--modes``: also entropy, twoing, case weights and tied values, the
-other scan modes). Samples alternate A, B, A, B, ... for every combination of thread count
+classifier (``--modes``: also entropy, twoing, case weights, tied values, equal
+priors and ``min_samples_leaf=5``, the other scan modes). Samples alternate A, B, A, B,
+... for every combination of thread count
 (``NUMBA_NUM_THREADS``) and ``CARTJIT_SIMD`` setting, so that background load hits
 both copies alike. ``--cold`` adds the cold start: a fresh interpreter with an empty
 ``NUMBA_CACHE_DIR`` running import, ``load_iris`` and the first fit and predict.
@@ -43,25 +44,41 @@ Xr, yr = make_regression(n, 20, random_state=0)
 Xt, Xp = X[:n], X[n:]
 yt = y[:n]
 
+clock = time.{clock}
+
 def best(fn):
     out = []
     for _ in range(inner):
-        t0 = time.perf_counter(); fn(); out.append(time.perf_counter() - t0)
+        t0 = clock(); fn(); out.append(clock() - t0)
     return min(out)
 
 res = {{}}
-res["fit classification"] = best(lambda: cartjit.CARTClassifier().fit(Xt, yt))
-res["fit regression"] = best(lambda: cartjit.CARTRegressor().fit(Xr, yr))
-res["CV"] = best(lambda: cartjit.CARTClassifierCV(cv=folds).fit(Xt, yt))
-model = cartjit.CARTClassifier().fit(Xt, yt)
-res["predict"] = best(lambda: model.predict(Xp))
+only = {only!r}
+
+def timed(name, fn):
+    if not only or name in only:
+        res[name] = best(fn)
+
+timed("fit classification", lambda: cartjit.CARTClassifier().fit(Xt, yt))
+timed("fit regression", lambda: cartjit.CARTRegressor().fit(Xr, yr))
+timed("CV", lambda: cartjit.CARTClassifierCV(cv=folds).fit(Xt, yt))
+if not only or "predict" in only:
+    model = cartjit.CARTClassifier().fit(Xt, yt)
+    timed("predict", lambda: model.predict(Xp))
 if {modes}:  # the scan modes besides the lean Gini scan
     w = np.random.default_rng(0).integers(1, 4, n).astype(float)
     Xq = np.round(Xt, 1)
-    res["fit entropy"] = best(lambda: cartjit.CARTClassifier(criterion="entropy").fit(Xt, yt))
-    res["fit Gini, weights"] = best(lambda: cartjit.CARTClassifier().fit(Xt, yt, sample_weight=w))
-    res["fit Gini, tied X"] = best(lambda: cartjit.CARTClassifier().fit(Xq, yt))
-    res["fit twoing"] = best(lambda: cartjit.CARTClassifier(criterion="twoing").fit(Xt, yt))
+    timed("fit entropy", lambda: cartjit.CARTClassifier(criterion="entropy").fit(Xt, yt))
+    timed("fit Gini, weights", lambda: cartjit.CARTClassifier().fit(Xt, yt, sample_weight=w))
+    timed("fit entropy, weights",
+          lambda: cartjit.CARTClassifier(criterion="entropy").fit(Xt, yt, sample_weight=w))
+    timed("fit Gini, tied X", lambda: cartjit.CARTClassifier().fit(Xq, yt))
+    timed("fit twoing", lambda: cartjit.CARTClassifier(criterion="twoing").fit(Xt, yt))
+    timed("fit Gini, equal priors", lambda: cartjit.CARTClassifier(priors="equal").fit(Xt, yt))
+    timed("fit Gini, min_samples_leaf=5",
+          lambda: cartjit.CARTClassifier(min_samples_leaf=5).fit(Xt, yt))
+    timed("fit entropy, equal priors",
+          lambda: cartjit.CARTClassifier(criterion="entropy", priors="equal").fit(Xt, yt))
 print(json.dumps(res))
 """
 
@@ -99,8 +116,15 @@ def main(argv=None):
     ap.add_argument("--simd", default="0,auto")
     ap.add_argument("--cold", action="store_true", help="also time the cold start")
     ap.add_argument("--modes", action="store_true",
-                    help="also fit with entropy, twoing, weights and tied values")
+                    help="also fit with entropy, twoing, weights, tied values, equal "
+                         "priors and min_samples_leaf=5")
     ap.add_argument("--no-warm", action="store_true", help="only the cold start")
+    ap.add_argument("--clock", choices=("perf_counter", "process_time"),
+                    default="perf_counter",
+                    help="wall time, or the process's CPU time (with --threads 1: "
+                         "steadier than wall time on a busy machine)")
+    ap.add_argument("--only", default="",
+                    help="semicolon-separated measures to time (default: all)")
     args = ap.parse_args(argv)
     roots = {"A": os.path.abspath(args.a), "B": os.path.abspath(args.b)}
     caches = {k: tempfile.mkdtemp(prefix=f"ab-cache-{k}-") for k in roots}
@@ -115,7 +139,8 @@ def main(argv=None):
                                NUMBA_CACHE_DIR=caches[k])
                     samples[k].append(_run(_CHILD.format(
                         root=roots[k], n=args.n, n_pred=args.predict, folds=args.folds,
-                        inner=args.inner, modes=args.modes), env))
+                        inner=args.inner, modes=args.modes, clock=args.clock,
+                        only=[m.strip() for m in args.only.split(";") if m.strip()]), env))
             for m in samples["A"][0]:
                 a = statistics.median(s[m] for s in samples["A"])
                 b = statistics.median(s[m] for s in samples["B"])

@@ -20,7 +20,10 @@ default        one process: seeded data from :mod:`cartjit.datasets`, then both
 
 Both libraries grow to purity with their defaults (``CARTClassifier(criterion="gini")``
 / ``CARTRegressor()``; ``DecisionTreeClassifier(random_state=0)`` /
-``DecisionTreeRegressor(random_state=0)``). scikit-learn converts X to float32 in
+``DecisionTreeRegressor(random_state=0)``); ``--criterion``, ``--priors``,
+``--min-samples-leaf`` and ``--weights`` change the models as their help says (a twoing
+tree is compared with scikit-learn's Gini, which has no twoing; equal priors with its
+``class_weight="balanced"``). scikit-learn converts X to float32 in
 ``fit`` and ``predict``; that copy is part of its times. ``--threads N`` sets
 ``NUMBA_NUM_THREADS`` (cartjit's kernels and its thread pool) before Numba is imported;
 scikit-learn's tree builder is single-threaded whatever the setting.
@@ -30,6 +33,7 @@ Examples::
     python asv_bench/peers.py --n 100000
     python asv_bench/peers.py --n 1000000 --task regression --repeat 3 --threads 8
     python asv_bench/peers.py --n 1000000 --memory
+    python asv_bench/peers.py --criterion entropy --min-samples-leaf 5 --weights
     python asv_bench/peers.py --coldstart
 """
 from __future__ import annotations
@@ -95,12 +99,61 @@ def parse_args(argv=None):
     p.add_argument("--ydf", action="store_true",
                    help="also time YDF's CartLearner (grown to purity: no depth limit, "
                         "min_examples=1, no validation pruning; needs the bench extra)")
+    p.add_argument("--criterion", choices=("gini", "entropy", "twoing"), default="gini",
+                   help="classification criterion of cartjit; scikit-learn fits twoing "
+                        "trees with Gini (it has no twoing)")
+    p.add_argument("--priors", choices=("empirical", "equal"), default="empirical",
+                   help="cartjit's priors; 'equal' gives scikit-learn "
+                        "class_weight='balanced' and YDF class weights N / (J N_j)")
+    p.add_argument("--min-samples-leaf", type=_positive_int, default=1,
+                   help="min_samples_leaf of both libraries (YDF: min_examples)")
+    p.add_argument("--weights", action="store_true",
+                   help="integer case weights 1-3 (seeded), the same for every library")
     p.add_argument("--child", choices=("memory-cartjit", "memory-sklearn"),
                    help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.classes < 2:
         p.error(f"--classes must be >= 2, got {args.classes}")
+    if args.task == "regression" and (args.criterion != "gini" or args.priors != "empirical"):
+        p.error("--criterion and --priors are classification options")
+    _OPTIONS.update(criterion=args.criterion, priors=args.priors,
+                    min_samples_leaf=args.min_samples_leaf, weights=args.weights,
+                    seed=args.seed)
     return args
+
+
+#: The model options of the command line (set by parse_args, read by the model makers).
+_OPTIONS = {"criterion": "gini", "priors": "empirical", "min_samples_leaf": 1, "weights": False,
+            "seed": 0}
+
+
+def _options_text():
+    """The non-default model options, for the report's title."""
+    out = []
+    if _OPTIONS["criterion"] != "gini":
+        out.append(f"criterion={_OPTIONS['criterion']}")
+    if _OPTIONS["priors"] != "empirical":
+        out.append(f"priors={_OPTIONS['priors']}")
+    if _OPTIONS["min_samples_leaf"] != 1:
+        out.append(f"min_samples_leaf={_OPTIONS['min_samples_leaf']}")
+    if _OPTIONS["weights"]:
+        out.append("integer case weights 1-3")
+    return (", " + ", ".join(out)) if out else ""
+
+
+def _case_weights(n):
+    """--weights: integer weights 1, 2 or 3 (seeded), else None."""
+    if not _OPTIONS["weights"]:
+        return None
+    import numpy as np
+
+    return np.random.default_rng(_OPTIONS["seed"] + 1).integers(1, 4, n).astype(np.float64)
+
+
+def _fit(model, X, y):
+    """``model.fit`` with the case weights of --weights (every library takes them)."""
+    w = _case_weights(X.shape[0])
+    return model.fit(X, y) if w is None else model.fit(X, y, sample_weight=w)
 
 
 # --------------------------------------------------------------------------- machine
@@ -209,15 +262,23 @@ def _draw(args):
 def _cartjit_model(task):
     from cartjit import CARTClassifier, CARTRegressor
 
-    return CARTClassifier(criterion="gini") if task == "classification" else CARTRegressor()
+    leaf = _OPTIONS["min_samples_leaf"]
+    if task == "classification":
+        return CARTClassifier(criterion=_OPTIONS["criterion"], priors=_OPTIONS["priors"],
+                              min_samples_leaf=leaf)
+    return CARTRegressor(min_samples_leaf=leaf)
 
 
 def _sklearn_model(task):
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+    leaf = _OPTIONS["min_samples_leaf"]
     if task == "classification":
-        return DecisionTreeClassifier(random_state=0)
-    return DecisionTreeRegressor(random_state=0)
+        criterion = "entropy" if _OPTIONS["criterion"] == "entropy" else "gini"
+        weight = "balanced" if _OPTIONS["priors"] == "equal" else None
+        return DecisionTreeClassifier(random_state=0, criterion=criterion,
+                                      class_weight=weight, min_samples_leaf=leaf)
+    return DecisionTreeRegressor(random_state=0, min_samples_leaf=leaf)
 
 
 class _YDFTree:
@@ -238,20 +299,30 @@ class _YDFTree:
     def _columns(self, X):
         return {f"x{i}": X[:, i] for i in range(X.shape[1])}
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         import numpy as np
         import ydf
 
         threads = os.environ.get("NUMBA_NUM_THREADS")
         data = self._columns(X)
+        weights = None
         if self.task == "classification":
             self.classes, data["y"] = np.unique(y, return_inverse=True)
             kind = ydf.Task.CLASSIFICATION
+            if _OPTIONS["priors"] == "equal":  # scikit-learn's "balanced" weights
+                counts = np.bincount(data["y"])
+                balanced = y.shape[0] / (counts.shape[0] * counts)
+                sample_weight = balanced[data["y"]] * (1.0 if sample_weight is None
+                                                       else sample_weight)
         else:
             data["y"] = y
             kind = ydf.Task.REGRESSION
-        learner = ydf.CartLearner(label="y", task=kind, max_depth=-1, min_examples=1,
-                                  validation_ratio=0.0,
+        if sample_weight is not None:
+            data["w"] = np.asarray(sample_weight, dtype=np.float64)
+            weights = "w"
+        learner = ydf.CartLearner(label="y", task=kind, max_depth=-1,
+                                  min_examples=_OPTIONS["min_samples_leaf"],
+                                  validation_ratio=0.0, weights=weights,
                                   num_threads=int(threads) if threads else None)
         self.model = learner.train(data, verbose=0)
         return self
@@ -288,7 +359,7 @@ def _warm_up(task, lib, features, classes):
     X, y = _make_data(task, 300, features, classes, 12345)
     model = _MAKERS[lib](task)
     start = time.perf_counter()
-    model.fit(X, y).predict(X)
+    _fit(model, X, y).predict(X)
     return time.perf_counter() - start
 
 
@@ -350,7 +421,7 @@ def report_timing(args, argv):
             model = make[lib](args.task)
             gc.collect()
             start = time.perf_counter()
-            model.fit(X, y)
+            _fit(model, X, y)
             fit_times[lib].append(time.perf_counter() - start)
             models[lib] = model
     pred_times = {lib: [] for lib in libs}
@@ -368,8 +439,8 @@ def report_timing(args, argv):
 
     lines = header(f"cartjit vs scikit-learn{' and YDF' if args.ydf else ''}: {args.task}, n={args.n:,}, "
                    f"{args.features} features"
-                   + (f", {args.classes} classes" if args.task == "classification" else ""),
-                   argv)
+                   + (f", {args.classes} classes" if args.task == "classification" else "")
+                   + _options_text(), argv)
     import numba
     lines += [
         f"- numba threading layer: {numba.threading_layer()}",
@@ -449,7 +520,7 @@ def child_memory(args):
     _warm_up(args.task, lib, args.features, args.classes)
     model = (_cartjit_model if lib == "cartjit" else _sklearn_model)(args.task)
     start = time.perf_counter()
-    before, peak, method = measure_peak(lambda: model.fit(X, y))
+    before, peak, method = measure_peak(lambda: _fit(model, X, y))
     elapsed = time.perf_counter() - start
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     maxrss *= 1 if sys.platform == "darwin" else 1024
@@ -462,7 +533,12 @@ def _child_argv(args, child):
     argv = [sys.executable, os.path.abspath(__file__), "--child", child,
             "--n", str(args.n), "--features", str(args.features),
             "--classes", str(args.classes), "--task", args.task,
-            "--holdout", str(args.holdout), "--seed", str(args.seed)]
+            "--holdout", str(args.holdout), "--seed", str(args.seed),
+            "--min-samples-leaf", str(args.min_samples_leaf)]
+    if args.task == "classification":
+        argv += ["--criterion", args.criterion, "--priors", args.priors]
+    if args.weights:
+        argv.append("--weights")
     return argv
 
 

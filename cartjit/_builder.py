@@ -55,13 +55,15 @@ from typing import NamedTuple
 import numpy as np
 
 from ._config import jit
-from ._criteria import ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_tolerance
+from ._criteria import (ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_tolerance,
+                        xlogx_table)
 from . import _config
 from ._predict import _level_side
 from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, run_chunks
 from ._simd import LANES, compress_partition
-from ._splitter import (Segment, Targets, best_split_classification, best_split_gini_runs,
-                        best_split_regression, class_counts, equal_factors,
+from ._splitter import (Segment, Targets, best_split_class_runs, best_split_classification,
+                        best_split_gini_runs, best_split_regression,
+                        best_split_regression_unit, class_counts, equal_factors,
                         threshold_between)
 from ._subsets import (BITSET_LEVELS, SIDE, best_subset_classification,
                        best_subset_regression, float_scratch_size, int_scratch_size,
@@ -430,12 +432,16 @@ def _chunk_walk(f, p, c, n_chunks):
 def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     """Step 1, search: the best split of every (frontier node, feature) pair in chunk c.
 
-    Gini and entropy scan features without ties by runs of one class (see
+    Classification scans features without ties by runs of one class (see
     :func:`cartjit._splitter.best_split_classification`, with this chunk's row of
-    ``work.buffers`` for the candidates); twoing, and features with ties, case by case.
-    The common case (Gini, unit weights, one factor, labels in the keys, no ties) runs
-    :func:`cartjit._splitter.best_split_gini_runs`, every other pair the general
-    function.
+    ``work.buffers`` for the candidates); features with ties, and twoing without
+    labels in the keys, case by case. The common case (Gini, unit weights, one factor, labels in
+    the keys, no ties) runs :func:`cartjit._splitter.best_split_gini_runs`; the other
+    pairs with labels in the keys and no ties
+    :func:`cartjit._splitter.best_split_class_runs` (entropy when its table of
+    k log2 k is there: unit or integer weights); regression with unit weights and
+    no ties :func:`cartjit._splitter.best_split_regression_unit`; every other pair the
+    general functions.
 
     Parameters
     ----------
@@ -500,11 +506,17 @@ def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scra
     criterion = tg.criterion
     min_leaf = rules.min_samples_leaf
     if criterion == SQUARED_ERROR:
+        if tg.unit_weights and not tied:  # the lean scan, inlined here
+            return best_split_regression_unit(seg.keys, seg.start, seg.end, tg.y_reg, mean,
+                                              s_total, imp, tie_tolerance(imp), min_leaf)
         return best_split_regression(seg, tg.y_reg, tg.w, tg.unit_weights, mean, w_total,
                                      s_total, imp, min_leaf)
     if (criterion == GINI and tg.unit_weights and tg.mask != 0 and not tied
             and equal_factors(total, tg.factor)):
         return best_split_gini_runs(seg, tg, total, imp, min_leaf, rules.simd, scratch, cand)
+    if tg.mask != 0 and not tied and (criterion != ENTROPY or tg.xlogx.shape[0] > 0):
+        return best_split_class_runs(seg, tg, total, imp, min_leaf, rules.simd, scratch,
+                                     cand)
     runs = (criterion == GINI or criterion == ENTROPY) and not tied
     return best_split_classification(seg, tg, total, imp, min_leaf, runs, rules.simd,
                                      scratch, cand)
@@ -1883,6 +1895,11 @@ def label_bits(n_classes, n_rows):
     return bits if n_rows <= (1 << (31 - bits)) else 0
 
 
+#: The table of k log2 k of an entropy growth with integer weights holds at most this
+#: many rows per case.
+XLOGX_TABLE_ROWS = 8
+
+
 def _targets(problem, factor, criterion):
     """The :class:`cartjit._splitter.Targets` of a growth, in the kernels' layouts."""
     w = as_kernel_array(problem.w, np.float64)
@@ -1891,10 +1908,18 @@ def _targets(problem, factor, criterion):
     exact_sums = bool(unit_weights or (np.all(w == np.floor(w)) and w.sum() < 2.0**53))
     shift = label_bits(problem.n_classes if criterion != SQUARED_ERROR else 0,
                        problem.X.shape[0])
+    # The entropy scan by runs reads k log2 k from a table: unit or integer weights
+    # (integer counts), up to the total weight, when that is at most XLOGX_TABLE_ROWS
+    # times the number of cases (else the general scan takes the logarithms).
+    table = np.empty(0)
+    if criterion == ENTROPY and exact_sums:
+        top = problem.X.shape[0] if unit_weights else float(w.sum())
+        if top <= XLOGX_TABLE_ROWS * problem.X.shape[0]:
+            table = xlogx_table(int(top))
     return Targets(as_kernel_array(problem.y_class, np.int32),
                    as_kernel_array(problem.y_reg, np.float64), w, unit_weights, exact_sums,
                    as_kernel_array(factor, np.float64), int(criterion), int(shift),
-                   int((1 << shift) - 1))
+                   int((1 << shift) - 1), table)
 
 
 def grow(problem, presorted, factor, settings, n_threads=1):

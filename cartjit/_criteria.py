@@ -33,7 +33,7 @@ import numpy as np
 from ._config import jit
 
 __all__ = ["GINI", "ENTROPY", "TWOING", "SQUARED_ERROR", "CLASSIFICATION_CRITERIA",
-           "REGRESSION_CRITERIA", "TIE_ULPS"]
+           "REGRESSION_CRITERIA", "TIE_ULPS", "xlogx_table"]
 
 GINI = 0
 ENTROPY = 1
@@ -101,3 +101,18 @@ def xlogx(x):
     if x > 0.0:
         return x * np.log2(x)
     return 0.0
+
+
+@jit
+def xlogx_table(n):
+    """Entropy with unit weights, the split search's table: k log2 k for k = 0..n
+    (:func:`xlogx` of each integer count).
+
+    Parameters
+    ----------
+    n : the largest count (the number of cases).
+    """
+    out = np.empty(n + 1)
+    for k in range(n + 1):
+        out[k] = xlogx(float(k))
+    return out

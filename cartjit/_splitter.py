@@ -28,8 +28,9 @@ from ._criteria import ENTROPY, GINI, tie_tolerance, xlogx
 from ._simd import LANES, compress_class_changes
 
 __all__ = ["Targets", "Segment", "threshold_between", "class_counts", "list_class_changes",
-           "equal_factors", "best_split_gini_runs", "best_split_classification",
-           "best_split_regression"]
+           "equal_factors", "best_split_gini_runs", "best_split_class_runs",
+           "best_split_classification",
+           "best_split_regression", "best_split_regression_unit"]
 
 
 class Targets(NamedTuple):
@@ -49,6 +50,8 @@ class Targets(NamedTuple):
     criterion: int         # a code of cartjit._criteria
     shift: int             # bits of the class label in a key (0: not packed)
     mask: int              # 2**shift - 1
+    xlogx: np.ndarray = np.empty(0)  # float64 k log2 k for k = 0..n (entropy with unit
+                                     # weights, see best_split_class_runs; else empty)
 
 
 class Segment(NamedTuple):
@@ -440,6 +443,203 @@ def best_split_gini_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch,
 
 
 @jit(borrowed=True)
+def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch, cand):
+    """Split search by runs, the modes besides the lean Gini scan: Gini with unequal
+    factors (priors) or case weights, entropy with unit or integer weights (a table
+    ``tg.xlogx``), and twoing, for labels in the keys (``tg.mask`` > 0) and a feature
+    without ties.
+
+    :func:`best_split_classification` without its case-by-case mode: the same
+    candidates (where the class changes, and the first and last), the same counts
+    (weights added case by case in the same order), the same near-tie rule
+    (:func:`_near_tie`) and the same precise Δi of the best
+    (:func:`_precise_class_delta`), bit for bit. Per candidate:
+
+    * Gini: the proxy of the general scan, operation for operation;
+    * entropy: no logarithm per class. With unit or integer weights (exact sums) the
+      counts are integers k, and x log2 x of c_j k is c_j (k log2 k + k log2 c_j),
+      with k log2 k read from the table ``tg.xlogx`` (T[k], k = 0 up to the total
+      weight); when the classes present share one factor c (:func:`equal_factors`),
+      the proxy divided by c is Σ_j T[L_j] - T[W_L] + Σ_j T[R_j] - T[W_R], with no
+      logarithm at all; otherwise the totals Q_L, Q_R take one each. The proxy moves by a few ulps of its terms (of order Q(t)
+      log2 n), far inside the near-tie band (64 ``NEAR_TIE`` Q(t)), where Δi is
+      settled exactly as before;
+    * twoing: the proxy (Σ_j |q_jL Q_R - q_jR Q_L|)² / (Q_L Q_R) = 4 Q(t)² Δ, compared
+      by cross-multiplication (no division; the general scan divides 2J + 2 times),
+      within a few ulps of 4 Q(t)² Δ, far inside the band. Twoing is half the
+      largest two-class Gini decrease over the partitions of the classes into two
+      superclasses; a run of one class moves the counts along a line, along which
+      each of those is convex (strictly, unless the superclasses are pure), so their
+      maximum is too, and the best split and every exact tie with it lie at an end of
+      a run or at the first or last candidate, as for Gini and entropy.
+
+    Returns ``(Δi, pos)``, or ``(-inf, -1)`` when there is no candidate.
+
+    Parameters
+    ----------
+    seg : :class:`Segment` (its ranks are not read).
+    tg : :class:`Targets` (``tg.xlogx`` filled for entropy).
+    total : float64 (J,) the node's counts N_j(t).
+    node_impurity : i(t); the tie tolerance on Δi follows from it.
+    min_leaf : least number of cases in a child.
+    simd : list class changes 16 keys at a time.
+    scratch : float64 (3J,) running left counts, the best's left counts, right counts.
+    cand : int32 room for the segment's candidates.
+    """
+    keys = seg.keys
+    start = seg.start
+    end = seg.end
+    mask = tg.mask
+    factor = tg.factor
+    criterion = tg.criterion
+    table = tg.xlogx
+    tol = tie_tolerance(node_impurity)
+    n_classes = total.shape[0]
+    left = scratch[:n_classes]
+    best_left = scratch[n_classes:2 * n_classes]
+    right = scratch[2 * n_classes:3 * n_classes]
+    lo = start + min_leaf
+    hi = end - min_leaf
+    if lo > hi:
+        return -np.inf, -1
+    n_cand = list_class_changes(keys, lo, hi, tg.y_class, mask, simd, cand)
+    q_total = 0.0
+    for j in range(n_classes):
+        left[j] = 0.0
+        q_total += factor[j] * total[j]
+    one_factor = criterion == ENTROPY and equal_factors(total, factor)
+    c_one = 1.0
+    if one_factor:
+        c_one = 0.0
+        for j in range(n_classes):
+            if total[j] > 0.0:
+                c_one = max(c_one, factor[j])
+        one_factor = c_one > 0.0
+        if not one_factor:
+            c_one = 1.0
+    if criterion == GINI:
+        scale = NEAR_TIE * q_total
+    elif criterion == ENTROPY:
+        scale = NEAR_TIE * 64.0 * q_total / c_one
+    else:  # twoing's proxy is 4 Q(t)² Δ
+        scale = NEAR_TIE * 4.0 * q_total * q_total
+    logs = criterion == ENTROPY and not one_factor
+    if logs:  # log2 c_j in the right counts' room (refilled after a near-tie used it)
+        _log2_factors(factor, right)
+    unit = tg.unit_weights
+    w = tg.w
+    ushift = np.uint64(tg.shift)
+    umask = np.uint64(mask)
+    for i in range(np.uint64(start), np.uint64(lo)):  # the cases before the first candidate
+        key = np.uint64(keys[i])
+        left[key & umask] += 1.0 if unit else w[key >> ushift]
+    best_delta = np.nan
+    best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
+    best_den = 1.0
+    hi_num = -np.inf
+    lo_num = -np.inf
+    cur = lo
+    for b in range(n_cand):
+        pos = cand[np.uint64(b)]
+        if pos > cur:  # cases [cur, pos) are one run of one class
+            cls = np.uint64(keys[np.uint64(pos - 1)]) & umask
+            if unit:
+                left[cls] += float(pos - cur)
+            else:
+                l_c = left[cls]
+                for i in range(np.uint64(cur), np.uint64(pos)):  # the case-by-case order
+                    l_c += w[np.uint64(keys[i]) >> ushift]
+                left[cls] = l_c
+            cur = pos
+        den = 1.0
+        if criterion == GINI:
+            ql_sum = 0.0
+            qr_sum = 0.0
+            sq_ql = 0.0
+            sq_qr = 0.0
+            for j in range(n_classes):
+                ql = factor[j] * left[j]
+                qr = factor[j] * (total[j] - left[j])
+                ql_sum += ql
+                qr_sum += qr
+                sq_ql += ql * ql
+                sq_qr += qr * qr
+            num = sq_ql * qr_sum + sq_qr * ql_sum
+            den = ql_sum * qr_sum
+        elif criterion == ENTROPY:
+            if one_factor:  # the counts and their sums are exact integers
+                acc = 0.0
+                k_left = 0.0
+                k_right = 0.0
+                for j in range(n_classes):
+                    k_l = left[j]
+                    k_r = total[j] - left[j]
+                    k_left += k_l
+                    k_right += k_r
+                    acc += table[np.int64(k_l)] + table[np.int64(k_r)]
+                num = acc - table[np.int64(k_left)] - table[np.int64(k_right)]
+            else:
+                ql_sum = 0.0
+                qr_sum = 0.0
+                s_l = 0.0
+                s_r = 0.0
+                for j in range(n_classes):
+                    c = factor[j]
+                    k_l = left[j]
+                    k_r = total[j] - left[j]
+                    s_l += c * (table[np.int64(k_l)] + k_l * right[j])
+                    s_r += c * (table[np.int64(k_r)] + k_r * right[j])
+                    ql_sum += c * k_l
+                    qr_sum += c * k_r
+                num = s_l - xlogx(ql_sum) + s_r - xlogx(qr_sum)
+        else:  # twoing: (Σ_j |q_jL Q_R - q_jR Q_L|)² / (Q_L Q_R) = 4 Q(t)² Δ
+            ql_sum = 0.0
+            qr_sum = 0.0
+            for j in range(n_classes):
+                ql_sum += factor[j] * left[j]
+                qr_sum += factor[j] * (total[j] - left[j])
+            acc = 0.0
+            for j in range(n_classes):
+                acc += abs(factor[j] * left[j] * qr_sum
+                           - factor[j] * (total[j] - left[j]) * ql_sum)
+            num = acc * acc
+            den = ql_sum * qr_sum
+            if not den > 0.0:  # a side of no weight: never a candidate, as in the
+                num = np.nan   # general scan, whose Δ is then NaN
+                den = 1.0
+        if num * best_den > hi_num * den:
+            best_delta = np.nan  # computed when needed
+            for j in range(n_classes):
+                best_left[j] = left[j]
+        elif num * best_den >= lo_num * den:
+            best_delta, won = _near_tie(seg, pos, best_pos, best_delta, tg, total, scratch,
+                                        node_impurity, tol)
+            if logs:
+                _log2_factors(factor, right)
+            if not won:
+                continue
+        else:
+            continue
+        best_den = den
+        hi_num = num + scale * den
+        lo_num = num - scale * den
+        best_pos = pos
+    if best_pos < 0:
+        return -np.inf, -1
+    if np.isnan(best_delta):
+        best_delta = _precise_class_delta(keys, best_pos, end, tg, best_left, total, right,
+                                          node_impurity)
+    return best_delta, best_pos
+
+
+@jit(inline="always")
+def _log2_factors(factor, out):
+    """log2 c_j into ``out`` (0 where c_j is 0: its terms vanish with x log x)."""
+    for j in range(factor.shape[0]):
+        out[j] = np.log2(factor[j]) if factor[j] > 0.0 else 0.0
+
+
+@jit(borrowed=True)
 def best_split_classification(seg, tg, total, node_impurity, min_leaf, by_runs, simd,
                               scratch, cand):
     """Split search: the best split of a classification node on one feature.
@@ -662,6 +862,106 @@ def _precise_reg_delta(keys, pos, end, y, w, unit_weights, mean, w_left, s_left)
             - s_node * s_node / w_node) / w_node
 
 
+@jit(inline="always")
+def _precise_reg_delta_unit(keys, pos, end, y, mean, w_left, s_left):
+    """:func:`_precise_reg_delta` for unit weights, operation for operation (a weight of
+    1 multiplies exactly), inlined: called once per (node, feature) pair, the call cost
+    as much as a small node's scan.
+
+    Parameters
+    ----------
+    keys : int32 one row of keys (cases); the right child is ``keys[pos:end]``.
+    pos, end : split position and end of the segment.
+    y : float64 response by case.
+    mean : the node mean ȳ(t).
+    w_left, s_left : W and Σ z of the left child.
+    """
+    w_right = 0.0
+    s_right = 0.0
+    for i in range(np.uint64(pos), np.uint64(end)):
+        w_right += 1.0
+        s_right += y[np.uint64(keys[i])] - mean
+    w_node = w_left + w_right
+    s_node = s_left + s_right
+    return (s_left * s_left / w_left + s_right * s_right / w_right
+            - s_node * s_node / w_node) / w_node
+
+
+@jit(inline="always")
+def best_split_regression_unit(keys, start, end, y, mean, s_total, node_impurity, tol,
+                               min_leaf):
+    """Split search (regression), the common case: unit weights and a feature without
+    ties, every position a candidate. :func:`best_split_regression` without its other
+    modes, with the same sums in the same order (W_L counts the cases exactly, W(t) is
+    the node's count), the same candidates in the same order and the same near-tie rule;
+    the proxy S_L²/W_L + S_R²/W_R is compared as a fraction (S_L² n_R + S_R² n_L) /
+    (n_L n_R) by cross-multiplication, so the loop does no division (it did two per
+    case). The two ways of computing the proxy differ by a few ulps of W(t) Var(t), far
+    inside the near-tie band, where Δi is settled by :func:`_precise_reg_delta` as
+    before; the returned Δi is that function's, bit for bit.
+
+    Parameters
+    ----------
+    keys : int32 one row of keys (cases); the node is ``keys[start:end]``.
+    start, end : the node's position range.
+    y : float64 response by case.
+    mean : ȳ(t).
+    s_total : Σ (y - ȳ(t)) over the node.
+    node_impurity, tol : Var(t) and the tie tolerance on Δi.
+    min_leaf : least number of cases in a child.
+    """
+    n_node = end - start
+    m = max(min_leaf, 1)
+    lo = start + m  # first candidate position: the left child is [start, pos)
+    hi = end - m
+    if lo > hi:
+        return -np.inf, -1
+    w_node = float(n_node)
+    scale = NEAR_TIE * w_node * node_impurity
+    s_left = 0.0
+    # Unsigned indices spare the loops Numba's negative-index wrap-around.
+    for i in range(np.uint64(start), np.uint64(lo - 1)):
+        s_left += y[np.uint64(keys[i])] - mean
+    best_delta = np.nan  # the best's precise Δi, once a near-tie has needed it
+    best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
+    best_sl = 0.0
+    best_den = 1.0
+    hi_num = -np.inf
+    lo_num = -np.inf
+    w_left = float(lo - 1 - start)
+    for i in range(np.uint64(lo - 1), np.uint64(hi)):
+        s_left += y[np.uint64(keys[i])] - mean
+        w_left += 1.0
+        w_right = w_node - w_left
+        s_right = s_total - s_left
+        num = s_left * s_left * w_right + s_right * s_right * w_left
+        den = w_left * w_right
+        if num * best_den > hi_num * den:
+            best_delta = np.nan  # computed when needed
+        elif num * best_den >= lo_num * den:  # a near-tie
+            pos = np.int64(i) + 1
+            if np.isnan(best_delta):
+                best_delta = _precise_reg_delta_unit(keys, best_pos, end, y, mean,
+                                                     float(best_pos - start), best_sl)
+            d = _precise_reg_delta_unit(keys, pos, end, y, mean, w_left, s_left)
+            if not d > best_delta + tol:
+                continue
+            best_delta = d
+        else:
+            continue
+        best_den = den
+        hi_num = num + scale * den
+        lo_num = num - scale * den
+        best_pos = np.int64(i) + 1
+        best_sl = s_left
+    if best_pos < 0:
+        return -np.inf, -1
+    if np.isnan(best_delta):
+        best_delta = _precise_reg_delta_unit(keys, best_pos, end, y, mean,
+                                             float(best_pos - start), best_sl)
+    return best_delta, best_pos
+
+
 @jit(borrowed=True)
 def best_split_regression(seg, y, w, unit_weights, mean, w_total, s_total, node_impurity,
                           min_leaf):
@@ -686,6 +986,9 @@ def best_split_regression(seg, y, w, unit_weights, mean, w_total, s_total, node_
     ranks = seg.ranks
     end = seg.end
     tol = tie_tolerance(node_impurity)
+    if unit_weights and ranks.shape[0] == 0:
+        return best_split_regression_unit(keys, seg.start, end, y, mean, s_total,
+                                          node_impurity, tol, min_leaf)
     n_node = end - seg.start
     best_delta = np.nan
     best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
