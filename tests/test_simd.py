@@ -221,9 +221,9 @@ print(json.dumps(counts))
 #: Kernels the fits above call from Python: each compiled (or loaded) exactly once.
 #: (Kernels called only by kernels list no signature when their caller comes from the
 #: cache, so for them only "not more than one" can be checked.)
-_REACHED = ("_builder._search", "_builder._choose", "_builder._children",
-            "_builder._partition", "_builder._root", "_builder._pack_labels",
-            "_presort._sort_features", "_presort._dense_ranks", "_presort._subset_rows",
+#: Small fits on one thread grow in one compiled call (``_grow_serial``), which calls the
+#: search, choice, children and partition kernels itself.
+_REACHED = ("_builder._grow_serial", "_presort._sort_features", "_presort._dense_ranks", "_presort._subset_rows",
             "_predict.heldout_losses")
 
 
