@@ -44,6 +44,7 @@ import json
 import os
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -399,6 +400,16 @@ def _fmt_s(t):
     return f"{t:.3f}" if t < 100 else f"{t:.1f}"
 
 
+def median_of(values):
+    """The median of ``values`` (NaN when there are none)."""
+    return statistics.median(values) if len(values) else float("nan")
+
+
+def samples_text(times):
+    """Every sample, three decimals, comma-separated (the tables' "(...)" column)."""
+    return ", ".join(f"{t:.3f}" for t in times)
+
+
 def _ratio(a, b):
     return f"{a / b:.2f}" if b > 0 else "n/a"
 
@@ -659,13 +670,8 @@ def report_coldstart(args, argv):
         "|---|---:|---:|---:|---:|---:|",
     ]
 
-    def median(values):
-        values = sorted(values)
-        k = len(values)
-        return values[k // 2] if k % 2 else 0.5 * (values[k // 2 - 1] + values[k // 2])
-
     for name, runs in rows.items():
-        cells = [_fmt_s(median([run[key] for run in runs]))
+        cells = [_fmt_s(median_of([run[key] for run in runs]))
                  for key in ("import", "data", "fit", "predict", "wall")]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines.append("")

@@ -63,7 +63,6 @@ import json
 import os
 import shlex
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -177,10 +176,6 @@ def _sklearn_size(model):
     return int(model.get_n_leaves()), int(model.get_depth())
 
 
-def _median(values):
-    return statistics.median(values) if values else float("nan")
-
-
 def _timed(fit):
     gc.collect()
     start = time.perf_counter()
@@ -275,7 +270,7 @@ def time_kind(kind, args):
         result["rpart"] = time_rpart(data.frame, data.y, data.task,
                                      args.rpart_repeat or args.repeat)
         times["rpart"] = result["rpart"]["times"]
-    result["median"] = {lib: _median(t) for lib, t in times.items()}
+    result["median"] = {lib: peers.median_of(t) for lib, t in times.items()}
     return result
 
 
@@ -303,7 +298,7 @@ def time_numeric(args):
         result["rpart"] = time_rpart(frame, y, "classification",
                                      args.rpart_repeat or args.repeat)
         times["rpart"] = result["rpart"]["times"]
-    result["median"] = {lib: _median(t) for lib, t in times.items()}
+    result["median"] = {lib: peers.median_of(t) for lib, t in times.items()}
     return result
 
 

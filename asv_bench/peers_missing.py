@@ -35,7 +35,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -131,13 +130,6 @@ def time_rpart(frame, y, task, n_surrogates, repeat):
             "version": f"rpart {out['VERSION'][0]}"}
 
 
-def _med(times):
-    return statistics.median(times)
-
-
-def _samples(times):
-    return ", ".join(f"{t:.3f}" for t in times)
-
 
 def main(argv=None):
     args = parse_args(argv)
@@ -186,29 +178,29 @@ def main(argv=None):
                   "|---|---:|---:|---:|---:|"]
         if "rpart" in fh:
             r = fh["rpart"]
-            lines.append(f"| with holes, 5 surrogates | {_med(fh['cartjit']):.3f} "
-                         f"({_samples(fh['cartjit'])}) | {_med(r['times']):.3f} "
-                         f"({_samples(r['times'])}) | "
-                         f"**{_med(fh['cartjit']) / _med(r['times']):.3f}** "
+            lines.append(f"| with holes, 5 surrogates | {peers.median_of(fh['cartjit']):.3f} "
+                         f"({peers.samples_text(fh['cartjit'])}) | {peers.median_of(r['times']):.3f} "
+                         f"({peers.samples_text(r['times'])}) | "
+                         f"**{peers.median_of(fh['cartjit']) / peers.median_of(r['times']):.3f}** "
                          f"(target <= {TARGET_RPART}) | {fh['nodes']} / {r['nodes']} |")
         else:
-            lines.append(f"| with holes, 5 surrogates | {_med(fh['cartjit']):.3f} | - | - | "
+            lines.append(f"| with holes, 5 surrogates | {peers.median_of(fh['cartjit']):.3f} | - | - | "
                          f"{fh['nodes']} / - |")
         c = rec["complete"]
         for sur in (0, 5):
             ours = c[f"cartjit_sur{sur}"]
             theirs = c.get(f"rpart_sur{sur}")
-            lines.append(f"| complete data, {sur} surrogates | {_med(ours):.3f} "
-                         f"({_samples(ours)}) | "
-                         + (f"{_med(theirs['times']):.3f} | "
-                            f"{_med(ours) / _med(theirs['times']):.3f} | - / "
+            lines.append(f"| complete data, {sur} surrogates | {peers.median_of(ours):.3f} "
+                         f"({peers.samples_text(ours)}) | "
+                         + (f"{peers.median_of(theirs['times']):.3f} | "
+                            f"{peers.median_of(ours) / peers.median_of(theirs['times']):.3f} | - / "
                             f"{theirs['nodes']} |" if theirs else "- | - | - |"))
-        lines += ["", f"Surrogates on complete data: cartjit x{_med(c['cartjit_sur5']) / _med(c['cartjit_sur0']):.2f}"
-                  + (f", rpart x{_med(c['rpart_sur5']['times']) / _med(c['rpart_sur0']['times']):.2f}"
+        lines += ["", f"Surrogates on complete data: cartjit x{peers.median_of(c['cartjit_sur5']) / peers.median_of(c['cartjit_sur0']):.2f}"
+                  + (f", rpart x{peers.median_of(c['rpart_sur5']['times']) / peers.median_of(c['rpart_sur0']['times']):.2f}"
                      if "rpart_sur0" in c else "") + ".",
                   "", f"Predict {args.predict_rows:,} new rows: with holes "
-                  f"{_med(pred['holes']):.3f} s ({_samples(pred['holes'])}); complete "
-                  f"{_med(pred['complete']):.3f} s ({_samples(pred['complete'])})."]
+                  f"{peers.median_of(pred['holes']):.3f} s ({peers.samples_text(pred['holes'])}); complete "
+                  f"{peers.median_of(pred['complete']):.3f} s ({peers.samples_text(pred['complete'])})."]
     print("\n".join(lines))
     if args.json:
         with open(args.json, "w") as fh:

@@ -43,7 +43,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -149,13 +148,6 @@ def time_rpart(X, y, folds, repeat):
             "version": out["VERSION"][0]}
 
 
-def _med(times):
-    return statistics.median(times)
-
-
-def _samples(times):
-    return ", ".join(f"{t:.3f}" for t in times)
-
 
 def main(argv=None):
     argv = sys.argv if argv is None else argv
@@ -192,13 +184,13 @@ def main(argv=None):
               + (f", rpart {rp['version']}" if rp else ""), "",
               "| run | median (s) | samples (s) | / exact mode | / rpart | CP table rows |",
               "|---|---:|---|---:|---:|---:|"]
-    base = _med(exact_t)
-    r_med = _med(rp["times"]) if rp else None
+    base = peers.median_of(exact_t)
+    r_med = peers.median_of(rp["times"]) if rp else None
 
     def row(name, times, rows):
-        med = _med(times)
+        med = peers.median_of(times)
         vs_rpart = f"{med / r_med:.3f}" if r_med else "-"
-        return (f"| {name} | {med:.3f} | {_samples(times)} | {med / base:.3f} | {vs_rpart} "
+        return (f"| {name} | {med:.3f} | {peers.samples_text(times)} | {med / base:.3f} | {vs_rpart} "
                 f"| {rows} |")
 
     lines.append(row("cartjit, compat=\"breiman\" (exact)", exact_t, len(exact.cptable_)))
