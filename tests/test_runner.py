@@ -368,12 +368,13 @@ def test_runner_layout_has_no_cycle_and_engine_never_imports_it():
                            ("config", "data", "cells", "backends", "store", "reports", "run")}
     # the runner uses the public engine only (estimators, datasets, the memory limit, the
     # kernel cache's state for its warm-up, the estimators' input encoding, so that
-    # categorical columns are coded exactly as a fit codes them, and the plots' look)
+    # categorical columns are coded exactly as a fit codes them, and the plots' look),
+    # and the CV estimators' fit steps without scikit-learn (_prepare)
     engine_used = {m for deps in runner.values() for m in deps
                    if m.startswith("cartjit.") and not m.startswith("cartjit.experiments")}
     assert engine_used <= {"cartjit.estimators", "cartjit.datasets", "cartjit._limits",
                            "cartjit._cache", "cartjit._encoding", "cartjit.plotting",
-                           "cartjit.__version__"}, engine_used
+                           "cartjit._prepare", "cartjit.__version__"}, engine_used
     # no cycle among the runner's modules
     graph = {m: {d for d in deps if d in runner} for m, deps in runner.items()}
     state = {}
@@ -892,3 +893,26 @@ def test_missing_values_in_a_string_column_are_missing_values(tmp_path):
     colours = data["colours"]
     j = colours.feature_names.index("colour")
     assert np.isnan(colours.X[3, j]) and np.isnan(colours.X[:, j]).sum() == 1
+
+
+def test_a_run_does_not_import_scikit_learn(tmp_path):
+    """The cells are fitted by the CV estimators' steps without the estimator objects
+    (cartjit._prepare): a run never pays for importing scikit-learn (nor scipy.stats,
+    which it imports; Numba may load scipy's core and BLAS bindings)."""
+    import os
+    import subprocess
+    import sys
+
+    import cartjit
+    cfg = write(tmp_path, TINY, name="tiny.toml")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(cartjit.__file__)))
+    code = ("import sys\nfrom cartjit.experiments import run_experiment\n"
+            f"run_experiment({str(cfg)!r}, {str(tmp_path / 'out')!r}, backend='threads', "
+            "workers=2, quiet=True)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'\n"
+            "             or m.startswith('scipy.stats')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=root), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    assert (tmp_path / "out" / "summary.md").exists()
