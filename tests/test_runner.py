@@ -916,3 +916,26 @@ def test_a_run_does_not_import_scikit_learn(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
     assert (tmp_path / "out" / "summary.md").exists()
+
+
+@pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="needs matplotlib")
+def test_the_plot_helper_draws_the_same_bytes(serial_run, tmp_path):
+    """The plots drawn by the helper process are byte for byte those drawn in-process;
+    a helper that cannot answer makes the run draw them itself."""
+    import io
+
+    from cartjit.experiments.plotter import PlotWorker
+    from cartjit.experiments.reports import plot_group
+    _, out, _ = serial_run
+    table = pd.read_csv(next((out / "summary").glob("*.csv")))
+    here = io.BytesIO()
+    plot_group(table, "iris_petal: N = 150", here)
+    with PlotWorker() as worker:
+        assert worker.submit([(table, "iris_petal: N = 150"), (table, "again")])
+        pngs = worker.result()
+    assert pngs is not None and pngs[0] == here.getvalue() and pngs[1] != pngs[0]
+    broken = PlotWorker()
+    broken.proc.kill()
+    broken.proc.wait()
+    assert not broken.submit([(table, "x")]) or broken.result() is None
+    broken.close()

@@ -31,6 +31,7 @@ which cells finished.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import math
 import warnings
@@ -413,11 +414,14 @@ def _categorical_text(d):
     return f"; categorical: {', '.join(names[:8])}{', …' if len(names) > 8 else ''}"
 
 
-def write_reports(out, config, data, cells, results, *, max_rows=40, compile_info=None):
+def write_reports(out, config, data, cells, results, *, max_rows=40, compile_info=None,
+                  plotter=None):
     """Write every report file into ``out``; returns their paths relative to ``out``.
 
     ``compile_info`` is the warm-up record of this invocation (``CompileReport.as_dict``),
-    reported in ``timings.md`` apart from the cells.
+    reported in ``timings.md`` apart from the cells. ``plotter`` (a
+    :class:`~cartjit.experiments.plotter.PlotWorker`) draws the plots in its process
+    while the tables are written; without it, or if it fails, they are drawn here.
     """
     out = Path(out)
     written = []
@@ -429,6 +433,20 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
         written.append(rel)
 
     df = long_table(config, data, cells, results)
+    by_name = {d.name: d for d in data}
+    first_cell = {}
+    for cell in cells:
+        first_cell.setdefault((cell.dataset, cell.settings_label), cell)
+    groups = []
+    for ds, st, group in _groups(df):
+        title = ds if not st else f"{ds} ({st})"
+        groups.append((ds, st, group, summary_table(group), title))
+    pngs = None
+    if (plotter is not None and importlib.util.find_spec("matplotlib") is not None
+            and plotter.submit([(table, f"{title}: N = {by_name[ds].n_samples}")
+                                for ds, _, _, table, title in groups])):
+        pngs = plotter  # collected below, after the tables are written
+
     put("results.csv", format_csv(df))
     try:
         import pyarrow  # noqa: F401
@@ -444,11 +462,9 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
     put("timings.md", f"# Timings: {config.name}\n\n" + _compile_markdown(compile_info)
         + _timings_markdown(ctab))
 
-    by_name = {d.name: d for d in data}
-    first_cell = {}
-    for cell in cells:
-        first_cell.setdefault((cell.dataset, cell.settings_label), cell)
-    plots = _have_matplotlib()
+    if pngs is not None:
+        pngs = pngs.result()  # None if the helper failed: drawn here instead
+    plots = pngs is not None or _have_matplotlib()
     rules = tuple(selection_label(r) for r in config.selection)
     md = [f"# {config.name}", ""]
     if config.description:
@@ -465,15 +481,13 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
            "`results.csv`.", ""]
     if not plots:
         md += ["*(matplotlib is not installed: no plots; `pip install \"cartjit[plot]\"`.)*", ""]
-    for ds, st, group in _groups(df):
+    for i, (ds, st, group, table, title) in enumerate(groups):
         cell = first_cell[(ds, st)]
         d = by_name[ds]
-        table = summary_table(group)
         slug = _slug(cell)
         put(f"summary/{slug}.csv", format_csv(table))
         repeats = sorted({int(v) for v in group.loc[~group["loo"], "repeat"]})
         n_rep = len(repeats)
-        title = ds if not st else f"{ds} ({st})"
         md += [f"## {title}", "",
                f"N = {d.n_samples} cases, {d.n_features} features "
                f"({', '.join(d.feature_names[:8])}{', …' if d.n_features > 8 else ''}"
@@ -486,9 +500,12 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
         md.append("")
         md.append(summary_markdown(table, n_rep, rules=rules, max_rows=max_rows))
         if plots:
-            png = io.BytesIO()
-            plot_group(table, f"{title}: N = {d.n_samples}", png)
-            put(f"plots/{slug}.png", png.getvalue())
+            if pngs is not None:
+                put(f"plots/{slug}.png", pngs[i])
+            else:
+                png = io.BytesIO()
+                plot_group(table, f"{title}: N = {d.n_samples}", png)
+                put(f"plots/{slug}.png", png.getvalue())
             md += ["", f"![{title}: R^CV, mean over repeats, bars ± 1 SE](plots/{slug}.png)",
                    "", "*Plot: mean R^CV over the repeats; bars ± 1 SE (mean standard error "
                    "over the repeats), not the ± sd of the table.*"]

@@ -26,6 +26,7 @@ import numpy as np
 
 from .backends import BACKENDS, BackendError, check_dask, run_backend
 from .cells import plan_cells, route_cell_warnings
+from .plotter import PlotWorker
 from .config import ConfigError, read_config, selection_label, sha256_hex
 from .data import resolve
 from .reports import write_reports
@@ -358,6 +359,25 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
                 + (f" at {scheduler}" if scheduler else f" x{workers}" if backend != "serial" else "")
                 + f" -> {out}")
 
+    # the plots' helper imports matplotlib while the kernels load and the cells run
+    plotter = PlotWorker() if pending and _plots_wanted() else None
+    try:
+        return _run_cells(config, data, by_name, cells, out, created, backend, workers,
+                          scheduler, quiet, warmup, t_start, meta, invocation, store,
+                          results, reused, pending, plotter)
+    finally:
+        if plotter is not None:
+            plotter.close()
+
+
+def _plots_wanted():
+    import importlib.util
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _run_cells(config, data, by_name, cells, out, created, backend, workers, scheduler,
+               quiet, warmup, t_start, meta, invocation, store, results, reused, pending,
+               plotter):
     compiled = None
     t_compile = time.perf_counter()
     if pending and warmup:
@@ -420,7 +440,8 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
     compile_s = compiled.seconds if compiled is not None else 0.0
     try:
         outputs = write_reports(out, config, data, cells, results,
-                                compile_info=compiled.as_dict() if compiled else None)
+                                compile_info=compiled.as_dict() if compiled else None,
+                                plotter=plotter)
     except StoreError as exc:
         _finish_meta(out, meta, invocation, computed, "failed")
         raise _store_failure(exc, out, len(cells), "the reports") from None
