@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from .config import canonical_json, selection_label
+from .plotter import plot_group
 from .store import CELL_COLUMNS, atomic_write
 
 __all__ = ["long_table", "format_csv", "summary_table", "summary_markdown", "write_reports",
@@ -275,67 +276,6 @@ def _have_matplotlib():
         return False
 
 
-def _zoom_rows(table, Vs):
-    """Rows worth a close-up: trees whose best R^CV is within twice the overall minimum."""
-    values = np.vstack([table[f"V{V}_loo" if loo else f"V{V}_mean"].to_numpy()
-                        for V, loo in Vs])
-    best = np.nanmin(values)
-    rows = np.flatnonzero(np.nanmin(values, axis=0) <= 2.0 * best) if best > 0 else np.array([], int)
-    return rows if 2 <= rows.size < len(table) else None
-
-
-def plot_group(table, title, path):
-    """R^CV (mean, bars ± 1 SE) against |T~_k|, one line per V, plus R(T_k); PNG.
-
-    When the interesting trees sit in a narrow band of R^CV (as on iris, where the
-    one- and two-leaf trees have R^CV near 0.5-1 and the others near 0.05), a second
-    panel zooms on the trees whose best R^CV is within twice the overall minimum.
-    The look is :func:`cartjit.plotting.plot_cv`'s: the same colours (V in the order of
-    the class colours), bars, resubstitution line, grid and size axis.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from ..plotting import (ERRORBAR_STYLE, RESUB_STYLE, class_color, size_axis,
-                            style_axes)
-
-    leaves = table["n_leaves"].to_numpy(dtype=float)
-    Vs = [(int(c[1:].split("_")[0]), c.endswith("_loo")) for c in table.columns
-          if c.startswith("V") and (c.endswith("_mean") or c.endswith("_loo"))]
-    zoom = _zoom_rows(table, Vs)
-    fig = Figure(figsize=(10.5 if zoom is not None else 6.4, 4.2), dpi=110)
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(1, 2 if zoom is not None else 1, squeeze=False)[0]
-    log_x = leaves.max() > 30
-    n = len(Vs)
-    for panel, ax in enumerate(axes):
-        rows = np.arange(len(table)) if panel == 0 else zoom
-        style_axes(ax)
-        for i, (V, loo) in enumerate(Vs):
-            y = table[f"V{V}_loo" if loo else f"V{V}_mean"].to_numpy()[rows]
-            se = table[f"V{V}_loo_se" if loo else f"V{V}_se"].to_numpy()[rows]
-            off = i - (n - 1) / 2  # small offsets keep the error bars apart
-            x = leaves[rows] * (1.0 + 0.012 * off) if log_x else leaves[rows] + 0.06 * off
-            ax.errorbar(x, y, yerr=se, color=class_color(i),
-                        label=f"V = {V} (LOO)" if loo else f"V = {V}", **ERRORBAR_STYLE)
-        ax.plot(leaves[rows], table["risk"].to_numpy()[rows],
-                label="$R(T_k)$ (resubstitution)", **RESUB_STYLE)
-        size_axis(ax, leaves, log=log_x)
-        if panel == 0:
-            ax.set_ylabel("$R^{CV}(T_k)$, mean over repeats; bars ± 1 SE")
-            ax.set_title(title, fontsize=10)
-            ax.legend(fontsize=8, title="bars: ± 1 SE of $R^{CV}$\n(mean SE over repeats)",
-                      title_fontsize=7.5)
-        else:
-            ax.set_title("close-up: trees with $R^{CV}$ within 2 × the minimum", fontsize=10)
-    # fixed margins: tight_layout would draw the figure once more just to measure it
-    if zoom is not None:
-        fig.subplots_adjust(left=0.07, right=0.985, bottom=0.12, top=0.93, wspace=0.16)
-    else:
-        fig.subplots_adjust(left=0.115, right=0.975, bottom=0.12, top=0.93)
-    fig.savefig(path, format="png", metadata={"Software": None})
-
-
 # --------------------------------------------------------------------------- writing
 
 def _settings_text(cell):
@@ -443,7 +383,8 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
         groups.append((ds, st, group, summary_table(group), title))
     pngs = None
     if (plotter is not None and importlib.util.find_spec("matplotlib") is not None
-            and plotter.submit([(table, f"{title}: N = {by_name[ds].n_samples}")
+            and plotter.submit([({c: table[c].to_numpy() for c in table.columns},
+                                 f"{title}: N = {by_name[ds].n_samples}")
                                 for ds, _, _, table, title in groups])):
         pngs = plotter  # collected below, after the tables are written
 
