@@ -932,11 +932,13 @@ def test_the_plot_helper_draws_the_same_bytes(serial_run, tmp_path):
     plot_group(table, "iris_petal: N = 150", here)
     columns = {c: table[c].to_numpy() for c in table.columns}
     with PlotWorker() as worker:
-        assert worker.submit([(columns, "iris_petal: N = 150"), (columns, "again")])
-        pngs = worker.result()
-    assert pngs is not None and pngs[0] == here.getvalue() and pngs[1] != pngs[0]
+        assert worker.submit([("a", columns, "iris_petal: N = 150")])
+        assert worker.submit([("b", columns, "again"), ("c", columns, "iris_petal: N = 150")])
+        assert worker.has("b") and not worker.has("d")
+        pngs = worker.results()
+    assert pngs is not None and pngs["a"] == here.getvalue() == pngs["c"] != pngs["b"]
     broken = PlotWorker()
     broken.proc.kill()
     broken.proc.wait()
-    assert not broken.submit([(columns, "x")]) or broken.result() is None
+    assert not broken.submit([("x", columns, "x")]) or broken.results() is None
     broken.close()

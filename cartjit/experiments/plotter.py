@@ -179,15 +179,16 @@ serve()
 
 
 class PlotWorker:
-    """The helper process: :meth:`submit` plots, :meth:`result` their PNG bytes.
+    """The helper process: :meth:`submit` plots (any number of times, e.g. each group's
+    as soon as its cells are done), :meth:`results` their PNG bytes.
 
-    Every failure (no helper, a crash, an error while drawing) makes :meth:`result`
+    Every failure (no helper, a crash, an error while drawing) makes :meth:`results`
     return ``None``: the caller then draws the plots itself.
     """
 
     def __init__(self):
         self.proc = None
-        self._pending = False
+        self._requests = []  # the keys of each request sent, in order
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
             __file__))))
         path = os.environ.get("PYTHONPATH")
@@ -202,29 +203,46 @@ class PlotWorker:
         except OSError:
             self.proc = None
 
+    @property
+    def alive(self):
+        """Whether the helper is there and has not failed."""
+        return self.proc is not None
+
+    def has(self, key):
+        """Whether the plot ``key`` was submitted."""
+        return any(key in keys for keys in self._requests)
+
     def submit(self, jobs):
-        """Send ``[(table, title), ...]`` to draw; returns whether the helper took them."""
+        """Send ``[(key, columns, title), ...]`` to draw (``columns``: name -> array);
+        returns whether the helper took them."""
         if self.proc is None:
             return False
+        jobs = list(jobs)
         try:
-            _send(self.proc.stdin, list(jobs))
+            _send(self.proc.stdin, [(columns, title) for _, columns, title in jobs])
         except (OSError, ValueError, pickle.PicklingError):
             self.close()
             return False
-        self._pending = True
+        self._requests.append([key for key, _, _ in jobs])
         return True
 
-    def result(self):
-        """The PNG bytes of the submitted plots, in order; ``None`` on any failure."""
-        if self.proc is None or not self._pending:
+    def results(self):
+        """``{key: PNG bytes}`` of every plot submitted; ``None`` on any failure."""
+        if self.proc is None:
             return None
-        self._pending = False
-        try:
-            status, value = _receive(self.proc.stdout)
-        except (OSError, EOFError, pickle.UnpicklingError):
-            self.close()
-            return None
-        return value if status == "ok" else None
+        out = {}
+        requests, self._requests = self._requests, []
+        for keys in requests:
+            try:
+                status, value = _receive(self.proc.stdout)
+            except (OSError, EOFError, pickle.UnpicklingError):
+                self.close()
+                return None
+            if status != "ok" or len(value) != len(keys):
+                self.close()
+                return None
+            out.update(zip(keys, value))
+        return out
 
     def close(self):
         """End the helper (it exits when its input closes)."""

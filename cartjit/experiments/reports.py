@@ -354,6 +354,23 @@ def _categorical_text(d):
     return f"; categorical: {', '.join(names[:8])}{', …' if len(names) > 8 else ''}"
 
 
+def _plot_columns(table):
+    """A summary table's columns as plain arrays, what the plot helper takes."""
+    return {c: table[c].to_numpy() for c in table.columns}
+
+
+def group_plot_job(config, data, group_cells, results):
+    """``(key, columns, title)`` of the plot of one (dataset, settings) group, from its
+    cells alone (all finished): what :meth:`PlotWorker.submit` takes, so that a group's
+    plot can be drawn while the other groups' cells run. The table is the one
+    :func:`write_reports` draws (the group's rows of the long table, in plan order)."""
+    df = long_table(config, data, group_cells, results)
+    ((ds, st, group),) = _groups(df)
+    n = next(d.n_samples for d in data if d.name == ds)
+    title = ds if not st else f"{ds} ({st})"
+    return (ds, st), _plot_columns(summary_table(group)), f"{title}: N = {n}"
+
+
 def write_reports(out, config, data, cells, results, *, max_rows=40, compile_info=None,
                   plotter=None):
     """Write every report file into ``out``; returns their paths relative to ``out``.
@@ -381,12 +398,12 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
     for ds, st, group in _groups(df):
         title = ds if not st else f"{ds} ({st})"
         groups.append((ds, st, group, summary_table(group), title))
-    pngs = None
-    if (plotter is not None and importlib.util.find_spec("matplotlib") is not None
-            and plotter.submit([({c: table[c].to_numpy() for c in table.columns},
-                                 f"{title}: N = {by_name[ds].n_samples}")
-                                for ds, _, _, table, title in groups])):
-        pngs = plotter  # collected below, after the tables are written
+    helper = (plotter is not None and plotter.alive
+              and importlib.util.find_spec("matplotlib") is not None)
+    if helper:  # the plots not sent yet (while their cells ran) go now
+        helper = plotter.submit(
+            [((ds, st), _plot_columns(table), f"{title}: N = {by_name[ds].n_samples}")
+             for ds, st, _, table, title in groups if not plotter.has((ds, st))])
 
     put("results.csv", format_csv(df))
     try:
@@ -403,8 +420,7 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
     put("timings.md", f"# Timings: {config.name}\n\n" + _compile_markdown(compile_info)
         + _timings_markdown(ctab))
 
-    if pngs is not None:
-        pngs = pngs.result()  # None if the helper failed: drawn here instead
+    pngs = plotter.results() if helper else None  # None: drawn here instead
     plots = pngs is not None or _have_matplotlib()
     rules = tuple(selection_label(r) for r in config.selection)
     md = [f"# {config.name}", ""]
@@ -422,7 +438,7 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
            "`results.csv`.", ""]
     if not plots:
         md += ["*(matplotlib is not installed: no plots; `pip install \"cartjit[plot]\"`.)*", ""]
-    for i, (ds, st, group, table, title) in enumerate(groups):
+    for ds, st, group, table, title in groups:
         cell = first_cell[(ds, st)]
         d = by_name[ds]
         slug = _slug(cell)
@@ -442,7 +458,7 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
         md.append(summary_markdown(table, n_rep, rules=rules, max_rows=max_rows))
         if plots:
             if pngs is not None:
-                put(f"plots/{slug}.png", pngs[i])
+                put(f"plots/{slug}.png", pngs[(ds, st)])
             else:
                 png = io.BytesIO()
                 plot_group(table, f"{title}: N = {d.n_samples}", png)

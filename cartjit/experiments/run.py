@@ -29,7 +29,7 @@ from .cells import plan_cells, route_cell_warnings
 from .plotter import PlotWorker
 from .config import ConfigError, read_config, selection_label, sha256_hex
 from .data import resolve
-from .reports import write_reports
+from .reports import group_plot_job, write_reports
 from .store import (CELLS_DIR, CONFIG_COPY, DAMAGED_DIR, FORMAT_VERSION, KEY_FORMAT,
                     LOCK_FILE, RUN_JSON, CellStore, LockError, RunLock, StoreError,
                     atomic_write, now, quarantine, read_run_json, write_run_json)
@@ -391,11 +391,27 @@ def _run_cells(config, data, by_name, cells, out, created, backend, workers, sch
     computed, failed = [], {}
     progress = Progress(len(cells), reused, progress_enabled(quiet))
 
+    # cells still to compute per (dataset, settings) group: at 0 its plot is sent
+    to_go, group_cells = {}, {}
+    for cell in cells:
+        group_cells.setdefault((cell.dataset, cell.settings_label), []).append(cell)
+    for cell in pending:
+        key = (cell.dataset, cell.settings_label)
+        to_go[key] = to_go.get(key, 0) + 1
+
     def on_result(cell, result):
         store.write(cell, result, invocation)
         results[cell.cell_id] = result
         computed.append(cell.cell_id)
         progress.update()
+        key = (cell.dataset, cell.settings_label)
+        to_go[key] -= 1
+        if to_go[key] == 0 and plotter is not None and plotter.alive:
+            try:
+                job = group_plot_job(config, data, group_cells[key], results)
+            except Exception:  # noqa: BLE001 - the reports draw it (and say what fails)
+                return
+            plotter.submit([job])
 
     def on_error(cell, text):
         failed[cell.cell_id] = text
