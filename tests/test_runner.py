@@ -923,7 +923,10 @@ def test_the_plot_helper_draws_the_same_bytes(serial_run, tmp_path):
     """The plots drawn by the helper process are byte for byte those drawn in-process;
     a helper that cannot answer makes the run draw them itself."""
     import io
+    import subprocess
+    import sys
 
+    import cartjit.experiments.plotter as plotter_module
     from cartjit.experiments.plotter import PlotWorker
     from cartjit.experiments.reports import plot_group
     _, out, _ = serial_run
@@ -941,4 +944,15 @@ def test_the_plot_helper_draws_the_same_bytes(serial_run, tmp_path):
     broken.proc.kill()
     broken.proc.wait()
     assert not broken.submit([("x", columns, "x")]) or broken.results() is None
+    silent = PlotWorker()  # a helper that never answers: the run stops waiting
+    silent.proc.kill()
+    silent.proc.wait()
+    silent.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    silent._requests = [["y"]]
+    before, plotter_module.ANSWER_TIMEOUT_S = plotter_module.ANSWER_TIMEOUT_S, 0.5
+    try:
+        assert silent.results() is None and not silent.alive
+    finally:
+        plotter_module.ANSWER_TIMEOUT_S = before
     broken.close()

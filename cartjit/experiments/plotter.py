@@ -128,6 +128,37 @@ def _receive(stream):
     return pickle.loads(data)
 
 
+#: How long the run waits for the helper's plots before drawing them itself (seconds).
+ANSWER_TIMEOUT_S = 300.0
+
+
+def _read_within(fd, n, deadline):
+    """``n`` bytes from the pipe ``fd``, or ``TimeoutError`` past ``deadline``."""
+    import select
+    import time
+
+    chunks, left = [], n
+    while left:
+        wait = deadline - time.monotonic()
+        if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+            raise TimeoutError("the plot helper did not answer in time")
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the plot helper closed its pipe")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _receive_within(fd, timeout):
+    """One message from the helper's output pipe, waiting at most ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    (n,) = _LEN.unpack(_read_within(fd, _LEN.size, deadline))
+    return pickle.loads(_read_within(fd, n, deadline))
+
+
 def serve():
     """The helper's main loop: import the plot code, then answer requests until EOF.
 
@@ -234,8 +265,9 @@ class PlotWorker:
         requests, self._requests = self._requests, []
         for keys in requests:
             try:
-                status, value = _receive(self.proc.stdout)
-            except (OSError, EOFError, pickle.UnpicklingError):
+                status, value = _receive_within(self.proc.stdout.fileno(), ANSWER_TIMEOUT_S)
+            except (OSError, EOFError, TimeoutError, pickle.UnpicklingError):
+                self.proc.kill()  # stuck or gone: the run draws the plots itself
                 self.close()
                 return None
             if status != "ok" or len(value) != len(keys):

@@ -26,9 +26,9 @@ import numpy as np
 
 from .backends import BACKENDS, BackendError, check_dask, run_backend
 from .cells import plan_cells, route_cell_warnings
-from .plotter import PlotWorker
 from .config import ConfigError, read_config, selection_label, sha256_hex
 from .data import resolve
+from .plotter import PlotWorker
 from .reports import group_plot_job, write_reports
 from .store import (CELLS_DIR, CONFIG_COPY, DAMAGED_DIR, FORMAT_VERSION, KEY_FORMAT,
                     LOCK_FILE, RUN_JSON, CellStore, LockError, RunLock, StoreError,
