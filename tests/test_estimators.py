@@ -945,7 +945,7 @@ def test_plain_cv_params_match_the_cv_estimators():
     _, res = cross_validate_params(CVParams(True, cv=5, random_state=3, stratify=True), X, y)
     pd.testing.assert_frame_equal(res.table, est.cv_results_)
     assert res.n_folds == est.n_folds_ and res.best_index == est.best_index_
-    Xr, yr = make_regression(n_samples=80, n_features=3, random_state=0)
+    Xr, yr = make_regression(80, 5, random_state=0)
     est = CARTRegressorCV(cv=4, random_state=1, min_samples_leaf=3).fit(Xr, yr)
     _, res = cross_validate_params(CVParams(False, cv=4, random_state=1, min_samples_leaf=3),
                                    Xr, yr)
