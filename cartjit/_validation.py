@@ -419,6 +419,9 @@ def missing_targets(y, n_samples, name="y"):
             arr = np.asarray(y.to_numpy(dtype=object))
             arr = _as_1d(arr, name, n_samples)
             return arr, missing
+        arr = _as_1d(y, name, n_samples)
+        if missing.shape == arr.shape:  # the column said it: no second search
+            return arr, missing
     arr = _as_1d(y, name, n_samples)
     kind = arr.dtype.kind
     if kind == "f":

@@ -1,10 +1,11 @@
 """scikit-learn estimators for CART: :class:`CARTClassifier`, :class:`CARTRegressor` and
 their cross-validated variants :class:`CARTClassifierCV` and :class:`CARTRegressorCV`.
 
-Thin Python over two modules: ``fit`` checks the parameters and the data
-(:mod:`cartjit._validation`) and hands them to :func:`cartjit._fit.fit_tree` (which
-presorts, grows T_max, computes the risks R(t), the labels and the weakest-link
-sequence) or to :func:`cartjit._cv.cross_validate`; pruning is :mod:`cartjit._pruning`.
+Thin Python over a few modules: ``fit`` checks the parameters and the data
+(:mod:`cartjit._prepare`, without scikit-learn, which the experiment runner calls
+directly) and hands them to :func:`cartjit._fit.fit_tree` (which presorts, grows T_max,
+computes the risks R(t), the labels and the weakest-link sequence) or to
+:func:`cartjit._cv.cross_validate`; pruning is :mod:`cartjit._pruning`.
 The fitted flat tree is kept as ``tree_`` (:mod:`cartjit._tree`). No Numba code lives
 here, and no kernel is called from here.
 
@@ -18,18 +19,15 @@ from __future__ import annotations
 
 import copy
 import inspect
-import warnings
-from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from . import _encoding as E
+from . import _prepare as P
 from . import _validation as V
-from ._cv import (CV_PREDICTIONS, cross_validate, sample_risk, select_index,
-                  with_rpart_columns)
-from ._fit import (Problem, Settings, check_compat, fit_tree, rpart_rows, split_factor,
-                   with_rpart_rules)
+from ._cv import sample_risk, select_index, with_rpart_columns
+from ._fit import fit_tree, rpart_rows, split_factor, with_rpart_rules
 from ._pruning import path_table, prune_tree, pruning_sequence
 from ._tree import LEAF
 from ._tree import apply as _apply_tree
@@ -52,14 +50,6 @@ REGRESSOR_CRITERIA = V.REGRESSOR_CRITERIA
 
 #: Whether the estimators derive from scikit-learn's base classes.
 HAVE_SKLEARN = _Base is not None
-
-#: The weights of a fit with unit weights: none are stored (saves n doubles).
-_UNIT_WEIGHTS = np.empty(0, dtype=np.float64)
-
-#: ``max_surrogate="auto"``: surrogate splits kept per node when the training X has a
-#: missing value (rpart's default maxsurrogate); 0 otherwise.
-AUTO_SURROGATES = 5
-
 
 if _Base is None:
     class _Base:
@@ -111,53 +101,6 @@ if _Base is None:
         _estimator_type = "regressor"
 
 
-#: The most levels an exhaustive subset search may take: 2^19 subsets per node and
-#: feature already cost about a second; beyond that a fit could run for hours.
-MAX_EXHAUSTIVE = 20
-
-
-def _check_cp(cp, ccp_alpha):
-    """``cp`` checked (a finite number >= 0, or None); an error when ``ccp_alpha`` is given
-    too (both set the pruning: α = cp · R(root))."""
-    cp = V.check_float(cp, "cp", allow_none=True)
-    if cp is not None and ccp_alpha is not None:
-        raise ValueError(
-            f"cp and ccp_alpha both set the pruning (alpha = cp * R(root)): give one of "
-            f"them, not both (cp={cp!r}, ccp_alpha={ccp_alpha!r})")
-    return cp
-
-
-def _check_exhaustive(value):
-    value = V.check_int(value, "max_categories_exhaustive", low=1)
-    if value > MAX_EXHAUSTIVE:
-        raise ValueError(
-            f"max_categories_exhaustive must be at most {MAX_EXHAUSTIVE} (the exhaustive "
-            f"search of L levels evaluates 2^(L-1) - 1 subsets at every node), got {value}")
-    return value
-
-
-class _Prepared(NamedTuple):
-    """Checked parameters and data of one ``fit``."""
-
-    problem: Problem
-    settings: Settings
-    ccp_alpha: float | None
-    cp: float | None             # rpart's relative complexity (None: not given)
-    names: np.ndarray | None     # feature names (DataFrame input)
-    classes: np.ndarray | None   # labels of the classes that take part
-    rows: np.ndarray | None      # mask of the rows with positive weight; None: every row
-    labels: np.ndarray | None    # y of every row (classification), for CV splitters
-    encoding: E.Encoding         # how each feature was encoded (categorical features)
-
-
-def _fill_missing_labels(y, keep):
-    """y over every row, a missing label replaced by the first present one: the labels a
-    scikit-learn splitter sees (the rows without a target take no part in any fold)."""
-    out = np.array(y, copy=True)
-    out[~keep] = y[np.flatnonzero(keep)[0]]
-    return out
-
-
 class _BaseCART(_Base):
     """Shared parameter handling, fitting pipeline and tree queries."""
 
@@ -176,153 +119,19 @@ class _BaseCART(_Base):
     def _more_tags(self):  # scikit-learn < 1.6
         return {"requires_y": True, "allow_nan": True}
 
-    # -- parameters -----------------------------------------------------------------
+    # -- parameters and data (cartjit._prepare) --------------------------------------
     def _check_params(self):
-        max_depth = V.check_int(self.max_depth, "max_depth", low=0, allow_none=True)
-        return dict(
-            criterion=V.check_criterion(self.criterion, self._is_classifier),
-            # A depth beyond int64 is no limit; capping keeps it a valid kernel argument.
-            max_depth=-1 if max_depth is None else min(max_depth, 2**62),
-            min_samples_split=V.check_int(self.min_samples_split, "min_samples_split", low=2),
-            min_samples_leaf=V.check_int(self.min_samples_leaf, "min_samples_leaf", low=1),
-            min_impurity_decrease=V.check_float(self.min_impurity_decrease,
-                                                "min_impurity_decrease"),
-            max_leaf_nodes=V.check_int(self.max_leaf_nodes, "max_leaf_nodes", low=2,
-                                       allow_none=True),
-            ccp_alpha=V.check_float(self.ccp_alpha, "ccp_alpha", allow_none=True),
-            cp=_check_cp(getattr(self, "cp", None), self.ccp_alpha),
-            compat=check_compat(getattr(self, "compat", "breiman")),
-            max_categories_exhaustive=_check_exhaustive(
-                getattr(self, "max_categories_exhaustive", 12)),
-            missing=V.check_missing_params(self.max_surrogate, self.use_surrogate,
-                                           self.surrogate_style, self.max_competitor),
-        )
+        return P.check_params(self)
 
-    # -- fitting --------------------------------------------------------------------
     def _prepare(self, X, y, sample_weight):
-        """Check the parameters and the data; return a :class:`_Prepared`."""
-        params = self._check_params()
-        X, names, encoding = E.fit_encode(X, self.categorical_features)
-        n_rows = X.shape[0]
-        y, y_missing = V.missing_targets(y, n_rows)
-        y_all = y
-        if sample_weight is None:
-            w, ones = _UNIT_WEIGHTS, True
-        else:
-            w, ones = V.check_sample_weight(sample_weight, n_rows)
-            if ones:  # unit weights are not stored: the kernels take 1 for every case
-                w = _UNIT_WEIGHTS
-        keep = None  # the rows with a target; None: every row
-        if y_missing.any():
-            keep = self._drop_missing_targets(y_missing, n_rows)
-            X, y = np.ascontiguousarray(X[keep]), y[keep]
-            if not ones:
-                w = w[keep]
-                if not np.any(w > 0):
-                    raise ValueError(
-                        "sample_weight is 0 on every row with a target: no case is left "
-                        "to fit")
-        y_given = y
-        if self._is_classifier:
-            labels, y_enc = V.check_y_class(y, X.shape[0])
-            classes = labels
-        else:
-            labels = classes = None
-            y_enc = V.check_y_reg(y, X.shape[0])
-        rows = None
-        X_all = X
-        if not ones and np.any(w == 0):
-            rows = w > 0  # zero-weight cases take no part in the fit
-            X, y_enc, w = np.ascontiguousarray(X[rows]), y_enc[rows], w[rows]
-            if self._is_classifier:
-                present, y_enc = np.unique(y_enc, return_inverse=True)
-                if present.shape[0] < labels.shape[0]:
-                    self._refuse_per_label(labels, present)
-                classes = labels[present]
-                y_enc = np.ascontiguousarray(y_enc.reshape(-1), dtype=np.int32)
-        if self._is_classifier:
-            n_classes = classes.shape[0]
-            counts = np.bincount(y_enc, weights=None if ones else w,
-                                 minlength=n_classes).astype(np.float64)
-            priors = self.priors
-            class_weight = getattr(self, "class_weight", None)
-            if class_weight is not None:
-                if not (isinstance(priors, str) and priors == "empirical"):
-                    raise ValueError(
-                        "class_weight and priors both set the class priors: give one of "
-                        f"them (priors={priors!r}, class_weight={class_weight!r})")
-                priors = V.check_class_weight(class_weight, labels, classes, counts)
-            checked = V.check_priors(priors, counts)
-            cost, default_cost = V.check_cost(self.cost, n_classes)
-            problem = Problem(X, y_enc, np.empty(0), w, ones, n_classes,
-                              self._kernel_levels(encoding))
-            # "empirical"/"equal" stay names: fold trees take their own proportions
-            priors = priors if isinstance(priors, str) else checked
-            y_rows = y_all if keep is None else _fill_missing_labels(y_all, keep)
-        else:
-            problem = Problem(X, np.empty(0, dtype=np.int32), y_enc, w, ones, 0,
-                              self._kernel_levels(encoding))
-            priors, cost, default_cost = None, None, True
-            y_rows = None
-        max_surrogate, use_surrogate, surrogate_style, max_competitor = params["missing"]
-        n_missing = E.warn_missing(problem.X, names)
-        if max_surrogate == "auto":
-            max_surrogate = AUTO_SURROGATES if n_missing else 0
-        settings = Settings(params["criterion"], params["max_depth"],
-                            params["min_samples_split"], params["min_samples_leaf"],
-                            params["min_impurity_decrease"], params["max_leaf_nodes"],
-                            priors, cost, default_cost, params["max_categories_exhaustive"],
-                            max_surrogate=max_surrogate, use_surrogate=use_surrogate,
-                            surrogate_style=surrogate_style, max_competitor=max_competitor)
-        E.warn_target_in_features(problem.X if rows is None else X_all, encoding, y_given,
-                                  names)
-        if keep is not None:  # rows: over the caller's rows, as cv fold ids are
-            full = np.zeros(n_rows, dtype=bool)
-            full[np.flatnonzero(keep)[rows] if rows is not None else keep] = True
-            rows = full
-        return _Prepared(problem, settings, params["ccp_alpha"], params["cp"], names, classes,
-                         rows, y_rows, encoding)
+        """Check the parameters and the data; return a ``_Prepared``."""
+        return P.prepare(self, X, y, sample_weight)
 
-    @staticmethod
-    def _drop_missing_targets(y_missing, n_rows):
-        """The mask of rows with a target; one warning says how many rows are dropped
-        (rpart's default ``na.action``, which drops them)."""
-        n_drop = int(np.count_nonzero(y_missing))
-        if n_drop == n_rows:
-            raise ValueError(f"y is missing on every row ({n_rows}): there is nothing to fit")
-        which = "that row is" if n_drop == 1 else "those rows are"
-        warnings.warn(
-            f"y is missing on {n_drop} of the {n_rows} rows; {which} dropped from the "
-            "fit (as rpart's default na.action does)", UserWarning,
-            stacklevel=V.user_stacklevel())
-        return ~y_missing
-
-    @staticmethod
-    def _kernel_levels(encoding):
-        """``Problem.n_levels``: L_f of the subset-split features (empty when none)."""
-        n_levels = encoding.n_levels
-        return n_levels if n_levels.any() else np.zeros(0, dtype=np.int64)
+    _drop_missing_targets = staticmethod(P.drop_missing_targets)
+    _kernel_levels = staticmethod(P.kernel_levels)
 
     def _refuse_per_label(self, labels, present):
-        """Refuse ``priors``/``cost`` sized for every label of y when some label's cases
-        all have weight 0 (so it is not one of ``classes_``), naming that label."""
-        absent = labels[np.setdiff1d(np.arange(labels.shape[0]), present)].tolist()
-        for name in ("priors", "cost"):
-            value = getattr(self, name, None)
-            if value is None or isinstance(value, str):
-                continue
-            try:
-                size = np.shape(value)[0] if np.ndim(value) else 0
-            except ValueError:  # ragged: check_priors/check_cost will say so
-                continue
-            if size == labels.shape[0]:
-                raise ValueError(
-                    f"{name} has {size} entries, one per label of y, but the cases of "
-                    f"class(es) {absent} all have sample_weight 0; zero-weight cases take no "
-                    "part in the fit (as if dropped), so classes_ holds only the "
-                    f"{present.shape[0]} classes with positive weight and {name} needs one "
-                    f"entry per class of those: drop the entries of {absent}, or give some "
-                    "of their cases a positive weight")
+        P.refuse_per_label(self, labels, present)
 
     def _score_inputs(self, X, y, sample_weight, dtype=None):
         """``(predict(X), y as a 1-d array, checked weights)`` for :meth:`score`."""
@@ -809,38 +618,15 @@ class _CVMixin:
         return select_index(res["cv_risk"].to_numpy(), res["cv_se"].to_numpy(), selection)
 
     def _check_cv_params(self):
-        if not isinstance(self.stratify, (bool, np.bool_)):
-            raise TypeError(f"stratify must be True or False, got {self.stratify!r}")
-        if self.stratify and not self._is_classifier:
-            raise ValueError("stratify=True needs class labels: it is for CARTClassifierCV only")
-        if self.random_state is not None:
-            V.check_int(self.random_state, "random_state", low=0)
-        select_index(np.zeros(1), np.zeros(1), self.selection)  # validates selection
-        keep = getattr(self, "cv_predictions", False)
-        allowed = CV_PREDICTIONS if self._is_classifier else CV_PREDICTIONS[:2]
-        if not any(keep is a or (isinstance(keep, str) and keep == a) for a in allowed):
-            raise ValueError(f"cv_predictions must be one of {list(allowed)}, got {keep!r}"
-                             + ("" if self._is_classifier or keep != "proba" else
-                                " (class probabilities are for CARTClassifierCV)"))
-        if keep is not False and self.n_repeats != 1:
-            raise ValueError(
-                f"cv_predictions={keep!r} needs a single partition of the cases, but "
-                f"n_repeats={self.n_repeats!r}: use n_repeats=1")
-        return keep
+        return P.check_cv_params(self)
 
     def fit(self, X, y, sample_weight=None):
         """Grow T_max, compute its pruning sequence, cross-validate it and keep T_{k*}.
 
         Returns ``self``.
         """
-        keep = self._check_cv_params()
-        prep = self._prepare(X, y, sample_weight)
-        res = cross_validate(
-            prep.problem, prep.settings, self.cv, selection=self.selection,
-            stratify=bool(self.stratify), n_repeats=self.n_repeats,
-            random_state=0 if self.random_state is None else self.random_state,
-            rows=prep.rows, labels=prep.labels, n_threads=numba.get_num_threads(),
-            cp=prep.cp, predictions=keep, compat=self.compat)
+        prep, res = P.cross_validate_params(self, X, y, sample_weight,
+                                            n_threads=numba.get_num_threads())
         self._set_fitted(res.fitted, prep, res.alpha)
         self.cv_results_ = res.table
         self.cv_risk_repeats_ = res.cv_risk

@@ -900,7 +900,7 @@ def test_estimators_reach_no_kernel_module():
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
             local |= {node.module} if node.module else {a.name for a in node.names}
-    assert local == {"_validation", "_encoding", "_cv", "_fit", "_pruning", "_tree"}
+    assert local == {"_prepare", "_validation", "_encoding", "_cv", "_fit", "_pruning", "_tree"}
 
 
 def test_import_cartjit_defers_the_estimators_and_scikit_learn():
@@ -927,3 +927,26 @@ def test_import_cartjit_defers_the_estimators_and_scikit_learn():
                          cwd=root, env={**os.environ, "PYTHONPATH": root})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_plain_cv_params_match_the_cv_estimators():
+    """The runner fits through ``cartjit._prepare.CVParams``: its defaults are those of
+    the CV estimators' signatures, and its fit gives the estimator's table and folds."""
+    from cartjit._prepare import CV_DEFAULTS, CVParams, cross_validate_params
+    for classifier, cls in ((True, CARTClassifierCV), (False, CARTRegressorCV)):
+        sig = inspect.signature(cls.__init__).parameters
+        expected = {name: p.default for name, p in sig.items() if name != "self"}
+        assert CV_DEFAULTS[classifier] == expected
+        assert CVParams(classifier).criterion == expected["criterion"]
+    with pytest.raises(TypeError, match="nope"):
+        CVParams(True, nope=1)
+    X, y = load_iris(return_X_y=True)
+    est = CARTClassifierCV(cv=5, random_state=3, stratify=True).fit(X, y)
+    _, res = cross_validate_params(CVParams(True, cv=5, random_state=3, stratify=True), X, y)
+    pd.testing.assert_frame_equal(res.table, est.cv_results_)
+    assert res.n_folds == est.n_folds_ and res.best_index == est.best_index_
+    Xr, yr = make_regression(80, 5, random_state=0)
+    est = CARTRegressorCV(cv=4, random_state=1, min_samples_leaf=3).fit(Xr, yr)
+    _, res = cross_validate_params(CVParams(False, cv=4, random_state=1, min_samples_leaf=3),
+                                   Xr, yr)
+    pd.testing.assert_frame_equal(res.table, est.cv_results_)

@@ -368,12 +368,13 @@ def test_runner_layout_has_no_cycle_and_engine_never_imports_it():
                            ("config", "data", "cells", "backends", "store", "reports", "run")}
     # the runner uses the public engine only (estimators, datasets, the memory limit, the
     # kernel cache's state for its warm-up, the estimators' input encoding, so that
-    # categorical columns are coded exactly as a fit codes them, and the plots' look)
+    # categorical columns are coded exactly as a fit codes them, and the plots' look),
+    # and the CV estimators' fit steps without scikit-learn (_prepare)
     engine_used = {m for deps in runner.values() for m in deps
                    if m.startswith("cartjit.") and not m.startswith("cartjit.experiments")}
     assert engine_used <= {"cartjit.estimators", "cartjit.datasets", "cartjit._limits",
                            "cartjit._cache", "cartjit._encoding", "cartjit.plotting",
-                           "cartjit.__version__"}, engine_used
+                           "cartjit._prepare", "cartjit.__version__"}, engine_used
     # no cycle among the runner's modules
     graph = {m: {d for d in deps if d in runner} for m, deps in runner.items()}
     state = {}
@@ -892,3 +893,66 @@ def test_missing_values_in_a_string_column_are_missing_values(tmp_path):
     colours = data["colours"]
     j = colours.feature_names.index("colour")
     assert np.isnan(colours.X[3, j]) and np.isnan(colours.X[:, j]).sum() == 1
+
+
+def test_a_run_does_not_import_scikit_learn(tmp_path):
+    """The cells are fitted by the CV estimators' steps without the estimator objects
+    (cartjit._prepare): a run never pays for importing scikit-learn (nor scipy.stats,
+    which it imports; Numba may load scipy's core and BLAS bindings)."""
+    import os
+    import subprocess
+    import sys
+
+    import cartjit
+    cfg = write(tmp_path, TINY, name="tiny.toml")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(cartjit.__file__)))
+    code = ("import sys\nfrom cartjit.experiments import run_experiment\n"
+            f"run_experiment({str(cfg)!r}, {str(tmp_path / 'out')!r}, backend='threads', "
+            "workers=2, quiet=True)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'\n"
+            "             or m.startswith('scipy.stats')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=root), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    assert (tmp_path / "out" / "summary.md").exists()
+
+
+@pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="needs matplotlib")
+def test_the_plot_helper_draws_the_same_bytes(serial_run, tmp_path):
+    """The plots drawn by the helper process are byte for byte those drawn in-process;
+    a helper that cannot answer makes the run draw them itself."""
+    import io
+    import subprocess
+    import sys
+
+    import cartjit.experiments.plotter as plotter_module
+    from cartjit.experiments.plotter import PlotWorker
+    from cartjit.experiments.reports import plot_group
+    _, out, _ = serial_run
+    table = pd.read_csv(next((out / "summary").glob("*.csv")))
+    here = io.BytesIO()
+    plot_group(table, "iris_petal: N = 150", here)
+    columns = {c: table[c].to_numpy() for c in table.columns}
+    with PlotWorker() as worker:
+        assert worker.submit([("a", columns, "iris_petal: N = 150")])
+        assert worker.submit([("b", columns, "again"), ("c", columns, "iris_petal: N = 150")])
+        assert worker.has("b") and not worker.has("d")
+        pngs = worker.results()
+    assert pngs is not None and pngs["a"] == here.getvalue() == pngs["c"] != pngs["b"]
+    broken = PlotWorker()
+    broken.proc.kill()
+    broken.proc.wait()
+    assert not broken.submit([("x", columns, "x")]) or broken.results() is None
+    silent = PlotWorker()  # a helper that never answers: the run stops waiting
+    silent.proc.kill()
+    silent.proc.wait()
+    silent.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    silent._requests = [["y"]]
+    before, plotter_module.ANSWER_TIMEOUT_S = plotter_module.ANSWER_TIMEOUT_S, 0.5
+    try:
+        assert silent.results() is None and not silent.alive
+    finally:
+        plotter_module.ANSWER_TIMEOUT_S = before
+    broken.close()

@@ -12,7 +12,8 @@
 ==============  ==========================================================================
 
 The engine (``cartjit.estimators`` and the kernels under it) never imports this package;
-the runner uses the public estimators only. Import order within the package goes one
+the runner fits its cells by the CV estimators' own steps (:mod:`cartjit._prepare`),
+without importing scikit-learn. Import order within the package goes one
 way: ``config`` <- ``data``, ``store`` <- ``cells`` <- ``backends``, ``reports`` <-
 ``run``. The user guide is docs/experiments.md.
 """

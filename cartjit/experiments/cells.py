@@ -3,9 +3,10 @@
 Cells
     One cell is one cross-validation run (docs/maths.md §5): one dataset, one number of
     folds V, one repeat (one random partition) and one combination of tree settings,
-    fitted with :class:`~cartjit.CARTClassifierCV` / :class:`~cartjit.CARTRegressorCV`
-    with ``n_repeats=1``. Leave-one-out (V = N) has a single partition, so it is one cell
-    whatever ``n_repeats`` says. The cells are listed in a fixed order (datasets in file
+    fitted as :class:`~cartjit.CARTClassifierCV` / :class:`~cartjit.CARTRegressorCV`
+    with ``n_repeats=1`` fit it, by the same functions (:mod:`cartjit._prepare`) but
+    without the estimator objects, so that a run never imports scikit-learn.
+    Leave-one-out (V = N) has a single partition, so it is one cell whatever ``n_repeats`` says. The cells are listed in a fixed order (datasets in file
     order, then settings, V ascending, repeat), and every table is sorted in that order,
     never in the order cells finish.
 
@@ -146,7 +147,10 @@ def plan_cells(data):
 # --------------------------------------------------------------------------- one cell
 
 def _estimator(task, settings, cv, stratify, seed, categorical=()):
-    from ..estimators import CARTClassifierCV, CARTRegressorCV
+    """The parameters of the cell's CV estimator (:class:`~cartjit.CARTClassifierCV` or
+    :class:`~cartjit.CARTRegressorCV`, ``n_repeats=1``), as a plain
+    :class:`cartjit._prepare.CVParams`: fitted without importing scikit-learn."""
+    from .._prepare import CVParams
     common = dict(
         categorical_features=list(categorical) if categorical else None,
         max_depth=None if settings["max_depth"] == "none" else settings["max_depth"],
@@ -158,11 +162,21 @@ def _estimator(task, settings, cv, stratify, seed, categorical=()):
     if task == "classification":
         priors = settings["priors"]
         cost = settings["cost"]
-        return CARTClassifierCV(
-            settings["criterion"], priors=priors if isinstance(priors, str) else np.asarray(priors),
+        return CVParams(
+            True, criterion=settings["criterion"],
+            priors=priors if isinstance(priors, str) else np.asarray(priors),
             cost=None if cost == "0-1" else np.asarray(cost, dtype=np.float64),
             stratify=stratify, **common)
-    return CARTRegressorCV(settings["criterion"], **common)
+    return CVParams(False, criterion=settings["criterion"], **common)
+
+
+def _fit_cell(params, X, y):
+    """The cell's CV fit: ``cv_results_`` (a DataFrame) and the number of folds."""
+    import numba
+
+    from .._prepare import cross_validate_params
+    _, res = cross_validate_params(params, X, y, n_threads=numba.get_num_threads())
+    return res.table, res.n_folds
 
 
 #: Per-thread list collecting the warnings of the cell that thread is running.
@@ -185,7 +199,7 @@ def compute_cell(spec, X, y, selection):
         _CELL_WARNINGS.messages = messages
         try:
             t0 = time.perf_counter()
-            est.fit(X, y)
+            res, n_folds = _fit_cell(est, X, y)
             wall = time.perf_counter() - t0
         finally:
             _CELL_WARNINGS.messages = None
@@ -193,17 +207,18 @@ def compute_cell(spec, X, y, selection):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             t0 = time.perf_counter()
-            est.fit(X, y)
+            res, n_folds = _fit_cell(est, X, y)
             wall = time.perf_counter() - t0
         messages = [str(w.message) for w in caught]
-    res = est.cv_results_
     cols = {}
     for name in CELL_COLUMNS:
         values = res[name].to_numpy()
         cols[name] = [int(v) for v in values] if name in INT_COLUMNS \
             else [float(v) for v in values]
-    chosen = {selection_label(rule): int(est.select_k(rule)) for rule in selection}
-    return {"columns": cols, "chosen": chosen, "n_folds": int(est.n_folds_),
+    from .._prepare import select_index
+    risk, se = res["cv_risk"].to_numpy(), res["cv_se"].to_numpy()
+    chosen = {selection_label(rule): int(select_index(risk, se, rule)) for rule in selection}
+    return {"columns": cols, "chosen": chosen, "n_folds": int(n_folds),
             "warnings": sorted(set(messages)), "wall_time_s": wall}
 
 

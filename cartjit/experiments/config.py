@@ -37,7 +37,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from .._limits import MemoryLimitError, check_allocation
-from ..estimators import CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA
+from .._prepare import CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA
 
 __all__ = ["ConfigError", "DatasetSpec", "ExperimentConfig", "read_config", "canonical_json",
            "TREE_DEFAULTS", "CV_DEFAULTS", "selection_label"]

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from .._limits import MemoryLimitError, check_allocation
-from ..estimators import CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA
+from .._prepare import CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA
 from .config import ConfigError, canonical_json
 
 __all__ = ["Data", "resolve", "load_frame", "read_table", "infer_task", "table_problem",

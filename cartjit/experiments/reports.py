@@ -31,6 +31,7 @@ which cells finished.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import math
 import warnings
@@ -40,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from .config import canonical_json, selection_label
+from .plotter import plot_group
 from .store import CELL_COLUMNS, atomic_write
 
 __all__ = ["long_table", "format_csv", "summary_table", "summary_markdown", "write_reports",
@@ -274,67 +276,6 @@ def _have_matplotlib():
         return False
 
 
-def _zoom_rows(table, Vs):
-    """Rows worth a close-up: trees whose best R^CV is within twice the overall minimum."""
-    values = np.vstack([table[f"V{V}_loo" if loo else f"V{V}_mean"].to_numpy()
-                        for V, loo in Vs])
-    best = np.nanmin(values)
-    rows = np.flatnonzero(np.nanmin(values, axis=0) <= 2.0 * best) if best > 0 else np.array([], int)
-    return rows if 2 <= rows.size < len(table) else None
-
-
-def plot_group(table, title, path):
-    """R^CV (mean, bars ± 1 SE) against |T~_k|, one line per V, plus R(T_k); PNG.
-
-    When the interesting trees sit in a narrow band of R^CV (as on iris, where the
-    one- and two-leaf trees have R^CV near 0.5-1 and the others near 0.05), a second
-    panel zooms on the trees whose best R^CV is within twice the overall minimum.
-    The look is :func:`cartjit.plotting.plot_cv`'s: the same colours (V in the order of
-    the class colours), bars, resubstitution line, grid and size axis.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from ..plotting import (ERRORBAR_STYLE, RESUB_STYLE, class_color, size_axis,
-                            style_axes)
-
-    leaves = table["n_leaves"].to_numpy(dtype=float)
-    Vs = [(int(c[1:].split("_")[0]), c.endswith("_loo")) for c in table.columns
-          if c.startswith("V") and (c.endswith("_mean") or c.endswith("_loo"))]
-    zoom = _zoom_rows(table, Vs)
-    fig = Figure(figsize=(10.5 if zoom is not None else 6.4, 4.2), dpi=110)
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(1, 2 if zoom is not None else 1, squeeze=False)[0]
-    log_x = leaves.max() > 30
-    n = len(Vs)
-    for panel, ax in enumerate(axes):
-        rows = np.arange(len(table)) if panel == 0 else zoom
-        style_axes(ax)
-        for i, (V, loo) in enumerate(Vs):
-            y = table[f"V{V}_loo" if loo else f"V{V}_mean"].to_numpy()[rows]
-            se = table[f"V{V}_loo_se" if loo else f"V{V}_se"].to_numpy()[rows]
-            off = i - (n - 1) / 2  # small offsets keep the error bars apart
-            x = leaves[rows] * (1.0 + 0.012 * off) if log_x else leaves[rows] + 0.06 * off
-            ax.errorbar(x, y, yerr=se, color=class_color(i),
-                        label=f"V = {V} (LOO)" if loo else f"V = {V}", **ERRORBAR_STYLE)
-        ax.plot(leaves[rows], table["risk"].to_numpy()[rows],
-                label="$R(T_k)$ (resubstitution)", **RESUB_STYLE)
-        size_axis(ax, leaves, log=log_x)
-        if panel == 0:
-            ax.set_ylabel("$R^{CV}(T_k)$, mean over repeats; bars ± 1 SE")
-            ax.set_title(title, fontsize=10)
-            ax.legend(fontsize=8, title="bars: ± 1 SE of $R^{CV}$\n(mean SE over repeats)",
-                      title_fontsize=7.5)
-        else:
-            ax.set_title("close-up: trees with $R^{CV}$ within 2 × the minimum", fontsize=10)
-    # fixed margins: tight_layout would draw the figure once more just to measure it
-    if zoom is not None:
-        fig.subplots_adjust(left=0.07, right=0.985, bottom=0.12, top=0.93, wspace=0.16)
-    else:
-        fig.subplots_adjust(left=0.115, right=0.975, bottom=0.12, top=0.93)
-    fig.savefig(path, format="png", metadata={"Software": None})
-
-
 # --------------------------------------------------------------------------- writing
 
 def _settings_text(cell):
@@ -413,11 +354,31 @@ def _categorical_text(d):
     return f"; categorical: {', '.join(names[:8])}{', …' if len(names) > 8 else ''}"
 
 
-def write_reports(out, config, data, cells, results, *, max_rows=40, compile_info=None):
+def _plot_columns(table):
+    """A summary table's columns as plain arrays, what the plot helper takes."""
+    return {c: table[c].to_numpy() for c in table.columns}
+
+
+def group_plot_job(config, data, group_cells, results):
+    """``(key, columns, title)`` of the plot of one (dataset, settings) group, from its
+    cells alone (all finished): what :meth:`PlotWorker.submit` takes, so that a group's
+    plot can be drawn while the other groups' cells run. The table is the one
+    :func:`write_reports` draws (the group's rows of the long table, in plan order)."""
+    df = long_table(config, data, group_cells, results)
+    ((ds, st, group),) = _groups(df)
+    n = next(d.n_samples for d in data if d.name == ds)
+    title = ds if not st else f"{ds} ({st})"
+    return (ds, st), _plot_columns(summary_table(group)), f"{title}: N = {n}"
+
+
+def write_reports(out, config, data, cells, results, *, max_rows=40, compile_info=None,
+                  plotter=None):
     """Write every report file into ``out``; returns their paths relative to ``out``.
 
     ``compile_info`` is the warm-up record of this invocation (``CompileReport.as_dict``),
-    reported in ``timings.md`` apart from the cells.
+    reported in ``timings.md`` apart from the cells. ``plotter`` (a
+    :class:`~cartjit.experiments.plotter.PlotWorker`) draws the plots in its process
+    while the tables are written; without it, or if it fails, they are drawn here.
     """
     out = Path(out)
     written = []
@@ -429,6 +390,21 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
         written.append(rel)
 
     df = long_table(config, data, cells, results)
+    by_name = {d.name: d for d in data}
+    first_cell = {}
+    for cell in cells:
+        first_cell.setdefault((cell.dataset, cell.settings_label), cell)
+    groups = []
+    for ds, st, group in _groups(df):
+        title = ds if not st else f"{ds} ({st})"
+        groups.append((ds, st, group, summary_table(group), title))
+    helper = (plotter is not None and plotter.alive
+              and importlib.util.find_spec("matplotlib") is not None)
+    if helper:  # the plots not sent yet (while their cells ran) go now
+        helper = plotter.submit(
+            [((ds, st), _plot_columns(table), f"{title}: N = {by_name[ds].n_samples}")
+             for ds, st, _, table, title in groups if not plotter.has((ds, st))])
+
     put("results.csv", format_csv(df))
     try:
         import pyarrow  # noqa: F401
@@ -444,11 +420,8 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
     put("timings.md", f"# Timings: {config.name}\n\n" + _compile_markdown(compile_info)
         + _timings_markdown(ctab))
 
-    by_name = {d.name: d for d in data}
-    first_cell = {}
-    for cell in cells:
-        first_cell.setdefault((cell.dataset, cell.settings_label), cell)
-    plots = _have_matplotlib()
+    pngs = plotter.results() if helper else None  # None: drawn here instead
+    plots = pngs is not None or _have_matplotlib()
     rules = tuple(selection_label(r) for r in config.selection)
     md = [f"# {config.name}", ""]
     if config.description:
@@ -465,15 +438,13 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
            "`results.csv`.", ""]
     if not plots:
         md += ["*(matplotlib is not installed: no plots; `pip install \"cartjit[plot]\"`.)*", ""]
-    for ds, st, group in _groups(df):
+    for ds, st, group, table, title in groups:
         cell = first_cell[(ds, st)]
         d = by_name[ds]
-        table = summary_table(group)
         slug = _slug(cell)
         put(f"summary/{slug}.csv", format_csv(table))
         repeats = sorted({int(v) for v in group.loc[~group["loo"], "repeat"]})
         n_rep = len(repeats)
-        title = ds if not st else f"{ds} ({st})"
         md += [f"## {title}", "",
                f"N = {d.n_samples} cases, {d.n_features} features "
                f"({', '.join(d.feature_names[:8])}{', …' if d.n_features > 8 else ''}"
@@ -486,9 +457,12 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
         md.append("")
         md.append(summary_markdown(table, n_rep, rules=rules, max_rows=max_rows))
         if plots:
-            png = io.BytesIO()
-            plot_group(table, f"{title}: N = {d.n_samples}", png)
-            put(f"plots/{slug}.png", png.getvalue())
+            if pngs is not None:
+                put(f"plots/{slug}.png", pngs[(ds, st)])
+            else:
+                png = io.BytesIO()
+                plot_group(table, f"{title}: N = {d.n_samples}", png)
+                put(f"plots/{slug}.png", png.getvalue())
             md += ["", f"![{title}: R^CV, mean over repeats, bars ± 1 SE](plots/{slug}.png)",
                    "", "*Plot: mean R^CV over the repeats; bars ± 1 SE (mean standard error "
                    "over the repeats), not the ± sd of the table.*"]

@@ -28,7 +28,8 @@ from .backends import BACKENDS, BackendError, check_dask, run_backend
 from .cells import plan_cells, route_cell_warnings
 from .config import ConfigError, read_config, selection_label, sha256_hex
 from .data import resolve
-from .reports import write_reports
+from .plotter import PlotWorker
+from .reports import group_plot_job, write_reports
 from .store import (CELLS_DIR, CONFIG_COPY, DAMAGED_DIR, FORMAT_VERSION, KEY_FORMAT,
                     LOCK_FILE, RUN_JSON, CellStore, LockError, RunLock, StoreError,
                     atomic_write, now, quarantine, read_run_json, write_run_json)
@@ -358,6 +359,25 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
                 + (f" at {scheduler}" if scheduler else f" x{workers}" if backend != "serial" else "")
                 + f" -> {out}")
 
+    # the plots' helper imports matplotlib while the kernels load and the cells run
+    plotter = PlotWorker() if pending and _plots_wanted() else None
+    try:
+        return _run_cells(config, data, by_name, cells, out, created, backend, workers,
+                          scheduler, quiet, warmup, t_start, meta, invocation, store,
+                          results, reused, pending, plotter)
+    finally:
+        if plotter is not None:
+            plotter.close()
+
+
+def _plots_wanted():
+    import importlib.util
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _run_cells(config, data, by_name, cells, out, created, backend, workers, scheduler,
+               quiet, warmup, t_start, meta, invocation, store, results, reused, pending,
+               plotter):
     compiled = None
     t_compile = time.perf_counter()
     if pending and warmup:
@@ -371,11 +391,27 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
     computed, failed = [], {}
     progress = Progress(len(cells), reused, progress_enabled(quiet))
 
+    # cells still to compute per (dataset, settings) group: at 0 its plot is sent
+    to_go, group_cells = {}, {}
+    for cell in cells:
+        group_cells.setdefault((cell.dataset, cell.settings_label), []).append(cell)
+    for cell in pending:
+        key = (cell.dataset, cell.settings_label)
+        to_go[key] = to_go.get(key, 0) + 1
+
     def on_result(cell, result):
         store.write(cell, result, invocation)
         results[cell.cell_id] = result
         computed.append(cell.cell_id)
         progress.update()
+        key = (cell.dataset, cell.settings_label)
+        to_go[key] -= 1
+        if to_go[key] == 0 and plotter is not None and plotter.alive:
+            try:
+                job = group_plot_job(config, data, group_cells[key], results)
+            except Exception:  # noqa: BLE001 - the reports draw it (and say what fails)
+                return
+            plotter.submit([job])
 
     def on_error(cell, text):
         failed[cell.cell_id] = text
@@ -420,7 +456,8 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
     compile_s = compiled.seconds if compiled is not None else 0.0
     try:
         outputs = write_reports(out, config, data, cells, results,
-                                compile_info=compiled.as_dict() if compiled else None)
+                                compile_info=compiled.as_dict() if compiled else None,
+                                plotter=plotter)
     except StoreError as exc:
         _finish_meta(out, meta, invocation, computed, "failed")
         raise _store_failure(exc, out, len(cells), "the reports") from None

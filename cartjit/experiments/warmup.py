@@ -49,8 +49,8 @@ class CompileReport:
 
 
 def _dispatchers():
-    """Numba dispatchers of the engine's modules (imported by the estimators)."""
-    from .. import estimators  # noqa: F401  (imports the engine)
+    """Numba dispatchers of the engine's modules (imported by the fits' checks)."""
+    from .. import _prepare  # noqa: F401  (imports the engine, not scikit-learn)
     return _cache.dispatchers()
 
 
@@ -139,7 +139,7 @@ def compile_for_cells(cells):
     Best effort: a kind whose tiny fit fails (say, settings that need more cases) is
     skipped; its cells then compile what they need themselves.
     """
-    from .cells import _estimator
+    from .cells import _estimator, _fit_cell
     rng = np.random.default_rng(0)
     n = 40
     X = np.ascontiguousarray(rng.standard_normal((n, 3)))
@@ -164,7 +164,7 @@ def compile_for_cells(cells):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                est.fit(X_cat if cell.categorical else X, y)
+                _fit_cell(est, X_cat if cell.categorical else X, y)
             except Exception:  # noqa: BLE001 - best effort, see the docstring
                 pass
 
