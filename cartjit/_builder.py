@@ -712,6 +712,35 @@ def _stable_split(row, i0, end, wl, wr, ushift, goes_left, buf):
         row[uwl + i] = buf[i]
 
 
+@jit(inline="always")
+def _keep_left(row, i0, end, wl, ushift, goes_left):
+    """:func:`_stable_split` when only the left child splits again: the cases marked 1
+    are packed stably from ``wl`` onwards in ``row``, and what is left after them (up to
+    ``end``) is never read again. Branch-free, one write per key and no side buffer
+    (wl <= i, so the write never overtakes the read)."""
+    uwl = np.uint64(wl)
+    for i in range(np.uint64(i0), np.uint64(end)):
+        key = row[i]
+        row[uwl] = key
+        uwl += np.uint64(goes_left[np.uint64(key) >> ushift])
+
+
+@jit(inline="always")
+def _keep_right(row, start, end, ushift, goes_left):
+    """:func:`_stable_split` when only the right child splits again: the cases marked 0
+    are packed stably at the end of ``row[start:end]``, walking down from the last key,
+    and what is left before them is never read again. Branch-free, one write per key, no
+    side buffer: the write position stays at or above the read position."""
+    uwr = np.uint64(end)  # one past the next write
+    i = np.uint64(end)
+    ustart = np.uint64(start)
+    while i > ustart:
+        i -= np.uint64(1)
+        key = row[i]
+        row[uwr - np.uint64(1)] = key
+        uwr -= np.uint64(1) - np.uint64(goes_left[np.uint64(key) >> ushift])
+
+
 @jit(borrowed=True)
 def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, lm,
                       level_sets, row):
@@ -888,9 +917,15 @@ def _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, c, n_chunks):
 
 
 @jit(borrowed=True)
-def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
+def _partition(keys, shift, part_index, sides, splits, fr, work, simd, c, n_chunks):
     """Step 4, partition: stable partition of the split nodes' segments on every feature
     but the split feature, into the cases going left and then right.
+
+    A child that will not split again (a leaf) needs no sorted segment: when only one
+    child of a node splits again (``sides`` 1 or 2), only that child's cases are packed,
+    in order, to its end of the segment (:func:`_keep_left`, :func:`_keep_right`: one
+    write per key, no side buffer, no copy back), and the leaf's positions are left
+    holding whatever the packing left there; nothing reads them again.
 
     With ``simd``, blocks of 16 keys are split at once
     (:func:`cartjit._simd.compress_partition`; ``goes_left`` is padded for it).
@@ -900,6 +935,8 @@ def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
     keys : int32 (p, n) the keys, partitioned in place.
     shift : bits of the class label in a key.
     part_index : int64 frontier rows of the nodes to partition.
+    sides : uint8 by row of ``part_index``, which children split again: 1 the left, 2
+        the right, 3 both.
     splits : :class:`Splits` of the level (step 2).
     fr : :class:`Frontier` of the level.
     work : :class:`Work` (``goes_left`` marks, this chunk's side buffer).
@@ -924,6 +961,7 @@ def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
         row = keys[f]
         while t < n_nodes:
             j = part_index[t]
+            side = sides[t]
             t += step
             if f == split_feat[j]:
                 continue
@@ -931,13 +969,19 @@ def _partition(keys, shift, part_index, splits, fr, work, simd, c, n_chunks):
             wr = 0
             i0 = starts[j]
             end = ends[j]
+            if side == 2 and not simd:
+                _keep_right(row, i0, end, ushift, goes_left)
+                continue
             if simd:
                 while i0 + LANES <= end:
                     n_left = compress_partition(row, i0, shift, goes_left, buf, wl, wr)
                     wl += n_left
                     wr += LANES - n_left
                     i0 += LANES
-            _stable_split(row, i0, end, wl, wr, ushift, goes_left, buf)
+            if side == 1:
+                _keep_left(row, i0, end, wl, ushift, goes_left)
+            else:
+                _stable_split(row, i0, end, wl, wr, ushift, goes_left, buf)
 
 
 # --------------------------------------------------------------------------- missing values
@@ -1849,12 +1893,16 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
         _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, 0, 1)
         # Only splits with a child that may split again need sorted child segments.
         n_part = 0
+        sides = np.empty(n_split, dtype=np.uint8)
         for t in range(n_split):
-            if kids.ok[2 * t] or kids.ok[2 * t + 1]:
+            side = kids.ok[2 * t] | (kids.ok[2 * t + 1] << 1)
+            if side:
                 sp_index[n_part] = sp_index[t]
+                sides[n_part] = side
                 n_part += 1
         if n_part > 0:
-            _partition(keys, tg.shift, sp_index[:n_part], splits, fr, work, rules.simd, 0, 1)
+            _partition(keys, tg.shift, sp_index[:n_part], sides[:n_part], splits, fr, work,
+                       rules.simd, 0, 1)
         n_nodes += n_child
         ok = np.flatnonzero(kids.ok)
         fr = Frontier(kids.node[ok], kids.start[ok], kids.end[ok], kids.mean[ok],
@@ -2115,13 +2163,15 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                        nodes, tg, rules, kids)
 
             # Only splits with a child that may split again need sorted child segments.
-            needs = (kids.ok[0::2] | kids.ok[1::2]).astype(bool)
+            sides = kids.ok[0::2] | (kids.ok[1::2] << 1)  # 1 left, 2 right, 3 both
+            needs = sides.astype(bool)
             if mv:  # nodes where cases stay are partitioned already
                 needs &= splits.stop[sp_index] == fr.end[sp_index]
             part_index = sp_index[needs]
             if part_index.shape[0] > 0:
                 run_chunks(pool, min(n_threads, part_index.shape[0] * p), _partition, keys,
-                           tg.shift, part_index, splits, fr, work, simd)
+                           tg.shift, part_index, np.ascontiguousarray(sides[needs]), splits,
+                           fr, work, simd)
             n_nodes += n_child
             fr = kids.frontier()
     finally:

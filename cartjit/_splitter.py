@@ -402,25 +402,41 @@ def best_split_gini_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch,
     cur = lo
     # Unsigned indices spare the loop Numba's negative-index wrap-around (13 % faster).
     umask = np.uint64(mask)
-    for b in range(n_cand):
-        pos = cand[np.uint64(b)]
-        if pos > cur:  # cases [cur, pos) are one run of one class
-            cls = np.uint64(keys[np.uint64(pos - 1)]) & umask
-            l_c = left[cls]
-            r = float(pos - cur)
-            sq_l += r * (2.0 * l_c + r)
-            sq_r -= r * (2.0 * (total[cls] - l_c) - r)
-            left[cls] = l_c + r
-            cur = pos
-        n_left = pos - start
-        n_right = n_node - n_left
-        num = sq_l * n_right + sq_r * n_left
-        den = float(n_left) * float(n_right)
+    ub = np.uint64(0)
+    u_cand = np.uint64(n_cand)
+    pos = lo
+    num = 0.0
+    den = 1.0
+    while True:
+        # The hot loop only finds the next candidate in or above the near-tie band
+        # (num / den >= lo_num / best_den, which every outright winner is as well:
+        # lo_num <= hi_num); the rare cases are settled below, out of its way.
+        hit = False
+        while ub < u_cand:
+            pos = cand[ub]
+            ub += np.uint64(1)
+            if pos > cur:  # cases [cur, pos) are one run of one class
+                cls = np.uint64(keys[np.uint64(pos - 1)]) & umask
+                l_c = left[cls]
+                r = float(pos - cur)
+                sq_l += r * (2.0 * l_c + r)
+                sq_r -= r * (2.0 * (total[cls] - l_c) - r)
+                left[cls] = l_c + r
+                cur = pos
+            n_left = pos - start
+            n_right = n_node - n_left
+            num = sq_l * n_right + sq_r * n_left
+            den = float(n_left) * float(n_right)
+            if num * best_den >= lo_num * den:
+                hit = True
+                break
+        if not hit:
+            break
         if num * best_den > hi_num * den:
             best_delta = np.nan
             for j in range(n_classes):
                 best_left[j] = left[j]
-        elif num * best_den >= lo_num * den:  # a near-tie, settled as _near_tie does
+        else:  # a near-tie, settled as _near_tie does
             if np.isnan(best_delta):
                 best_delta = _gini_delta_exact_right(best_left, total, factor)
             d = _gini_delta_exact_right(left, total, factor)
@@ -429,8 +445,6 @@ def best_split_gini_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch,
             best_delta = d
             for j in range(n_classes):
                 best_left[j] = left[j]
-        else:
-            continue
         best_den = den
         hi_num = num + scale * den
         lo_num = num - scale * den

@@ -83,7 +83,8 @@ def test_partition_blocks_match_scalar_and_reference(shift):
         zeros = np.zeros(5, np.int64)
         fr = Frontier(sp_index, f_start, f_end, np.zeros(5), np.zeros(5))
         splits = Splits(split_feat, zeros, zeros, f_end, np.zeros(5), np.zeros(5), zeros)
-        _partition(out, shift, sp_index, splits, fr, work, simd, 0, 1)
+        _partition(out, shift, sp_index, np.full(5, 3, np.uint8), splits, fr, work, simd,
+                   0, 1)
         results[simd] = out
         for j in range(5):
             for f in range(p):
