@@ -827,8 +827,10 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, 
             continue
         fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1] >> shift, bf],
                                                      X[row[pos] >> shift, bf])
-        for i in range(fr.start[j], fr.end[j]):
-            goes_left[row[i] >> shift] = 1 if i < pos else 0
+        for i in range(np.uint64(fr.start[j]), np.uint64(pos)):
+            goes_left[np.uint64(row[i] >> shift)] = 1
+        for i in range(np.uint64(pos), np.uint64(fr.end[j])):
+            goes_left[np.uint64(row[i] >> shift)] = 0
     return n_split, n_rows
 
 
@@ -1878,6 +1880,11 @@ def _grow_tables(nodes, needed):
             arr.resize((new_cap, arr.shape[1]), refcheck=False)
 
 
+#: Rows allocated up front for the node tables and the surrogate and competitor tables,
+#: at most (their bound for n cases: 2 n - 1 nodes, n - 1 splits); np.zeros maps zero
+#: pages, so rows never written cost no memory. Past it they grow by a quarter.
+PREALLOC_ROWS = 1 << 21
+
 #: Grow on one thread without missing values in one compiled call (:func:`_grow_serial`);
 #: tests switch it off to compare with the Python loop, which gives the same tree.
 COMPILED_DRIVER = True
@@ -1959,7 +1966,9 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     min_samples_split = min(settings.min_samples_split, 2**40)
     min_samples_leaf = min(settings.min_samples_leaf, 2**40)
 
-    cap = 64
+    # A tree has at most 2 n - 1 nodes (every leaf holds a case): tables of that many
+    # rows (up to PREALLOC_ROWS) are zero pages until written, so they never grow.
+    cap = max(64, min(2 * n - 1, PREALLOC_ROWS))
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
                   np.zeros((cap, _N_FLOAT), dtype=np.float64),
                   np.zeros((cap, n_val), dtype=np.float64))
@@ -1995,9 +2004,13 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     missing = np.zeros((p if mv else 0, -(-X.shape[0] // 8)), dtype=np.uint8)
     if mv:
         _missing_bits(X, missing)
-    tables = Tables(np.zeros((16, 4), dtype=np.int64), np.zeros((16, 3), dtype=np.float64),
-                    np.zeros((16, 3), dtype=np.int64), np.zeros((16, 2), dtype=np.float64),
-                    np.zeros(3, dtype=np.int64))
+    # at most max_sur surrogates and max_comp competitors per split (n - 1 splits at most)
+    sur_cap = max(16, min((n - 1) * max_sur, PREALLOC_ROWS))
+    comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))
+    tables = Tables(np.zeros((sur_cap, 4), dtype=np.int64),
+                    np.zeros((sur_cap, 3), dtype=np.float64),
+                    np.zeros((comp_cap, 3), dtype=np.int64),
+                    np.zeros((comp_cap, 2), dtype=np.float64), np.zeros(3, dtype=np.int64))
 
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
     try:
