@@ -27,8 +27,9 @@ each with its own scratch buffer, run by a thread pool: the kernels are compiled
 ``nogil=True``. Serial kernels driven from Python compile several times faster than one
 ``parallel=True`` grower (a cold start is a cost users pay, docs/design.md), and a few
 kernel calls per level cost microseconds next to the level's work. Steps 1 and 2 run on
-at most ``SEARCH_BATCH`` frontier nodes at a time. The node tables grow in place by a
-quarter when full. The result never depends on the number of threads.
+at most ``SEARCH_BATCH`` frontier nodes at a time. The node tables start at their bound
+(2 n - 1 rows, up to ``PREALLOC_ROWS``) and grow in place by a quarter past it. The
+result never depends on the number of threads.
 
 What travels together through the kernels is bundled in NamedTuples, which Numba takes
 as arguments: :class:`cartjit._splitter.Targets` (labels or responses, weights, class
@@ -1569,6 +1570,10 @@ def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables)
     """
     p = ps.keys.shape[0]
     taken = np.zeros(p, dtype=np.uint8)
+    # The scan of _next_best, resumable: the running best before feature f. Taking
+    # feature b leaves the scan before b as it was, so the next round resumes at b.
+    run_best = np.empty(p + 1, dtype=np.float64)
+    run_bf = np.empty(p + 1, dtype=np.int64)
     for j in range(fr.node.shape[0]):
         f0 = splits.feat[j]
         if f0 < 0:
@@ -1578,11 +1583,24 @@ def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables)
         first = tables.rows[1]
         n_comp = 0
         taken[f0] = 1
+        base = j * p
+        run_best[0] = -np.inf
+        run_bf[0] = -1
+        f1 = 0
         for r in range(rules.max_competitor):
-            bf = _next_best(pairs.delta, j * p, p, taken, tol, tol)
+            best = run_best[f1]
+            bf = run_bf[f1]
+            for f in range(f1, p):  # _next_best(pairs.delta, base, p, taken, tol, tol)
+                v = pairs.delta[base + f]
+                if taken[f] == 0 and v > tol and v > best + tol:
+                    best = v
+                    bf = f
+                run_best[f + 1] = best
+                run_bf[f + 1] = bf
             if bf < 0:
                 break
             taken[bf] = 1
+            f1 = bf
             kk = j * p + bf
             row_c = first + n_comp
             tables.comp_i[row_c, C_FEATURE] = bf
