@@ -27,8 +27,9 @@ each with its own scratch buffer, run by a thread pool: the kernels are compiled
 ``nogil=True``. Serial kernels driven from Python compile several times faster than one
 ``parallel=True`` grower (a cold start is a cost users pay, docs/design.md), and a few
 kernel calls per level cost microseconds next to the level's work. Steps 1 and 2 run on
-at most ``SEARCH_BATCH`` frontier nodes at a time. The node tables grow in place by a
-quarter when full. The result never depends on the number of threads.
+at most ``SEARCH_BATCH`` frontier nodes at a time. The node tables start at their bound
+(2 n - 1 rows, up to ``PREALLOC_ROWS``) and grow in place by a quarter past it. The
+result never depends on the number of threads.
 
 What travels together through the kernels is bundled in NamedTuples, which Numba takes
 as arguments: :class:`cartjit._splitter.Targets` (labels or responses, weights, class
@@ -856,8 +857,10 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, 
             continue
         fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1] >> shift, bf],
                                                      X[row[pos] >> shift, bf])
-        for i in range(fr.start[j], fr.end[j]):
-            goes_left[row[i] >> shift] = 1 if i < pos else 0
+        for i in range(np.uint64(fr.start[j]), np.uint64(pos)):
+            goes_left[np.uint64(row[i] >> shift)] = 1
+        for i in range(np.uint64(pos), np.uint64(fr.end[j])):
+            goes_left[np.uint64(row[i] >> shift)] = 0
     return n_split, n_rows
 
 
@@ -1611,6 +1614,10 @@ def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables)
     """
     p = ps.keys.shape[0]
     taken = np.zeros(p, dtype=np.uint8)
+    # The scan of _next_best, resumable: the running best before feature f. Taking
+    # feature b leaves the scan before b as it was, so the next round resumes at b.
+    run_best = np.empty(p + 1, dtype=np.float64)
+    run_bf = np.empty(p + 1, dtype=np.int64)
     for j in range(fr.node.shape[0]):
         f0 = splits.feat[j]
         if f0 < 0:
@@ -1620,11 +1627,24 @@ def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables)
         first = tables.rows[1]
         n_comp = 0
         taken[f0] = 1
+        base = j * p
+        run_best[0] = -np.inf
+        run_bf[0] = -1
+        f1 = 0
         for r in range(rules.max_competitor):
-            bf = _next_best(pairs.delta, j * p, p, taken, tol, tol)
+            best = run_best[f1]
+            bf = run_bf[f1]
+            for f in range(f1, p):  # _next_best(pairs.delta, base, p, taken, tol, tol)
+                v = pairs.delta[base + f]
+                if taken[f] == 0 and v > tol and v > best + tol:
+                    best = v
+                    bf = f
+                run_best[f + 1] = best
+                run_bf[f + 1] = bf
             if bf < 0:
                 break
             taken[bf] = 1
+            f1 = bf
             kk = j * p + bf
             row_c = first + n_comp
             tables.comp_i[row_c, C_FEATURE] = bf
@@ -1926,6 +1946,11 @@ def _grow_tables(nodes, needed):
             arr.resize((new_cap, arr.shape[1]), refcheck=False)
 
 
+#: Rows allocated up front for the node tables and the surrogate and competitor tables,
+#: at most (their bound for n cases: 2 n - 1 nodes, n - 1 splits); np.zeros maps zero
+#: pages, so rows never written cost no memory. Past it they grow by a quarter.
+PREALLOC_ROWS = 1 << 21
+
 #: Grow on one thread without missing values in one compiled call (:func:`_grow_serial`);
 #: tests switch it off to compare with the Python loop, which gives the same tree.
 COMPILED_DRIVER = True
@@ -2007,7 +2032,9 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     min_samples_split = min(settings.min_samples_split, 2**40)
     min_samples_leaf = min(settings.min_samples_leaf, 2**40)
 
-    cap = 64
+    # A tree has at most 2 n - 1 nodes (every leaf holds a case): tables of that many
+    # rows (up to PREALLOC_ROWS) are zero pages until written, so they never grow.
+    cap = max(64, min(2 * n - 1, PREALLOC_ROWS))
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
                   np.zeros((cap, _N_FLOAT), dtype=np.float64),
                   np.zeros((cap, n_val), dtype=np.float64))
@@ -2043,9 +2070,13 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     missing = np.zeros((p if mv else 0, -(-X.shape[0] // 8)), dtype=np.uint8)
     if mv:
         _missing_bits(X, missing)
-    tables = Tables(np.zeros((16, 4), dtype=np.int64), np.zeros((16, 3), dtype=np.float64),
-                    np.zeros((16, 3), dtype=np.int64), np.zeros((16, 2), dtype=np.float64),
-                    np.zeros(3, dtype=np.int64))
+    # at most max_sur surrogates and max_comp competitors per split (n - 1 splits at most)
+    sur_cap = max(16, min((n - 1) * max_sur, PREALLOC_ROWS))
+    comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))
+    tables = Tables(np.zeros((sur_cap, 4), dtype=np.int64),
+                    np.zeros((sur_cap, 3), dtype=np.float64),
+                    np.zeros((comp_cap, 3), dtype=np.int64),
+                    np.zeros((comp_cap, 2), dtype=np.float64), np.zeros(3, dtype=np.int64))
 
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
     try:

@@ -22,11 +22,12 @@ without rescans:
 1. one bottom-up pass (children have larger ids) gives R(T_t) = R(T_tL) + R(T_tR) and
    |T~_t| for every node;
 2. T_1 = T(0): every split with R(t) = R(T_t) (within the tolerance) is pruned;
-3. g(t) = (R(t) - R(T_t)) / (|T~_t| - 1) for the internal nodes of T_1 goes into an
-   indexed heap. α_{k+1} is the smallest g; every node whose g ties with it is collapsed
-   (it and its internal descendants get alpha = α_{k+1}); each collapse updates R(T_a),
-   |T~_a| and g(a) of the ancestors only, in place in the heap (collapsed descendants
-   are skipped when they surface).
+3. g(t) = (R(t) - R(T_t)) / (|T~_t| - 1) for the internal nodes of T_1, and for each
+   the weakest link of its branch (least g, then least id: a tournament along the
+   tree, so the root holds the global one). α_{k+1} is the smallest g; every node whose
+   g ties with it is collapsed (it and its internal descendants get alpha = α_{k+1});
+   each collapse updates R(T_a), |T~_a|, g(a) and the weakest link of the ancestors
+   only, O(1) each, so the whole loop costs O(n · depth) with no heap.
    Pruning at the minimum moves every ancestor's g away from it (the new g is a mediant
    that exceeds the old one), so one pass over the ties of the minimum is exact.
 
@@ -49,42 +50,28 @@ ALPHA_RTOL = 1e-9
 ALPHA_ATOL = 1e-12
 
 
-@jit(inline="always")
-def _less(g, a, b):
-    """Heap order: smaller g first, then smaller node id (deterministic)."""
-    return g[a] < g[b] or (g[a] == g[b] and a < b)
+# Columns of the loop's per-node float table (one 32-byte row per node: what a collapse
+# reads and writes at an ancestor and its children is a few cache lines, not one per array).
+_BRANCH, _LEAVES, _BEST_G, _RISK = 0, 1, 2, 3
+# Columns of its integer table.
+_LEFT, _RIGHT, _PARENT, _BEST = 0, 1, 2, 3
 
 
 @jit(inline="always")
-def _sift_up(heap, pos, g, i):
-    node = heap[i]
-    while i > 0:
-        up = (i - 1) // 2
-        if not _less(g, node, heap[up]):
-            break
-        heap[i] = heap[up]
-        pos[heap[i]] = i
-        i = up
-    heap[i] = node
-    pos[node] = i
-
-
-@jit(inline="always")
-def _sift_down(heap, pos, g, i, size):
-    node = heap[i]
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and _less(g, heap[child + 1], heap[child]):
-            child += 1
-        if not _less(g, heap[child], node):
-            break
-        heap[i] = heap[child]
-        pos[heap[i]] = i
-        i = child
-    heap[i] = node
-    pos[node] = i
+def _weakest_below(f, k, u, g_u):
+    """Step 3's tournament at internal node u (g(u) = ``g_u``): the weakest link of u's
+    branch, the least (g, id) of u and its children's branch minima; returns its id and
+    g (-1, inf when none)."""
+    b = u
+    gb = g_u
+    for c in (k[u, _LEFT], k[u, _RIGHT]):
+        cb = k[c, _BEST]
+        if cb >= 0:
+            gc = f[c, _BEST_G]
+            if gc < gb or (gc == gb and cb < b):
+                b = cb
+                gb = gc
+    return b, gb
 
 
 @jit
@@ -92,20 +79,28 @@ def weakest_link(left, right, parent, risk):
     """Per-node collapse α and the sequence α_1 < … < α_K of docs/maths.md §4.
 
     Returns ``(alpha, alphas, n_leaves, tree_risk)``: the per-node collapse α, and for
-    k = 1..K the sequence α_k (``alphas[0] == 0``), |T~_k| and R(T_k). The internal
-    nodes of the current tree sit in an indexed binary heap keyed by g(t), updated in
-    place when a collapse changes an ancestor's g.
+    k = 1..K the sequence α_k (``alphas[0] == 0``), |T~_k| and R(T_k). Every internal
+    node t of the current tree keeps the node of least (g, id) in its branch and that g,
+    so the root holds the weakest link; a collapse recomputes R(T_a), |T~_a|, g(a) and
+    the weakest link of its ancestors a only, in O(1) each.
     """
     n = left.shape[0]
-    branch = np.empty(n, dtype=np.float64)
-    leaves = np.empty(n, dtype=np.int64)
+    # |T~_t| is held as a float64 (exact below 2**53): |T~_t| - 1 is the same divisor.
+    f = np.empty((n, 4), dtype=np.float64)
+    k = np.empty((n, 4), dtype=np.int64)
     for t in range(n - 1, -1, -1):
+        k[t, _LEFT] = left[t]
+        k[t, _RIGHT] = right[t]
+        k[t, _PARENT] = parent[t]
+        k[t, _BEST] = -1
+        f[t, _RISK] = risk[t]
+        f[t, _BEST_G] = np.inf
         if left[t] < 0:
-            branch[t] = risk[t]
-            leaves[t] = 1
+            f[t, _BRANCH] = risk[t]
+            f[t, _LEAVES] = 1.0
         else:
-            branch[t] = branch[left[t]] + branch[right[t]]
-            leaves[t] = leaves[left[t]] + leaves[right[t]]
+            f[t, _BRANCH] = f[left[t], _BRANCH] + f[right[t], _BRANCH]
+            f[t, _LEAVES] = f[left[t], _LEAVES] + f[right[t], _LEAVES]
     atol = ALPHA_ATOL * abs(risk[0])
     alpha = np.zeros(n, dtype=np.float64)
     internal = np.zeros(n, dtype=np.bool_)
@@ -114,28 +109,21 @@ def weakest_link(left, right, parent, risk):
     # forward pass sees each node after its ancestors; pruned branches are skipped.
     for t in range(n):
         if left[t] >= 0 and (t == 0 or internal[parent[t]]):
-            internal[t] = not (risk[t] - branch[t] <= atol)
-    # Recompute the branch sums of T_1 (pruned nodes become leaves).
+            internal[t] = not (risk[t] - f[t, _BRANCH] <= atol)
+    # Recompute the branch sums of T_1 (pruned nodes become leaves), g(t) of its internal
+    # nodes and the weakest link of every branch (children first).
+    size = 0
     for t in range(n - 1, -1, -1):
         if not internal[t]:
-            branch[t] = risk[t]
-            leaves[t] = 1
+            f[t, _BRANCH] = risk[t]
+            f[t, _LEAVES] = 1.0
         else:
-            branch[t] = branch[left[t]] + branch[right[t]]
-            leaves[t] = leaves[left[t]] + leaves[right[t]]
-
-    g = np.full(n, np.inf)
-    heap = np.empty(n, dtype=np.int64)
-    pos = np.full(n, -1, dtype=np.int64)
-    size = 0
-    for t in range(n):
-        if internal[t]:
-            g[t] = (risk[t] - branch[t]) / (leaves[t] - 1)
-            heap[size] = t
-            pos[t] = size
+            l, r = left[t], right[t]
+            f[t, _BRANCH] = f[l, _BRANCH] + f[r, _BRANCH]
+            f[t, _LEAVES] = f[l, _LEAVES] + f[r, _LEAVES]
+            g_t = (risk[t] - f[t, _BRANCH]) / (f[t, _LEAVES] - 1.0)
+            k[t, _BEST], f[t, _BEST_G] = _weakest_below(f, k, t, g_t)
             size += 1
-    for i in range(size // 2 - 1, -1, -1):
-        _sift_down(heap, pos, g, i, size)
 
     n_steps = 1
     alphas = np.zeros(size + 1)
@@ -143,22 +131,13 @@ def weakest_link(left, right, parent, risk):
     seq_risk = np.zeros(size + 1)
     stack = np.empty(n, dtype=np.int64)
     a_k = 0.0
-    while size > 0:
-        t = heap[0]
-        # pop the minimum
-        size -= 1
-        pos[t] = -1
-        if size > 0:
-            heap[0] = heap[size]
-            pos[heap[0]] = 0
-            _sift_down(heap, pos, g, 0, size)
-        if not internal[t]:
-            continue  # collapsed with an ancestor
-        g_min = g[t]
+    while k[0, _BEST] >= 0:
+        t = k[0, _BEST]
+        g_min = f[0, _BEST_G]
         if g_min > a_k + ALPHA_RTOL * a_k + atol:
             # a new step: the current tree is T_k; α_{k+1} = g_min
-            seq_leaves[n_steps - 1] = leaves[0]
-            seq_risk[n_steps - 1] = branch[0]
+            seq_leaves[n_steps - 1] = np.int64(f[0, _LEAVES])
+            seq_risk[n_steps - 1] = f[0, _BRANCH]
             a_k = g_min
             alphas[n_steps] = a_k
             n_steps += 1
@@ -176,20 +155,22 @@ def weakest_link(left, right, parent, risk):
                 top += 1
                 stack[top] = right[u]
                 top += 1
-        branch[t] = risk[t]
-        leaves[t] = 1
-        # Update the ancestors' g in place (it can only grow: sift down).
-        u = parent[t]
+        f[t, _BRANCH] = f[t, _RISK]
+        f[t, _LEAVES] = 1.0
+        k[t, _BEST] = -1
+        f[t, _BEST_G] = np.inf
+        # Update the ancestors' sums, g and weakest link (their other branches are as
+        # they were).
+        u = k[t, _PARENT]
         while u >= 0:
-            branch[u] = branch[left[u]] + branch[right[u]]
-            leaves[u] = leaves[left[u]] + leaves[right[u]]
-            g[u] = (risk[u] - branch[u]) / (leaves[u] - 1)
-            if pos[u] >= 0:
-                _sift_down(heap, pos, g, pos[u], size)
-                _sift_up(heap, pos, g, pos[u])
-            u = parent[u]
-    seq_leaves[n_steps - 1] = leaves[0]
-    seq_risk[n_steps - 1] = branch[0]
+            l, r = k[u, _LEFT], k[u, _RIGHT]
+            f[u, _BRANCH] = f[l, _BRANCH] + f[r, _BRANCH]
+            f[u, _LEAVES] = f[l, _LEAVES] + f[r, _LEAVES]
+            g_u = (f[u, _RISK] - f[u, _BRANCH]) / (f[u, _LEAVES] - 1.0)
+            k[u, _BEST], f[u, _BEST_G] = _weakest_below(f, k, u, g_u)
+            u = k[u, _PARENT]
+    seq_leaves[n_steps - 1] = np.int64(f[0, _LEAVES])
+    seq_risk[n_steps - 1] = f[0, _BRANCH]
     return (alpha, alphas[:n_steps].copy(), seq_leaves[:n_steps].copy(),
             seq_risk[:n_steps].copy())
 

@@ -19,6 +19,9 @@ R(t) as :class:`fractions.Fraction` (see :func:`class_node_risks`,
   R(t) + α <= best value of its branch" (exact ties collapse, giving the smallest).
 * :func:`subtree_from_alpha` reads T(α) from per-node collapse α values by the
   contract of cartjit/_tree.py, independently of cartjit's own code.
+* :func:`heap_weakest_link` is the earlier floating-point weakest-link loop (an indexed
+  binary heap of g(t), every ancestor re-sifted after a collapse), in plain Python: the
+  kernel that replaced it must give the same per-node α and sequence bit for bit.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ __all__ = [
     "Subtree", "node_masks", "class_node_risks", "regression_node_risks",
     "all_pruned_subtrees", "min_risk_by_size", "exact_sequence", "merge_ties",
     "smallest_minimiser", "subtree_from_alpha", "leaves_of", "subtree_risk",
+    "heap_weakest_link",
 ]
 
 
@@ -232,3 +236,117 @@ def leaves_of(left, right, internal: frozenset) -> list[int]:
 
 def subtree_risk(left, right, risk, internal: frozenset) -> Fraction:
     return sum((risk[t] for t in leaves_of(left, right, internal)), Fraction(0))
+
+
+# ------------------------------------------------------------- the earlier heap loop
+
+def heap_weakest_link(left, right, parent, risk, rtol=1e-9, atol_factor=1e-12):
+    """(alpha, alphas, n_leaves, tree_risk) by the weakest-link loop with an indexed
+    binary heap keyed by (g, node id), in float64 with the operations in the order of the
+    kernel it preceded: T_1 drops splits with R(t) - R(T_t) <= atol; the least g is
+    popped, a new step starts when it exceeds α_k (1 + rtol) + atol; the popped node and
+    its internal descendants collapse at α_k; every ancestor's R(T_a), |T~_a| and g(a)
+    are recomputed from its children and its heap entry re-sifted. Slow: tests only."""
+    n = len(left)
+    left = [int(v) for v in left]
+    right = [int(v) for v in right]
+    parent = [int(v) for v in parent]
+    risk = [float(v) for v in risk]
+    branch, leaves = [0.0] * n, [0] * n
+    for t in range(n - 1, -1, -1):
+        if left[t] < 0:
+            branch[t], leaves[t] = risk[t], 1
+        else:
+            branch[t] = branch[left[t]] + branch[right[t]]
+            leaves[t] = leaves[left[t]] + leaves[right[t]]
+    atol = atol_factor * abs(risk[0])
+    alpha = [0.0] * n
+    internal = [False] * n
+    for t in range(n):
+        if left[t] >= 0 and (t == 0 or internal[parent[t]]):
+            internal[t] = not (risk[t] - branch[t] <= atol)
+    for t in range(n - 1, -1, -1):
+        if not internal[t]:
+            branch[t], leaves[t] = risk[t], 1
+        else:
+            branch[t] = branch[left[t]] + branch[right[t]]
+            leaves[t] = leaves[left[t]] + leaves[right[t]]
+    g = [float("inf")] * n
+    heap, pos = [], [-1] * n
+
+    def less(a, b):
+        return g[a] < g[b] or (g[a] == g[b] and a < b)
+
+    def sift_up(i):
+        node = heap[i]
+        while i > 0:
+            up = (i - 1) // 2
+            if not less(node, heap[up]):
+                break
+            heap[i] = heap[up]
+            pos[heap[i]] = i
+            i = up
+        heap[i] = node
+        pos[node] = i
+
+    def sift_down(i):
+        node, size = heap[i], len(heap)
+        while True:
+            child = 2 * i + 1
+            if child >= size:
+                break
+            if child + 1 < size and less(heap[child + 1], heap[child]):
+                child += 1
+            if not less(heap[child], node):
+                break
+            heap[i] = heap[child]
+            pos[heap[i]] = i
+            i = child
+        heap[i] = node
+        pos[node] = i
+
+    for t in range(n):
+        if internal[t]:
+            g[t] = (risk[t] - branch[t]) / (leaves[t] - 1)
+            pos[t] = len(heap)
+            heap.append(t)
+    for i in range(len(heap) // 2 - 1, -1, -1):
+        sift_down(i)
+    alphas, seq_leaves, seq_risk = [0.0], [], []
+    a_k = 0.0
+    while heap:
+        t = heap[0]
+        last = heap.pop()
+        pos[t] = -1
+        if heap:
+            heap[0] = last
+            pos[last] = 0
+            sift_down(0)
+        if not internal[t]:
+            continue
+        if g[t] > a_k + rtol * a_k + atol:
+            seq_leaves.append(leaves[0])
+            seq_risk.append(branch[0])
+            a_k = g[t]
+            alphas.append(a_k)
+        stack = [t]
+        while stack:
+            u = stack.pop()
+            if internal[u]:
+                internal[u] = False
+                alpha[u] = a_k
+                stack.extend((left[u], right[u]))
+        branch[t], leaves[t] = risk[t], 1
+        u = parent[t]
+        while u >= 0:
+            branch[u] = branch[left[u]] + branch[right[u]]
+            leaves[u] = leaves[left[u]] + leaves[right[u]]
+            g[u] = (risk[u] - branch[u]) / (leaves[u] - 1)
+            if pos[u] >= 0:
+                sift_down(pos[u])
+                sift_up(pos[u])
+            u = parent[u]
+    seq_leaves.append(leaves[0])
+    seq_risk.append(branch[0])
+    return (np.array(alpha), np.array(alphas), np.array(seq_leaves, dtype=np.int64),
+            np.array(seq_risk))

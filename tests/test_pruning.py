@@ -559,3 +559,66 @@ def test_prune_tolerance_is_relative():
             assert est.prune(a * (1 + 1e-12)).get_n_leaves() == n_leaves
             assert est.prune(a * (1 - 1e-12)).get_n_leaves() == n_leaves
             assert est.prune(a * (1 - 1e-6)).get_n_leaves() > n_leaves
+
+
+# ----------------------------------------------------------------------------- the kernel
+
+def _kernel_vs_heap(tree):
+    """cartjit's weakest-link kernel against the earlier heap loop
+    (pruning_reference.heap_weakest_link): the same floats, bit for bit."""
+    from cartjit._pruning import weakest_link
+    from pruning_reference import heap_weakest_link
+    args = (tree.left, tree.right, tree.parent, tree.risk)
+    got = weakest_link(*args)
+    want = heap_weakest_link(*args)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+        assert a.tobytes() == b.astype(a.dtype).tobytes()
+    return got
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_weakest_link_matches_heap_loop(seed):
+    """Regression trees to purity (most nodes, most steps), with integer responses
+    (many exactly tied g) and real ones; classification trees with ties and zero-gain
+    splits; weighted cases."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(200, 1500))
+    X = rng.integers(0, 6, size=(n, 3)).astype(float) if seed % 2 else rng.normal(size=(n, 4))
+    w = rng.uniform(0.5, 2.0, n) if seed >= 4 else None
+    y = rng.integers(0, 4, n).astype(float) if seed % 3 else rng.normal(size=n)
+    steps = _kernel_vs_heap(CARTRegressor().fit(X, y, sample_weight=w).tree_)[1]
+    assert steps.shape[0] > 10
+    yc = rng.integers(0, 3, n)
+    _kernel_vs_heap(CARTClassifier(min_samples_split=2, min_samples_leaf=1)
+                    .fit(X, yc, sample_weight=w).tree_)
+
+
+def test_weakest_link_matches_heap_loop_on_other_risks():
+    """The impurity mode's node risks (pruning_sequence's ``risk``) and a chain-shaped
+    tree (depth n / 2)."""
+    from cartjit._pruning import weakest_link
+    from pruning_reference import heap_weakest_link
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(600, 3))
+    tree = CARTRegressor().fit(X, X[:, 0] ** 2 + rng.normal(size=600)).tree_
+    _kernel_vs_heap(tree._replace(risk=tree.impurity * tree.weighted_n_node_samples))
+    # a chain: node 2i + 1 is a leaf, 2i + 2 splits again; integer risks (exact ties)
+    m = 80
+    n = 2 * m + 1
+    left = np.full(n, -1, dtype=np.int32)
+    right = np.full(n, -1, dtype=np.int32)
+    parent = np.full(n, -1, dtype=np.int32)
+    for i in range(m):
+        t = 0 if i == 0 else 2 * i
+        left[t], right[t] = 2 * i + 1, 2 * i + 2
+        parent[2 * i + 1] = parent[2 * i + 2] = t
+    risk = np.zeros(n)
+    for t in range(n - 1, -1, -1):
+        below = 0.0 if left[t] < 0 else risk[left[t]] + risk[right[t]]
+        risk[t] = below + float(rng.integers(0, 40))
+    got = weakest_link(left, right, parent, risk)
+    want = heap_weakest_link(left, right, parent, risk)
+    for a, b in zip(got, want):
+        assert a.tobytes() == b.astype(a.dtype).tobytes()
+    assert got[1].shape[0] > 3
