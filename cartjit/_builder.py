@@ -68,7 +68,7 @@ from ._splitter import (Segment, Targets, best_split_class_runs, best_split_clas
 from ._subsets import (BITSET_LEVELS, SIDE, best_subset_classification,
                        best_subset_regression, float_scratch_size, int_scratch_size,
                        left_levels_bits, level_run_end)
-from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ,
+from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ, MARK_PACK,
                           categorical_surrogate, ordered_surrogate)
 from ._tree import Tree
 
@@ -1286,8 +1286,10 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
             if pend - start < 2:
                 continue
             if n_levels > 0:
+                # the codes' uint16 row (half the cache footprint of their ranks)
                 a, adj = categorical_surrogate(row, start, pend, shift, marks, tg.w,
-                                               tg.unit_weights, rk, n_levels,
+                                               tg.unit_weights,
+                                               ps.codes[ps.rank_row[f]], n_levels,
                                                splits.w_left[j], splits.w_right[j], style,
                                                splits.tie_left[j], lw, side, level_counts)
                 pos = np.int64(-1)
@@ -1365,6 +1367,18 @@ def _marked_totals(row, start, pend, end, tg, marks, w_left, w_right, n_marked, 
     directly.
     """
     shift = tg.shift
+    if tg.unit_weights:
+        # the tail's marked-left and marked cases counted without a branch a case
+        packed = np.int64(0)
+        ushift = np.uint32(shift)
+        for i in range(np.uint64(pend), np.uint64(end)):
+            packed += MARK_PACK[np.uint64(marks[np.uint64(np.uint32(row[i]) >> ushift)])]
+        n_l = packed & np.int64(0xFFFFFFFF)
+        n_m = packed >> np.int64(32)
+        out[0] = w_left - np.float64(n_l)
+        out[1] = w_right - np.float64(n_m - n_l)
+        out[2] = n_marked - n_m
+        return
     if tg.exact_sums:
         hl = w_left
         hr = w_right

@@ -40,7 +40,7 @@ import numpy as np
 from ._config import jit
 
 __all__ = ["ordered_surrogate", "categorical_surrogate", "LEVEL_LEFT", "LEVEL_RIGHT",
-           "LEVEL_NONE", "MIN_ADJ"]
+           "LEVEL_NONE", "MIN_ADJ", "MARK_PACK"]
 
 #: Sides of a level in a categorical surrogate.
 LEVEL_NONE, LEVEL_LEFT, LEVEL_RIGHT = 0, 1, 2
@@ -209,6 +209,9 @@ def _ordered_scan_counts(row, start, end, shift, marks, ranks, high):
 #: Change of d (marked-right less marked-left cases below the threshold) by mark: a
 #: case marked right (0) adds one, left (1) takes one, unmarked (2) nothing.
 _MARK_STEP = np.array([1, -1, 0], dtype=np.int64)
+#: Marked-left cases (low 32 bits) and marked cases (high 32 bits) a case adds by mark:
+#: right (0), left (1), unmarked (2).
+MARK_PACK = np.array([1 << 32, (1 << 32) + 1, 0], dtype=np.int64)
 #: Positions per block of :func:`_ordered_scan_distinct`.
 _SCAN_BLOCK = 64
 
