@@ -69,7 +69,7 @@ from ._splitter import (Segment, Targets, best_split_class_runs, best_split_clas
 from ._subsets import (BITSET_LEVELS, SIDE, best_subset_classification,
                        best_subset_regression, float_scratch_size, int_scratch_size,
                        left_levels_bits, level_run_end)
-from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ,
+from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ, MARK_PACK,
                           categorical_surrogate, ordered_surrogate)
 from ._tree import Tree
 
@@ -1054,7 +1054,9 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
     """
     tied = ps.rank_row[f] >= 0
     rk = ps.ranks[ps.rank_row[f]] if tied else no_ranks
-    return _present_best(ps.keys[f], rk, ps.n_levels[f] > 0, tied, node, start, pend, end,
+    is_cat = ps.n_levels[f] > 0
+    codes = ps.codes[ps.rank_row[f]] if is_cat else np.empty(0, dtype=np.uint16)
+    return _present_best(ps.keys[f], rk, codes, is_cat, tied, node, start, pend, end,
                          mean, s_sum, nodes, tg, rules, scratch, cand, level_f, level_i, lm,
                          counts[:nodes.value.shape[1]])
 
@@ -1062,10 +1064,11 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
 # Inlined into _search_mv, which walks feature by feature with every array taken once:
 # a call with this many array arguments costs about as much as a small pair's scan.
 @jit(inline="always")
-def _present_best(row, rk, is_cat, tied, node, start, pend, end, mean, s_sum, nodes, tg,
-                  rules, scratch, cand, level_f, level_i, lm, counts):
+def _present_best(row, rk, codes, is_cat, tied, node, start, pend, end, mean, s_sum, nodes,
+                  tg, rules, scratch, cand, level_f, level_i, lm, counts):
     """The work of :func:`_pair_best` on one feature's arrays: ``row`` its keys, ``rk``
-    its ranks (level codes when ``is_cat``; empty when ``tied`` is false), ``counts``
+    its ranks (empty when ``tied`` is false), ``codes`` its uint16 level codes when
+    ``is_cat`` (the subset search reads them, as :func:`_search_subsets` does), ``counts``
     float64 (J,) scratch."""
     if pend - start < 2:
         return -np.inf, np.int64(-1)
@@ -1096,8 +1099,8 @@ def _present_best(row, rk, is_cat, tied, node, start, pend, end, mean, s_sum, no
             scale = w_present / w_total
             w_total = w_present
     if is_cat:
-        d, pos = _subset_pair(Segment(row, rk, start, pend), tg, rules, total, imp, mean,
-                              level_f, level_i, lm)
+        d, pos = _subset_pair(Segment(row, codes, start, pend), tg, rules, total, imp,
+                              mean, level_f, level_i, lm)
     else:
         d, pos = _ordered_best(Segment(row, rk, start, pend), tg, rules, total, imp, mean,
                                w_total, s_sum, tied, scratch, cand)
@@ -1129,6 +1132,7 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     counts = work.present[c][:nodes.value.shape[1]]
     keep_bits = pairs.left_bits.shape[0] > 0
     n_fr = fr.node.shape[0]
+    no_codes = ps.codes.reshape(-1)[:0]  # the type of a row of codes, empty
     for f in range(p):
         j, step = _chunk_walk(f, p, c, n_chunks)
         if j == n_chunks:
@@ -1138,13 +1142,14 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
         is_cat = ps.n_levels[f] > 0
         tied = ps.rank_row[f] >= 0
         rk = ps.ranks[ps.rank_row[f]] if tied else work.no_ranks
+        codes = ps.codes[ps.rank_row[f]] if is_cat else no_codes
         while j < n_fr:
             k = j * p + f
             start = fr.start[j]
             end = fr.end[j]
             pend = _present_end(row, start, end, shift, bits)
             pairs.present[k] = pend - start
-            d, pos = _present_best(row, rk, is_cat, tied, fr.node[j], start, pend, end,
+            d, pos = _present_best(row, rk, codes, is_cat, tied, fr.node[j], start, pend, end,
                                    fr.mean[j], fr.sum[j], nodes, tg, rules, scratch, cand,
                                    level_f, level_i, lm, counts)
             pairs.delta[k] = d
@@ -1231,8 +1236,8 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
             lrow = nodes.inode[node, I_LEVEL_ROW]
             k = j * p + f
             if pairs.left_bits.shape[0] > 0:
-                _level_sets_from_bits(row, start, pend, shift, codes, pairs.left_bits[k],
-                                      level_sets, lrow)
+                _level_sets_from_bits(row, start, pend, shift, ps.codes[ps.rank_row[f]],
+                                      pairs.left_bits[k], level_sets, lrow)
             else:
                 _level_sets_of_pair(ps, f, node, start, pend, end, fr.mean[j], fr.sum[j],
                                     nodes, tg, rules, pairs, k, work, level_sets, lrow)
@@ -1333,8 +1338,10 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
             if pend - start < 2:
                 continue
             if n_levels > 0:
+                # the codes' uint16 row (half the cache footprint of their ranks)
                 a, adj = categorical_surrogate(row, start, pend, shift, marks, tg.w,
-                                               tg.unit_weights, rk, n_levels,
+                                               tg.unit_weights,
+                                               ps.codes[ps.rank_row[f]], n_levels,
                                                splits.w_left[j], splits.w_right[j], style,
                                                splits.tie_left[j], lw, side, level_counts)
                 pos = np.int64(-1)
@@ -1412,6 +1419,18 @@ def _marked_totals(row, start, pend, end, tg, marks, w_left, w_right, n_marked, 
     directly.
     """
     shift = tg.shift
+    if tg.unit_weights:
+        # the tail's marked-left and marked cases counted without a branch a case
+        packed = np.int64(0)
+        ushift = np.uint32(shift)
+        for i in range(np.uint64(pend), np.uint64(end)):
+            packed += MARK_PACK[np.uint64(marks[np.uint64(np.uint32(row[i]) >> ushift)])]
+        n_l = packed & np.int64(0xFFFFFFFF)
+        n_m = packed >> np.int64(32)
+        out[0] = w_left - np.float64(n_l)
+        out[1] = w_right - np.float64(n_m - n_l)
+        out[2] = n_marked - n_m
+        return
     if tg.exact_sums:
         hl = w_left
         hr = w_right
@@ -1695,7 +1714,7 @@ def _fill_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_se
                 present = tables.comp_i[row_c, C_COUNT]
                 if pairs.left_bits.shape[0] > 0:
                     _level_sets_from_bits(row, start, start + present, shift,
-                                          ps.ranks[ps.rank_row[bf]], pairs.left_bits[kk],
+                                          ps.codes[ps.rank_row[bf]], pairs.left_bits[kk],
                                           level_sets, lrow)
                 else:
                     _level_sets_of_pair(ps, bf, node, start, start + present, fr.end[j],

@@ -40,7 +40,7 @@ import numpy as np
 from ._config import jit
 
 __all__ = ["ordered_surrogate", "categorical_surrogate", "LEVEL_LEFT", "LEVEL_RIGHT",
-           "LEVEL_NONE", "MIN_ADJ"]
+           "LEVEL_NONE", "MIN_ADJ", "MARK_PACK"]
 
 #: Sides of a level in a categorical surrogate.
 LEVEL_NONE, LEVEL_LEFT, LEVEL_RIGHT = 0, 1, 2
@@ -86,7 +86,10 @@ def ordered_surrogate(row, start, end, shift, marks, w, unit_weights, ranks, hig
     w_left, w_right : weight of the node's marked cases going left and right.
     style : 0 or 1, the total of the agreement (module docstring).
     """
-    if unit_weights:
+    if unit_weights and ranks.shape[0] == 0:
+        best, majority, both_total, best_i, low_left = _ordered_scan_distinct(
+            row, start, end, shift, marks, high)
+    elif unit_weights:
         best, majority, both_total, best_i, low_left = _ordered_scan_counts(
             row, start, end, shift, marks, ranks, high)
     else:
@@ -201,6 +204,119 @@ def _ordered_scan_counts(row, start, end, shift, marks, ranks, high):
         i += 1
     return (np.float64(best), np.float64(majority), np.float64(n_marked), best_i,
             low_left)
+
+
+#: Change of d (marked-right less marked-left cases below the threshold) by mark: a
+#: case marked right (0) adds one, left (1) takes one, unmarked (2) nothing.
+_MARK_STEP = np.array([1, -1, 0], dtype=np.int64)
+#: Marked-left cases (low 32 bits) and marked cases (high 32 bits) a case adds by mark:
+#: right (0), left (1), unmarked (2).
+MARK_PACK = np.array([1 << 32, (1 << 32) + 1, 0], dtype=np.int64)
+#: Positions per block of :func:`_ordered_scan_distinct`.
+_SCAN_BLOCK = 64
+
+
+@jit(inline="always")
+def _first_at(row, lo, hi, ushift, marks, d, target):
+    """Position of the first candidate in ``(lo, hi]`` whose running difference, ``d`` at
+    ``lo``, equals ``target`` (``lo`` itself when ``d`` does)."""
+    if d == target:
+        return lo
+    i = lo
+    while i < hi:
+        d += _MARK_STEP[np.uint64(marks[np.uint64(np.uint32(row[np.uint64(i)]) >> ushift)])]
+        i += 1
+        if d == target:
+            return i
+    return np.int64(-1)
+
+
+@jit(inline="always")
+def _ordered_scan_distinct(row, start, end, shift, marks, high):
+    """:func:`_ordered_scan_counts` for a feature without ties (every position past the
+    first is a new value), unit weights.
+
+    The candidates are the positions with at least two marked cases on each side: one
+    range ``[lo, hi]``, found by walking in from both ends. At each candidate the two
+    agreements are ``hl + d`` and ``hr - d``, which sum to the marked cases; the best
+    so far is at least half of them, so at most one of the two can beat it, and the
+    strict-improvement walk of :func:`_ordered_scan_counts` ends at the first position
+    of the largest of all candidates' agreements: the first position where d is
+    largest (low side right) or smallest (low side left), the earlier one when both
+    give the same agreement. The range is walked in blocks keeping only the largest
+    and smallest d (one addition, a max and a min per case, no selects); the block
+    where either first reached its final value is walked again to find the position.
+    Same results, in integers, as :func:`_ordered_scan_counts`.
+    """
+    hl = np.int64(high[0])
+    hr = np.int64(high[1])
+    n_marked = hl + hr
+    majority = max(hl, hr)
+    none = (np.float64(majority), np.float64(majority), np.float64(n_marked),
+            np.int64(-1), np.int64(0))
+    if n_marked < 4:
+        return none
+    ushift = np.uint32(shift)
+    # lo: the first position with two marked cases below it
+    d = np.int64(0)
+    n_low = np.int64(0)
+    i = start
+    while i < end and n_low < 2:
+        m = marks[np.uint64(np.uint32(row[np.uint64(i)]) >> ushift)]
+        d += _MARK_STEP[np.uint64(m)]
+        n_low += np.int64(m != 2)
+        i += 1
+    lo = i
+    # hi: the last position with two marked cases at or above it
+    hi = end
+    n_high = np.int64(0)
+    while hi > lo and n_high < 2:
+        hi -= 1
+        n_high += np.int64(marks[np.uint64(np.uint32(row[np.uint64(hi)]) >> ushift)] != 2)
+    if n_low < 2 or n_high < 2:
+        return none
+    d_max = d
+    d_min = d
+    # the block where each first reached its value (-1: the candidate lo) and d there
+    at_max = np.int64(-1)
+    at_min = np.int64(-1)
+    d0_max = d
+    d0_min = d
+    b = lo
+    while b < hi:
+        b_end = min(b + _SCAN_BLOCK, hi)
+        d0 = d
+        top = d
+        bottom = d
+        for k in range(np.uint64(b), np.uint64(b_end)):
+            d += _MARK_STEP[np.uint64(marks[np.uint64(np.uint32(row[k]) >> ushift)])]
+            top = max(top, d)
+            bottom = min(bottom, d)
+        if top > d_max:
+            d_max = top
+            at_max = b
+            d0_max = d0
+        if bottom < d_min:
+            d_min = bottom
+            at_min = b
+            d0_min = d0
+        b = b_end
+    agree_r = hl + d_max  # x <= threshold goes right
+    agree_l = hr - d_min  # x <= threshold goes left
+    best = max(agree_r, agree_l)
+    if best <= majority:
+        return none
+    p_r = np.int64(-1)
+    p_l = np.int64(-1)
+    if agree_r == best:
+        p_r = lo if at_max < 0 else _first_at(row, at_max, min(at_max + _SCAN_BLOCK, hi),
+                                              ushift, marks, d0_max, d_max)
+    if agree_l == best:
+        p_l = lo if at_min < 0 else _first_at(row, at_min, min(at_min + _SCAN_BLOCK, hi),
+                                              ushift, marks, d0_min, d_min)
+    if p_l < 0 or (p_r >= 0 and p_r < p_l):
+        return np.float64(best), np.float64(majority), np.float64(n_marked), p_r, np.int64(0)
+    return np.float64(best), np.float64(majority), np.float64(n_marked), p_l, np.int64(1)
 
 
 @jit(inline="always")
