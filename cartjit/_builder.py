@@ -1695,7 +1695,9 @@ def _fill_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_se
     Chunk c takes the batch rows c, c + n_chunks, ...; each node writes only its own
     rows.
 
-    Parameters as :func:`_send_missing`.
+    Parameters as :func:`_send_missing`; ``level_sets`` is ``None`` when no feature is
+    categorical, which compiles a version without the subset code (Numba prunes the
+    branch on ``None`` before typing).
     """
     p = ps.keys.shape[0]
     shift = tg.shift
@@ -1709,7 +1711,7 @@ def _fill_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_se
             bf = tables.comp_i[row_c, C_FEATURE]
             kk = j * p + bf
             row = ps.keys[bf]
-            if ps.n_levels[bf] > 0:
+            if level_sets is not None and ps.n_levels[bf] > 0:
                 lrow = tables.comp_i[row_c, C_LEVEL_ROW]
                 present = tables.comp_i[row_c, C_COUNT]
                 if pairs.left_bits.shape[0] > 0:
@@ -1864,7 +1866,13 @@ def _more_rows(arr, needed):
         return arr
     shape = (max(needed, rows + rows // 4),) + arr.shape[1:]
     out = np.zeros(shape, dtype=arr.dtype)
-    out[:rows] = arr
+    # Element by element over the flat (C-order) arrays: ``out[:rows] = arr`` would
+    # compile Numba's broadcast check, whose error message (string formatting) takes
+    # seconds to compile for each signature.
+    flat_out = out.reshape(-1)
+    flat = arr.reshape(-1)
+    for i in range(flat.shape[0]):
+        flat_out[i] = flat[i]
     return out
 
 
@@ -1876,6 +1884,10 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
     dispatches (a dozen microseconds each, most of a small fit) and the per-level
     bookkeeping leave Python.
 
+    ``cat`` is the categorical features, or ``None`` when there are none: Numba then
+    prunes the ``cat is None`` branches before typing, so that a numeric fit compiles no
+    subset code (the subset search, the level sets of competitors).
+
     Returns ``(nodes, level_sets, tables, n_nodes, n_rows)``: the tables, reallocated
     where they needed more rows, the number of nodes and of level-set rows used.
     """
@@ -1884,7 +1896,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
     rules, fr = _start(keys, nodes, tg, rules, tg.shift > 0)
     max_comp = rules.max_competitor
     n_nodes = 1
-    n_rows = 0
+    n_rows = np.int64(0)  # not the literal 0: _choose would compile for it too
     while fr.node.shape[0] > 0:
         m = fr.node.shape[0]
         splits = _level_splits(m)
@@ -1906,7 +1918,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
                              fr.mean[b0:b1], fr.sum[b0:b1])
             _search(ps, batch, nodes, tg, rules, work, pairs, 0, 1)
-            if cat.shape[0] > 0:
+            if cat is not None:
                 _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
                           splits.stop[b0:b1], splits.w_left[b0:b1], splits.w_right[b0:b1],
@@ -1914,12 +1926,16 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
             n_new, n_new_rows = _choose(X, ps, batch, nodes, tg, rules, pairs, part,
                                         work.goes_left, n_nodes + 2 * n_split, n_rows)
             tables.rows[2] = n_rows + n_new_rows
-            if n_new_rows:
+            if cat is not None and n_new_rows:
                 _record_subsets(ps, batch, nodes, tg, rules, part, pairs, work, level_sets)
             if max_comp and n_new:
                 _rank_competitors(ps, batch, nodes, rules, part, pairs, False, tables)
-                _fill_competitors(X, ps, batch, nodes, tg, rules, part, pairs, work,
-                                  level_sets, tables, 0, 1)
+                if cat is None:  # compiled without the subset code
+                    _fill_competitors(X, ps, batch, nodes, tg, rules, part, pairs, work,
+                                      None, tables, 0, 1)
+                else:
+                    _fill_competitors(X, ps, batch, nodes, tg, rules, part, pairs, work,
+                                      level_sets, tables, 0, 1)
             n_rows = tables.rows[2]
             n_split += n_new
         if n_split == 0:
@@ -2106,7 +2122,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
         n_nodes = 1
         if pool is None and not mv and COMPILED_DRIVER:  # one compiled call grows it
             nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
-                X, presorted, nodes, tg, rules, work, level_sets, tables, cat, bitsets)
+                X, presorted, nodes, tg, rules, work, level_sets, tables, cat if n_cat else None,
+                bitsets)
             fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
         else:
             if tg.shift:
@@ -2189,8 +2206,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                     _rank_competitors(presorted, batch, nodes, rules, batch_splits, pairs, mv,
                                       tables)
                     run_chunks(pool, node_chunks, _fill_competitors, X, presorted, batch,
-                               nodes, tg, rules, batch_splits, pairs, work, level_sets,
-                               tables)
+                               nodes, tg, rules, batch_splits, pairs, work,
+                               level_sets if lm else None, tables)
                 n_rows = int(tables.rows[2])
                 n_split += n_new
             if n_split == 0:

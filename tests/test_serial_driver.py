@@ -62,3 +62,39 @@ def test_driver_leave_one_out_matches():
             _builder.COMPILED_DRIVER = True
     assert res[0].equals(res[1])
     assert len(res[0]) > 2
+
+
+def _globals_left(kernel, none_arg):
+    """The global names a kernel still refers to once Numba has pruned its branches for
+    a call with ``none_arg`` typed ``None`` (the pass Numba runs before typing)."""
+    from numba.core import ir, types
+    from numba.core.analysis import dead_branch_prune
+    from numba.core.compiler import run_frontend
+
+    code = kernel.py_func.__code__
+    names = code.co_varnames[:code.co_argcount]
+    func_ir = run_frontend(kernel.py_func)
+    dead_branch_prune(func_ir, [types.none if n == none_arg else types.int64
+                                for n in names])
+    return {st.value.name for blk in func_ir.blocks.values()
+            for st in blk.find_insts(ir.Assign)
+            if isinstance(st.value, (ir.Global, ir.FreeVar))}
+
+
+SUBSET_KERNELS = {"_search_subsets", "_record_subsets", "_level_sets_of_pair",
+                  "_level_sets_from_bits", "_partition_split_feature"}
+
+
+def test_numeric_fit_compiles_no_subset_code():
+    """Without categorical features the driver gets ``cat=None`` and the competitors
+    ``level_sets=None``: the subset kernels are pruned before typing, so a numeric fit
+    never compiles them (most of a cold start otherwise); with the arrays they stay."""
+    driver = _globals_left(_builder._grow_serial, "cat")
+    assert "_search" in driver and "_fill_competitors" in driver
+    assert not driver & SUBSET_KERNELS
+    competitors = _globals_left(_builder._fill_competitors, "level_sets")
+    assert "threshold_between" in competitors
+    assert not competitors & SUBSET_KERNELS
+    assert {"_search_subsets", "_record_subsets"} <= _globals_left(_builder._grow_serial, "")
+    assert {"_level_sets_of_pair", "_level_sets_from_bits"} <= _globals_left(
+        _builder._fill_competitors, "")
