@@ -51,7 +51,7 @@ output (in --out):
   cells/*.json                  one file per finished cell (what --resume reuses)
   damaged/                      files --resume found damaged and set aside
 
-The first run after installing compiles the kernels (10-30 s, said on stderr and timed
+The first run after installing compiles the kernels (up to a minute or two, said on stderr and timed
 apart from the cells); 'cartjit compile' does it ahead. The config format is
 documented in docs/experiments.md."""
 
@@ -261,7 +261,7 @@ def build_parser():
                     "problems of every kind (classification with each criterion, priors, "
                     "costs, case weights, regression), and say how long it took and where "
                     "the cache is. The first fit after installing otherwise compiles them "
-                    "(10-30 s); later processes load them from the cache.")
+                    "(up to a minute or two); later processes load them from the cache.")
     return parser
 
 

@@ -1,7 +1,7 @@
 """Numba's on-disk cache of the kernels: where it is, what it holds, and saying so.
 
 The first fit after installing (or upgrading) cartjit compiles the kernels, which takes
-10-30 s; Numba writes them to its on-disk cache (``CARTJIT_CACHE``, docs/design.md), and
+up to a minute or two; Numba writes them to its on-disk cache (``CARTJIT_CACHE``, docs/design.md), and
 later processes load them in a fraction of a second. :func:`notice_once` tells the user
 once per process, through the ``cartjit`` logger (shown on stderr unless logging is set
 up otherwise), when a fit is about to compile: the cache holds no index file of the
@@ -91,9 +91,9 @@ def cache_state(directory=None):
 def compiling_message(directory):
     if not _config.CACHE:
         return ("cartjit: compiling the kernels (CARTJIT_CACHE=0: every new process "
-                "compiles them, 10-30 s) ...")
+                "compiles them, up to a minute or two) ...")
     return (f"cartjit: compiling the kernels into {directory} (once after installing or "
-            "upgrading cartjit, 10-30 s; 'cartjit compile' does it ahead) ...")
+            "upgrading cartjit, up to a minute or two; 'cartjit compile' does it ahead) ...")
 
 
 def notice_once(say=None):

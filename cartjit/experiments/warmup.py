@@ -1,7 +1,7 @@
 """Compiling the kernels ahead: ``cartjit compile`` and the runner's warm-up.
 
 The first fit after installing (or upgrading) cartjit compiles the Numba kernels, which
-takes 10-30 s; later processes load them from Numba's on-disk cache in well under a
+takes up to a minute or two; later processes load them from Numba's on-disk cache in well under a
 second. :func:`compile_kernels` fits and cross-validates tiny problems of every kind
 (classification with each criterion, given priors and a cost matrix, case weights,
 regression, stratified and repeated CV, categorical features, prediction), so that every kernel signature the
