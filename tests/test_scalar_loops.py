@@ -16,10 +16,10 @@ import pytest
 from numba import njit
 
 from cartjit._builder import Frontier, Splits, Work, _partition
-from cartjit._criteria import GINI, impurity_from_counts
+from cartjit._criteria import GINI
 from cartjit._simd import LANES
-from cartjit._splitter import (Segment, Targets, best_split_classification,
-                               best_split_gini_runs, list_class_changes)
+from cartjit._splitter import Segment, Targets, list_class_changes
+from test_simd import _both_scans  # the lean Gini scan beside the general one
 
 
 @njit
@@ -69,15 +69,6 @@ def test_class_changes_scalar_blocks_and_naive_agree(n_classes, mean_run):
             assert list(cand[:m]) == expected, (lo, hi)
 
 
-@njit
-def _scans(seg, tg, total, min_leaf, simd, scratch, cand):
-    imp = impurity_from_counts(total, tg.factor, GINI)
-    d1, p1 = best_split_gini_runs(seg, tg, total, imp, min_leaf, simd, scratch, cand)
-    d2, p2 = best_split_classification(seg, tg, total, imp, min_leaf, False, simd, scratch,
-                                       cand)
-    return d1, p1, d2, p2
-
-
 @pytest.mark.parametrize("pattern", ["runs", "periodic", "mirrored", "one class"])
 def test_lean_gini_scan_equals_case_by_case_scan(pattern):
     """The lean scan (candidates where the class changes, near-ties settled outside its
@@ -106,8 +97,8 @@ def test_lean_gini_scan_equals_case_by_case_scan(pattern):
         min_leaf = int(rng.integers(1, 4))
         for simd in (False, True):
             seg = Segment(keys, keys[:0], 0, n)
-            d1, p1, d2, p2 = _scans(seg, tg, total, min_leaf, simd, np.zeros(3 * k),
-                                    np.empty(n + LANES, np.int32))
+            d1, p1, d2, p2 = _both_scans(seg, tg, total, min_leaf, simd, np.zeros(3 * k),
+                                         np.empty(n + LANES, np.int32), False)
             assert p1 == p2, (trial, simd)
             assert d1 == d2 or (np.isinf(d1) and np.isinf(d2)), (trial, simd, d1, d2)
 

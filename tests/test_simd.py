@@ -96,11 +96,12 @@ def test_partition_blocks_match_scalar_and_reference(shift):
 
 
 @njit
-def _both_scans(seg, tg, total, min_leaf, simd, scratch, cand):
+def _both_scans(seg, tg, total, min_leaf, simd, scratch, cand, by_runs=True):
+    """The lean Gini scan and the general scan (by runs, or case by case) on one segment."""
     imp = impurity_from_counts(total, tg.factor, GINI)
     d1, p1 = best_split_gini_runs(seg, tg, total, imp, min_leaf, simd, scratch, cand)
-    d2, p2 = best_split_classification(seg, tg, total, imp, min_leaf, True, simd, scratch,
-                                       cand)
+    d2, p2 = best_split_classification(seg, tg, total, imp, min_leaf, by_runs, simd,
+                                       scratch, cand)
     return d1, p1, d2, p2
 
 
