@@ -1394,18 +1394,25 @@ def _unpack_sides(packed, n_levels, side):
 
 
 @jit(inline="always")
-def _next_best(score, base, p, taken, tol, floor):
+def _next_best(score, base, p, taken, tol, floor, f1, run_best, run_bf):
     """Ranking (surrogates, competitors): the feature f not yet ``taken`` with the
     largest ``score[base + f]`` above ``floor``; a later feature must beat the best so
     far by more than ``tol``, so values equal up to rounding keep feature order. -1 when
-    none is left."""
-    best = -np.inf
-    bf = -1
-    for f in range(p):
+    none is left.
+
+    Resumable: ``run_best[f]``/``run_bf[f]`` hold the running best before feature f
+    (the caller sets entry 0 to -inf / -1 for a node's first round). Taking feature b
+    leaves the scan before b as it was, so the next round passes ``f1 = b`` and starts
+    there: the same picks in about half the steps."""
+    best = run_best[f1]
+    bf = run_bf[f1]
+    for f in range(f1, p):
         v = score[base + f]
         if taken[f] == 0 and v > floor and v > best + tol:
             best = v
             bf = f
+        run_best[f + 1] = best
+        run_bf[f + 1] = bf
     return bf
 
 
@@ -1497,6 +1504,8 @@ def _rank_surrogates(ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
     shift = tg.shift
     lm = work.level_i.shape[1] // 4
     taken = np.zeros(p, dtype=np.uint8)
+    run_best = np.empty(p + 1, dtype=np.float64)  # _next_best's resumable scan
+    run_bf = np.empty(p + 1, dtype=np.int64)
     for j in range(fr.node.shape[0]):
         f0 = splits.feat[j]
         if f0 < 0:
@@ -1505,12 +1514,16 @@ def _rank_surrogates(ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
         start = fr.start[j]
         first = tables.rows[0]
         n_sur = 0
+        run_best[0] = -np.inf
+        run_bf[0] = -1
+        f1 = 0
         for r in range(rules.max_surrogate):
             # agreements equal up to rounding keep feature order
-            bf = _next_best(sur.agree, j * p, p, taken, RANK_TIE, 0.0)
+            bf = _next_best(sur.agree, j * p, p, taken, RANK_TIE, 0.0, f1, run_best, run_bf)
             if bf < 0:
                 break
             taken[bf] = 1
+            f1 = bf
             kk = j * p + bf
             row_s = first + n_sur
             tables.sur_i[row_s, S_FEATURE] = bf
@@ -1633,9 +1646,7 @@ def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables)
     """
     p = ps.keys.shape[0]
     taken = np.zeros(p, dtype=np.uint8)
-    # The scan of _next_best, resumable: the running best before feature f. Taking
-    # feature b leaves the scan before b as it was, so the next round resumes at b.
-    run_best = np.empty(p + 1, dtype=np.float64)
+    run_best = np.empty(p + 1, dtype=np.float64)  # _next_best's resumable scan
     run_bf = np.empty(p + 1, dtype=np.int64)
     for j in range(fr.node.shape[0]):
         f0 = splits.feat[j]
@@ -1651,15 +1662,7 @@ def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables)
         run_bf[0] = -1
         f1 = 0
         for r in range(rules.max_competitor):
-            best = run_best[f1]
-            bf = run_bf[f1]
-            for f in range(f1, p):  # _next_best(pairs.delta, base, p, taken, tol, tol)
-                v = pairs.delta[base + f]
-                if taken[f] == 0 and v > tol and v > best + tol:
-                    best = v
-                    bf = f
-                run_best[f + 1] = best
-                run_bf[f + 1] = bf
+            bf = _next_best(pairs.delta, base, p, taken, tol, tol, f1, run_best, run_bf)
             if bf < 0:
                 break
             taken[bf] = 1
