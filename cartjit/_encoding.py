@@ -571,11 +571,13 @@ def _warn_unseen(unseen, name, n_rows):
                   UserWarning, stacklevel=V.user_stacklevel())
 
 
-def transform(X, enc, n_features, estimator=None, *, name="X"):
+def transform(X, enc, n_features, estimator=None, *, name="X", check_finite=True):
     """X at prediction time as C-contiguous float64, encoded as in fit.
 
     Feature names are not checked here (the caller runs ``check_feature_names``).
-    Missing values are NaN, a level never seen in fit -1; infinity is refused.
+    Missing values are NaN, a level never seen in fit -1; infinity is refused, here or,
+    with ``check_finite=False``, by the caller (the prediction kernel counts the
+    infinite entries while it reads the rows).
     """
     if _is_frame(X):
         if V._is_sparse(X):
@@ -591,7 +593,7 @@ def transform(X, enc, n_features, estimator=None, *, name="X"):
             columns = [arr[:, j] for j in range(arr.shape[1])]
     if plain:
         return V.check_X(X, name=name, estimator=estimator, n_features=n_features,
-                         allow_nan=True)[0]
+                         allow_nan=True, check_finite=check_finite)[0]
     if len(columns) != n_features:
         who = type(estimator).__name__ if estimator is not None else "the estimator"
         raise ValueError(f"X has {len(columns)} features, but {who} is expecting "
@@ -604,7 +606,7 @@ def transform(X, enc, n_features, estimator=None, *, name="X"):
            for j, col in enumerate(columns)]
     if unseen:
         _warn_unseen(unseen, name, n_rows)
-    return V.check_X(_assemble(out), name=name, allow_nan=True)[0]
+    return V.check_X(_assemble(out), name=name, allow_nan=True, check_finite=check_finite)[0]
 
 
 # --------------------------------------------------------------------------- target leaks

@@ -3,13 +3,12 @@
 :func:`apply` returns the node at which every row of X ends: a leaf, or an internal node
 at which a case missing the split feature stops (docs/maths.md §8). A complete row walks
 ``node = left[node] + (x > c)`` (using ``right == left + 1``). One row's walk is a chain
-of dependent loads, so a thread keeps 32 rows in flight and steps each in turn, with
-leaves made self-loops, and a row that ends hands its slot to the next row at once (the
-work is the rows' path lengths, not 32 × the deepest path of a group; mean and deepest
-path of a tree grown to purity on 10^5 noisy rows: 30 and 70). A row with a
-missing value, or every row in a tree with subset splits, takes :func:`route` instead
-where the threshold alone cannot decide; it also follows surrogate splits and the
-majority.
+of dependent loads, so a thread keeps ``SLOTS`` rows in flight and steps each in turn,
+with leaves made self-loops, and a row that ends hands its slot to the next row at once
+(the work is the rows' path lengths, not ``SLOTS`` × the deepest path of a group; mean and
+deepest path of a tree grown to purity on 10^5 noisy rows: 30 and 70). Where the
+threshold alone cannot decide (a missing value, a subset split) a row takes
+:func:`route` instead; it also follows surrogate splits and the majority.
 
 :func:`heldout_losses` scores a whole pruning sequence in one descent (docs/maths.md §5,
 rpart's ``rundown``): a case that reaches node t is predicted by t in T(α) for every α
@@ -179,10 +178,13 @@ class LossTable(NamedTuple):
 
 
 #: Rows one thread keeps in flight: their independent chains of loads hide each other's
-#: memory latency (32 measured best among 8, 16, 32 and 64 on an AMD EPYC with AVX-512).
-SLOTS = 32
+#: latency. 8 measured best among 4-64 on an AMD EPYC (Zen 4) with the unsigned indices
+#: below (the slot loop is then short enough to run without spilling its state).
+SLOTS = 8
 #: Rows per chunk of work at least (a chunk is the unit the threads share).
 CHUNK_ROWS = 4096
+#: The exponent bits of a float64: all set in an infinity or a NaN.
+_EXPONENT = np.uint64(0x7FF0000000000000)
 
 #: One node of the descent, 16 bytes: what a step reads comes in one cache line.
 STEP = np.dtype([("threshold", np.float64), ("child0", np.int32), ("feature", np.int32)],
@@ -190,94 +192,128 @@ STEP = np.dtype([("threshold", np.float64), ("child0", np.int32), ("feature", np
 
 
 @jit(inline="always")
-def _load_row(X, r, has_subsets):
-    """Starting row r: ``(routed, n_infinite)``. The row is routed (:func:`route` at each
-    node) in a tree with subset splits or when it holds a NaN (a missing value);
-    infinity is an error the caller reports (the row is read here anyway)."""
-    routed = has_subsets
+def _row_infinities(bits, r, p):
+    """Infinite entries of row r (``bits``: X as uint64, flat). The first pass is a
+    branch-free OR of the exponent bits (all set only in an infinity or a NaN); only a
+    row with such a value is looked at value by value."""
+    base = np.uint64(r * p)
+    acc = np.uint64(0)
+    for f in range(p):
+        e = bits[base + np.uint64(f)] & _EXPONENT
+        acc |= np.uint64(e == _EXPONENT)
+    if acc == 0:
+        return 0
     n_inf = 0
-    for f in range(X.shape[1]):
-        v = X[r, f]
-        if not np.isfinite(v):
-            if np.isnan(v):
-                routed = True
+    for f in range(p):
+        b = bits[base + np.uint64(f)]
+        if (b & _EXPONENT) == _EXPONENT and (b & ~_EXPONENT) << np.uint64(1) == 0:
+            n_inf += 1
+    return n_inf
+
+
+@jit
+def _routed_child(X, r, t, left, feature, threshold, routing):
+    """The child of node t that :func:`route` sends row r to, or -1 where it stops
+    (a call, not inlined: it keeps the descent's loop small)."""
+    d = route(X, r, t, feature, threshold, routing)
+    return left[t] + d if d >= 0 else np.int64(-1)
+
+
+@jit
+def _walk_chunk(step, left, feature, threshold, routing, X, xs, bits, out, lo, hi, leaf):
+    """The descent of rows lo to hi - 1 (see :func:`_apply_streamed`): writes their end
+    nodes into ``out`` and returns the number of infinite entries of those rows."""
+    p = X.shape[1]
+    row = np.full(SLOTS, -1, dtype=np.int64)
+    base = np.zeros(SLOTS, dtype=np.int64)
+    node = np.full(SLOTS, leaf, dtype=np.int64)
+    nxt = lo
+    active = 0
+    n_inf = 0
+    for s in range(SLOTS):
+        if nxt < hi:
+            row[s] = nxt
+            base[s] = nxt * p
+            node[s] = 0
+            n_inf += _row_infinities(bits, nxt, p)
+            nxt += 1
+            active += 1
+    while active > 0:
+        for s in range(SLOTS):
+            us = np.uint64(s)
+            t = node[us]
+            rec = step[np.uint64(t)]
+            child = np.int64(rec.child0)
+            if child != t:
+                x = xs[np.uint64(base[us] + rec.feature)]
+                if x == x:
+                    node[us] = child + np.int64(x > rec.threshold)
+                    continue
+            r = row[us]
+            if r < 0:
+                continue
+            if left[t] >= 0:  # a missing value here, or a subset split
+                d = _routed_child(X, r, t, left, feature, threshold, routing)
+                if d >= 0:
+                    node[us] = d
+                    continue
+            # row r ends at t (a leaf, or stopped there): the slot takes the next row
+            out[r] = t
+            if nxt < hi:
+                row[us] = nxt
+                base[us] = nxt * p
+                node[us] = 0
+                n_inf += _row_infinities(bits, nxt, p)
+                nxt += 1
             else:
-                n_inf += 1
-    return routed, n_inf
+                row[us] = -1
+                node[us] = leaf
+                active -= 1
+    return n_inf
 
 
 @jit_parallel
-def _apply_streamed(step, feature, threshold, routing, X, n_chunks):
+def _apply_streamed(step, left, feature, threshold, routing, X, n_chunks):
     """Prediction, the descent: the node at which every row ends.
 
     The rows are cut into ``n_chunks`` consecutive chunks, run in parallel. A chunk keeps
     ``SLOTS`` rows in flight and steps each once per sweep, so their chains of
     dependent loads overlap; a row that ends frees its slot for the chunk's next row at
     once, so the work is the rows' path lengths (a fixed group of rows would sweep until
-    its deepest row ends). ``step`` holds each node's ``threshold``, ``child0`` (its
-    left child) and ``feature`` in one record, leaves made self-loops (``child0[t] = t``),
-    so a complete row's step is ``t = child0[t] + (x > threshold[t])`` and it has ended
-    when ``child0[t] == t``. A routed row (see :func:`_load_row`) takes :func:`route`
-    where its value is missing or the split is a subset split, and ends where ``route``
-    stops it (-1). Returns ``(nodes, number of infinite entries of X)``.
+    its deepest row ends). ``step`` holds each node's ``threshold``, ``child0`` and
+    ``feature`` in one record. ``child0`` is the left child of an ordered split and the
+    node itself (a self-loop) at a leaf and at a subset split, so a step on a present
+    value at an ordered split is ``t = child0[t] + (x > threshold[t])``. Everything else
+    leaves that path: a self-loop is a leaf (the row ends) or a subset split, and a NaN
+    (a missing value) fails ``x == x``; both take :func:`route` (subset split,
+    surrogates, majority), and the row ends where ``route`` stops it (-1). A slot without
+    a row sits on a leaf. Indices are unsigned so that no negative-index wraparound is
+    compiled into the loop. Returns ``(nodes, number of infinite entries of X)``.
 
     Parameters
     ----------
     step : :data:`STEP` records by node.
+    left : int64 left child by node (-1 at a leaf), for the steps :func:`route` takes.
     feature : int64 split feature by node (0 at a leaf), for :func:`route`.
     threshold : float64 split threshold by node (+inf at a leaf), for :func:`route`.
     routing : :class:`Routing` of the tree.
-    X : float64 (n, p) the rows (NaN: missing).
+    X : float64 (n, p) C-contiguous, the rows (NaN: missing).
     n_chunks : chunks of rows (>= 1).
     """
-    n = X.shape[0]
-    has_subsets = routing.subset_splits
+    n, p = X.shape
+    xs = X.reshape(n * p)
+    bits = xs.view(np.uint64)
     out = np.empty(n, dtype=np.int64)
     bad = np.zeros(n_chunks, dtype=np.int64)
     per = (n + n_chunks - 1) // n_chunks
+    leaf = 0  # a leaf for the empty slots
+    while left[leaf] >= 0:
+        leaf += 1
     for c in prange(n_chunks):
         lo = min(n, c * per)
         hi = min(n, lo + per)
-        row = np.full(SLOTS, -1, dtype=np.int64)
-        node = np.zeros(SLOTS, dtype=np.int64)
-        routed = np.zeros(SLOTS, dtype=np.bool_)
-        nxt = lo
-        active = 0
-        for s in range(SLOTS):
-            if nxt < hi:
-                row[s] = nxt
-                routed[s], n_inf = _load_row(X, nxt, has_subsets)
-                bad[c] += n_inf
-                nxt += 1
-                active += 1
-        while active > 0:
-            for s in range(SLOTS):
-                r = row[s]
-                if r < 0:
-                    continue
-                t = node[s]
-                rec = step[t]
-                child = np.int64(rec.child0)
-                if child != t:
-                    x = X[r, rec.feature]
-                    if not routed[s] or (not has_subsets and not np.isnan(x)):
-                        node[s] = child + np.int64(x > rec.threshold)
-                        continue
-                    d = route(X, r, t, feature, threshold, routing)
-                    if d >= 0:
-                        node[s] = child + d
-                        continue
-                # row r ends at t (a leaf, or stopped there): the slot takes the next row
-                out[r] = t
-                node[s] = 0
-                if nxt < hi:
-                    row[s] = nxt
-                    routed[s], n_inf = _load_row(X, nxt, has_subsets)
-                    bad[c] += n_inf
-                    nxt += 1
-                else:
-                    row[s] = -1
-                    active -= 1
+        bad[c] = _walk_chunk(step, left, feature, threshold, routing, X, xs, bits, out,
+                             lo, hi, leaf)
     return out, bad.sum()
 
 
@@ -321,19 +357,23 @@ def apply(feature, threshold, left, X, routing=None):
     Returns ``(nodes, n_infinite)``: the number of infinite entries of X, which the
     caller turns into an error (the kernel counts them while it reads the rows).
     """
+    if routing is None:
+        routing = _plain_routing(left.shape[0])
     is_leaf = left < 0
     n_nodes = left.shape[0]
     feat = np.where(is_leaf, 0, feature).astype(np.int64)
     thr = np.where(is_leaf, np.inf, threshold).astype(np.float64)
+    kids = left.astype(np.int64)
     step = np.empty(n_nodes, dtype=STEP)
     step["threshold"] = thr
-    step["child0"] = np.where(is_leaf, np.arange(n_nodes), left)
+    # self-loops at leaves and subset splits: they leave the fast step (see the kernel)
+    own = is_leaf | (routing.node[:, R_LEVEL_ROW] >= 0)
+    step["child0"] = np.where(own, np.arange(n_nodes), left)
     step["feature"] = feat
-    if routing is None:
-        routing = _plain_routing(n_nodes)
+    X = np.ascontiguousarray(X, dtype=np.float64)
     n = X.shape[0]
     n_chunks = max(1, min(-(-n // CHUNK_ROWS), 16 * numba.get_num_threads()))
-    return _apply_streamed(step, feat, thr, routing, X, n_chunks)
+    return _apply_streamed(step, kids, feat, thr, routing, X, n_chunks)
 
 
 @jit

@@ -415,18 +415,19 @@ class _BaseCART(_Base):
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
                 "appropriate arguments before using this estimator.")
 
-    def _check_predict_X(self, X):
+    def _check_predict_X(self, X, check_finite=True):
         self._check_fitted()
         V.check_feature_names(X, getattr(self, "feature_names_in_", None),
                               type(self).__name__)
-        # NaN and infinity in numeric columns are checked while the rows are read
-        return E.transform(X, self._encoding, self.n_features_in_, self)
+        return E.transform(X, self._encoding, self.n_features_in_, self,
+                           check_finite=check_finite)
 
     def apply(self, X):
         """Index of the node of ``tree_`` where each row of X ends: a leaf, or an
         internal node where a missing value stops it (docs/maths.md §8: no surrogate
         can route it, and ``use_surrogate`` < 2 or the children are tied)."""
-        X = self._check_predict_X(X)  # first: it raises NotFittedError before fit
+        # first: it raises NotFittedError before fit; infinity is counted by the kernel
+        X = self._check_predict_X(X, check_finite=False)
         return _apply_tree(self.tree_, X, use_surrogate=self._use_surrogate)
 
     def decision_path(self, X):

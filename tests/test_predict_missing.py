@@ -220,6 +220,31 @@ def test_infinity_is_an_error_and_nan_is_not():
     assert apply(tree, X).shape == (X.shape[0],)
 
 
+@pytest.mark.parametrize("n_rows", [1, 7, 8, 9, 300, 9000])
+def test_the_descent_counts_every_infinite_entry(n_rows):
+    """The descent's count of infinite entries (its error) equals a direct count,
+    whatever the rows' NaN, where the infinities sit, the number of rows against the
+    slots and chunks, and the memory order of X (which the kernel makes C-contiguous);
+    the nodes reached by the rows without infinity are those of a one-row walk."""
+    from cartjit._predict import apply as nodes_of
+
+    tree = _tree()
+    rng = np.random.default_rng(n_rows)
+    X = _rows(CASES_SUBSET)
+    X = X[rng.integers(0, X.shape[0], n_rows)]
+    X[rng.random(X.shape) < 0.1] = nan
+    X[rng.random(X.shape) < 0.05] = np.inf
+    X[rng.random(X.shape) < 0.05] = -np.inf
+    X[rng.random(X.shape) < 0.05] = np.finfo(np.float64).max  # finite: not counted
+    routing = routing_of(tree, 2)
+    for arr in (X, np.asfortranarray(X)):
+        nodes, n_inf = nodes_of(tree.feature, tree.threshold, tree.left, arr, routing)
+        assert n_inf == int(np.isinf(X).sum())
+        clean = ~np.isinf(X).any(axis=1)
+        want = [_walk(tree, x, 2) for x in X[clean]]
+        np.testing.assert_array_equal(nodes[clean], want)
+
+
 @pytest.mark.parametrize("bad", [3, -1, 1.0, "2", None, True])
 def test_use_surrogate_must_be_0_1_or_2(bad):
     with pytest.raises((TypeError, ValueError), match="use_surrogate must be 0, 1 or 2"):
@@ -370,7 +395,7 @@ def test_grown_trees_with_holes_route_as_the_rules_say(max_surrogate, use_surrog
 
 
 def test_many_rows_in_many_chunks_route_as_one_row_at_a_time():
-    """Rows far beyond one chunk of the descent (CHUNK_ROWS) and its 32 slots: complete
+    """Rows far beyond one chunk of the descent (CHUNK_ROWS) and its SLOTS: complete
     rows, rows with holes and rows of levels never seen, in a tree with subset splits
     and surrogates, end where a walk of one row at a time ends (every use_surrogate),
     whatever the order of the rows."""
