@@ -48,7 +48,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ._presort import presort, subset_keys
-from ._fit import fit_tree
+from ._cache import notice_once
+from ._fit import fit_fold, fit_tree
 from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
 from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
@@ -157,7 +158,7 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads,
                                       fold_settings=fold_settings,
                                       rpart_alpha=0.0 if in_task else None,
-                                      rpart_growth=rpart)
+                                      rpart_growth=rpart, lean=not predictions)
     del keys
     points = fold_points = None
     if rpart:
@@ -585,7 +586,7 @@ def _run_tasks(fn, tasks, n_threads):
 
 
 def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None,
-                  rpart_alpha=None, rpart_growth=False):
+                  rpart_alpha=None, rpart_growth=False, lean=False):
     """T_max and T_max^(v) for every (repeat, fold): :func:`fit_tree`'s results.
 
     Returns ``(full, folds)``, the folds in (repeat, fold) order; each result carries its
@@ -599,11 +600,21 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     thread idles while it grows. ``fold_settings`` (one per fold, in that order) replaces
     the full tree's settings for the folds (rpart's fold priors); ``rpart_alpha`` and
     ``rpart_growth`` are :func:`cartjit._fit.fit_tree`'s, for every tree.
+
+    ``lean=True`` asks only for what :func:`score_fold_trees` reads: the folds are then
+    :func:`cartjit._fit.fit_fold`'s records (the same α, labels and means, without the
+    :class:`cartjit._tree.Tree`; the units are set once for every fold) wherever the
+    fold trees follow Breiman's rules without ``max_leaf_nodes``.
     """
     # A fold tree's surrogates route its held-out cases; its competitors are never read.
     base = settings._replace(max_competitor=0)
     if problem.is_classification:  # the same check for every tree: made once, here
         check_class_tables(problem.X.shape[0], problem.n_classes, settings)
+    lean = (lean and fold_settings is None and rpart_alpha is None and not rpart_growth
+            and settings.max_leaf_nodes is None)
+    if lean:
+        notice_once()
+        norm_problem, norm_base, scale = normalise(problem, base)
 
     def run(task):
         if task is None:
@@ -612,6 +623,8 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
                             rpart_growth=rpart_growth, check=False)
         r, v = task
         in_train = plan.folds[r] != v
+        if lean:
+            return fit_fold(norm_problem, norm_base, scale, subset_keys(keys, in_train, 1))
         own = (base if fold_settings is None else
                fold_settings[r * plan.n_folds + v]._replace(max_competitor=0))
         return fit_tree(problem, own, subset_keys(keys, in_train, 1), n_threads=1,
@@ -629,7 +642,9 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
                      class_totals=None, n_threads=1, points=None, transpose_cost=False):
     """Cross-validated risk of every T_k for every repeat.
 
-    ``full_alpha_seq`` is α_1..α_K of the full tree; ``priors`` and ``class_totals``
+    ``fold_trees`` are fitted trees (:class:`cartjit._tree.Tree`) or the arrays of
+    :func:`cartjit._fit.fit_fold` (:class:`cartjit._predict.FoldTree`), in (repeat,
+    fold) order. ``full_alpha_seq`` is α_1..α_K of the full tree; ``priors`` and ``class_totals``
     its π and N_j (classification). Returns ``(cv_risk, cv_se)``, each of shape
     (n_repeats, K). Fold trees are scored at the midpoints α'_k, or at ``points``
     (one increasing row per fold tree, in its units) when given. ``transpose_cost``
@@ -659,9 +674,13 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         rows = np.flatnonzero(plan.folds[r] == v).astype(np.int64)
         out_sum = np.zeros(alpha_prime.shape[0])
         out_sq = np.zeros(alpha_prime.shape[0])
-        heldout_losses(fold_tree_arrays(t, settings.use_surrogate,
-                                        None if problem.is_classification
-                                        else t.value / scale.y),
+        if isinstance(t, FoldTree):  # cartjit._fit.fit_fold's arrays, ȳ(t) in user units
+            arrays = t if problem.is_classification else t._replace(value=t.value / scale.y)
+        else:
+            arrays = fold_tree_arrays(t, settings.use_surrogate,
+                                      None if problem.is_classification
+                                      else t.value / scale.y)
+        heldout_losses(arrays,
                        HeldOut(problem.X, rows, problem.y_class, problem.y_reg, problem.w,
                                problem.unit_weights),
                        LossTable(class_scale, cost,
