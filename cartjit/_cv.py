@@ -52,7 +52,7 @@ from ._cache import notice_once
 from ._fit import fit_fold, fit_tree
 from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
-from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
+from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_columns
 from ._fit import class_priors, fitted_factor, with_rpart_rules
 from ._rpart import (evaluation_points, fold_priors, primary_weights, rpart_default_sides,
                      rpart_improvements, rpart_pruning, rpart_scale)
@@ -190,21 +190,28 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
            else np.full_like(risk_mean, np.nan))
     k = select_index(risk_mean, se_mean, selection)
 
-    table = path_table(alphas, n_leaves, tree_risk, root)
+    import pandas as pd  # imported here: pandas costs ~0.35 s at `import cartjit`
+
+    # the table is made in one piece (a column inserted into a DataFrame costs more)
+    columns = path_columns(alphas, n_leaves, tree_risk, root)
     if rpart:
-        table["alpha_prime"] = points  # rpart's evaluation points
+        columns["alpha_prime"] = points  # rpart's evaluation points
     if first:
-        table["k"] += first
+        columns["k"] += first
         # α'_k of the kept rows are those of the whole sequence (the last one is +inf)
-        table["alpha_prime"] = midpoints(fitted.path[0])[first:]
-    table["cv_risk"] = risk_mean
-    table["cv_se"] = se_mean
-    table["cv_std"] = std
-    table["xerror"] = risk_mean / root if root > 0 else np.nan
-    table["xstd"] = se_mean / root if root > 0 else np.nan
-    table["selected"] = np.arange(len(table)) == k
-    if rpart:
-        table = with_rpart_columns(table)
+        columns["alpha_prime"] = midpoints(fitted.path[0])[first:]
+    n_rows = alphas.shape[0]
+    columns["cv_risk"] = risk_mean
+    columns["cv_se"] = se_mean
+    columns["cv_std"] = std
+    columns["xerror"] = risk_mean / root if root > 0 else np.full(n_rows, np.nan)
+    columns["xstd"] = se_mean / root if root > 0 else np.full(n_rows, np.nan)
+    columns["selected"] = np.arange(n_rows) == k
+    if rpart:  # with_rpart_columns's
+        columns["CP"] = columns["cp"]
+        columns["nsplit"] = columns["n_leaves"] - 1
+        columns["rel error"] = columns["rel_error"]
+    table = pd.DataFrame(columns)
 
     folds = plan.folds
     if rows is not None:
@@ -667,13 +674,18 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         cost = np.zeros((1, 1))
     n_rep = plan.folds.shape[0]
     tasks = [(r, v) for r in range(n_rep) for v in range(plan.n_folds)]
+    # every fold's held-out rows in increasing order: one stable sort per repeat
+    held = []
+    for r in range(n_rep):
+        order = np.argsort(plan.folds[r], kind="stable").astype(np.int64, copy=False)
+        ends = np.cumsum(np.bincount(plan.folds[r], minlength=plan.n_folds))
+        held.extend(np.split(order, ends[:-1]))
+    sums = np.zeros((len(tasks), alpha_prime.shape[0]))
+    squares = np.zeros((len(tasks), alpha_prime.shape[0]))
 
     def run(i):
-        r, v = tasks[i]
         t = fold_trees[i]
-        rows = np.flatnonzero(plan.folds[r] == v).astype(np.int64)
-        out_sum = np.zeros(alpha_prime.shape[0])
-        out_sq = np.zeros(alpha_prime.shape[0])
+        rows, out_sum, out_sq = held[i], sums[i], squares[i]
         if isinstance(t, FoldTree):  # cartjit._fit.fit_fold's arrays, ȳ(t) in user units
             arrays = t if problem.is_classification else t._replace(value=t.value / scale.y)
         else:
@@ -690,13 +702,13 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
 
     if problem.X.size < FOLD_THREADS_MIN_VALUES:
         n_threads = 1
-    results = _run_tasks(run, list(range(len(tasks))), n_threads)
+    _run_tasks(run, list(range(len(tasks))), n_threads)
     K = alpha_prime.shape[0]
     cv_risk = np.zeros((n_rep, K))
     cv_sq = np.zeros((n_rep, K))
-    for (r, _), (s, sq) in zip(tasks, results):  # fixed order: deterministic
-        cv_risk[r] += s
-        cv_sq[r] += sq
+    for i, (r, _) in enumerate(tasks):  # fixed order: deterministic
+        cv_risk[r] += sums[i]
+        cv_sq[r] += squares[i]
     var = np.maximum(cv_sq - cv_risk * cv_risk / w_total, 0.0)
     # R^CV does not depend on the weights' unit; the SE counts weights as cases, so
     # weights × c divide it by sqrt(c) (rpart's xstd) whatever the kernels' units.
