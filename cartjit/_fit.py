@@ -118,9 +118,13 @@ def split_factor(priors, class_totals, cost, default_cost):
     else:  # costs near float64's largest would overflow the row sums: scale them (exact)
         scale = power_of_two(cost.max())
         split = priors * (cost.sum(axis=1) if scale == 1.0 else (cost / scale).sum(axis=1))
-    split = np.where(class_totals > 0, split, 0.0)
+    present = class_totals > 0
+    if present.all():  # the usual case, where the masks below change nothing
+        split = split / split.sum()
+        return split / class_totals
+    split = np.where(present, split, 0.0)
     split = split / split.sum()
-    return np.divide(split, class_totals, out=np.zeros_like(split), where=class_totals > 0)
+    return np.divide(split, class_totals, out=np.zeros_like(split), where=present)
 
 
 def class_risk(value, priors, class_totals, cost):
@@ -129,8 +133,11 @@ def class_risk(value, priors, class_totals, cost):
 
     A class absent from the cases (N_j = 0, possible in a fold) contributes nothing.
     """
-    scale = np.divide(priors, class_totals, out=np.zeros_like(priors),
-                      where=class_totals > 0)
+    present = class_totals > 0
+    if present.all():  # the usual case, where the mask changes nothing
+        scale = priors / class_totals
+    else:
+        scale = np.divide(priors, class_totals, out=np.zeros_like(priors), where=present)
     p_jt = value * scale  # p(j, t)
     risks = p_jt @ cost   # risks[t, i] = Σ_j p(j, t) C(i|j)
     best = risks.min(axis=1)
@@ -215,15 +222,16 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
     del presorted
     if problem.is_classification:
         risk, label = class_risk(grown.value, priors, counts, settings.cost)
-        q_weight = grown.value @ factor  # p(t) under the split-search priors
     else:
         assert settings.criterion == SQUARED_ERROR
         w_root = grown.weight[0]
         risk = np.maximum(grown.impurity, 0.0) * grown.weight / w_root
         label = np.full(grown.n_nodes, -1, dtype=np.int32)
-        q_weight = grown.weight / w_root
     tree = grown.to_tree(risk, label)
     if settings.max_leaf_nodes is not None and tree.n_leaves > settings.max_leaf_nodes:
+        # p(t) under the split-search priors
+        q_weight = (grown.value @ factor if problem.is_classification
+                    else grown.weight / w_root)
         keep = _best_first(tree, tree.improvement, q_weight, settings.max_leaf_nodes)
         tree = subtree(tree, keep)
     assert tree.n_node_samples[0] == n_cases
@@ -245,6 +253,9 @@ class FoldFit(NamedTuple):
 
 #: The node values a classification fold tree passes (the held-out descent reads labels).
 _NO_VALUES = np.zeros((0, 1), dtype=np.float64)
+#: The surrogate tables of a fold tree without surrogates (never written: no rows).
+_NO_SURROGATES = np.zeros((0, 3), dtype=np.int64)
+_NO_THRESHOLDS = np.zeros(0, dtype=np.float64)
 
 
 def fit_fold(problem, settings, scale, presorted):
@@ -297,21 +308,29 @@ def fit_fold(problem, settings, scale, presorted):
         if not is_class:
             value = value * scale.y
     # routing_of's tables: the majority side (1 left, 0 right, -1 a tie; 0 at a leaf)
-    n_left, n_right = n_cases[left], n_cases[right]
-    majority = np.subtract(n_left > n_right, n_left == n_right, dtype=np.int64)
-    majority[left < 0] = 0
     node = np.empty((inode.shape[0], 4), dtype=np.int64)
     node[:, 0] = level_row
-    node[:, 1] = majority
-    node[:, 2] = np.where(n_sur > 0, sur_start, 0) if grown.tables.sur_i.shape[0] else 0
-    node[:, 3] = n_sur
+    n_left, n_right = n_cases[left], n_cases[right]
+    np.subtract(n_left > n_right, n_left == n_right, out=node[:, 1], dtype=np.int64)
+    node[left < 0, 1] = 0
     sur_i, sur_f = grown.tables.sur_i, grown.tables.sur_f
-    # the surrogates' integers pass through the tree's int32 columns, as in routing_of
-    sur = np.ascontiguousarray(sur_i[:, [S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT]].astype(np.int32),
-                               dtype=np.int64)
-    routing = Routing(node, sur, np.ascontiguousarray(sur_f[:, S_THRESHOLD]),
-                      grown.level_sets.copy(), bool(np.any(level_row >= 0)),
-                      int(settings.use_surrogate))
+    if sur_i.shape[0]:
+        node[:, 2] = np.where(n_sur > 0, sur_start, 0)
+        # the surrogates' integers pass through the tree's int32 columns, as in routing_of
+        sur = np.ascontiguousarray(
+            sur_i[:, [S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT]].astype(np.int32), dtype=np.int64)
+        sur_threshold = np.ascontiguousarray(sur_f[:, S_THRESHOLD])
+    else:
+        node[:, 2] = 0
+        sur, sur_threshold = _NO_SURROGATES, _NO_THRESHOLDS
+    node[:, 3] = n_sur
+    level_sets = grown.level_sets
+    if level_sets.shape[0]:
+        routing = Routing(node, sur, sur_threshold, level_sets.copy(),
+                          bool(np.any(level_row >= 0)), int(settings.use_surrogate))
+    else:  # no subset split
+        routing = Routing(node, sur, sur_threshold, level_sets, False,
+                          int(settings.use_surrogate))
     threshold = np.ascontiguousarray(grown.fnode[:, F_THRESHOLD])
     return FoldFit(FoldTree(feature, threshold, left, alpha, label, value, routing),
                    (alphas, n_leaves, tree_risk))
