@@ -200,13 +200,13 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
         columns["k"] += first
         # α'_k of the kept rows are those of the whole sequence (the last one is +inf)
         columns["alpha_prime"] = midpoints(fitted.path[0])[first:]
-    n_rows = alphas.shape[0]
+    n_k = alphas.shape[0]
     columns["cv_risk"] = risk_mean
     columns["cv_se"] = se_mean
     columns["cv_std"] = std
-    columns["xerror"] = risk_mean / root if root > 0 else np.full(n_rows, np.nan)
-    columns["xstd"] = se_mean / root if root > 0 else np.full(n_rows, np.nan)
-    columns["selected"] = np.arange(n_rows) == k
+    columns["xerror"] = risk_mean / root if root > 0 else np.full(n_k, np.nan)
+    columns["xstd"] = se_mean / root if root > 0 else np.full(n_k, np.nan)
+    columns["selected"] = np.arange(n_k) == k
     if rpart:  # with_rpart_columns's
         columns["CP"] = columns["cp"]
         columns["nsplit"] = columns["n_leaves"] - 1
@@ -645,6 +645,10 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     return results.pop(at), results
 
 
+#: From this many cases the held-out rows are found by a radix sort of the fold ids.
+HELD_RADIX_MIN_CASES = 4096
+
+
 def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, priors=None,
                      class_totals=None, n_threads=1, points=None, transpose_cost=False):
     """Cross-validated risk of every T_k for every repeat.
@@ -674,10 +678,14 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         cost = np.zeros((1, 1))
     n_rep = plan.folds.shape[0]
     tasks = [(r, v) for r in range(n_rep) for v in range(plan.n_folds)]
-    # every fold's held-out rows in increasing order: one stable sort per repeat
+    # every fold's held-out rows in increasing order: one stable sort per repeat (a radix
+    # sort of 16-bit fold ids on many cases)
     held = []
     for r in range(n_rep):
-        order = np.argsort(plan.folds[r], kind="stable").astype(np.int64, copy=False)
+        ids = plan.folds[r]
+        if ids.shape[0] > HELD_RADIX_MIN_CASES and plan.n_folds <= np.iinfo(np.int16).max:
+            ids = ids.astype(np.int16)
+        order = np.argsort(ids, kind="stable").astype(np.int64, copy=False)
         ends = np.cumsum(np.bincount(plan.folds[r], minlength=plan.n_folds))
         held.extend(np.split(order, ends[:-1]))
     sums = np.zeros((len(tasks), alpha_prime.shape[0]))
