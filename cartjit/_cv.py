@@ -655,9 +655,9 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
 
     ``fold_trees`` are fitted trees (:class:`cartjit._tree.Tree`) or the arrays of
     :func:`cartjit._fit.fit_fold` (:class:`cartjit._predict.FoldTree`), in (repeat,
-    fold) order. ``full_alpha_seq`` is α_1..α_K of the full tree; ``priors`` and ``class_totals``
-    its π and N_j (classification). Returns ``(cv_risk, cv_se)``, each of shape
-    (n_repeats, K). Fold trees are scored at the midpoints α'_k, or at ``points``
+    fold) order. ``full_alpha_seq`` is α_1..α_K of the full tree; ``priors`` and
+    ``class_totals`` its π and N_j (classification). Returns ``(cv_risk, cv_se)``,
+    each of shape (n_repeats, K). Fold trees are scored at the midpoints α'_k, or at ``points``
     (one increasing row per fold tree, in its units) when given. ``transpose_cost``
     scores a class-j case labelled i with C(j|i) instead of C(i|j), as rpart 4.1.19
     does (docs/maths.md §9).

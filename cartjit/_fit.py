@@ -35,7 +35,8 @@ from ._scaling import check_class_tables, normalise, power_of_two, restore
 from ._tree import LEAF, Tree, subtree
 
 __all__ = ["Problem", "Settings", "Fitted", "FoldFit", "fit_tree", "fit_fold",
-           "split_factor", "class_risk", "with_alpha", "with_rpart_rules", "rpart_rows", "check_compat", "fitted_factor"]
+           "split_factor", "class_risk", "with_alpha", "with_rpart_rules", "rpart_rows",
+           "check_compat", "fitted_factor"]
 
 #: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
 #: (times the largest cost) are tied for the node label; the lower index wins (docs/maths.md §1).
