@@ -48,10 +48,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ._presort import presort, subset_keys
-from ._fit import fit_tree
+from ._cache import notice_once
+from ._fit import fit_fold, fit_tree
 from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
-from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_table
+from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_columns
 from ._fit import class_priors, fitted_factor, with_rpart_rules
 from ._rpart import (evaluation_points, fold_priors, primary_weights, rpart_default_sides,
                      rpart_improvements, rpart_pruning, rpart_scale)
@@ -157,7 +158,7 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads,
                                       fold_settings=fold_settings,
                                       rpart_alpha=0.0 if in_task else None,
-                                      rpart_growth=rpart)
+                                      rpart_growth=rpart, lean=not predictions)
     del keys
     points = fold_points = None
     if rpart:
@@ -189,21 +190,28 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
            else np.full_like(risk_mean, np.nan))
     k = select_index(risk_mean, se_mean, selection)
 
-    table = path_table(alphas, n_leaves, tree_risk, root)
+    import pandas as pd  # imported here: pandas costs ~0.35 s at `import cartjit`
+
+    # the table is made in one piece (a column inserted into a DataFrame costs more)
+    columns = path_columns(alphas, n_leaves, tree_risk, root)
     if rpart:
-        table["alpha_prime"] = points  # rpart's evaluation points
+        columns["alpha_prime"] = points  # rpart's evaluation points
     if first:
-        table["k"] += first
+        columns["k"] += first
         # α'_k of the kept rows are those of the whole sequence (the last one is +inf)
-        table["alpha_prime"] = midpoints(fitted.path[0])[first:]
-    table["cv_risk"] = risk_mean
-    table["cv_se"] = se_mean
-    table["cv_std"] = std
-    table["xerror"] = risk_mean / root if root > 0 else np.nan
-    table["xstd"] = se_mean / root if root > 0 else np.nan
-    table["selected"] = np.arange(len(table)) == k
-    if rpart:
-        table = with_rpart_columns(table)
+        columns["alpha_prime"] = midpoints(fitted.path[0])[first:]
+    n_k = alphas.shape[0]
+    columns["cv_risk"] = risk_mean
+    columns["cv_se"] = se_mean
+    columns["cv_std"] = std
+    columns["xerror"] = risk_mean / root if root > 0 else np.full(n_k, np.nan)
+    columns["xstd"] = se_mean / root if root > 0 else np.full(n_k, np.nan)
+    columns["selected"] = np.arange(n_k) == k
+    if rpart:  # with_rpart_columns's
+        columns["CP"] = columns["cp"]
+        columns["nsplit"] = columns["n_leaves"] - 1
+        columns["rel error"] = columns["rel_error"]
+    table = pd.DataFrame(columns)
 
     folds = plan.folds
     if rows is not None:
@@ -585,7 +593,7 @@ def _run_tasks(fn, tasks, n_threads):
 
 
 def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None,
-                  rpart_alpha=None, rpart_growth=False):
+                  rpart_alpha=None, rpart_growth=False, lean=False):
     """T_max and T_max^(v) for every (repeat, fold): :func:`fit_tree`'s results.
 
     Returns ``(full, folds)``, the folds in (repeat, fold) order; each result carries its
@@ -599,11 +607,21 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     thread idles while it grows. ``fold_settings`` (one per fold, in that order) replaces
     the full tree's settings for the folds (rpart's fold priors); ``rpart_alpha`` and
     ``rpart_growth`` are :func:`cartjit._fit.fit_tree`'s, for every tree.
+
+    ``lean=True`` asks only for what :func:`score_fold_trees` reads: the folds are then
+    :func:`cartjit._fit.fit_fold`'s records (the same α, labels and means, without the
+    :class:`cartjit._tree.Tree`; the units are set once for every fold) wherever the
+    fold trees follow Breiman's rules without ``max_leaf_nodes``.
     """
     # A fold tree's surrogates route its held-out cases; its competitors are never read.
     base = settings._replace(max_competitor=0)
     if problem.is_classification:  # the same check for every tree: made once, here
         check_class_tables(problem.X.shape[0], problem.n_classes, settings)
+    lean = (lean and fold_settings is None and rpart_alpha is None and not rpart_growth
+            and settings.max_leaf_nodes is None)
+    if lean:
+        notice_once()
+        norm_problem, norm_base, scale = normalise(problem, base)
 
     def run(task):
         if task is None:
@@ -612,6 +630,8 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
                             rpart_growth=rpart_growth, check=False)
         r, v = task
         in_train = plan.folds[r] != v
+        if lean:
+            return fit_fold(norm_problem, norm_base, scale, subset_keys(keys, in_train, 1))
         own = (base if fold_settings is None else
                fold_settings[r * plan.n_folds + v]._replace(max_competitor=0))
         return fit_tree(problem, own, subset_keys(keys, in_train, 1), n_threads=1,
@@ -625,13 +645,19 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     return results.pop(at), results
 
 
+#: From this many cases the held-out rows are found by a radix sort of the fold ids.
+HELD_RADIX_MIN_CASES = 4096
+
+
 def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, priors=None,
                      class_totals=None, n_threads=1, points=None, transpose_cost=False):
     """Cross-validated risk of every T_k for every repeat.
 
-    ``full_alpha_seq`` is α_1..α_K of the full tree; ``priors`` and ``class_totals``
-    its π and N_j (classification). Returns ``(cv_risk, cv_se)``, each of shape
-    (n_repeats, K). Fold trees are scored at the midpoints α'_k, or at ``points``
+    ``fold_trees`` are fitted trees (:class:`cartjit._tree.Tree`) or the arrays of
+    :func:`cartjit._fit.fit_fold` (:class:`cartjit._predict.FoldTree`), in (repeat,
+    fold) order. ``full_alpha_seq`` is α_1..α_K of the full tree; ``priors`` and
+    ``class_totals`` its π and N_j (classification). Returns ``(cv_risk, cv_se)``,
+    each of shape (n_repeats, K). Fold trees are scored at the midpoints α'_k, or at ``points``
     (one increasing row per fold tree, in its units) when given. ``transpose_cost``
     scores a class-j case labelled i with C(j|i) instead of C(i|j), as rpart 4.1.19
     does (docs/maths.md §9).
@@ -652,16 +678,29 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         cost = np.zeros((1, 1))
     n_rep = plan.folds.shape[0]
     tasks = [(r, v) for r in range(n_rep) for v in range(plan.n_folds)]
+    # every fold's held-out rows in increasing order: one stable sort per repeat (a radix
+    # sort of 16-bit fold ids on many cases)
+    held = []
+    for r in range(n_rep):
+        ids = plan.folds[r]
+        if ids.shape[0] > HELD_RADIX_MIN_CASES and plan.n_folds <= np.iinfo(np.int16).max:
+            ids = ids.astype(np.int16)
+        order = np.argsort(ids, kind="stable").astype(np.int64, copy=False)
+        ends = np.cumsum(np.bincount(plan.folds[r], minlength=plan.n_folds))
+        held.extend(np.split(order, ends[:-1]))
+    sums = np.zeros((len(tasks), alpha_prime.shape[0]))
+    squares = np.zeros((len(tasks), alpha_prime.shape[0]))
 
     def run(i):
-        r, v = tasks[i]
         t = fold_trees[i]
-        rows = np.flatnonzero(plan.folds[r] == v).astype(np.int64)
-        out_sum = np.zeros(alpha_prime.shape[0])
-        out_sq = np.zeros(alpha_prime.shape[0])
-        heldout_losses(fold_tree_arrays(t, settings.use_surrogate,
-                                        None if problem.is_classification
-                                        else t.value / scale.y),
+        rows, out_sum, out_sq = held[i], sums[i], squares[i]
+        if isinstance(t, FoldTree):  # cartjit._fit.fit_fold's arrays, ȳ(t) in user units
+            arrays = t if problem.is_classification else t._replace(value=t.value / scale.y)
+        else:
+            arrays = fold_tree_arrays(t, settings.use_surrogate,
+                                      None if problem.is_classification
+                                      else t.value / scale.y)
+        heldout_losses(arrays,
                        HeldOut(problem.X, rows, problem.y_class, problem.y_reg, problem.w,
                                problem.unit_weights),
                        LossTable(class_scale, cost,
@@ -671,13 +710,13 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
 
     if problem.X.size < FOLD_THREADS_MIN_VALUES:
         n_threads = 1
-    results = _run_tasks(run, list(range(len(tasks))), n_threads)
+    _run_tasks(run, list(range(len(tasks))), n_threads)
     K = alpha_prime.shape[0]
     cv_risk = np.zeros((n_rep, K))
     cv_sq = np.zeros((n_rep, K))
-    for (r, _), (s, sq) in zip(tasks, results):  # fixed order: deterministic
-        cv_risk[r] += s
-        cv_sq[r] += sq
+    for i, (r, _) in enumerate(tasks):  # fixed order: deterministic
+        cv_risk[r] += sums[i]
+        cv_sq[r] += squares[i]
     var = np.maximum(cv_sq - cv_risk * cv_risk / w_total, 0.0)
     # R^CV does not depend on the weights' unit; the SE counts weights as cases, so
     # weights × c divide it by sqrt(c) (rpart's xstd) whatever the kernels' units.

@@ -22,17 +22,21 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._builder import grow
+from ._builder import (I_FEATURE, I_LEFT, I_LEVEL_ROW, I_N, I_N_SUR, I_PARENT, I_RIGHT,
+                       I_SUR_START, F_THRESHOLD, S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT,
+                       S_THRESHOLD, grow)
 from ._cache import notice_once
 from ._presort import presort
 from ._criteria import SQUARED_ERROR
-from ._pruning import with_alpha
+from ._predict import FoldTree, Routing
+from ._pruning import weakest_link, with_alpha
 from ._rpart import check_compat, cp_table_rows, rpart_pruning
 from ._scaling import check_class_tables, normalise, power_of_two, restore
 from ._tree import LEAF, Tree, subtree
 
-__all__ = ["Problem", "Settings", "Fitted", "fit_tree", "split_factor", "class_risk",
-           "with_alpha", "with_rpart_rules", "rpart_rows", "check_compat", "fitted_factor"]
+__all__ = ["Problem", "Settings", "Fitted", "FoldFit", "fit_tree", "fit_fold",
+           "split_factor", "class_risk", "with_alpha", "with_rpart_rules", "rpart_rows",
+           "check_compat", "fitted_factor"]
 
 #: Two classes whose expected costs Σ_j C(i|j) p(j,t) agree to this many ulps of p(t)
 #: (times the largest cost) are tied for the node label; the lower index wins (docs/maths.md §1).
@@ -115,9 +119,13 @@ def split_factor(priors, class_totals, cost, default_cost):
     else:  # costs near float64's largest would overflow the row sums: scale them (exact)
         scale = power_of_two(cost.max())
         split = priors * (cost.sum(axis=1) if scale == 1.0 else (cost / scale).sum(axis=1))
-    split = np.where(class_totals > 0, split, 0.0)
+    present = class_totals > 0
+    if present.all():  # the usual case, where the masks below change nothing
+        split = split / split.sum()
+        return split / class_totals
+    split = np.where(present, split, 0.0)
     split = split / split.sum()
-    return np.divide(split, class_totals, out=np.zeros_like(split), where=class_totals > 0)
+    return np.divide(split, class_totals, out=np.zeros_like(split), where=present)
 
 
 def class_risk(value, priors, class_totals, cost):
@@ -126,8 +134,11 @@ def class_risk(value, priors, class_totals, cost):
 
     A class absent from the cases (N_j = 0, possible in a fold) contributes nothing.
     """
-    scale = np.divide(priors, class_totals, out=np.zeros_like(priors),
-                      where=class_totals > 0)
+    present = class_totals > 0
+    if present.all():  # the usual case, where the mask changes nothing
+        scale = priors / class_totals
+    else:
+        scale = np.divide(priors, class_totals, out=np.zeros_like(priors), where=present)
     p_jt = value * scale  # p(j, t)
     risks = p_jt @ cost   # risks[t, i] = Σ_j p(j, t) C(i|j)
     best = risks.min(axis=1)
@@ -212,15 +223,16 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
     del presorted
     if problem.is_classification:
         risk, label = class_risk(grown.value, priors, counts, settings.cost)
-        q_weight = grown.value @ factor  # p(t) under the split-search priors
     else:
         assert settings.criterion == SQUARED_ERROR
         w_root = grown.weight[0]
         risk = np.maximum(grown.impurity, 0.0) * grown.weight / w_root
         label = np.full(grown.n_nodes, -1, dtype=np.int32)
-        q_weight = grown.weight / w_root
     tree = grown.to_tree(risk, label)
     if settings.max_leaf_nodes is not None and tree.n_leaves > settings.max_leaf_nodes:
+        # p(t) under the split-search priors
+        q_weight = (grown.value @ factor if problem.is_classification
+                    else grown.weight / w_root)
         keep = _best_first(tree, tree.improvement, q_weight, settings.max_leaf_nodes)
         tree = subtree(tree, keep)
     assert tree.n_node_samples[0] == n_cases
@@ -231,6 +243,98 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
         tree, path = rpart_pruning(tree, rpart_alpha / units,
                                    factor if problem.is_classification else None)
     return restore(Fitted(tree, priors, counts, path), scale)
+
+
+class FoldFit(NamedTuple):
+    """A fold tree as the cross-validation scores it (:func:`fit_fold`)."""
+
+    tree: FoldTree   # the arrays of the held-out descent; α and ȳ(t) in the user's units
+    path: tuple      # (α_k, |T~_k|, R(T_k)) of its weakest-link sequence
+
+
+#: The node values a classification fold tree passes (the held-out descent reads labels).
+_NO_VALUES = np.zeros((0, 1), dtype=np.float64)
+#: The surrogate tables of a fold tree without surrogates (never written: no rows).
+_NO_SURROGATES = np.zeros((0, 3), dtype=np.int64)
+_NO_THRESHOLDS = np.zeros(0, dtype=np.float64)
+
+
+def fit_fold(problem, settings, scale, presorted):
+    """A fold tree T_max^(v) and its sequence, only as far as the cross-validation reads
+    them: :func:`fit_tree`'s tree on the cases of ``presorted`` (a fold's
+    :func:`cartjit._presort.subset_keys`, consumed), without ``max_leaf_nodes`` nor
+    rpart's rules, returned as a :class:`FoldFit`.
+
+    ``problem`` and ``settings`` are in the kernels' units already and ``scale`` is
+    their :class:`cartjit._scaling.Scale` (:func:`cartjit._scaling.normalise`, made
+    once for every fold). The steps and the arithmetic are :func:`fit_tree`'s (class
+    totals, priors and factors of the fold's cases, R(t) and j*(t), the weakest-link
+    pass, the units restored as :func:`cartjit._scaling.restore` does), so α, the labels
+    and the means are the same doubles; only the :class:`cartjit._tree.Tree` is never
+    assembled: the columns the held-out descent reads (:class:`cartjit._predict.FoldTree`,
+    :func:`cartjit._predict.routing_of`'s routing) are taken from the grown node tables.
+    """
+    is_class = problem.is_classification
+    if is_class:
+        w_cases = None if problem.unit_weights else problem.w
+        if presorted.keys.shape[1] == problem.X.shape[0]:
+            y_cases = problem.y_class
+        else:
+            cases = presorted.keys[0]
+            y_cases = problem.y_class[cases]
+            w_cases = None if w_cases is None else w_cases[cases]
+        counts = np.bincount(y_cases, weights=w_cases,
+                             minlength=problem.n_classes).astype(np.float64)
+        priors = class_priors(settings.priors, counts)
+        factor = split_factor(priors, counts, settings.cost, settings.default_cost)
+    else:
+        factor = np.empty(0)
+    grown = grow(problem, presorted, factor, settings, 1)
+    del presorted
+    inode = grown.inode
+    feature, left, right, parent, level_row, n_sur, sur_start, n_cases = inode.T[
+        [I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_LEVEL_ROW, I_N_SUR, I_SUR_START, I_N]]
+    if is_class:
+        risk, label = class_risk(grown.value, priors, counts, settings.cost)
+        value = _NO_VALUES
+    else:
+        risk = np.maximum(grown.impurity, 0.0) * grown.weight / grown.weight[0]
+        label = np.empty(0, dtype=np.int32)
+        value = grown.value.copy()
+    alpha, alphas, n_leaves, tree_risk = weakest_link(left, right, parent, risk)
+    if (scale.cost if is_class else scale.y) != 1.0:  # restore's units
+        alpha = scale.to_loss_units(alpha, is_class)
+        alphas = scale.to_loss_units(alphas, is_class)
+        tree_risk = scale.to_loss_units(tree_risk, is_class)
+        if not is_class:
+            value = value * scale.y
+    # routing_of's tables: the majority side (1 left, 0 right, -1 a tie; 0 at a leaf)
+    node = np.empty((inode.shape[0], 4), dtype=np.int64)
+    node[:, 0] = level_row
+    n_left, n_right = n_cases[left], n_cases[right]
+    np.subtract(n_left > n_right, n_left == n_right, out=node[:, 1], dtype=np.int64)
+    node[left < 0, 1] = 0
+    sur_i, sur_f = grown.tables.sur_i, grown.tables.sur_f
+    if sur_i.shape[0]:
+        node[:, 2] = np.where(n_sur > 0, sur_start, 0)
+        # the surrogates' integers pass through the tree's int32 columns, as in routing_of
+        sur = np.ascontiguousarray(
+            sur_i[:, [S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT]].astype(np.int32), dtype=np.int64)
+        sur_threshold = np.ascontiguousarray(sur_f[:, S_THRESHOLD])
+    else:
+        node[:, 2] = 0
+        sur, sur_threshold = _NO_SURROGATES, _NO_THRESHOLDS
+    node[:, 3] = n_sur
+    level_sets = grown.level_sets
+    if level_sets.shape[0]:
+        routing = Routing(node, sur, sur_threshold, level_sets.copy(),
+                          bool(np.any(level_row >= 0)), int(settings.use_surrogate))
+    else:  # no subset split
+        routing = Routing(node, sur, sur_threshold, level_sets, False,
+                          int(settings.use_surrogate))
+    threshold = np.ascontiguousarray(grown.fnode[:, F_THRESHOLD])
+    return FoldFit(FoldTree(feature, threshold, left, alpha, label, value, routing),
+                   (alphas, n_leaves, tree_risk))
 
 
 def fitted_factor(fitted, settings):

@@ -238,12 +238,10 @@ def midpoints(alphas):
     return out
 
 
-def path_table(alphas, n_leaves, risk, root_risk):
-    """The pruning sequence as a DataFrame: k, alpha, alpha_prime, n_leaves, risk, cp,
-    rel_error (cp = α_k / R(root) and rel_error = R(T_k) / R(root), rpart's scaling)."""
-    import pandas as pd  # imported here: pandas costs ~0.35 s at `import cartjit`
+def path_columns(alphas, n_leaves, risk, root_risk):
+    """:func:`path_table`'s columns, as a dict of arrays (name -> column), in order."""
     cp = alphas / root_risk if root_risk > 0 else np.zeros_like(alphas)
-    return pd.DataFrame({
+    return {
         "k": np.arange(1, alphas.shape[0] + 1),
         "alpha": alphas,
         "alpha_prime": midpoints(alphas),
@@ -251,4 +249,11 @@ def path_table(alphas, n_leaves, risk, root_risk):
         "risk": risk,
         "cp": cp,
         "rel_error": risk / root_risk if root_risk > 0 else np.zeros_like(risk),
-    })
+    }
+
+
+def path_table(alphas, n_leaves, risk, root_risk):
+    """The pruning sequence as a DataFrame: k, alpha, alpha_prime, n_leaves, risk, cp,
+    rel_error (cp = α_k / R(root) and rel_error = R(T_k) / R(root), rpart's scaling)."""
+    import pandas as pd  # imported here: pandas costs ~0.35 s at `import cartjit`
+    return pd.DataFrame(path_columns(alphas, n_leaves, risk, root_risk))
