@@ -62,7 +62,8 @@ from . import _config
 from ._predict import _level_side
 from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, run_chunks
 from ._simd import LANES, compress_partition
-from ._splitter import (Segment, Targets, best_split_class_runs, best_split_classification,
+from ._splitter import (NEAR_TIE, Segment, Targets, _precise_reg_delta_unit,
+                        best_split_class_runs, best_split_classification,
                         best_split_gini_runs, best_split_regression,
                         best_split_regression_unit, class_counts, equal_factors,
                         threshold_between)
@@ -1058,20 +1059,115 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
     codes = ps.codes[ps.rank_row[f]] if is_cat else np.empty(0, dtype=np.uint16)
     return _present_best(ps.keys[f], rk, codes, is_cat, tied, node, start, pend, end,
                          mean, s_sum, nodes, tg, rules, scratch, cand, level_f, level_i, lm,
-                         counts[:nodes.value.shape[1]])
+                         counts[:nodes.value.shape[1]], scratch[:0], no_ranks)
+
+
+@jit(inline="always")
+def _gathered_best(row, start, pend, w_total, y, min_leaf, gathered, iota):
+    """Step 1 (missing values, regression, unit weights, a feature without ties), one
+    (node, feature) pair with cases missing the feature: what :func:`_present_best`
+    computes on the present cases ``row[start:pend]`` (their moments as
+    :func:`_reg_moments`, then the scan of
+    :func:`cartjit._splitter.best_split_regression_unit`, Δ scaled by their share of the
+    node), with the same operations in the same order, so the same bits.
+
+    The second pass of the moments forms S_L at every position (the running Σ (y - ȳ)
+    in the feature's order) exactly as the scan does; it keeps them in the second half
+    of ``gathered``, so the scan reads them instead of adding up its own sum case after
+    case, a chain of dependent additions. The first pass copies the responses, in the
+    feature's order, to the first half, which the second pass and the precise Δi of
+    near-ties read (through the identity keys ``iota``).
+    """
+    n_present = pend - start
+    nu = np.uint64(n_present)
+    ys = gathered[:n_present]
+    s_left_at = gathered[n_present:2 * n_present]
+    ustart = np.uint64(start)
+    w_sum = 0.0
+    s = 0.0
+    first = y[np.uint64(row[ustart])]
+    constant = True
+    for k in range(nu):
+        yi = y[np.uint64(row[ustart + k])]
+        ys[k] = yi
+        w_sum += 1.0
+        s += yi
+        constant &= yi == first
+    mean = s / w_sum
+    s_c = 0.0
+    ss_c = 0.0
+    for k in range(nu):
+        z = ys[k] - mean
+        s_c += z
+        ss_c += z * z
+        s_left_at[k] = s_c
+    var = (ss_c - s_c * s_c / w_sum) / w_sum
+    if var < 0.0 or constant:
+        var = 0.0
+    # the scan of best_split_regression_unit on positions 0 .. n_present - 1
+    m = max(min_leaf, 1)
+    lo = m
+    hi = n_present - m
+    if lo > hi:
+        return -np.inf, np.int64(-1)
+    tol = tie_tolerance(var)
+    w_node = float(n_present)
+    scale = NEAR_TIE * w_node * var
+    best_delta = np.nan
+    best_pos = np.int64(-1)
+    best_sl = 0.0
+    best_den = 1.0
+    hi_num = -np.inf
+    lo_num = -np.inf
+    for i in range(np.uint64(lo - 1), np.uint64(hi)):
+        s_left = s_left_at[i]
+        w_left = float(i + np.uint64(1))
+        w_right = w_node - w_left
+        s_right = s_c - s_left
+        num = s_left * s_left * w_right + s_right * s_right * w_left
+        den = w_left * w_right
+        if num * best_den > hi_num * den:
+            best_delta = np.nan
+        elif num * best_den >= lo_num * den:  # a near-tie
+            pos = np.int64(i) + 1
+            if np.isnan(best_delta):
+                best_delta = _precise_reg_delta_unit(iota, best_pos, n_present, ys, mean,
+                                                     float(best_pos), best_sl)
+            d = _precise_reg_delta_unit(iota, pos, n_present, ys, mean, w_left, s_left)
+            if not d > best_delta + tol:
+                continue
+            best_delta = d
+        else:
+            continue
+        best_den = den
+        hi_num = num + scale * den
+        lo_num = num - scale * den
+        best_pos = np.int64(i) + 1
+        best_sl = s_left
+    if best_pos < 0:
+        return -np.inf, np.int64(-1)
+    if np.isnan(best_delta):
+        best_delta = _precise_reg_delta_unit(iota, best_pos, n_present, ys, mean,
+                                             float(best_pos), best_sl)
+    return best_delta * (w_sum / w_total), best_pos + start
 
 
 # Inlined into _search_mv, which walks feature by feature with every array taken once:
 # a call with this many array arguments costs about as much as a small pair's scan.
 @jit(inline="always")
 def _present_best(row, rk, codes, is_cat, tied, node, start, pend, end, mean, s_sum, nodes,
-                  tg, rules, scratch, cand, level_f, level_i, lm, counts):
+                  tg, rules, scratch, cand, level_f, level_i, lm, counts, gathered, iota):
     """The work of :func:`_pair_best` on one feature's arrays: ``row`` its keys, ``rk``
     its ranks (empty when ``tied`` is false), ``codes`` its uint16 level codes when
     ``is_cat`` (the subset search reads them, as :func:`_search_subsets` does), ``counts``
-    float64 (J,) scratch."""
+    float64 (J,) scratch; ``gathered`` float64 scratch and ``iota`` (int32 0, 1, ...),
+    both of at least ``pend - start`` entries, or empty (see :func:`_gathered_best`)."""
     if pend - start < 2:
         return -np.inf, np.int64(-1)
+    if (pend < end and gathered.shape[0] > 0 and not is_cat and not tied
+            and tg.criterion == SQUARED_ERROR):
+        return _gathered_best(row, start, pend, nodes.fnode[node, F_WEIGHT], tg.y_reg,
+                              rules.min_samples_leaf, gathered, iota)
     imp = nodes.fnode[node, F_IMPURITY]
     w_total = nodes.fnode[node, F_WEIGHT]
     total = nodes.value[node]
@@ -1110,7 +1206,7 @@ def _present_best(row, rk, codes, is_cat, tied, node, start, pend, end, mean, s_
 
 
 @jit(borrowed=True)
-def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
+def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c, n_chunks):
     """Step 1 (missing values): the best split of every (frontier node, feature) pair in
     chunk c, on the node's cases with the feature present (:func:`_pair_best`); also
     records how many cases have it present.
@@ -1119,7 +1215,10 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     ``k = j * p + f`` with k ≡ c (mod n_chunks)), each feature's arrays and this chunk's
     scratch taken once.
 
-    Parameters as :func:`_search`, with ``missing`` the bitmap of :func:`_missing_bits`.
+    Parameters as :func:`_search`, with ``missing`` the bitmap of :func:`_missing_bits`,
+    ``gathered`` float64 (n_chunks, 2 n) scratch and ``iota`` int32 (0, 1, ..., n - 1) for
+    the pairs of :func:`_gathered_best` (regression with unit weights), else of 0
+    columns and empty.
     """
     keys = ps.keys
     p = keys.shape[0]
@@ -1151,7 +1250,7 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
             pairs.present[k] = pend - start
             d, pos = _present_best(row, rk, codes, is_cat, tied, fr.node[j], start, pend, end,
                                    fr.mean[j], fr.sum[j], nodes, tg, rules, scratch, cand,
-                                   level_f, level_i, lm, counts)
+                                   level_f, level_i, lm, counts, gathered[c], iota)
             pairs.delta[k] = d
             pairs.pos[k] = pos
             if pos >= 0 and is_cat and keep_bits:
@@ -1195,6 +1294,19 @@ def _level_sets_from_bits(keys, start, end, shift, codes, bits, level_sets, row)
         i = hi
     level_sets[row, 0, 0] = present & bits
     level_sets[row, 1, 0] = present & ~bits
+
+
+@jit(inline="always")
+def _tie_terms(key, case, tg):
+    """Step 2 (missing values), one marked case of :func:`_mark_mv`: its weight w and
+    the terms c_y w and c_y y w (regression: w and w y) of the sums that decide which
+    child rpart numbers 2k."""
+    wi = 1.0 if tg.unit_weights else tg.w[case]
+    if tg.criterion != SQUARED_ERROR:
+        cl = key & tg.mask if tg.mask else tg.y_class[case]
+        a = tg.factor[cl] * wi
+        return wi, a, a * cl
+    return wi, wi, wi * tg.y_reg[case]
 
 
 @jit(borrowed=True)
@@ -1251,33 +1363,41 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
         den_l = 0.0
         num_r = 0.0
         den_r = 0.0
-        is_class = tg.criterion != SQUARED_ERROR
-        # an ordered split is marked in this pass: cases before its position go left
-        for i in range(start, pend):
-            key = row[i]
-            case = key >> shift
-            if is_cat:
-                go_left = marks[case] == LEFT
-            else:
-                go_left = i < pos
-                marks[case] = LEFT if go_left else RIGHT
-            wi = 1.0 if tg.unit_weights else tg.w[case]
-            if is_class:
-                cl = key & tg.mask if tg.mask else tg.y_class[case]
-                a = tg.factor[cl] * wi
-                b = a * cl
-            else:
-                a = wi
-                b = wi * tg.y_reg[case]
-            if go_left:
+        if is_cat:
+            # the marks of _mark_by_level_sets, in no order a branch could predict:
+            # each case adds its terms to its side's sums and 0.0 to the other's, by
+            # selects (adding a zero changes no sum: the same bits as a branch)
+            for i in range(np.uint64(start), np.uint64(pend)):
+                key = row[i]
+                case = np.uint64(key >> shift)
+                gl = marks[case] == LEFT
+                wi, a, b = _tie_terms(key, case, tg)
+                w_left += wi if gl else 0.0
+                num_l += b if gl else 0.0
+                den_l += a if gl else 0.0
+                w_right += 0.0 if gl else wi
+                num_r += 0.0 if gl else b
+                den_r += 0.0 if gl else a
+                n_left += np.int64(gl)
+        else:
+            # an ordered split is marked here: the cases before its position go left
+            for i in range(np.uint64(start), np.uint64(pos)):
+                key = row[i]
+                case = np.uint64(key >> shift)
+                marks[case] = LEFT
+                wi, a, b = _tie_terms(key, case, tg)
                 w_left += wi
                 num_l += b
                 den_l += a
-                n_left += 1
-            else:
+            for i in range(np.uint64(pos), np.uint64(pend)):
+                key = row[i]
+                case = np.uint64(key >> shift)
+                marks[case] = RIGHT
+                wi, a, b = _tie_terms(key, case, tg)
                 w_right += wi
                 num_r += b
                 den_r += a
+            n_left = pos - start
         splits.tie_left[j] = 0 if num_l * den_r < num_r * den_l else 1
         for i in range(pend, end):
             marks[row[i] >> shift] = MISSING
@@ -2108,6 +2228,11 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     missing = np.zeros((p if mv else 0, -(-X.shape[0] // 8)), dtype=np.uint8)
     if mv:
         _missing_bits(X, missing)
+    # Regression with unit weights: the responses of a pair's present cases are read
+    # once, into a row of ``gathered`` (_gathered_best)
+    gather = mv and not is_class and tg.unit_weights
+    gathered = np.empty((n_threads, 2 * n if gather else 0), dtype=np.float64)
+    iota = np.arange(n if gather else 0, dtype=np.int32)
     # at most max_sur surrogates and max_comp competitors per split (n - 1 splits at most)
     sur_cap = max(16, min((n - 1) * max_sur, PREALLOC_ROWS))
     comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))
@@ -2171,7 +2296,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 batch = fr.rows(b)
                 if mv:
                     run_chunks(pool, min(n_threads, n_pairs), _search_mv, missing, presorted,
-                               batch, nodes, tg, rules, work, pairs)
+                               batch, nodes, tg, rules, work, pairs, gathered, iota)
                 else:
                     run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch,
                                nodes, tg, rules, work, pairs)
