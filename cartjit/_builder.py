@@ -768,22 +768,6 @@ def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, 
 
 
 @jit(borrowed=True)
-def _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, marks):
-    """Step 2, a subset split: mark the cases of ``keys[start:end]`` LEFT when their
-    level is in the left set of row ``row``, else RIGHT. The segment comes grouped by
-    level, so the side is looked up once per run of equal codes."""
-    ushift = np.uint64(shift)
-    i = start
-    while i < end:
-        code = codes[np.uint64(keys[np.uint64(i)]) >> ushift]
-        side = LEFT if _level_side(code, row, level_sets) == 0 else RIGHT
-        run_end = level_run_end(keys, codes, ushift, i, end, code)
-        for q in range(np.uint64(i), np.uint64(run_end)):
-            marks[np.uint64(keys[q]) >> ushift] = side
-        i = run_end
-
-
-@jit(borrowed=True)
 def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, first_row):
     """Step 2, choose: each frontier node's split, recorded with its cases marked;
     returns how many nodes split and how many of them are subset splits, which get the
@@ -1343,9 +1327,8 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
         row = ps.keys[f]
         is_cat = ps.n_levels[f] > 0
         pos = splits.pos[j]
+        lrow = nodes.inode[node, I_LEVEL_ROW]
         if is_cat:
-            codes = ps.ranks[ps.rank_row[f]]
-            lrow = nodes.inode[node, I_LEVEL_ROW]
             k = j * p + f
             if pairs.left_bits.shape[0] > 0:
                 _level_sets_from_bits(row, start, pend, shift, ps.codes[ps.rank_row[f]],
@@ -1353,7 +1336,6 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
             else:
                 _level_sets_of_pair(ps, f, node, start, pend, end, fr.mean[j], fr.sum[j],
                                     nodes, tg, rules, pairs, k, work, level_sets, lrow)
-            _mark_by_level_sets(row, start, pend, shift, codes, level_sets, lrow, marks)
         w_left = 0.0
         w_right = 0.0
         n_left = 0
@@ -1364,21 +1346,34 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
         num_r = 0.0
         den_r = 0.0
         if is_cat:
-            # the marks of _mark_by_level_sets, in no order a branch could predict:
-            # each case adds its terms to its side's sums and 0.0 to the other's, by
-            # selects (adding a zero changes no sum: the same bits as a branch)
-            for i in range(np.uint64(start), np.uint64(pend)):
-                key = row[i]
-                case = np.uint64(key >> shift)
-                gl = marks[case] == LEFT
-                wi, a, b = _tie_terms(key, case, tg)
-                w_left += wi if gl else 0.0
-                num_l += b if gl else 0.0
-                den_l += a if gl else 0.0
-                w_right += 0.0 if gl else wi
-                num_r += 0.0 if gl else b
-                den_r += 0.0 if gl else a
-                n_left += np.int64(gl)
+            # a subset split: the segment comes grouped by level, so the side is looked
+            # up once per run of equal codes, and the run is marked and summed on it
+            codes = ps.codes[ps.rank_row[f]]
+            ushift = np.uint64(shift)
+            i = start
+            while i < pend:
+                code = codes[np.uint64(row[np.uint64(i)]) >> ushift]
+                run_end = level_run_end(row, codes, ushift, i, pend, code)
+                if _level_side(code, lrow, level_sets) == 0:
+                    for q in range(np.uint64(i), np.uint64(run_end)):
+                        key = row[q]
+                        case = np.uint64(key >> shift)
+                        marks[case] = LEFT
+                        wi, a, b = _tie_terms(key, case, tg)
+                        w_left += wi
+                        num_l += b
+                        den_l += a
+                    n_left += run_end - i
+                else:
+                    for q in range(np.uint64(i), np.uint64(run_end)):
+                        key = row[q]
+                        case = np.uint64(key >> shift)
+                        marks[case] = RIGHT
+                        wi, a, b = _tie_terms(key, case, tg)
+                        w_right += wi
+                        num_r += b
+                        den_r += a
+                i = run_end
         else:
             # an ordered split is marked here: the cases before its position go left
             for i in range(np.uint64(start), np.uint64(pos)):
