@@ -1847,7 +1847,7 @@ def _fill_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_se
                     X[row[pos - 1] >> shift, bf], X[row[pos] >> shift, bf])
 
 
-@jit
+@jit(borrowed=True)
 def _partition_mv(keys, shift, sp_index, splits, fr, work, c, n_chunks):
     """Step 4 (missing values), before step 3: stable three-way partition of the split
     nodes' segments into the cases going left, those going right, and those staying in
