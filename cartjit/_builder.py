@@ -1724,17 +1724,33 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
         # the present cases, counted by _mark_mv; then those sent here
         n_left = splits.pos[j] - start
         n_right = pend - start - n_left
+        # The first surrogate routes most of these cases: its sides are found first for
+        # all of them, in a loop of independent look-ups of X (scattered rows, which the
+        # CPU overlaps), into this chunk's buffer; the other surrogates serve the rest.
+        by_first = rules.use_surrogate > 0 and n_sur > 0
+        first_go = work.buffers[c]
+        n_first = 0
+        if by_first:
+            fs = tables.sur_i[first, S_FEATURE]
+            is_cat = ps.n_levels[fs] > 0
+            for i in range(pend, end):
+                first_go[i - pend] = _surrogate_goes(X, row[i] >> shift, fs, tables, first,
+                                                     level_sets, is_cat)
         for i in range(pend, end):
             case = row[i] >> shift
             go = MISSING
-            if rules.use_surrogate > 0:
-                for r in range(first, first + n_sur):
-                    fs = tables.sur_i[r, S_FEATURE]
-                    go = _surrogate_goes(X, case, fs, tables, r, level_sets,
-                                         ps.n_levels[fs] > 0)
-                    if go != MISSING:
-                        tables.sur_i[r, S_COUNT] += 1
-                        break
+            if by_first:
+                go = first_go[i - pend]
+                if go != MISSING:
+                    n_first += 1
+                else:
+                    for r in range(first + 1, first + n_sur):
+                        fs = tables.sur_i[r, S_FEATURE]
+                        go = _surrogate_goes(X, case, fs, tables, r, level_sets,
+                                             ps.n_levels[fs] > 0)
+                        if go != MISSING:
+                            tables.sur_i[r, S_COUNT] += 1
+                            break
             if go == MISSING and rules.use_surrogate == 2:
                 if w_left > w_right:
                     go = LEFT
@@ -1743,6 +1759,8 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
             marks[case] = go
             n_left += go == LEFT
             n_right += go == RIGHT
+        if by_first:
+            tables.sur_i[first, S_COUNT] += n_first
         splits.pos[j] = start + n_left
         splits.stop[j] = start + n_left + n_right
 
