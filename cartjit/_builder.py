@@ -62,7 +62,7 @@ from . import _config
 from ._predict import _level_side
 from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, run_chunks
 from ._simd import LANES, compress_partition
-from ._splitter import (NEAR_TIE, Segment, Targets, _precise_reg_delta_unit,
+from ._splitter import (NEAR_TIE, Segment, Targets, _precise_reg_delta,
                         best_split_class_runs, best_split_classification,
                         best_split_gini_runs, best_split_regression,
                         best_split_regression_unit, class_counts, equal_factors,
@@ -1053,11 +1053,11 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
     codes = ps.codes[ps.rank_row[f]] if is_cat else np.empty(0, dtype=np.uint16)
     return _present_best(ps.keys[f], rk, codes, is_cat, tied, node, start, pend, end,
                          mean, s_sum, nodes, tg, rules, scratch, cand, level_f, level_i, lm,
-                         counts[:nodes.value.shape[1]], scratch[:0], no_ranks)
+                         counts[:nodes.value.shape[1]])
 
 
 @jit(inline="always")
-def _gathered_best(row, start, pend, w_total, y, min_leaf, gathered, iota):
+def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
     """Step 1 (missing values, regression, unit weights, a feature without ties), one
     (node, feature) pair with cases missing the feature: what :func:`_present_best`
     computes on the present cases ``row[start:pend]`` (their moments as
@@ -1070,8 +1070,12 @@ def _gathered_best(row, start, pend, w_total, y, min_leaf, gathered, iota):
     of ``gathered``, so the scan reads them instead of adding up its own sum case after
     case, a chain of dependent additions. The first pass copies the responses, in the
     feature's order, to the first half, which the second pass and the precise Δi of
-    near-ties read (through the identity keys ``iota``).
+    near-ties read (through the identity keys ``iota``; the Δi by
+    :func:`cartjit._splitter._precise_reg_delta`, which with unit weights does the same
+    operations as the scan's inlined copy: a call, so no third inlined copy to compile).
+    ``tg`` is :class:`cartjit._splitter.Targets` (unit weights).
     """
+    y = tg.y_reg
     n_present = pend - start
     nu = np.uint64(n_present)
     ys = gathered[:n_present]
@@ -1125,9 +1129,11 @@ def _gathered_best(row, start, pend, w_total, y, min_leaf, gathered, iota):
         elif num * best_den >= lo_num * den:  # a near-tie
             pos = np.int64(i) + 1
             if np.isnan(best_delta):
-                best_delta = _precise_reg_delta_unit(iota, best_pos, n_present, ys, mean,
-                                                     float(best_pos), best_sl)
-            d = _precise_reg_delta_unit(iota, pos, n_present, ys, mean, w_left, s_left)
+                best_delta = _precise_reg_delta(iota, best_pos, n_present, ys, tg.w,
+                                                tg.unit_weights, mean, float(best_pos),
+                                                best_sl)
+            d = _precise_reg_delta(iota, pos, n_present, ys, tg.w, tg.unit_weights, mean,
+                                   w_left, s_left)
             if not d > best_delta + tol:
                 continue
             best_delta = d
@@ -1141,8 +1147,8 @@ def _gathered_best(row, start, pend, w_total, y, min_leaf, gathered, iota):
     if best_pos < 0:
         return -np.inf, np.int64(-1)
     if np.isnan(best_delta):
-        best_delta = _precise_reg_delta_unit(iota, best_pos, n_present, ys, mean,
-                                             float(best_pos), best_sl)
+        best_delta = _precise_reg_delta(iota, best_pos, n_present, ys, tg.w, tg.unit_weights,
+                                        mean, float(best_pos), best_sl)
     return best_delta * (w_sum / w_total), best_pos + start
 
 
@@ -1150,18 +1156,13 @@ def _gathered_best(row, start, pend, w_total, y, min_leaf, gathered, iota):
 # a call with this many array arguments costs about as much as a small pair's scan.
 @jit(inline="always")
 def _present_best(row, rk, codes, is_cat, tied, node, start, pend, end, mean, s_sum, nodes,
-                  tg, rules, scratch, cand, level_f, level_i, lm, counts, gathered, iota):
+                  tg, rules, scratch, cand, level_f, level_i, lm, counts):
     """The work of :func:`_pair_best` on one feature's arrays: ``row`` its keys, ``rk``
     its ranks (empty when ``tied`` is false), ``codes`` its uint16 level codes when
     ``is_cat`` (the subset search reads them, as :func:`_search_subsets` does), ``counts``
-    float64 (J,) scratch; ``gathered`` float64 scratch and ``iota`` (int32 0, 1, ...),
-    both of at least ``pend - start`` entries, or empty (see :func:`_gathered_best`)."""
+    float64 (J,) scratch."""
     if pend - start < 2:
         return -np.inf, np.int64(-1)
-    if (pend < end and gathered.shape[0] > 0 and not is_cat and not tied
-            and tg.criterion == SQUARED_ERROR):
-        return _gathered_best(row, start, pend, nodes.fnode[node, F_WEIGHT], tg.y_reg,
-                              rules.min_samples_leaf, gathered, iota)
     imp = nodes.fnode[node, F_IMPURITY]
     w_total = nodes.fnode[node, F_WEIGHT]
     total = nodes.value[node]
@@ -1226,6 +1227,7 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
     keep_bits = pairs.left_bits.shape[0] > 0
     n_fr = fr.node.shape[0]
     no_codes = ps.codes.reshape(-1)[:0]  # the type of a row of codes, empty
+    ys = gathered[c]
     for f in range(p):
         j, step = _chunk_walk(f, p, c, n_chunks)
         if j == n_chunks:
@@ -1236,15 +1238,22 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
         tied = ps.rank_row[f] >= 0
         rk = ps.ranks[ps.rank_row[f]] if tied else work.no_ranks
         codes = ps.codes[ps.rank_row[f]] if is_cat else no_codes
+        # regression, unit weights, a feature without ties: _gathered_best
+        gather = (gathered.shape[1] > 0 and not is_cat and not tied
+                  and tg.criterion == SQUARED_ERROR)
         while j < n_fr:
             k = j * p + f
             start = fr.start[j]
             end = fr.end[j]
             pend = _present_end(row, start, end, shift, bits)
             pairs.present[k] = pend - start
-            d, pos = _present_best(row, rk, codes, is_cat, tied, fr.node[j], start, pend, end,
-                                   fr.mean[j], fr.sum[j], nodes, tg, rules, scratch, cand,
-                                   level_f, level_i, lm, counts, gathered[c], iota)
+            if gather and pend < end and pend - start >= 2:
+                d, pos = _gathered_best(row, start, pend, nodes.fnode[fr.node[j], F_WEIGHT],
+                                        tg, rules.min_samples_leaf, ys, iota)
+            else:
+                d, pos = _present_best(row, rk, codes, is_cat, tied, fr.node[j], start, pend,
+                                       end, fr.mean[j], fr.sum[j], nodes, tg, rules, scratch,
+                                       cand, level_f, level_i, lm, counts)
             pairs.delta[k] = d
             pairs.pos[k] = pos
             if pos >= 0 and is_cat and keep_bits:
@@ -1325,6 +1334,8 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
     p = ps.keys.shape[0]
     marks = work.goes_left
     shift = tg.shift
+    ushift = np.uint64(shift)
+    no_codes = ps.codes.reshape(-1)[:0]  # the type of a row of codes, empty
     for j in range(c, fr.node.shape[0], n_chunks):
         f = splits.feat[j]
         if f < 0:
@@ -1355,54 +1366,40 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
         den_l = 0.0
         num_r = 0.0
         den_r = 0.0
-        if is_cat:
-            # a subset split: the segment comes grouped by level, so the side is looked
-            # up once per run of equal codes, and the run is marked and summed on it
-            codes = ps.codes[ps.rank_row[f]]
-            ushift = np.uint64(shift)
-            i = start
-            while i < pend:
+        # The cases are marked and summed run by run: an ordered split's two ranges, or a
+        # subset split's runs of one level (the segment comes grouped by level, so the
+        # side is looked up once a run). A run adds to its side's sums, taken into
+        # registers and put back, so each side sums its cases in order as a branch per
+        # case would, without one.
+        codes = ps.codes[ps.rank_row[f]] if is_cat else no_codes
+        i = start
+        while i < pend:
+            if is_cat:
                 code = codes[np.uint64(row[np.uint64(i)]) >> ushift]
                 run_end = level_run_end(row, codes, ushift, i, pend, code)
-                if _level_side(code, lrow, level_sets) == 0:
-                    for q in range(np.uint64(i), np.uint64(run_end)):
-                        key = row[q]
-                        case = np.uint64(key >> shift)
-                        marks[case] = LEFT
-                        wi, a, b = _tie_terms(key, case, tg)
-                        w_left += wi
-                        num_l += b
-                        den_l += a
-                    n_left += run_end - i
-                else:
-                    for q in range(np.uint64(i), np.uint64(run_end)):
-                        key = row[q]
-                        case = np.uint64(key >> shift)
-                        marks[case] = RIGHT
-                        wi, a, b = _tie_terms(key, case, tg)
-                        w_right += wi
-                        num_r += b
-                        den_r += a
-                i = run_end
-        else:
-            # an ordered split is marked here: the cases before its position go left
-            for i in range(np.uint64(start), np.uint64(pos)):
-                key = row[i]
+                left = _level_side(code, lrow, level_sets) == 0
+            else:
+                left = i < pos
+                run_end = pos if left else pend
+            if left:
+                ws, nums, dens = w_left, num_l, den_l
+                n_left += run_end - i
+            else:
+                ws, nums, dens = w_right, num_r, den_r
+            mark = LEFT if left else RIGHT
+            for q in range(np.uint64(i), np.uint64(run_end)):
+                key = row[q]
                 case = np.uint64(key >> shift)
-                marks[case] = LEFT
+                marks[case] = mark
                 wi, a, b = _tie_terms(key, case, tg)
-                w_left += wi
-                num_l += b
-                den_l += a
-            for i in range(np.uint64(pos), np.uint64(pend)):
-                key = row[i]
-                case = np.uint64(key >> shift)
-                marks[case] = RIGHT
-                wi, a, b = _tie_terms(key, case, tg)
-                w_right += wi
-                num_r += b
-                den_r += a
-            n_left = pos - start
+                ws += wi
+                nums += b
+                dens += a
+            if left:
+                w_left, num_l, den_l = ws, nums, dens
+            else:
+                w_right, num_r, den_r = ws, nums, dens
+            i = run_end
         splits.tie_left[j] = 0 if num_l * den_r < num_r * den_l else 1
         for i in range(pend, end):
             marks[row[i] >> shift] = MISSING

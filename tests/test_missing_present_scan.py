@@ -19,7 +19,7 @@ from cartjit._splitter import Targets, best_split_regression_unit
 
 @njit
 def _both(row, start, pend, w_total, y, min_leaf, tg, gathered, iota):
-    new = _gathered_best(row, start, pend, w_total, y, min_leaf, gathered, iota)
+    new = _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota)
     w_present, mean, s_sum, imp, _ = _reg_moments(row, start, pend, tg)
     d, pos = best_split_regression_unit(row, start, pend, y, mean, s_sum, imp,
                                         tie_tolerance(imp), min_leaf)
