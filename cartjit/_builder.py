@@ -62,7 +62,8 @@ from . import _config
 from ._predict import _level_side
 from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, run_chunks
 from ._simd import LANES, compress_partition
-from ._splitter import (Segment, Targets, best_split_class_runs, best_split_classification,
+from ._splitter import (NEAR_TIE, Segment, Targets, _precise_reg_delta,
+                        best_split_class_runs, best_split_classification,
                         best_split_gini_runs, best_split_regression,
                         best_split_regression_unit, class_counts, equal_factors,
                         threshold_between)
@@ -767,22 +768,6 @@ def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, 
 
 
 @jit(borrowed=True)
-def _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, marks):
-    """Step 2, a subset split: mark the cases of ``keys[start:end]`` LEFT when their
-    level is in the left set of row ``row``, else RIGHT. The segment comes grouped by
-    level, so the side is looked up once per run of equal codes."""
-    ushift = np.uint64(shift)
-    i = start
-    while i < end:
-        code = codes[np.uint64(keys[np.uint64(i)]) >> ushift]
-        side = LEFT if _level_side(code, row, level_sets) == 0 else RIGHT
-        run_end = level_run_end(keys, codes, ushift, i, end, code)
-        for q in range(np.uint64(i), np.uint64(run_end)):
-            marks[np.uint64(keys[q]) >> ushift] = side
-        i = run_end
-
-
-@jit(borrowed=True)
 def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, first_row):
     """Step 2, choose: each frontier node's split, recorded with its cases marked;
     returns how many nodes split and how many of them are subset splits, which get the
@@ -1004,12 +989,22 @@ def _missing_bits(X, out):
     look-ups took about a tenth of the CPU time of a one-thread fit of 10^5 rows with
     10 % of the cells missing.
     """
-    for case in range(X.shape[0]):
-        byte = case >> 3
-        bit = np.uint8(1 << (case & 7))
-        for f in range(X.shape[1]):
+    n, p = X.shape
+    # A whole byte at a time: its 8 cases' flags of a feature (8 neighbouring rows of X)
+    # are packed in a register, without a branch, and stored once (a third of the time
+    # of a branch and a read-modify-write per cell).
+    n_full = n >> 3
+    for byte in range(n_full):
+        base = byte * 8
+        for f in range(p):
+            bits = np.uint8(0)
+            for k in range(8):
+                bits |= np.uint8(np.isnan(X[base + k, f])) << np.uint8(k)
+            out[f, byte] = bits
+    for case in range(n_full * 8, n):
+        for f in range(p):
             if np.isnan(X[case, f]):
-                out[f, byte] |= bit
+                out[f, case >> 3] |= np.uint8(1 << (case & 7))
 
 
 @jit(inline="always")
@@ -1061,6 +1056,102 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
                          counts[:nodes.value.shape[1]])
 
 
+@jit(inline="always")
+def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
+    """Step 1 (missing values, regression, unit weights, a feature without ties), one
+    (node, feature) pair with cases missing the feature: what :func:`_present_best`
+    computes on the present cases ``row[start:pend]`` (their moments as
+    :func:`_reg_moments`, then the scan of
+    :func:`cartjit._splitter.best_split_regression_unit`, Δ scaled by their share of the
+    node), with the same operations in the same order, so the same bits.
+
+    The second pass of the moments forms S_L at every position (the running Σ (y - ȳ)
+    in the feature's order) exactly as the scan does; it keeps them in the second half
+    of ``gathered``, so the scan reads them instead of adding up its own sum case after
+    case, a chain of dependent additions. The first pass copies the responses, in the
+    feature's order, to the first half, which the second pass and the precise Δi of
+    near-ties read (through the identity keys ``iota``; the Δi by
+    :func:`cartjit._splitter._precise_reg_delta`, which with unit weights does the same
+    operations as the scan's inlined copy: a call, so no third inlined copy to compile).
+    ``tg`` is :class:`cartjit._splitter.Targets` (unit weights).
+    """
+    y = tg.y_reg
+    n_present = pend - start
+    nu = np.uint64(n_present)
+    ys = gathered[:n_present]
+    s_left_at = gathered[n_present:2 * n_present]
+    ustart = np.uint64(start)
+    w_sum = 0.0
+    s = 0.0
+    first = y[np.uint64(row[ustart])]
+    constant = True
+    for k in range(nu):
+        yi = y[np.uint64(row[ustart + k])]
+        ys[k] = yi
+        w_sum += 1.0
+        s += yi
+        constant &= yi == first
+    mean = s / w_sum
+    s_c = 0.0
+    ss_c = 0.0
+    for k in range(nu):
+        z = ys[k] - mean
+        s_c += z
+        ss_c += z * z
+        s_left_at[k] = s_c
+    var = (ss_c - s_c * s_c / w_sum) / w_sum
+    if var < 0.0 or constant:
+        var = 0.0
+    # the scan of best_split_regression_unit on positions 0 .. n_present - 1
+    m = max(min_leaf, 1)
+    lo = m
+    hi = n_present - m
+    if lo > hi:
+        return -np.inf, np.int64(-1)
+    tol = tie_tolerance(var)
+    w_node = float(n_present)
+    scale = NEAR_TIE * w_node * var
+    best_delta = np.nan
+    best_pos = np.int64(-1)
+    best_sl = 0.0
+    best_den = 1.0
+    hi_num = -np.inf
+    lo_num = -np.inf
+    for i in range(np.uint64(lo - 1), np.uint64(hi)):
+        s_left = s_left_at[i]
+        w_left = float(i + np.uint64(1))
+        w_right = w_node - w_left
+        s_right = s_c - s_left
+        num = s_left * s_left * w_right + s_right * s_right * w_left
+        den = w_left * w_right
+        if num * best_den > hi_num * den:
+            best_delta = np.nan
+        elif num * best_den >= lo_num * den:  # a near-tie
+            pos = np.int64(i) + 1
+            if np.isnan(best_delta):
+                best_delta = _precise_reg_delta(iota, best_pos, n_present, ys, tg.w,
+                                                tg.unit_weights, mean, float(best_pos),
+                                                best_sl)
+            d = _precise_reg_delta(iota, pos, n_present, ys, tg.w, tg.unit_weights, mean,
+                                   w_left, s_left)
+            if not d > best_delta + tol:
+                continue
+            best_delta = d
+        else:
+            continue
+        best_den = den
+        hi_num = num + scale * den
+        lo_num = num - scale * den
+        best_pos = np.int64(i) + 1
+        best_sl = s_left
+    if best_pos < 0:
+        return -np.inf, np.int64(-1)
+    if np.isnan(best_delta):
+        best_delta = _precise_reg_delta(iota, best_pos, n_present, ys, tg.w, tg.unit_weights,
+                                        mean, float(best_pos), best_sl)
+    return best_delta * (w_sum / w_total), best_pos + start
+
+
 # Inlined into _search_mv, which walks feature by feature with every array taken once:
 # a call with this many array arguments costs about as much as a small pair's scan.
 @jit(inline="always")
@@ -1110,7 +1201,7 @@ def _present_best(row, rk, codes, is_cat, tied, node, start, pend, end, mean, s_
 
 
 @jit(borrowed=True)
-def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
+def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c, n_chunks):
     """Step 1 (missing values): the best split of every (frontier node, feature) pair in
     chunk c, on the node's cases with the feature present (:func:`_pair_best`); also
     records how many cases have it present.
@@ -1119,7 +1210,10 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     ``k = j * p + f`` with k ≡ c (mod n_chunks)), each feature's arrays and this chunk's
     scratch taken once.
 
-    Parameters as :func:`_search`, with ``missing`` the bitmap of :func:`_missing_bits`.
+    Parameters as :func:`_search`, with ``missing`` the bitmap of :func:`_missing_bits`,
+    ``gathered`` float64 (n_chunks, 2 n) scratch and ``iota`` int32 (0, 1, ..., n - 1) for
+    the pairs of :func:`_gathered_best` (regression with unit weights), else of 0
+    columns and empty.
     """
     keys = ps.keys
     p = keys.shape[0]
@@ -1133,6 +1227,7 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     keep_bits = pairs.left_bits.shape[0] > 0
     n_fr = fr.node.shape[0]
     no_codes = ps.codes.reshape(-1)[:0]  # the type of a row of codes, empty
+    ys = gathered[c]
     for f in range(p):
         j, step = _chunk_walk(f, p, c, n_chunks)
         if j == n_chunks:
@@ -1143,15 +1238,22 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
         tied = ps.rank_row[f] >= 0
         rk = ps.ranks[ps.rank_row[f]] if tied else work.no_ranks
         codes = ps.codes[ps.rank_row[f]] if is_cat else no_codes
+        # regression, unit weights, a feature without ties: _gathered_best
+        gather = (gathered.shape[1] > 0 and not is_cat and not tied
+                  and tg.criterion == SQUARED_ERROR)
         while j < n_fr:
             k = j * p + f
             start = fr.start[j]
             end = fr.end[j]
             pend = _present_end(row, start, end, shift, bits)
             pairs.present[k] = pend - start
-            d, pos = _present_best(row, rk, codes, is_cat, tied, fr.node[j], start, pend, end,
-                                   fr.mean[j], fr.sum[j], nodes, tg, rules, scratch, cand,
-                                   level_f, level_i, lm, counts)
+            if gather and pend < end and pend - start >= 2:
+                d, pos = _gathered_best(row, start, pend, nodes.fnode[fr.node[j], F_WEIGHT],
+                                        tg, rules.min_samples_leaf, ys, iota)
+            else:
+                d, pos = _present_best(row, rk, codes, is_cat, tied, fr.node[j], start, pend,
+                                       end, fr.mean[j], fr.sum[j], nodes, tg, rules, scratch,
+                                       cand, level_f, level_i, lm, counts)
             pairs.delta[k] = d
             pairs.pos[k] = pos
             if pos >= 0 and is_cat and keep_bits:
@@ -1197,6 +1299,19 @@ def _level_sets_from_bits(keys, start, end, shift, codes, bits, level_sets, row)
     level_sets[row, 1, 0] = present & ~bits
 
 
+@jit(inline="always")
+def _tie_terms(key, case, tg):
+    """Step 2 (missing values), one marked case of :func:`_mark_mv`: its weight w and
+    the terms c_y w and c_y y w (regression: w and w y) of the sums that decide which
+    child rpart numbers 2k."""
+    wi = 1.0 if tg.unit_weights else tg.w[case]
+    if tg.criterion != SQUARED_ERROR:
+        cl = key & tg.mask if tg.mask else tg.y_class[case]
+        a = tg.factor[cl] * wi
+        return wi, a, a * cl
+    return wi, wi, wi * tg.y_reg[case]
+
+
 @jit(borrowed=True)
 def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_chunks):
     """Step 2 (missing values), after :func:`_choose`: mark every case of each split
@@ -1219,6 +1334,8 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
     p = ps.keys.shape[0]
     marks = work.goes_left
     shift = tg.shift
+    ushift = np.uint64(shift)
+    no_codes = ps.codes.reshape(-1)[:0]  # the type of a row of codes, empty
     for j in range(c, fr.node.shape[0], n_chunks):
         f = splits.feat[j]
         if f < 0:
@@ -1231,9 +1348,8 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
         row = ps.keys[f]
         is_cat = ps.n_levels[f] > 0
         pos = splits.pos[j]
+        lrow = nodes.inode[node, I_LEVEL_ROW]
         if is_cat:
-            codes = ps.ranks[ps.rank_row[f]]
-            lrow = nodes.inode[node, I_LEVEL_ROW]
             k = j * p + f
             if pairs.left_bits.shape[0] > 0:
                 _level_sets_from_bits(row, start, pend, shift, ps.codes[ps.rank_row[f]],
@@ -1241,7 +1357,6 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
             else:
                 _level_sets_of_pair(ps, f, node, start, pend, end, fr.mean[j], fr.sum[j],
                                     nodes, tg, rules, pairs, k, work, level_sets, lrow)
-            _mark_by_level_sets(row, start, pend, shift, codes, level_sets, lrow, marks)
         w_left = 0.0
         w_right = 0.0
         n_left = 0
@@ -1251,33 +1366,40 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
         den_l = 0.0
         num_r = 0.0
         den_r = 0.0
-        is_class = tg.criterion != SQUARED_ERROR
-        # an ordered split is marked in this pass: cases before its position go left
-        for i in range(start, pend):
-            key = row[i]
-            case = key >> shift
+        # The cases are marked and summed run by run: an ordered split's two ranges, or a
+        # subset split's runs of one level (the segment comes grouped by level, so the
+        # side is looked up once a run). A run adds to its side's sums, taken into
+        # registers and put back, so each side sums its cases in order as a branch per
+        # case would, without one.
+        codes = ps.codes[ps.rank_row[f]] if is_cat else no_codes
+        i = start
+        while i < pend:
             if is_cat:
-                go_left = marks[case] == LEFT
+                code = codes[np.uint64(row[np.uint64(i)]) >> ushift]
+                run_end = level_run_end(row, codes, ushift, i, pend, code)
+                left = _level_side(code, lrow, level_sets) == 0
             else:
-                go_left = i < pos
-                marks[case] = LEFT if go_left else RIGHT
-            wi = 1.0 if tg.unit_weights else tg.w[case]
-            if is_class:
-                cl = key & tg.mask if tg.mask else tg.y_class[case]
-                a = tg.factor[cl] * wi
-                b = a * cl
+                left = i < pos
+                run_end = pos if left else pend
+            if left:
+                ws, nums, dens = w_left, num_l, den_l
+                n_left += run_end - i
             else:
-                a = wi
-                b = wi * tg.y_reg[case]
-            if go_left:
-                w_left += wi
-                num_l += b
-                den_l += a
-                n_left += 1
+                ws, nums, dens = w_right, num_r, den_r
+            mark = LEFT if left else RIGHT
+            for q in range(np.uint64(i), np.uint64(run_end)):
+                key = row[q]
+                case = np.uint64(key >> shift)
+                marks[case] = mark
+                wi, a, b = _tie_terms(key, case, tg)
+                ws += wi
+                nums += b
+                dens += a
+            if left:
+                w_left, num_l, den_l = ws, nums, dens
             else:
-                w_right += wi
-                num_r += b
-                den_r += a
+                w_right, num_r, den_r = ws, nums, dens
+            i = run_end
         splits.tie_left[j] = 0 if num_l * den_r < num_r * den_l else 1
         for i in range(pend, end):
             marks[row[i] >> shift] = MISSING
@@ -1609,17 +1731,33 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
         # the present cases, counted by _mark_mv; then those sent here
         n_left = splits.pos[j] - start
         n_right = pend - start - n_left
+        # The first surrogate routes most of these cases: its sides are found first for
+        # all of them, in a loop of independent look-ups of X (scattered rows, which the
+        # CPU overlaps), into this chunk's buffer; the other surrogates serve the rest.
+        by_first = rules.use_surrogate > 0 and n_sur > 0
+        first_go = work.buffers[c]
+        n_first = 0
+        if by_first:
+            fs = tables.sur_i[first, S_FEATURE]
+            is_cat = ps.n_levels[fs] > 0
+            for i in range(pend, end):
+                first_go[i - pend] = _surrogate_goes(X, row[i] >> shift, fs, tables, first,
+                                                     level_sets, is_cat)
         for i in range(pend, end):
             case = row[i] >> shift
             go = MISSING
-            if rules.use_surrogate > 0:
-                for r in range(first, first + n_sur):
-                    fs = tables.sur_i[r, S_FEATURE]
-                    go = _surrogate_goes(X, case, fs, tables, r, level_sets,
-                                         ps.n_levels[fs] > 0)
-                    if go != MISSING:
-                        tables.sur_i[r, S_COUNT] += 1
-                        break
+            if by_first:
+                go = first_go[i - pend]
+                if go != MISSING:
+                    n_first += 1
+                else:
+                    for r in range(first + 1, first + n_sur):
+                        fs = tables.sur_i[r, S_FEATURE]
+                        go = _surrogate_goes(X, case, fs, tables, r, level_sets,
+                                             ps.n_levels[fs] > 0)
+                        if go != MISSING:
+                            tables.sur_i[r, S_COUNT] += 1
+                            break
             if go == MISSING and rules.use_surrogate == 2:
                 if w_left > w_right:
                     go = LEFT
@@ -1628,6 +1766,8 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
             marks[case] = go
             n_left += go == LEFT
             n_right += go == RIGHT
+        if by_first:
+            tables.sur_i[first, S_COUNT] += n_first
         splits.pos[j] = start + n_left
         splits.stop[j] = start + n_left + n_right
 
@@ -1732,7 +1872,7 @@ def _fill_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_se
                     X[row[pos - 1] >> shift, bf], X[row[pos] >> shift, bf])
 
 
-@jit
+@jit(borrowed=True)
 def _partition_mv(keys, shift, sp_index, splits, fr, work, c, n_chunks):
     """Step 4 (missing values), before step 3: stable three-way partition of the split
     nodes' segments into the cases going left, those going right, and those staying in
@@ -2108,6 +2248,11 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     missing = np.zeros((p if mv else 0, -(-X.shape[0] // 8)), dtype=np.uint8)
     if mv:
         _missing_bits(X, missing)
+    # Regression with unit weights: the responses of a pair's present cases are read
+    # once, into a row of ``gathered`` (_gathered_best)
+    gather = mv and not is_class and tg.unit_weights
+    gathered = np.empty((n_threads, 2 * n if gather else 0), dtype=np.float64)
+    iota = np.arange(n if gather else 0, dtype=np.int32)
     # at most max_sur surrogates and max_comp competitors per split (n - 1 splits at most)
     sur_cap = max(16, min((n - 1) * max_sur, PREALLOC_ROWS))
     comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))
@@ -2171,7 +2316,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 batch = fr.rows(b)
                 if mv:
                     run_chunks(pool, min(n_threads, n_pairs), _search_mv, missing, presorted,
-                               batch, nodes, tg, rules, work, pairs)
+                               batch, nodes, tg, rules, work, pairs, gathered, iota)
                 else:
                     run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch,
                                nodes, tg, rules, work, pairs)

@@ -668,6 +668,9 @@ def warn_target_in_features(X, enc, y, names):
 
 #: Entries of X looked at per block by :func:`warn_missing` (a block of rows at a time).
 _BLOCK_CELLS = 1 << 16
+#: :func:`warn_missing` counts column by column up to this many features (a block then
+#: holds at least 1,024 rows, and a row's tally fits in a byte).
+_TALLY_COLUMNS = 64
 
 
 def has_missing(X):
@@ -694,8 +697,20 @@ def warn_missing(X, names):
     step = max(1, _BLOCK_CELLS // p)
     for start in range(0, n, step):
         miss = np.isnan(X[start:start + step])
-        per_column += np.count_nonzero(miss, axis=0)
-        n_every += int(np.count_nonzero(miss.all(axis=1)))
+        if p > _TALLY_COLUMNS:
+            per_column += np.count_nonzero(miss, axis=0)
+            n_every += int(np.count_nonzero(miss.all(axis=1)))
+            continue
+        # Column by column: counting one column's flags, and adding them to a tally by
+        # row, take about half the time of the reductions along either axis.
+        tally = np.zeros(miss.shape[0], dtype=np.uint8)
+        for j in range(p):
+            col = miss[:, j]
+            k = np.count_nonzero(col)
+            if k:
+                per_column[j] += k
+                tally += col
+        n_every += int(np.count_nonzero(tally == p))
     total = int(per_column.sum())
     empty = [_label(names, j) for j in np.flatnonzero(per_column == n)]
     if empty:

@@ -164,6 +164,29 @@ def test_warn_missing_names_empty_columns_and_counts_empty_rows():
     assert E.has_missing(np.array([[1e308, 1e308], [np.nan, 0.0]])) is True
 
 
+@pytest.mark.parametrize("p", [1, 3, E._TALLY_COLUMNS, E._TALLY_COLUMNS + 1, 200])
+def test_warn_missing_counts_as_a_plain_count(p):
+    # both ways of counting (column by column up to _TALLY_COLUMNS features, along the
+    # axes past it), over several blocks of rows, against numpy on the whole array
+    rng = np.random.default_rng(p)
+    n = 3 * E._BLOCK_CELLS // p + 17
+    X = rng.normal(size=(n, p))
+    X[rng.random((n, p)) < rng.uniform(0.05, 0.9, size=p)] = np.nan
+    X[rng.choice(n, 5, replace=False)] = np.nan  # rows missing everything
+    X[:, 0] = np.nan if p > 2 else X[:, 0]       # a column missing everywhere
+    miss = np.isnan(X)
+    n_every = int(miss.all(axis=1).sum())
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        total = E.warn_missing(X, None)
+    assert total == int(miss.sum())
+    texts = [str(r.message) for r in record]
+    if n_every and not miss.all():
+        rows = "row is" if n_every == 1 else "rows are"
+        assert any(f"X: {n_every} {rows} missing every feature" in t for t in texts), texts
+    assert any("on every row" in t for t in texts) == bool(miss.all(axis=0).any())
+
+
 # ------------------------------------------------------------------------ missing targets
 
 @pytest.mark.parametrize("est_cls", ESTIMATORS)
