@@ -728,13 +728,13 @@ def _load_numba_without_blas():
 
     Numba imports them when it loads its first kernel, and on import probes for BLAS by
     importing ``scipy.linalg.cython_blas``, which imports all of scipy.linalg (a tenth
-    to a third of a second, more than the monograph's cells take to load their kernels).
+    to a third of a second before the first fit of ``cartjit run``).
     No kernel of cartjit calls BLAS (no ``np.dot``, ``@`` or ``np.linalg`` inside a
     kernel), so the command line process, which runs only cartjit's kernels, makes the
     probe fail at once by marking that module absent for the moment of the import. Numba
     then gives NumPy's inner products (``np.correlate``, ``np.convolve``) plain loops in
     this process only; ``np.dot`` and ``np.linalg`` still import scipy when compiled.
-    Nothing happens when scipy.linalg or Numba's implementations are already loaded.
+    Nothing happens when that module or Numba's implementations are already loaded.
     """
     blas = "scipy.linalg.cython_blas"
     if blas in sys.modules or "numba.np.arraymath" in sys.modules:
