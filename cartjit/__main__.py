@@ -723,6 +723,32 @@ def _cmd_datasets(args):
     return 0
 
 
+def _load_numba_without_blas():
+    """Load Numba's NumPy implementations without importing scipy.linalg.
+
+    Numba imports them when it loads its first kernel, and on import probes for BLAS by
+    importing ``scipy.linalg.cython_blas``, which imports all of scipy.linalg (a tenth
+    to a third of a second before the first fit of ``cartjit run``).
+    No kernel of cartjit calls BLAS (no ``np.dot``, ``@`` or ``np.linalg`` inside a
+    kernel), so the command line process, which runs only cartjit's kernels, makes the
+    probe fail at once by marking that module absent for the moment of the import. Numba
+    then gives NumPy's inner products (``np.correlate``, ``np.convolve``) plain loops in
+    this process only; ``np.dot`` and ``np.linalg`` still import scipy when compiled.
+    Nothing happens when that module or Numba's implementations are already loaded.
+    """
+    blas = "scipy.linalg.cython_blas"
+    if blas in sys.modules or "numba.np.arraymath" in sys.modules:
+        return
+    sys.modules[blas] = None  # `import scipy.linalg.cython_blas` raises ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401
+    except ImportError:  # no Numba: the import of cartjit will say so
+        pass
+    finally:
+        if sys.modules.get(blas, 0) is None:
+            del sys.modules[blas]
+
+
 def main(argv=None):
     """Entry point of the ``cartjit`` console script; returns the exit status."""
     parser = build_parser()
@@ -730,6 +756,8 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command in ("run", "show", "fit", "predict"):
+        _load_numba_without_blas()
     if args.command == "run":
         for option, value in (("--scheduler", args.scheduler),
                               ("--scheduler-file", args.scheduler_file)):

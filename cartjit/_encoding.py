@@ -629,18 +629,18 @@ def warn_target_in_features(X, enc, y, names):
     n = X.shape[0]
     if n < 2 or y.shape[0] != n:
         return
-    try:
-        if np.unique(y[: min(n, 64)]).shape[0] < 2 and np.unique(y).shape[0] < 2:
-            return
-    except TypeError:  # unsortable labels: check_y will refuse them
-        return
-    y_numeric = y.dtype.kind in "biuf"
-    y_float = y.astype(np.float64) if y_numeric else None
+    # most columns differ from y in their first entry: the cheap tests come first, and
+    # whether y takes two values at all is asked only of a column found equal to it
+    numeric_rule = n >= MIN_ROWS_NUMERIC_TARGET and y.dtype.kind in "biuf"
+    y_float = None
     head = min(n, 32)
     for j in range(X.shape[1]):
         if enc.kind[j] == NUMERIC:
-            if (n < MIN_ROWS_NUMERIC_TARGET or not y_numeric
-                    or not np.array_equal(X[:head, j], y_float[:head])):
+            if not numeric_rule:
+                continue
+            if y_float is None:
+                y_float = y.astype(np.float64)
+            if X[0, j] != y_float[0] or not np.array_equal(X[:head, j], y_float[:head]):
                 continue
             same = (np.array_equal(X[:, j], y_float)
                     and np.unique(y_float).shape[0] > 2)
@@ -657,11 +657,20 @@ def warn_target_in_features(X, enc, y, names):
             if np.isnan(X[:, j]).any():
                 continue
             same = bool(np.all(levels[X[:, j].astype(np.intp)] == y.astype(object)))
-        if same:
+        if same and _takes_two_values(y):
             warnings.warn(
                 f"feature {_label(names, j)} equals the target y on every row: is the "
                 "target among the features by mistake? The tree would split on it alone",
                 UserWarning, stacklevel=V.user_stacklevel())
+
+
+def _takes_two_values(y):
+    """Whether y holds two distinct values (``False`` for labels that cannot be sorted:
+    checking y refuses them)."""
+    try:
+        return np.unique(y[: min(y.shape[0], 64)]).shape[0] > 1 or np.unique(y).shape[0] > 1
+    except TypeError:
+        return False
 
 
 # --------------------------------------------------------------------------- missing values

@@ -207,6 +207,8 @@ def drop_missing_targets(y_missing, n_rows):
 
 def kernel_levels(encoding):
     """``Problem.n_levels``: L_f of the subset-split features (empty when none)."""
+    if not encoding.kind.any():  # every feature numeric (0), as NumPy input always is
+        return np.zeros(0, dtype=np.int64)
     n_levels = encoding.n_levels
     return n_levels if n_levels.any() else np.zeros(0, dtype=np.int64)
 

@@ -84,6 +84,12 @@ CODES_DTYPE = np.uint16
 #: cache, and six passes cover the 64 bits of a float64.
 RADIX_BITS = 11
 RADIX_PASSES = 6
+#: Below this many cases the radix sort takes digits of ``SMALL_RADIX_BITS`` bits (eight
+#: passes of 256 counters): clearing and summing 2,048 counters per pass would cost
+#: more than the pass itself.
+SMALL_RADIX_CASES = 2048
+SMALL_RADIX_BITS = 8
+SMALL_RADIX_PASSES = 8
 #: The sortable image of every NaN: above that of +inf, so missing values sort last.
 _NAN_KEY = np.uint64(0xFFF8000000000000)
 
@@ -105,40 +111,42 @@ def _sortable_bits(X, f, out):
 
 
 @jit
-def _radix_order(sk, order, buf_k, buf_i, counts):
+def _radix_order(sk, order, buf_k, buf_i, counts, bits, n_passes):
     """Presort, numeric feature: ``order`` = the cases sorted by their keys ``sk`` (least
     significant digit first, stable; ``sk``, ``buf_k`` and ``buf_i`` are overwritten).
     A pass whose digit is the same for every case is skipped. Returns whether the sorted
-    keys ended in ``buf_k`` (else they are in ``sk``).
+    keys ended in ``buf_k`` (else they are in ``sk``). Being stable, the order is that of
+    (key, case) whatever the width of the digits.
 
     Parameters
     ----------
     sk : uint64 sortable keys by case (:func:`_sortable_bits`).
     order : int32 output, the cases in increasing order of ``sk``.
     buf_k, buf_i : uint64 and int32 scratch as long as ``sk``.
-    counts : int64 (RADIX_PASSES, 2**RADIX_BITS) scratch.
+    counts : int64 scratch of at least (n_passes, 2**bits).
+    bits, n_passes : bits of a digit and digits of a key (n_passes * bits >= 64).
     """
     n = sk.shape[0]
-    n_bins = 1 << RADIX_BITS
+    n_bins = 1 << bits
     digit = np.uint64(n_bins - 1)
-    counts[:] = 0
+    counts[:n_passes, :n_bins] = 0
     for i in range(n):
         k = sk[i]
-        for p in range(RADIX_PASSES):
-            counts[p, (k >> np.uint64(p * RADIX_BITS)) & digit] += 1
+        for p in range(n_passes):
+            counts[p, (k >> np.uint64(p * bits)) & digit] += 1
         order[i] = i
     src_k, src_i, dst_k, dst_i = sk, order, buf_k, buf_i
     in_buffer = False
-    for p in range(RADIX_PASSES):
+    for p in range(n_passes):
         cnt = counts[p]
-        if cnt[(sk[0] >> np.uint64(p * RADIX_BITS)) & digit] == n:
+        if cnt[(sk[0] >> np.uint64(p * bits)) & digit] == n:
             continue  # one digit value: the pass would change nothing
         total = 0
         for b in range(n_bins):
             c = cnt[b]
             cnt[b] = total
             total += c
-        shift = np.uint64(p * RADIX_BITS)
+        shift = np.uint64(p * bits)
         for i in range(n):
             k = src_k[i]
             d = (k >> shift) & digit
@@ -204,7 +212,7 @@ def _has_ties(sorted_keys):
 
 
 @jit
-def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, c, n_chunks):
+def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, bits, c, n_chunks):
     """Presort, features c, c + n_chunks, ...: ``keys[f]`` = the cases by increasing
     x_f (NaN last), and ``tied[f]`` whether two cases share a value (ordered features).
 
@@ -215,40 +223,50 @@ def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, c, n_chunk
     keys : int32 (n_features, n_cases) output.
     tied : bool (n_features,) output.
     sk, buf_k, buf_i, counts : this chunk's rows of the radix sort's scratch.
+    bits : bits of a digit of the radix sort.
     """
     sk = sk[c]
     buf_k = buf_k[c]
     buf_i = buf_i[c]
     counts = counts[c]
+    n_passes = -(-64 // bits)
     for f in range(c, keys.shape[0], n_chunks):
         order = keys[f]
         if n_levels[f] > 0:
             _code_order(X, f, n_levels[f], order, counts.reshape(-1))
             continue
         _sortable_bits(X, f, sk)
-        sorted_keys = buf_k if _radix_order(sk, order, buf_k, buf_i, counts) else sk
+        sorted_keys = buf_k if _radix_order(sk, order, buf_k, buf_i, counts, bits,
+                                            n_passes) else sk
         tied[f] = _has_ties(sorted_keys)
 
 
 @jit
-def _dense_ranks(X, f, order, out):
-    """Presort, ranks of a tied feature: ``out[case]`` = dense rank of ``X[case, f]``.
+def _dense_ranks(X, keys, tied, rank_row, ranks):
+    """Presort, ranks of the tied features: ``ranks[rank_row[f], case]`` = dense rank of
+    ``X[case, f]`` for every f with ``tied[f]``.
 
     Parameters
     ----------
     X : float64 (n_cases, n_features).
-    f : the feature.
-    order : int32 cases in increasing order of x_f.
-    out : int32 output, by case; equal values share a rank.
+    keys : int32 (n_features, n_cases), cases in increasing order of each x_f.
+    tied : bool (n_features,).
+    rank_row : int64 row of ``ranks`` by feature.
+    ranks : int32 output, by case; equal values share a rank.
     """
-    rank = 0
-    prev = X[order[0], f]
-    for i in range(order.shape[0]):
-        case = order[i]
-        if X[case, f] != prev:
-            rank += 1
-            prev = X[case, f]
-        out[case] = rank
+    for f in range(keys.shape[0]):
+        if not tied[f]:
+            continue
+        order = keys[f]
+        out = ranks[rank_row[f]]
+        rank = 0
+        prev = X[order[0], f]
+        for i in range(order.shape[0]):
+            case = order[i]
+            if X[case, f] != prev:
+                rank += 1
+                prev = X[case, f]
+            out[case] = rank
 
 
 #: Above this many cases the presort runs on one thread: each thread needs 20 bytes of
@@ -277,45 +295,52 @@ def presort(X, n_levels=None, n_threads=1):
     n, p = X.shape
     if n_levels is None or n_levels.shape[0] == 0:
         n_levels = np.zeros(p, dtype=np.int64)
-    n_levels = as_kernel_array(n_levels, np.int64)
-    if p and int(n_levels.max()) >= np.iinfo(CODES_DTYPE).max:
+        max_level = 0
+    else:
+        n_levels = as_kernel_array(n_levels, np.int64)
+        max_level = int(n_levels.max()) if p else 0
+    if max_level >= np.iinfo(CODES_DTYPE).max:
         raise ValueError(f"n_levels: at most {np.iinfo(CODES_DTYPE).max - 1} levels per "
-                         f"feature, got {int(n_levels.max())}")
+                         f"feature, got {max_level}")
     categorical = n_levels > 0
+    n_categorical = int(np.count_nonzero(categorical))
     keys = np.empty((p, n), dtype=np.int32)
     tied = np.zeros(p, dtype=np.bool_)
     n_chunks = max(1, min(int(n_threads), p))
     if n * p < PARALLEL_MIN_KEYS or n > PARALLEL_MAX_CASES:
         n_chunks = 1
-    numeric = bool((~categorical).any()) and n > 0
-    m = n if numeric else 0
+    m = n if n_categorical < p else 0
+    if n < SMALL_RADIX_CASES:
+        bits, n_passes = SMALL_RADIX_BITS, SMALL_RADIX_PASSES
+    else:
+        bits, n_passes = RADIX_BITS, RADIX_PASSES
     # counters: a row per radix pass, or the levels (and missing) of a categorical one
-    width = max(1 << RADIX_BITS, -(-(int(n_levels.max()) + 1 if p else 1) // RADIX_PASSES))
+    width = max(1 << bits, -(-(max_level + 1) // n_passes))
     sk = np.empty((n_chunks, m), dtype=np.uint64)
     buf_k = np.empty((n_chunks, m), dtype=np.uint64)
     buf_i = np.empty((n_chunks, m), dtype=np.int32)
-    counts = np.empty((n_chunks, RADIX_PASSES, width), dtype=np.int64)
+    counts = np.empty((n_chunks, n_passes, width), dtype=np.int64)
     if n > 0:
         pool = ThreadPoolExecutor(n_chunks) if n_chunks > 1 else None
         try:
             run_chunks(pool, n_chunks, _sort_features, X, n_levels, keys, tied, sk,
-                       buf_k, buf_i, counts)
+                       buf_k, buf_i, counts, bits)
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)
     del sk, buf_k, buf_i
-    with_row = tied | categorical
-    rank_row = np.full(p, -1, dtype=np.int64)
-    rank_row[with_row] = np.arange(int(with_row.sum()))
-    ranks = np.empty((int(with_row.sum()), n), dtype=np.int32)
-    for f in np.flatnonzero(tied):
-        _dense_ranks(X, f, keys[f], ranks[rank_row[f]])
-    for f in np.flatnonzero(categorical):
+    with_row = tied | categorical if n_categorical else tied
+    rank_row = np.cumsum(with_row, dtype=np.int64) - 1  # rows in feature order; -1: none
+    n_rows = int(rank_row[-1]) + 1 if p else 0
+    rank_row[~with_row] = -1
+    ranks = np.empty((n_rows, n), dtype=np.int32)
+    if n > 0 and n_rows > n_categorical:
+        _dense_ranks(X, keys, tied, rank_row, ranks)
+    codes = np.zeros((n_rows if n_categorical else 0, n), dtype=CODES_DTYPE)
+    for f in np.flatnonzero(categorical) if n_categorical else ():
         # the codes, exact in float64 and in int32; a missing code becomes L
-        codes = X[:, f]
-        ranks[rank_row[f]] = np.where(np.isnan(codes), n_levels[f], codes)
-    codes = np.zeros((ranks.shape[0] if categorical.any() else 0, n), dtype=CODES_DTYPE)
-    for f in np.flatnonzero(categorical):
+        column = X[:, f]
+        ranks[rank_row[f]] = np.where(np.isnan(column), n_levels[f], column)
         codes[rank_row[f]] = ranks[rank_row[f]]
     if n * p >= PARALLEL_MIN_KEYS:
         release_free_memory()

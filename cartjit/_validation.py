@@ -293,6 +293,9 @@ def check_y_class(y, n_samples, name="y"):
             raise TypeError(
                 f"{name} mixes label types {sorted(k.__name__ for k in kinds)}; "
                 "use labels of one type (all strings or all numbers)")
+    if arr.dtype.kind in "biuf":  # numbers (no NaN here): a search is cheaper than
+        classes = np.unique(arr)  # unique's inverse, and gives the same codes
+        return classes, as_kernel_array(np.searchsorted(classes, arr), np.int32)
     try:
         classes, encoded = np.unique(arr, return_inverse=True)
     except TypeError as exc:

@@ -73,6 +73,28 @@ def test_help_of_the_console_script_and_of_python_m(tmp_path):
     assert out2.returncode == 0 and out2.stdout == out.stdout
 
 
+_NO_BLAS_SCRIPT = """
+import sys
+import numpy as np
+from cartjit.__main__ import _load_numba_without_blas
+from cartjit._presort import presort
+_load_numba_without_blas()
+keys = presort(np.array([[2.0, 1.0], [0.5, 3.0], [1.0, 2.0]])).keys
+linalg_before = "scipy.linalg" in sys.modules
+import scipy.linalg.cython_blas  # still importable afterwards
+print(linalg_before, keys.tolist())
+"""
+
+
+def test_command_line_loads_numba_without_scipy_linalg():
+    """Numba's BLAS probe is kept from importing scipy.linalg in the command line's
+    process; kernels still run, and scipy.linalg can be imported afterwards."""
+    pytest.importorskip("scipy")
+    out = subprocess.run([sys.executable, "-c", _NO_BLAS_SCRIPT], capture_output=True,
+                         text=True, timeout=300, env=child_env(), check=True)
+    assert out.stdout.split() == ["False", "[[1,", "2,", "0],", "[0,", "2,", "1]]"]
+
+
 @pytest.mark.parametrize("command", ["run", "show", "datasets"])
 def test_each_subcommand_explains_itself(command, capsys):
     with pytest.raises(SystemExit) as info:

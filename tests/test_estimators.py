@@ -262,6 +262,24 @@ def test_bool_labels(cls_data):
     np.testing.assert_array_equal(pred, ref.predict(X).astype(bool))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint64, np.float32, np.float64,
+                                   np.bool_, object])
+def test_label_codes_are_those_of_numpy_unique(dtype):
+    """The classes and codes of a fit's labels (numbers are coded by a search of the
+    classes) are those of ``np.unique(..., return_inverse=True)``."""
+    from cartjit._validation import check_y_class
+    rng = np.random.default_rng(7)
+    for n, k in [(1, 1), (2, 2), (150, 3), (500, 40)]:
+        y = (rng.integers(0, k, n) * 3 - 50).astype(np.int64)
+        y = (y.astype(np.uint64) * np.uint64(2**55) if dtype is np.uint64 else y).astype(dtype)
+        classes, codes = check_y_class(y, n)
+        expected_classes, expected_codes = np.unique(y, return_inverse=True)
+        assert classes.dtype == expected_classes.dtype
+        np.testing.assert_array_equal(classes, expected_classes)
+        assert codes.dtype == np.int32 and codes.flags.c_contiguous
+        np.testing.assert_array_equal(codes, expected_codes.reshape(-1))
+
+
 def test_pandas_labels(cls_data):
     X, y_int = cls_data
     y = pd.Series(np.array(["x", "y", "z"])[y_int], name="label")
