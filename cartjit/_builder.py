@@ -1632,59 +1632,127 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
         splits.stop[j] = start + n_left + n_right
 
 
+@jit(inline="always")
+def _next_pick(vals, p, f1, run_thr, run_bf):
+    """:func:`_next_best` for the competitors, on ``vals`` (the node's Δ in its first p
+    entries, -inf where a feature is taken or not above the floor, and Δ + tol in the
+    next p) and holding the running best as the bound ``best + tol`` a later feature
+    must beat (``run_thr``, resumed at ``f1`` as :func:`_next_best` resumes): the same
+    comparisons, but each step's dependence on the last is one comparison and one
+    selection of a loaded value, with no branch to mispredict."""
+    thr = run_thr[f1]
+    bf = run_bf[f1]
+    for f in range(f1, p):
+        better = vals[f] > thr
+        thr = vals[p + f] if better else thr
+        bf = f if better else bf
+        run_thr[f + 1] = thr
+        run_bf[f + 1] = bf
+    return bf
+
+
 @jit
-def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables):
-    """Step 2, competitors (serial): for each split node of the batch, the best splits
+def _pick_competitors(fr, nodes, rules, splits, pairs, picks, c, n_chunks):
+    """Step 2, competitors, in chunks: for each split node of the batch, the best splits
     of the other features (largest Δ first, feature order on ties up to the tie
-    tolerance, Δ above it), at most ``max_competitor``, written in node order to the
-    competitor table (feature, cases present, Δ), a categorical competitor with the next
-    free row of the level sets; :func:`_fill_competitors` completes the rows.
+    tolerance, Δ above it), at most ``max_competitor``, in ``picks`` (row j: the features
+    of batch row j in rank order, then -1); :func:`_rank_competitors` writes them to the
+    table.
+
+    Competitors are ranked by repeating one scan over the features in order (a feature
+    is taken when it beats the best so far by more than the tie tolerance), with the
+    features already taken left out (:func:`_next_pick`, resumed where the last pick was
+    taken). Chunk c takes the batch rows c, c + n_chunks, ...; each node writes only its
+    own row of ``picks``.
+
+    Parameters
+    ----------
+    fr : :class:`Frontier` of this batch.
+    nodes : :class:`Nodes`.
+    rules : :class:`Rules`.
+    splits : :class:`Splits` of this batch (step 2).
+    pairs : :class:`Pairs` of this batch (step 1).
+    picks : int64 (batch rows, max_competitor) output.
+    c, n_chunks : this chunk and the number of chunks.
+    """
+    delta = pairs.delta
+    feat = splits.feat
+    node_ids = fr.node
+    fnode = nodes.fnode
+    p = delta.shape[0] // max(1, node_ids.shape[0])
+    max_comp = rules.max_competitor
+    vals = np.empty(2 * p, dtype=np.float64)
+    run_thr = np.empty(p + 1, dtype=np.float64)
+    run_bf = np.empty(p + 1, dtype=np.int64)
+    for j in range(c, node_ids.shape[0], n_chunks):
+        f0 = feat[j]
+        if f0 < 0:
+            continue
+        tol = tie_tolerance(fnode[node_ids[j], F_IMPURITY])
+        base = j * p
+        for f in range(p):
+            v = delta[base + f]
+            vals[f] = v if v > tol else -np.inf
+            vals[p + f] = v + tol
+        vals[f0] = -np.inf
+        run_thr[0] = -np.inf
+        run_bf[0] = -1
+        f1 = 0
+        n_comp = 0
+        while n_comp < max_comp:
+            bf = _next_pick(vals, p, f1, run_thr, run_bf)
+            if bf < 0:
+                break
+            vals[bf] = -np.inf
+            f1 = bf
+            picks[j, n_comp] = bf
+            n_comp += 1
+        if n_comp < max_comp:
+            picks[j, n_comp] = -1
+
+
+@jit
+def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables, picks):
+    """Step 2, competitors (serial), after :func:`_pick_competitors`: write each split
+    node's picks in node order to the competitor table (feature, cases present, Δ), a
+    categorical competitor with the next free row of the level sets;
+    :func:`_fill_competitors` completes the rows.
 
     Parameters as :func:`_rank_surrogates`; ``with_present`` tells whether
     ``pairs.present`` was filled (missing values), else every case of the node counts as
-    present.
+    present; ``picks`` is :func:`_pick_competitors`' output.
     """
     p = ps.keys.shape[0]
-    taken = np.zeros(p, dtype=np.uint8)
-    run_best = np.empty(p + 1, dtype=np.float64)  # _next_best's resumable scan
-    run_bf = np.empty(p + 1, dtype=np.int64)
+    max_comp = rules.max_competitor
+    comp_i = tables.comp_i
+    comp_f = tables.comp_f
+    n_levels = ps.n_levels
+    row_c = tables.rows[1]
+    n_rows = tables.rows[2]
     for j in range(fr.node.shape[0]):
-        f0 = splits.feat[j]
-        if f0 < 0:
+        if splits.feat[j] < 0:
             continue
         node = fr.node[j]
-        tol = tie_tolerance(nodes.fnode[node, F_IMPURITY])
-        first = tables.rows[1]
-        n_comp = 0
-        taken[f0] = 1
-        base = j * p
-        run_best[0] = -np.inf
-        run_bf[0] = -1
-        f1 = 0
-        for r in range(rules.max_competitor):
-            bf = _next_best(pairs.delta, base, p, taken, tol, tol, f1, run_best, run_bf)
+        first = row_c
+        n_all = fr.end[j] - fr.start[j]
+        for r in range(max_comp):
+            bf = picks[j, r]
             if bf < 0:
                 break
-            taken[bf] = 1
-            f1 = bf
             kk = j * p + bf
-            row_c = first + n_comp
-            tables.comp_i[row_c, C_FEATURE] = bf
-            tables.comp_i[row_c, C_COUNT] = (pairs.present[kk] if with_present
-                                             else fr.end[j] - fr.start[j])
-            tables.comp_f[row_c, C_IMPROVEMENT] = pairs.delta[kk]
-            if ps.n_levels[bf] > 0:
-                tables.comp_i[row_c, C_LEVEL_ROW] = tables.rows[2]
-                tables.rows[2] += 1
+            comp_i[row_c, C_FEATURE] = bf
+            comp_i[row_c, C_COUNT] = pairs.present[kk] if with_present else n_all
+            comp_f[row_c, C_IMPROVEMENT] = pairs.delta[kk]
+            if n_levels[bf] > 0:
+                comp_i[row_c, C_LEVEL_ROW] = n_rows
+                n_rows += 1
             else:
-                tables.comp_i[row_c, C_LEVEL_ROW] = -1
-            n_comp += 1
-        taken[f0] = 0
-        for r in range(n_comp):
-            taken[tables.comp_i[first + r, C_FEATURE]] = 0
-        tables.rows[1] = first + n_comp
+                comp_i[row_c, C_LEVEL_ROW] = -1
+            row_c += 1
         nodes.inode[node, I_COMP_START] = first
-        nodes.inode[node, I_N_COMP] = n_comp
+        nodes.inode[node, I_N_COMP] = row_c - first
+    tables.rows[1] = row_c
+    tables.rows[2] = n_rows
 
 
 @jit(borrowed=True)
@@ -1932,7 +2000,9 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
             if cat is not None and n_new_rows:
                 _record_subsets(ps, batch, nodes, tg, rules, part, pairs, work, level_sets)
             if max_comp and n_new:
-                _rank_competitors(ps, batch, nodes, rules, part, pairs, False, tables)
+                picks = np.empty((b1 - b0, max_comp), dtype=np.int64)
+                _pick_competitors(batch, nodes, rules, part, pairs, picks, 0, 1)
+                _rank_competitors(ps, batch, nodes, rules, part, pairs, False, tables, picks)
                 if cat is None:  # compiled without the subset code
                     _fill_competitors(X, ps, batch, nodes, tg, rules, part, pairs, work,
                                       None, tables, 0, 1)
@@ -2206,8 +2276,11 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                     _record_subsets(presorted, batch, nodes, tg, rules, batch_splits, pairs,
                                     work, level_sets)
                 if max_comp and n_new:
+                    picks = np.empty((bm, max_comp), dtype=np.int64)
+                    run_chunks(pool, min(n_threads, bm), _pick_competitors, batch, nodes,
+                               rules, batch_splits, pairs, picks)
                     _rank_competitors(presorted, batch, nodes, rules, batch_splits, pairs, mv,
-                                      tables)
+                                      tables, picks)
                     run_chunks(pool, node_chunks, _fill_competitors, X, presorted, batch,
                                nodes, tg, rules, batch_splits, pairs, work,
                                level_sets if lm else None, tables)
