@@ -22,8 +22,10 @@ below names the step it implements:
    left and right, so every child segment is again sorted. Splits into two leaves skip
    this step.
 
-Steps 1, 3 and 4 are cut into ``n_threads`` interleaved chunks of independent work,
-each with its own scratch buffer, run by a thread pool: the kernels are compiled with
+Steps 1, 3 and 4, and in step 2 the choice (:func:`_choose`, with the children
+numbered after it in node order by :func:`_number_splits`) and the ranking of
+competitors (:func:`_pick_competitors`), are cut into ``n_threads`` chunks of
+independent work, each with its own scratch buffer, run by a thread pool: the kernels are compiled with
 ``nogil=True``. Serial kernels driven from Python compile several times faster than one
 ``parallel=True`` grower (a cold start is a cost users pay, docs/design.md), and a few
 kernel calls per level cost microseconds next to the level's work. Steps 1 and 2 run on
@@ -416,6 +418,16 @@ def _node_stats(row, start, end, tg, counts):
 # --------------------------------------------------------------------------- level steps
 
 @jit(inline="always")
+def _block(m, c, n_chunks):
+    """Rows ``[j0, j1)`` of chunk c when ``m`` rows are cut into ``n_chunks``
+    consecutive blocks of nearly equal size. Loop over them as ``for j in range(j1)``,
+    skipping ``j < j0``: a loop from 0 lets the compiler drop the checks for negative
+    indices at every access by ``j`` (a loop from ``j0`` made step 2 half as slow
+    again)."""
+    return m * c // n_chunks, m * (c + 1) // n_chunks
+
+
+@jit(inline="always")
 def _chunk_walk(f, p, c, n_chunks):
     """Feature-by-feature walks of a level's (node, feature) pairs ``k = t * p + f``,
     chunk c taking those with k ≡ c (mod n_chunks): the first node index t of feature
@@ -608,7 +620,7 @@ def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
     """Step 2, choose, the subset splits of a batch (serial: the nodes' cases are
     interleaved in ``goes_left``, whose cache lines threads marking them would share):
     for every node that :func:`_choose` split on a categorical feature, write its level
-    sets to the row :func:`_choose` reserved (the sides the search kept in
+    sets to the row :func:`_number_splits` reserved (the sides the search kept in
     ``pairs.left_bits``, or found by searching that one pair again), mark its cases and
     partition the split feature.
 
@@ -783,28 +795,30 @@ def _mark_by_level_sets(keys, start, end, shift, codes, level_sets, row, marks):
 
 
 @jit(borrowed=True)
-def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, first_row):
-    """Step 2, choose: each frontier node's split, recorded with its cases marked;
-    returns how many nodes split and how many of them are subset splits, which get the
-    rows of the level sets from ``first_row`` on and are completed by
-    :func:`_record_subsets`.
+def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, c, n_chunks):
+    """Step 2, choose, in chunks: each frontier node's split, recorded with its cases
+    marked; :func:`_number_splits` then numbers the children (and the rows of the level
+    sets of subset splits, completed by :func:`_record_subsets`) in node order.
+
+    Chunk c takes the c-th of ``n_chunks`` consecutive blocks of batch rows (each thread
+    then walks the keys and marks of neighbouring nodes); each node writes its own rows
+    of ``splits`` and of the node tables, and the marks of its own cases.
 
     Parameters
     ----------
     X : float64 (n, p) the cases, for the thresholds.
     ps : :class:`cartjit._presort.Presorted` keys, codes and levels.
     fr : :class:`Frontier` of this batch.
-    nodes : :class:`Nodes`; split nodes get feature, children, threshold and Δi.
+    nodes : :class:`Nodes`; split nodes get feature, threshold and Δi.
     tg : :class:`cartjit._splitter.Targets`.
     rules : :class:`Rules`.
     pairs : :class:`Pairs` of this batch (step 1).
-    splits : :class:`Splits` output, this batch's rows.
+    splits : :class:`Splits` output, this batch's rows (``child_base`` is written by
+        :func:`_number_splits`).
     goes_left : uint8 output by case: 1 for the cases of a left child (ordered splits).
-    first_child : id of the first child this batch may create.
-    first_row : first free row of the level sets.
+    c, n_chunks : this chunk and the number of chunks.
     """
     keys = ps.keys
-    n_rows = 0
     inode = nodes.inode
     fnode = nodes.fnode
     value = nodes.value
@@ -812,8 +826,10 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, 
     shift = tg.shift
     p = keys.shape[0]
     n_classes = value.shape[1]
-    n_split = 0
-    for j in range(fr.node.shape[0]):
+    j0, j1 = _block(fr.node.shape[0], c, n_chunks)
+    for j in range(j1):
+        if j < j0:
+            continue
         splits.feat[j] = -1
         node = fr.node[j]
         imp = fnode[node, F_IMPURITY]
@@ -841,18 +857,12 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, 
         pos = pairs.pos[j * p + bf]
         splits.feat[j] = bf
         splits.pos[j] = pos
-        splits.child_base[j] = first_child + 2 * n_split
         splits.stop[j] = fr.end[j]
-        n_split += 1
         inode[node, I_N_PRIMARY] = fr.end[j] - fr.start[j]
         row = keys[bf]
         inode[node, I_FEATURE] = bf
-        inode[node, I_LEFT] = splits.child_base[j]
-        inode[node, I_RIGHT] = splits.child_base[j] + 1
         fnode[node, F_IMPROVEMENT] = best
         if ps.n_levels[bf] > 0:
-            inode[node, I_LEVEL_ROW] = first_row + n_rows
-            n_rows += 1
             fnode[node, F_THRESHOLD] = np.nan
             continue
         fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1] >> shift, bf],
@@ -861,6 +871,40 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, 
             goes_left[np.uint64(row[i] >> shift)] = 1
         for i in range(np.uint64(pos), np.uint64(fr.end[j])):
             goes_left[np.uint64(row[i] >> shift)] = 0
+
+
+@jit(borrowed=True)
+def _number_splits(ps, fr, nodes, splits, first_child, first_row):
+    """Step 2, choose, after :func:`_choose` (serial): in node order, the ids of the
+    children of each split node (breadth-first: ``first_child``, ``first_child + 2``,
+    ...) and the rows of the level sets of the subset splits (from ``first_row`` on);
+    returns how many nodes split and how many of them are subset splits.
+
+    Parameters
+    ----------
+    ps : :class:`cartjit._presort.Presorted` (the levels of the features).
+    fr : :class:`Frontier` of this batch.
+    nodes : :class:`Nodes`; split nodes get their children and level-set rows.
+    splits : :class:`Splits` of this batch; ``child_base`` is written.
+    first_child : id of the first child this batch may create.
+    first_row : first free row of the level sets.
+    """
+    inode = nodes.inode
+    n_split = 0
+    n_rows = 0
+    for j in range(fr.node.shape[0]):
+        bf = splits.feat[j]
+        if bf < 0:
+            continue
+        node = fr.node[j]
+        child = first_child + 2 * n_split
+        splits.child_base[j] = child
+        inode[node, I_LEFT] = child
+        inode[node, I_RIGHT] = child + 1
+        n_split += 1
+        if ps.n_levels[bf] > 0:
+            inode[node, I_LEVEL_ROW] = first_row + n_rows
+            n_rows += 1
     return n_split, n_rows
 
 
@@ -1662,8 +1706,8 @@ def _pick_competitors(fr, nodes, rules, splits, pairs, picks, c, n_chunks):
     Competitors are ranked by repeating one scan over the features in order (a feature
     is taken when it beats the best so far by more than the tie tolerance), with the
     features already taken left out (:func:`_next_pick`, resumed where the last pick was
-    taken). Chunk c takes the batch rows c, c + n_chunks, ...; each node writes only its
-    own row of ``picks``.
+    taken). Chunk c takes the c-th of ``n_chunks`` consecutive blocks of batch rows;
+    each node writes only its own row of ``picks``.
 
     Parameters
     ----------
@@ -1684,7 +1728,10 @@ def _pick_competitors(fr, nodes, rules, splits, pairs, picks, c, n_chunks):
     vals = np.empty(2 * p, dtype=np.float64)
     run_thr = np.empty(p + 1, dtype=np.float64)
     run_bf = np.empty(p + 1, dtype=np.int64)
-    for j in range(c, node_ids.shape[0], n_chunks):
+    j0, j1 = _block(node_ids.shape[0], c, n_chunks)
+    for j in range(j1):
+        if j < j0:
+            continue
         f0 = feat[j]
         if f0 < 0:
             continue
@@ -1967,7 +2014,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
     rules, fr = _start(keys, nodes, tg, rules, tg.shift > 0)
     max_comp = rules.max_competitor
     n_nodes = 1
-    n_rows = np.int64(0)  # not the literal 0: _choose would compile for it too
+    n_rows = np.int64(0)  # not the literal 0: _number_splits would compile for it too
     while fr.node.shape[0] > 0:
         m = fr.node.shape[0]
         splits = _level_splits(m)
@@ -1994,8 +2041,9 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
                           splits.stop[b0:b1], splits.w_left[b0:b1], splits.w_right[b0:b1],
                           splits.tie_left[b0:b1])
-            n_new, n_new_rows = _choose(X, ps, batch, nodes, tg, rules, pairs, part,
-                                        work.goes_left, n_nodes + 2 * n_split, n_rows)
+            _choose(X, ps, batch, nodes, tg, rules, pairs, part, work.goes_left, 0, 1)
+            n_new, n_new_rows = _number_splits(ps, batch, nodes, part, n_nodes + 2 * n_split,
+                                               n_rows)
             tables.rows[2] = n_rows + n_new_rows
             if cat is not None and n_new_rows:
                 _record_subsets(ps, batch, nodes, tg, rules, part, pairs, work, level_sets)
@@ -2249,9 +2297,10 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                         run_chunks(pool, min(n_threads, bm * n_cat), _search_subsets,
                                    presorted, batch, nodes, tg, rules, work, pairs, cat)
                 batch_splits = Splits(*(a[b] for a in splits))
-                n_new, n_new_rows = _choose(X, presorted, batch, nodes, tg, rules, pairs,
-                                            batch_splits, work.goes_left,
-                                            n_nodes + 2 * n_split, n_rows)
+                run_chunks(pool, min(n_threads, bm), _choose, X, presorted, batch, nodes, tg,
+                           rules, pairs, batch_splits, work.goes_left)
+                n_new, n_new_rows = _number_splits(presorted, batch, nodes, batch_splits,
+                                                   n_nodes + 2 * n_split, n_rows)
                 n_rows += n_new_rows
                 tables.rows[2] = n_rows
                 # per-node steps run in chunks of batch rows; a subset split searched

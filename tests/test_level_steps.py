@@ -91,3 +91,70 @@ def test_competitor_picks_and_rows_match_repeated_scan(p, max_comp, n_chunks):
         row += len(want)
     assert tables.rows[1] == row
     assert p == 1 or n_ties > 0
+
+
+def _choice(delta, pos, tol):
+    """The reference of step 2's choice: the first feature in order whose Δ beats the
+    best so far by more than tol (pairs with a position only); -1 when none beats tol."""
+    best, bf = -np.inf, -1
+    for f in range(delta.shape[0]):
+        if pos[f] >= 0 and delta[f] > best + tol:
+            best, bf = delta[f], f
+    return bf if bf >= 0 and best > tol else -1
+
+
+@pytest.mark.parametrize("n_chunks", [1, 2, 3])
+def test_choose_in_chunks_matches_reference(n_chunks):
+    rng = np.random.default_rng(40 + n_chunks)
+    m, p, n = 200, 6, 4000
+    X = rng.normal(size=(n, p))
+    X[:, 2] = np.round(X[:, 2], 1)
+    # frontier: consecutive segments of a random permutation, each sorted on every feature
+    sizes = rng.integers(2, 30, m)
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    cases = rng.permutation(n)[:ends[-1]]
+    keys = np.empty((p, ends[-1]), dtype=np.int32)
+    for f in range(p):
+        for s, e in zip(starts, ends):
+            seg = cases[s:e]
+            keys[f, s:e] = seg[np.argsort(X[seg, f], kind="stable")]
+    fr, nodes, _, pairs, tol, delta = _batch(rng, m, p)
+    fr = fr._replace(start=starts.astype(np.int64), end=ends.astype(np.int64))
+    nodes.fnode[:, B.F_WEIGHT] = sizes
+    pos = np.where(rng.random((m, p)) < 0.8,
+                   starts[:, None] + rng.integers(1, 1000, (m, p)) % (sizes[:, None] - 1) + 1,
+                   -1)
+    pairs = pairs._replace(pos=pos.ravel().astype(np.int64))
+    n_levels = np.zeros(p, dtype=np.int64)
+    ps = Presorted(keys, np.zeros((0, n), np.int32), np.full(p, -1, np.int64), n_levels,
+                   np.zeros((0, n), np.uint16))
+    from cartjit._splitter import Targets
+    from cartjit._criteria import SQUARED_ERROR
+    tg = Targets(np.zeros(0, np.int32), np.zeros(n), np.zeros(0), True, True, np.zeros(0),
+                 SQUARED_ERROR, 0, 0)
+    rules = B.Rules(-1, 2, 1, 0.0, float(sizes.sum()), True, 12, 0, 2, 0, 4)
+    splits = B._level_splits(m)
+    marks = np.full(n + 3, 7, dtype=np.uint8)
+    for c in range(n_chunks):
+        B._choose(X, ps, fr, nodes, tg, rules, pairs, splits, marks, c, n_chunks)
+    n_split, n_rows = B._number_splits(ps, fr, nodes, splits, 1000, np.int64(0))
+    assert n_rows == 0
+    child = 1000
+    for j in range(m):
+        bf = _choice(delta[j], pos[j], tol[j])
+        assert splits.feat[j] == bf, j
+        if bf < 0:
+            continue
+        q = pos[j, bf]
+        assert splits.pos[j] == q and splits.stop[j] == ends[j]
+        assert splits.child_base[j] == child
+        assert nodes.inode[j, B.I_LEFT] == child and nodes.inode[j, B.I_RIGHT] == child + 1
+        assert nodes.inode[j, B.I_FEATURE] == bf
+        assert nodes.fnode[j, B.F_IMPROVEMENT] == delta[j, bf]
+        a, b = X[keys[bf, q - 1], bf], X[keys[bf, q], bf]
+        assert a <= nodes.fnode[j, B.F_THRESHOLD] < b or (a == b)
+        assert (marks[keys[bf, starts[j]:q]] == 1).all()
+        assert (marks[keys[bf, q:ends[j]]] == 0).all()
+        child += 2
+    assert n_split == (child - 1000) // 2 > m // 4
