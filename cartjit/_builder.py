@@ -81,6 +81,10 @@ __all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs",
 #: Frontier nodes searched at once: bounds the per-(node, feature) result arrays
 #: (16 bytes each) of the widest levels.
 SEARCH_BATCH = 4096
+#: Step 2 (choice, competitor ranking) runs in chunks on the thread pool from this many
+#: nodes in a batch; a smaller batch is one call (a few microseconds of work a node, less
+#: than handing chunks to the pool costs).
+STEP2_MIN_NODES = 256
 
 # Columns of the integer and float node tables (private to this module: the tree leaves
 # it through Grown.to_tree).
@@ -2297,8 +2301,10 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                         run_chunks(pool, min(n_threads, bm * n_cat), _search_subsets,
                                    presorted, batch, nodes, tg, rules, work, pairs, cat)
                 batch_splits = Splits(*(a[b] for a in splits))
-                run_chunks(pool, min(n_threads, bm), _choose, X, presorted, batch, nodes, tg,
-                           rules, pairs, batch_splits, work.goes_left)
+                # step 2 in chunks only where a batch has enough nodes to share out
+                step2_chunks = min(n_threads, bm) if bm >= STEP2_MIN_NODES else 1
+                run_chunks(pool, step2_chunks, _choose, X, presorted, batch, nodes, tg, rules,
+                           pairs, batch_splits, work.goes_left)
                 n_new, n_new_rows = _number_splits(presorted, batch, nodes, batch_splits,
                                                    n_nodes + 2 * n_split, n_rows)
                 n_rows += n_new_rows
@@ -2326,8 +2332,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                                     work, level_sets)
                 if max_comp and n_new:
                     picks = np.empty((bm, max_comp), dtype=np.int64)
-                    run_chunks(pool, min(n_threads, bm), _pick_competitors, batch, nodes,
-                               rules, batch_splits, pairs, picks)
+                    run_chunks(pool, step2_chunks, _pick_competitors, batch, nodes, rules,
+                               batch_splits, pairs, picks)
                     _rank_competitors(presorted, batch, nodes, rules, batch_splits, pairs, mv,
                                       tables, picks)
                     run_chunks(pool, node_chunks, _fill_competitors, X, presorted, batch,
