@@ -22,11 +22,10 @@ below names the step it implements:
    left and right, so every child segment is again sorted. Splits into two leaves skip
    this step.
 
-Steps 1, 3 and 4, and in step 2 the choice (:func:`_choose`, with the children
-numbered after it in node order by :func:`_number_splits`) and the ranking of
-competitors (:func:`_pick_competitors`), are cut into ``n_threads`` chunks of
-independent work, each with its own scratch buffer, run by a thread pool: the kernels
-are compiled with ``nogil=True``. Serial kernels driven from Python compile several times faster than one
+Steps 1, 3 and 4, and in step 2 the ranking of competitors
+(:func:`_pick_competitors`), are cut into ``n_threads`` chunks of independent work,
+each with its own scratch buffer, run by a thread pool: the kernels are compiled with
+``nogil=True``. Serial kernels driven from Python compile several times faster than one
 ``parallel=True`` grower (a cold start is a cost users pay, docs/design.md), and a few
 kernel calls per level cost microseconds next to the level's work. Steps 1 and 2 run on
 at most ``SEARCH_BATCH`` frontier nodes at a time. The node tables start at their bound
@@ -81,8 +80,8 @@ __all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs",
 #: Frontier nodes searched at once: bounds the per-(node, feature) result arrays
 #: (16 bytes each) of the widest levels.
 SEARCH_BATCH = 4096
-#: Step 2 (choice, competitor ranking) runs in chunks on the thread pool from this many
-#: nodes in a batch; a smaller batch is one call (a few microseconds of work a node, less
+#: The competitors are ranked in chunks on the thread pool from this many nodes in a
+#: batch; a smaller batch is one call (a fraction of a microsecond of work a node: less
 #: than handing chunks to the pool costs).
 STEP2_MIN_NODES = 256
 
@@ -2301,10 +2300,10 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                         run_chunks(pool, min(n_threads, bm * n_cat), _search_subsets,
                                    presorted, batch, nodes, tg, rules, work, pairs, cat)
                 batch_splits = Splits(*(a[b] for a in splits))
-                # step 2 in chunks only where a batch has enough nodes to share out
-                step2_chunks = min(n_threads, bm) if bm >= STEP2_MIN_NODES else 1
-                run_chunks(pool, step2_chunks, _choose, X, presorted, batch, nodes, tg, rules,
-                           pairs, batch_splits, work.goes_left)
+                # One chunk: the marks of interleaved cases share cache lines, which
+                # two threads marking at once pass back and forth.
+                _choose(X, presorted, batch, nodes, tg, rules, pairs, batch_splits,
+                        work.goes_left, 0, 1)
                 n_new, n_new_rows = _number_splits(presorted, batch, nodes, batch_splits,
                                                    n_nodes + 2 * n_split, n_rows)
                 n_rows += n_new_rows
@@ -2332,7 +2331,9 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                                     work, level_sets)
                 if max_comp and n_new:
                     picks = np.empty((bm, max_comp), dtype=np.int64)
-                    run_chunks(pool, step2_chunks, _pick_competitors, batch, nodes, rules,
+                    # in chunks only where a batch has enough nodes to share out
+                    pick_chunks = min(n_threads, bm) if bm >= STEP2_MIN_NODES else 1
+                    run_chunks(pool, pick_chunks, _pick_competitors, batch, nodes, rules,
                                batch_splits, pairs, picks)
                     _rank_competitors(presorted, batch, nodes, rules, batch_splits, pairs, mv,
                                       tables, picks)
