@@ -22,7 +22,8 @@ below names the step it implements:
    left and right, so every child segment is again sorted. Splits into two leaves skip
    this step.
 
-Steps 1, 3 and 4 are cut into ``n_threads`` interleaved chunks of independent work,
+Steps 1, 3 and 4, and in step 2 the ranking of competitors
+(:func:`_pick_competitors`), are cut into ``n_threads`` chunks of independent work,
 each with its own scratch buffer, run by a thread pool: the kernels are compiled with
 ``nogil=True``. Serial kernels driven from Python compile several times faster than one
 ``parallel=True`` grower (a cold start is a cost users pay, docs/design.md), and a few
@@ -80,6 +81,10 @@ __all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs",
 #: Frontier nodes searched at once: bounds the per-(node, feature) result arrays
 #: (16 bytes each) of the widest levels.
 SEARCH_BATCH = 4096
+#: The competitors are ranked in chunks on the thread pool from this many nodes in a
+#: batch; a smaller batch is one call (a fraction of a microsecond of work a node: less
+#: than handing chunks to the pool costs).
+STEP2_MIN_NODES = 256
 
 # Columns of the integer and float node tables (private to this module: the tree leaves
 # it through Grown.to_tree).
@@ -417,6 +422,16 @@ def _node_stats(row, start, end, tg, counts):
 # --------------------------------------------------------------------------- level steps
 
 @jit(inline="always")
+def _block(m, c, n_chunks):
+    """Rows ``[j0, j1)`` of chunk c when ``m`` rows are cut into ``n_chunks``
+    consecutive blocks of nearly equal size. Loop over them as ``for j in range(j1)``,
+    skipping ``j < j0``: a loop from 0 lets the compiler drop the checks for negative
+    indices at every access by ``j`` (a loop from ``j0`` made step 2 half as slow
+    again)."""
+    return m * c // n_chunks, m * (c + 1) // n_chunks
+
+
+@jit(inline="always")
 def _chunk_walk(f, p, c, n_chunks):
     """Feature-by-feature walks of a level's (node, feature) pairs ``k = t * p + f``,
     chunk c taking those with k ≡ c (mod n_chunks): the first node index t of feature
@@ -609,7 +624,7 @@ def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
     """Step 2, choose, the subset splits of a batch (serial: the nodes' cases are
     interleaved in ``goes_left``, whose cache lines threads marking them would share):
     for every node that :func:`_choose` split on a categorical feature, write its level
-    sets to the row :func:`_choose` reserved (the sides the search kept in
+    sets to the row :func:`_number_splits` reserved (the sides the search kept in
     ``pairs.left_bits``, or found by searching that one pair again), mark its cases and
     partition the split feature.
 
@@ -768,28 +783,30 @@ def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, 
 
 
 @jit(borrowed=True)
-def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, first_row):
-    """Step 2, choose: each frontier node's split, recorded with its cases marked;
-    returns how many nodes split and how many of them are subset splits, which get the
-    rows of the level sets from ``first_row`` on and are completed by
-    :func:`_record_subsets`.
+def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, c, n_chunks):
+    """Step 2, choose, in chunks: each frontier node's split, recorded with its cases
+    marked; :func:`_number_splits` then numbers the children (and the rows of the level
+    sets of subset splits, completed by :func:`_record_subsets`) in node order.
+
+    Chunk c takes the c-th of ``n_chunks`` consecutive blocks of batch rows (each thread
+    then walks the keys and marks of neighbouring nodes); each node writes its own rows
+    of ``splits`` and of the node tables, and the marks of its own cases.
 
     Parameters
     ----------
     X : float64 (n, p) the cases, for the thresholds.
     ps : :class:`cartjit._presort.Presorted` keys, codes and levels.
     fr : :class:`Frontier` of this batch.
-    nodes : :class:`Nodes`; split nodes get feature, children, threshold and Δi.
+    nodes : :class:`Nodes`; split nodes get feature, threshold and Δi.
     tg : :class:`cartjit._splitter.Targets`.
     rules : :class:`Rules`.
     pairs : :class:`Pairs` of this batch (step 1).
-    splits : :class:`Splits` output, this batch's rows.
+    splits : :class:`Splits` output, this batch's rows (``child_base`` is written by
+        :func:`_number_splits`).
     goes_left : uint8 output by case: 1 for the cases of a left child (ordered splits).
-    first_child : id of the first child this batch may create.
-    first_row : first free row of the level sets.
+    c, n_chunks : this chunk and the number of chunks.
     """
     keys = ps.keys
-    n_rows = 0
     inode = nodes.inode
     fnode = nodes.fnode
     value = nodes.value
@@ -797,8 +814,10 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, 
     shift = tg.shift
     p = keys.shape[0]
     n_classes = value.shape[1]
-    n_split = 0
-    for j in range(fr.node.shape[0]):
+    j0, j1 = _block(fr.node.shape[0], c, n_chunks)
+    for j in range(j1):
+        if j < j0:
+            continue
         splits.feat[j] = -1
         node = fr.node[j]
         imp = fnode[node, F_IMPURITY]
@@ -826,18 +845,12 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, 
         pos = pairs.pos[j * p + bf]
         splits.feat[j] = bf
         splits.pos[j] = pos
-        splits.child_base[j] = first_child + 2 * n_split
         splits.stop[j] = fr.end[j]
-        n_split += 1
         inode[node, I_N_PRIMARY] = fr.end[j] - fr.start[j]
         row = keys[bf]
         inode[node, I_FEATURE] = bf
-        inode[node, I_LEFT] = splits.child_base[j]
-        inode[node, I_RIGHT] = splits.child_base[j] + 1
         fnode[node, F_IMPROVEMENT] = best
         if ps.n_levels[bf] > 0:
-            inode[node, I_LEVEL_ROW] = first_row + n_rows
-            n_rows += 1
             fnode[node, F_THRESHOLD] = np.nan
             continue
         fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1] >> shift, bf],
@@ -846,6 +859,40 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, first_child, 
             goes_left[np.uint64(row[i] >> shift)] = 1
         for i in range(np.uint64(pos), np.uint64(fr.end[j])):
             goes_left[np.uint64(row[i] >> shift)] = 0
+
+
+@jit(borrowed=True)
+def _number_splits(ps, fr, nodes, splits, first_child, first_row):
+    """Step 2, choose, after :func:`_choose` (serial): in node order, the ids of the
+    children of each split node (breadth-first: ``first_child``, ``first_child + 2``,
+    ...) and the rows of the level sets of the subset splits (from ``first_row`` on);
+    returns how many nodes split and how many of them are subset splits.
+
+    Parameters
+    ----------
+    ps : :class:`cartjit._presort.Presorted` (the levels of the features).
+    fr : :class:`Frontier` of this batch.
+    nodes : :class:`Nodes`; split nodes get their children and level-set rows.
+    splits : :class:`Splits` of this batch; ``child_base`` is written.
+    first_child : id of the first child this batch may create.
+    first_row : first free row of the level sets.
+    """
+    inode = nodes.inode
+    n_split = 0
+    n_rows = 0
+    for j in range(fr.node.shape[0]):
+        bf = splits.feat[j]
+        if bf < 0:
+            continue
+        node = fr.node[j]
+        child = first_child + 2 * n_split
+        splits.child_base[j] = child
+        inode[node, I_LEFT] = child
+        inode[node, I_RIGHT] = child + 1
+        n_split += 1
+        if ps.n_levels[bf] > 0:
+            inode[node, I_LEVEL_ROW] = first_row + n_rows
+            n_rows += 1
     return n_split, n_rows
 
 
@@ -1772,59 +1819,130 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
         splits.stop[j] = start + n_left + n_right
 
 
+@jit(inline="always")
+def _next_pick(vals, p, f1, run_thr, run_bf):
+    """:func:`_next_best` for the competitors, on ``vals`` (the node's Δ in its first p
+    entries, -inf where a feature is taken or not above the floor, and Δ + tol in the
+    next p) and holding the running best as the bound ``best + tol`` a later feature
+    must beat (``run_thr``, resumed at ``f1`` as :func:`_next_best` resumes): the same
+    comparisons, but each step's dependence on the last is one comparison and one
+    selection of a loaded value, with no branch to mispredict."""
+    thr = run_thr[f1]
+    bf = run_bf[f1]
+    for f in range(f1, p):
+        better = vals[f] > thr
+        thr = vals[p + f] if better else thr
+        bf = f if better else bf
+        run_thr[f + 1] = thr
+        run_bf[f + 1] = bf
+    return bf
+
+
 @jit
-def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables):
-    """Step 2, competitors (serial): for each split node of the batch, the best splits
+def _pick_competitors(fr, nodes, rules, splits, pairs, picks, c, n_chunks):
+    """Step 2, competitors, in chunks: for each split node of the batch, the best splits
     of the other features (largest Δ first, feature order on ties up to the tie
-    tolerance, Δ above it), at most ``max_competitor``, written in node order to the
-    competitor table (feature, cases present, Δ), a categorical competitor with the next
-    free row of the level sets; :func:`_fill_competitors` completes the rows.
+    tolerance, Δ above it), at most ``max_competitor``, in ``picks`` (row j: the features
+    of batch row j in rank order, then -1); :func:`_rank_competitors` writes them to the
+    table.
+
+    Competitors are ranked by repeating one scan over the features in order (a feature
+    is taken when it beats the best so far by more than the tie tolerance), with the
+    features already taken left out (:func:`_next_pick`, resumed where the last pick was
+    taken). Chunk c takes the c-th of ``n_chunks`` consecutive blocks of batch rows;
+    each node writes only its own row of ``picks``.
+
+    Parameters
+    ----------
+    fr : :class:`Frontier` of this batch.
+    nodes : :class:`Nodes`.
+    rules : :class:`Rules`.
+    splits : :class:`Splits` of this batch (step 2).
+    pairs : :class:`Pairs` of this batch (step 1).
+    picks : int64 (batch rows, max_competitor) output.
+    c, n_chunks : this chunk and the number of chunks.
+    """
+    delta = pairs.delta
+    feat = splits.feat
+    node_ids = fr.node
+    fnode = nodes.fnode
+    p = delta.shape[0] // max(1, node_ids.shape[0])
+    max_comp = rules.max_competitor
+    vals = np.empty(2 * p, dtype=np.float64)
+    run_thr = np.empty(p + 1, dtype=np.float64)
+    run_bf = np.empty(p + 1, dtype=np.int64)
+    j0, j1 = _block(node_ids.shape[0], c, n_chunks)
+    for j in range(j1):
+        if j < j0:
+            continue
+        f0 = feat[j]
+        if f0 < 0:
+            continue
+        tol = tie_tolerance(fnode[node_ids[j], F_IMPURITY])
+        base = j * p
+        for f in range(p):
+            v = delta[base + f]
+            vals[f] = v if v > tol else -np.inf
+            vals[p + f] = v + tol
+        vals[f0] = -np.inf
+        run_thr[0] = -np.inf
+        run_bf[0] = -1
+        f1 = 0
+        n_comp = 0
+        while n_comp < max_comp:
+            bf = _next_pick(vals, p, f1, run_thr, run_bf)
+            if bf < 0:
+                break
+            vals[bf] = -np.inf
+            f1 = bf
+            picks[j, n_comp] = bf
+            n_comp += 1
+        if n_comp < max_comp:
+            picks[j, n_comp] = -1
+
+
+@jit
+def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables, picks):
+    """Step 2, competitors (serial), after :func:`_pick_competitors`: write each split
+    node's picks in node order to the competitor table (feature, cases present, Δ), a
+    categorical competitor with the next free row of the level sets;
+    :func:`_fill_competitors` completes the rows.
 
     Parameters as :func:`_rank_surrogates`; ``with_present`` tells whether
     ``pairs.present`` was filled (missing values), else every case of the node counts as
-    present.
+    present; ``picks`` is :func:`_pick_competitors`' output.
     """
     p = ps.keys.shape[0]
-    taken = np.zeros(p, dtype=np.uint8)
-    run_best = np.empty(p + 1, dtype=np.float64)  # _next_best's resumable scan
-    run_bf = np.empty(p + 1, dtype=np.int64)
+    max_comp = rules.max_competitor
+    comp_i = tables.comp_i
+    comp_f = tables.comp_f
+    n_levels = ps.n_levels
+    row_c = tables.rows[1]
+    n_rows = tables.rows[2]
     for j in range(fr.node.shape[0]):
-        f0 = splits.feat[j]
-        if f0 < 0:
+        if splits.feat[j] < 0:
             continue
         node = fr.node[j]
-        tol = tie_tolerance(nodes.fnode[node, F_IMPURITY])
-        first = tables.rows[1]
-        n_comp = 0
-        taken[f0] = 1
-        base = j * p
-        run_best[0] = -np.inf
-        run_bf[0] = -1
-        f1 = 0
-        for r in range(rules.max_competitor):
-            bf = _next_best(pairs.delta, base, p, taken, tol, tol, f1, run_best, run_bf)
+        first = row_c
+        n_all = fr.end[j] - fr.start[j]
+        for r in range(max_comp):
+            bf = picks[j, r]
             if bf < 0:
                 break
-            taken[bf] = 1
-            f1 = bf
             kk = j * p + bf
-            row_c = first + n_comp
-            tables.comp_i[row_c, C_FEATURE] = bf
-            tables.comp_i[row_c, C_COUNT] = (pairs.present[kk] if with_present
-                                             else fr.end[j] - fr.start[j])
-            tables.comp_f[row_c, C_IMPROVEMENT] = pairs.delta[kk]
-            if ps.n_levels[bf] > 0:
-                tables.comp_i[row_c, C_LEVEL_ROW] = tables.rows[2]
-                tables.rows[2] += 1
+            comp_i[row_c, C_FEATURE] = bf
+            comp_i[row_c, C_COUNT] = pairs.present[kk] if with_present else n_all
+            comp_f[row_c, C_IMPROVEMENT] = pairs.delta[kk]
+            if n_levels[bf] > 0:
+                comp_i[row_c, C_LEVEL_ROW] = n_rows
+                n_rows += 1
             else:
-                tables.comp_i[row_c, C_LEVEL_ROW] = -1
-            n_comp += 1
-        taken[f0] = 0
-        for r in range(n_comp):
-            taken[tables.comp_i[first + r, C_FEATURE]] = 0
-        tables.rows[1] = first + n_comp
+                comp_i[row_c, C_LEVEL_ROW] = -1
+            row_c += 1
         nodes.inode[node, I_COMP_START] = first
-        nodes.inode[node, I_N_COMP] = n_comp
+        nodes.inode[node, I_N_COMP] = row_c - first
+    tables.rows[1] = row_c
+    tables.rows[2] = n_rows
 
 
 @jit(borrowed=True)
@@ -2039,7 +2157,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
     rules, fr = _start(keys, nodes, tg, rules, tg.shift > 0)
     max_comp = rules.max_competitor
     n_nodes = 1
-    n_rows = np.int64(0)  # not the literal 0: _choose would compile for it too
+    n_rows = np.int64(0)  # not the literal 0: _number_splits would compile for it too
     while fr.node.shape[0] > 0:
         m = fr.node.shape[0]
         splits = _level_splits(m)
@@ -2066,13 +2184,16 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
                           splits.stop[b0:b1], splits.w_left[b0:b1], splits.w_right[b0:b1],
                           splits.tie_left[b0:b1])
-            n_new, n_new_rows = _choose(X, ps, batch, nodes, tg, rules, pairs, part,
-                                        work.goes_left, n_nodes + 2 * n_split, n_rows)
+            _choose(X, ps, batch, nodes, tg, rules, pairs, part, work.goes_left, 0, 1)
+            n_new, n_new_rows = _number_splits(ps, batch, nodes, part, n_nodes + 2 * n_split,
+                                               n_rows)
             tables.rows[2] = n_rows + n_new_rows
             if cat is not None and n_new_rows:
                 _record_subsets(ps, batch, nodes, tg, rules, part, pairs, work, level_sets)
             if max_comp and n_new:
-                _rank_competitors(ps, batch, nodes, rules, part, pairs, False, tables)
+                picks = np.empty((b1 - b0, max_comp), dtype=np.int64)
+                _pick_competitors(batch, nodes, rules, part, pairs, picks, 0, 1)
+                _rank_competitors(ps, batch, nodes, rules, part, pairs, False, tables, picks)
                 if cat is None:  # compiled without the subset code
                     _fill_competitors(X, ps, batch, nodes, tg, rules, part, pairs, work,
                                       None, tables, 0, 1)
@@ -2324,9 +2445,12 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                         run_chunks(pool, min(n_threads, bm * n_cat), _search_subsets,
                                    presorted, batch, nodes, tg, rules, work, pairs, cat)
                 batch_splits = Splits(*(a[b] for a in splits))
-                n_new, n_new_rows = _choose(X, presorted, batch, nodes, tg, rules, pairs,
-                                            batch_splits, work.goes_left,
-                                            n_nodes + 2 * n_split, n_rows)
+                # One chunk: the marks of interleaved cases share cache lines, which
+                # two threads marking at once pass back and forth.
+                _choose(X, presorted, batch, nodes, tg, rules, pairs, batch_splits,
+                        work.goes_left, 0, 1)
+                n_new, n_new_rows = _number_splits(presorted, batch, nodes, batch_splits,
+                                                   n_nodes + 2 * n_split, n_rows)
                 n_rows += n_new_rows
                 tables.rows[2] = n_rows
                 # per-node steps run in chunks of batch rows; a subset split searched
@@ -2351,8 +2475,13 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                     _record_subsets(presorted, batch, nodes, tg, rules, batch_splits, pairs,
                                     work, level_sets)
                 if max_comp and n_new:
+                    picks = np.empty((bm, max_comp), dtype=np.int64)
+                    # in chunks only where a batch has enough nodes to share out
+                    pick_chunks = min(n_threads, bm) if bm >= STEP2_MIN_NODES else 1
+                    run_chunks(pool, pick_chunks, _pick_competitors, batch, nodes, rules,
+                               batch_splits, pairs, picks)
                     _rank_competitors(presorted, batch, nodes, rules, batch_splits, pairs, mv,
-                                      tables)
+                                      tables, picks)
                     run_chunks(pool, node_chunks, _fill_competitors, X, presorted, batch,
                                nodes, tg, rules, batch_splits, pairs, work,
                                level_sets if lm else None, tables)
