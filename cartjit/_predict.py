@@ -238,7 +238,11 @@ def _walk_chunk(step, left, feature, threshold, routing, X, xs, bits, out, lo, h
             n_inf += _row_infinities(bits, nxt, p)
             nxt += 1
             active += 1
+    # Each sweep steps every slot whose step is the fast one and lists the others; they
+    # are served after the sweep, so the sweep's loop holds no call and stays in registers.
+    pending = np.empty(SLOTS, dtype=np.int64)
     while active > 0:
+        n_pending = 0
         for s in range(SLOTS):
             us = np.uint64(s)
             t = node[us]
@@ -249,25 +253,30 @@ def _walk_chunk(step, left, feature, threshold, routing, X, xs, bits, out, lo, h
                 if x == x:
                     node[us] = child + np.int64(x > rec.threshold)
                     continue
-            r = row[us]
+            pending[np.uint64(n_pending)] = s
+            n_pending += 1
+        for j in range(n_pending):
+            s = pending[j]
+            r = row[s]
             if r < 0:
                 continue
+            t = node[s]
             if left[t] >= 0:  # a missing value here, or a subset split
                 d = _routed_child(X, r, t, left, feature, threshold, routing)
                 if d >= 0:
-                    node[us] = d
+                    node[s] = d
                     continue
             # row r ends at t (a leaf, or stopped there): the slot takes the next row
             out[r] = t
             if nxt < hi:
-                row[us] = nxt
-                base[us] = nxt * p
-                node[us] = 0
+                row[s] = nxt
+                base[s] = nxt * p
+                node[s] = 0
                 n_inf += _row_infinities(bits, nxt, p)
                 nxt += 1
             else:
-                row[us] = -1
-                node[us] = leaf
+                row[s] = -1
+                node[s] = leaf
                 active -= 1
     return n_inf
 

@@ -842,7 +842,7 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
         """Class j*(t) of the node where each row ends (minimum expected cost,
         docs/maths.md §1)."""
         leaves = self.apply(X)
-        return self.classes_[self.tree_.label[leaves]]
+        return self.classes_[self.tree_.label][leaves]  # one gather over the rows
 
     def predict_proba(self, X):
         """p(j | t) of the node where each row ends, with the fitted priors (columns: ``classes_``)."""
@@ -905,7 +905,7 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
         """Weighted mean ȳ(t) of the node where each row ends (a leaf, or where a
         missing value stops it)."""
         leaves = self.apply(X)
-        return self.tree_.value[leaves, 0]
+        return self.tree_.value[:, 0][leaves]
 
     def score(self, X, y, sample_weight=None):
         """Coefficient of determination R² of :meth:`predict` on (X, y)."""
