@@ -37,6 +37,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import peers  # noqa: E402  (this folder's script: machine header, data, models)
+from benchmarks.memory import _status_kib  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -62,14 +63,6 @@ def parse_args(argv=None):
         p.error(f"--tasks takes classification and/or regression, got {args.tasks!r}")
     args.tasks = tasks
     return args
-
-
-def _status_kib(field):
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
 
 
 def child(args):

@@ -169,6 +169,20 @@ def _best_first(tree, improvement, q_weight, max_leaf_nodes):
     return keep
 
 
+def _class_totals(problem, presorted):
+    """The weighted class totals N_j of the cases listed in ``presorted`` (every case of
+    ``problem``, or a fold's)."""
+    w_cases = None if problem.unit_weights else problem.w
+    if presorted.keys.shape[1] == problem.X.shape[0]:  # every case: no index needed
+        y_cases = problem.y_class
+    else:
+        cases = presorted.keys[0]
+        y_cases = problem.y_class[cases]
+        w_cases = None if w_cases is None else w_cases[cases]
+    return np.bincount(y_cases, weights=w_cases,
+                       minlength=problem.n_classes).astype(np.float64)
+
+
 def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
              rpart_growth=False, check=True):
     """Grow, score and prune-sequence a tree on the cases listed in ``presorted``.
@@ -199,16 +213,7 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
         presorted = presort(problem.X, problem.n_levels, n_threads)
     n_cases = presorted.keys.shape[1]
     if problem.is_classification:
-        w_cases = None if problem.unit_weights else problem.w
-        if n_cases == problem.X.shape[0]:  # every case: no index needed
-            y_cases = problem.y_class
-        else:
-            cases = presorted.keys[0]
-            y_cases = problem.y_class[cases]
-            w_cases = None if w_cases is None else w_cases[cases]
-        counts = np.bincount(y_cases, weights=w_cases,
-                             minlength=problem.n_classes).astype(np.float64)
-        del y_cases, w_cases
+        counts = _class_totals(problem, presorted)
         priors = class_priors(settings.priors, counts)
         factor = split_factor(priors, counts, settings.cost, settings.default_cost)
     else:
@@ -282,15 +287,7 @@ def fit_fold(problem, settings, scale, presorted):
     """
     is_class = problem.is_classification
     if is_class:
-        w_cases = None if problem.unit_weights else problem.w
-        if presorted.keys.shape[1] == problem.X.shape[0]:
-            y_cases = problem.y_class
-        else:
-            cases = presorted.keys[0]
-            y_cases = problem.y_class[cases]
-            w_cases = None if w_cases is None else w_cases[cases]
-        counts = np.bincount(y_cases, weights=w_cases,
-                             minlength=problem.n_classes).astype(np.float64)
+        counts = _class_totals(problem, presorted)
         priors = class_priors(settings.priors, counts)
         factor = split_factor(priors, counts, settings.cost, settings.default_cost)
     else:

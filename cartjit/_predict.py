@@ -211,6 +211,15 @@ def _row_infinities(bits, r, p):
     return n_inf
 
 
+@jit(inline="always")
+def _start_row(s, r, row, base, node, bits, p):
+    """Slot s takes row r at the root; returns the row's number of infinite entries."""
+    row[s] = r
+    base[s] = r * p
+    node[s] = 0
+    return _row_infinities(bits, r, p)
+
+
 @jit
 def _routed_child(X, r, t, left, feature, threshold, routing):
     """The child of node t that :func:`route` sends row r to, or -1 where it stops
@@ -232,10 +241,7 @@ def _walk_chunk(step, left, feature, threshold, routing, X, xs, bits, out, lo, h
     n_inf = 0
     for s in range(SLOTS):
         if nxt < hi:
-            row[s] = nxt
-            base[s] = nxt * p
-            node[s] = 0
-            n_inf += _row_infinities(bits, nxt, p)
+            n_inf += _start_row(s, nxt, row, base, node, bits, p)
             nxt += 1
             active += 1
     # Each sweep steps every slot whose step is the fast one and lists the others; they
@@ -269,10 +275,7 @@ def _walk_chunk(step, left, feature, threshold, routing, X, xs, bits, out, lo, h
             # row r ends at t (a leaf, or stopped there): the slot takes the next row
             out[r] = t
             if nxt < hi:
-                row[s] = nxt
-                base[s] = nxt * p
-                node[s] = 0
-                n_inf += _row_infinities(bits, nxt, p)
+                n_inf += _start_row(s, nxt, row, base, node, bits, p)
                 nxt += 1
             else:
                 row[s] = -1
