@@ -225,6 +225,15 @@ class Work(NamedTuple):
                            # with a feature present (missing values)
 
 
+def majority_side(n_cases, left, right, dtype):
+    """Each node's majority side: 1 when more learning cases went left, 0 right, -1 as
+    many each way; 0 at a leaf (``left`` < 0)."""
+    n_left, n_right = n_cases[left], n_cases[right]
+    side = np.subtract(n_left > n_right, n_left == n_right, dtype=dtype)
+    side[left < 0] = 0
+    return side
+
+
 class Grown(NamedTuple):
     """The grown tree's node tables, trimmed to its nodes (views, see :func:`grow`)."""
 
@@ -266,10 +275,7 @@ class Grown(NamedTuple):
         n_cases = wide[0]
         threshold, weight, impurity, improvement = np.ascontiguousarray(fnode.T)
         internal = left >= 0
-        # 1: more cases go left, 0: right, -1: as many each way; 0 at a leaf
-        n_left, n_right = n_cases[left], n_cases[right]
-        majority_left = np.subtract(n_left > n_right, n_left == n_right, dtype=np.int32)
-        majority_left[~internal] = 0
+        majority_left = majority_side(n_cases, left, right, np.int32)
         tb = self.tables
         no_sur = tb.sur_i.shape[0] == 0
         no_comp = tb.comp_i.shape[0] == 0

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._builder import (I_FEATURE, I_LEFT, I_LEVEL_ROW, I_N, I_N_SUR, I_PARENT, I_RIGHT,
                        I_SUR_START, F_THRESHOLD, S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT,
-                       S_THRESHOLD, grow)
+                       S_THRESHOLD, grow, majority_side)
 from ._cache import notice_once
 from ._presort import presort
 from ._criteria import SQUARED_ERROR
@@ -169,6 +169,16 @@ def _best_first(tree, improvement, q_weight, max_leaf_nodes):
     return keep
 
 
+def _node_risks(problem, settings, grown, priors, counts):
+    """R(t) of every grown node and, for classification, its class j*(t) (-1 for
+    regression): the resubstitution risk in the kernels' units."""
+    if problem.is_classification:
+        return class_risk(grown.value, priors, counts, settings.cost)
+    assert settings.criterion == SQUARED_ERROR
+    risk = np.maximum(grown.impurity, 0.0) * grown.weight / grown.weight[0]
+    return risk, np.full(grown.n_nodes, -1, dtype=np.int32)
+
+
 def _class_totals(problem, presorted):
     """The weighted class totals N_j of the cases listed in ``presorted`` (every case of
     ``problem``, or a fold's)."""
@@ -226,19 +236,13 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
     # The keys are spent: when this frame holds the only reference (presorted here),
     # they are freed before the tree is assembled, lowering the peak memory.
     del presorted
-    if problem.is_classification:
-        risk, label = class_risk(grown.value, priors, counts, settings.cost)
-    else:
-        assert settings.criterion == SQUARED_ERROR
-        w_root = grown.weight[0]
-        risk = np.maximum(grown.impurity, 0.0) * grown.weight / w_root
-        label = np.full(grown.n_nodes, -1, dtype=np.int32)
+    risk, label = _node_risks(problem, settings, grown, priors, counts)
     tree = grown.to_tree(risk, label)
     q_weight = None
     if settings.max_leaf_nodes is not None and tree.n_leaves > settings.max_leaf_nodes:
         # p(t) under the split-search priors
         q_weight = (grown.value @ factor if problem.is_classification
-                    else grown.weight / w_root)
+                    else grown.weight / grown.weight[0])
     # The growth's over-allocated tables are spent too: freed before the pruning
     # sequence allocates its own (a tree grown to purity on 10^6 regression cases: the
     # process's peak RSS 1.19 GiB, against 1.32 GiB with them held).
@@ -298,11 +302,11 @@ def fit_fold(problem, settings, scale, presorted):
     feature, left, right, parent, level_row, n_sur, sur_start, n_cases = inode.T[
         [I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_LEVEL_ROW, I_N_SUR, I_SUR_START, I_N]]
     if is_class:
-        risk, label = class_risk(grown.value, priors, counts, settings.cost)
+        risk, label = _node_risks(problem, settings, grown, priors, counts)
         value = _NO_VALUES
     else:
-        risk = np.maximum(grown.impurity, 0.0) * grown.weight / grown.weight[0]
-        label = np.empty(0, dtype=np.int32)
+        risk, _ = _node_risks(problem, settings, grown, None, None)
+        label = np.empty(0, dtype=np.int32)  # the held-out descent reads the means
         value = grown.value.copy()
     alpha, alphas, n_leaves, tree_risk = weakest_link(left, right, parent, risk)
     if (scale.cost if is_class else scale.y) != 1.0:  # restore's units
@@ -311,12 +315,10 @@ def fit_fold(problem, settings, scale, presorted):
         tree_risk = scale.to_loss_units(tree_risk, is_class)
         if not is_class:
             value = value * scale.y
-    # routing_of's tables: the majority side (1 left, 0 right, -1 a tie; 0 at a leaf)
+    # routing_of's tables
     node = np.empty((inode.shape[0], 4), dtype=np.int64)
     node[:, 0] = level_row
-    n_left, n_right = n_cases[left], n_cases[right]
-    np.subtract(n_left > n_right, n_left == n_right, out=node[:, 1], dtype=np.int64)
-    node[left < 0, 1] = 0
+    node[:, 1] = majority_side(n_cases, left, right, np.int64)
     sur_i, sur_f = grown.tables.sur_i, grown.tables.sur_f
     if sur_i.shape[0]:
         node[:, 2] = np.where(n_sur > 0, sur_start, 0)
