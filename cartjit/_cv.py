@@ -207,10 +207,8 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     columns["xerror"] = risk_mean / root if root > 0 else np.full(n_k, np.nan)
     columns["xstd"] = se_mean / root if root > 0 else np.full(n_k, np.nan)
     columns["selected"] = np.arange(n_k) == k
-    if rpart:  # with_rpart_columns's
-        columns["CP"] = columns["cp"]
-        columns["nsplit"] = columns["n_leaves"] - 1
-        columns["rel error"] = columns["rel_error"]
+    if rpart:
+        columns.update(_rpart_columns(columns))
     table = pd.DataFrame(columns)
 
     folds = plan.folds
@@ -235,10 +233,16 @@ def with_rpart_columns(table):
     if "CP" in table.columns:
         return table
     table = table.copy()
-    table["CP"] = table["cp"]
-    table["nsplit"] = table["n_leaves"] - 1
-    table["rel error"] = table["rel_error"]
+    for name, column in _rpart_columns(table).items():
+        table[name] = column
     return table
+
+
+def _rpart_columns(columns):
+    """:data:`RPART_COLUMNS` from the columns ``cp``, ``n_leaves`` and ``rel_error`` of a
+    ``cv_results_`` (a DataFrame, or the dict it is made from)."""
+    return {"CP": columns["cp"], "nsplit": columns["n_leaves"] - 1,
+            "rel error": columns["rel_error"]}
 
 
 def _rpart_folds(problem, settings, plan):
