@@ -2388,7 +2388,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                     np.zeros((comp_cap, 3), dtype=np.int64),
                     np.zeros((comp_cap, 2), dtype=np.float64), np.zeros(3, dtype=np.int64))
 
-    pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
+    pool = ThreadPoolExecutor(n_threads - 1) if n_threads > 1 else None  # + the caller
     try:
         rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
                       float(settings.min_impurity_decrease), 0.0, simd,
