@@ -402,3 +402,23 @@ def test_datasets_lists_the_r_datasets(capsys):
     for name in ("chickwts", "insect_sprays", "infert", "tooth_growth", "npk", "titanic",
                  "hair_eye_color"):
         assert name in text
+
+
+def test_imports_leave_the_collector_as_found():
+    """The command line's imports run with the garbage collector off and leave it as
+    they found it: on (collecting again), or off where the caller had turned it off."""
+    import gc
+
+    from cartjit.__main__ import _import_without_collections
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        _import_without_collections("run")
+        assert gc.isenabled()
+        assert "cartjit.experiments" in sys.modules and "pandas" in sys.modules
+        gc.disable()
+        _import_without_collections("fit")
+        assert not gc.isenabled()
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
