@@ -294,7 +294,8 @@ def check_y_class(y, n_samples, name="y"):
         if type(None) in kinds or (any(issubclass(k, float) for k in kinds) and any(
                 isinstance(v, float) and np.isnan(v) for v in arr)):
             raise ValueError(f"Input {name} contains NaN or None labels")
-        if len(kinds) > 1 and not all(issubclass(k, numbers.Number) for k in kinds):
+        if len(kinds) > 1 and not all(issubclass(k, numbers.Number) for k in kinds) \
+                and not kinds <= _STRING_TYPES:  # str and NumPy's str_ are one type
             raise TypeError(
                 f"{name} mixes label types {sorted(k.__name__ for k in kinds)}; "
                 "use labels of one type (all strings or all numbers)")
@@ -309,11 +310,30 @@ def check_y_class(y, n_samples, name="y"):
     if arr.dtype.kind in "biuf":  # numbers (no NaN here): a search is cheaper than
         classes = np.unique(arr)  # unique's inverse, and gives the same codes
         return classes, as_kernel_array(np.searchsorted(classes, arr), np.int32)
+    if arr.dtype.kind == "O" and kinds <= _STRING_TYPES:
+        return _code_strings(arr)
     try:
         classes, encoded = np.unique(arr, return_inverse=True)
     except TypeError as exc:
         raise TypeError(f"{name} labels cannot be sorted: {exc}") from exc
     return classes, as_kernel_array(encoded.reshape(-1), np.int32)
+
+
+#: Label types coded by :func:`_code_strings`.
+_STRING_TYPES = frozenset((str, np.str_))
+
+
+def _code_strings(arr):
+    """``(classes, codes)`` of an object array of strings, as ``np.unique(arr,
+    return_inverse=True)`` gives them: the distinct strings by hashing, then only those
+    sorted (a sort of every label compares Python strings n log n times: 150 labels
+    21 -> 11 µs)."""
+    distinct = sorted(dict.fromkeys(arr.tolist()))
+    classes = np.empty(len(distinct), dtype=object)
+    classes[:] = distinct
+    code = {label: k for k, label in enumerate(distinct)}
+    return classes, np.fromiter(map(code.__getitem__, arr.tolist()), np.int32,
+                                arr.shape[0])
 
 
 def check_y_reg(y, n_samples, name="y"):
@@ -430,7 +450,10 @@ def missing_targets(y, n_samples, name="y"):
     nullable pandas column. The shape is checked as in :func:`check_y_class`.
     """
     if hasattr(y, "isna") and hasattr(y, "to_numpy") and getattr(y, "ndim", 1) == 1:
-        missing = np.asarray(y.isna(), dtype=bool)
+        # the column's own array answers without building a Series (10 -> 0.5 µs)
+        values = getattr(y, "array", y)
+        missing = np.asarray(values.isna() if hasattr(values, "isna") else y.isna(),
+                             dtype=bool)
         if missing.any():  # a nullable column (Int64, boolean, string): NA is missing
             arr = np.asarray(y.to_numpy(dtype=object))
             arr = _as_1d(arr, name, n_samples)

@@ -302,6 +302,29 @@ def test_integer_label_codes_at_the_ends_of_the_type(dtype):
         np.testing.assert_array_equal(codes, expected_codes.reshape(-1))
 
 
+def test_string_label_codes_are_those_of_numpy_unique():
+    """String labels (an object array, a pandas column of strings) get the classes and
+    codes of ``np.unique(..., return_inverse=True)``, and missing labels are found."""
+    from cartjit._validation import check_y_class, missing_targets
+    rng = np.random.default_rng(11)
+    pool = np.array(["b", "a", "", "Z", "ä", "a ", "10", "9", "setosa", np.str_("x")],
+                    dtype=object)
+    for n in (1, 2, 150, 2000):
+        y = pool[rng.integers(0, pool.shape[0], n)]
+        for given in (y, pd.Series(y), pd.Series(y, dtype="string"),
+                      pd.Series(y.astype(str))):
+            arr, missing = missing_targets(given, n)
+            assert not missing.any()
+            classes, codes = check_y_class(arr, n)
+            expected_classes, expected_codes = np.unique(y.astype(str),
+                                                         return_inverse=True)
+            assert [str(c) for c in classes] == list(expected_classes)
+            np.testing.assert_array_equal(codes, expected_codes.reshape(-1))
+            assert codes.dtype == np.int32
+    gaps = pd.Series(["a", None, "b", "a"], dtype="string")
+    np.testing.assert_array_equal(missing_targets(gaps, 4)[1], [False, True, False, False])
+
+
 def test_pandas_labels(cls_data):
     X, y_int = cls_data
     y = pd.Series(np.array(["x", "y", "z"])[y_int], name="label")
