@@ -2300,6 +2300,10 @@ def _targets(problem, factor, criterion):
                    int((1 << shift) - 1), table)
 
 
+#: The categorical features of a growth without any (never written).
+_NO_FEATURES = np.zeros(0, dtype=np.int64)
+
+
 def grow(problem, presorted, factor, settings, n_threads=1):
     """Grow the tree on the cases in ``presorted.keys`` (see the module docstring).
 
@@ -2350,8 +2354,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     # a 4-byte word.
     row = -(-3 * max(n_classes, 1) // 16) * 16
     n_levels = presorted.n_levels
-    lm = int(n_levels.max()) if n_levels.shape[0] else 0
-    cat = np.flatnonzero(n_levels > 0).astype(np.int64)
+    lm = max(n_levels.tolist(), default=0)  # (a list: a few µs less for small trees)
+    cat = np.flatnonzero(n_levels).astype(np.int64) if lm else _NO_FEATURES
     n_cat = cat.shape[0]
     # Subset splits: per-thread scratch of per-level statistics, and a table of level
     # sets (one bit per level code) grown like the node tables.

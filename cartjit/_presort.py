@@ -101,6 +101,10 @@ RADIX_PASSES = 6
 SMALL_RADIX_CASES = 2048
 SMALL_RADIX_BITS = 8
 SMALL_RADIX_PASSES = 8
+#: Low digits (33 and 32 of the 64 bits) that the radix sort leaves to an insertion sort
+#: (:func:`_radix_order`).
+RADIX_LOW = 3
+SMALL_RADIX_LOW = 4
 #: The sortable image of every NaN: above that of +inf, so missing values sort last.
 _NAN_KEY = np.uint64(0xFFF8000000000000)
 
@@ -121,13 +125,63 @@ def _sortable_bits(X, f, out):
             out[i] = ~b if b & sign else b | sign
 
 
+@jit(inline="always")
+def _radix_pass(src_k, src_i, dst_k, dst_i, cnt, shift, digit, n_bins):
+    """One stable counting pass on the digit ``(key >> shift) & digit``: the keys and
+    cases of ``src`` go to ``dst``, ordered by it (``cnt`` holds its counts; spent)."""
+    total = 0
+    for b in range(n_bins):
+        c = cnt[b]
+        cnt[b] = total
+        total += c
+    for i in range(src_k.shape[0]):
+        k = src_k[i]
+        d = (k >> shift) & digit
+        pos = cnt[d]
+        cnt[d] = pos + 1
+        dst_k[pos] = k
+        dst_i[pos] = src_i[i]
+
+
+@jit(inline="always")
+def _insertion_finish(keys, cases, budget):
+    """Finish a nearly sorted run: a stable insertion sort of ``keys`` (with their
+    ``cases``) in place. Gives up, leaving a permutation in which equal keys are still
+    in their first order, once more than ``budget`` keys were moved; returns whether it
+    finished."""
+    moved = 0
+    for i in range(1, keys.shape[0]):
+        k = keys[i]
+        if k >= keys[i - 1]:
+            continue
+        case = cases[i]
+        j = i
+        while j > 0 and keys[j - 1] > k:
+            keys[j] = keys[j - 1]
+            cases[j] = cases[j - 1]
+            j -= 1
+        keys[j] = k
+        cases[j] = case
+        moved += i - j
+        if moved > budget:
+            return False
+    return True
+
+
 @jit
-def _radix_order(sk, order, buf_k, buf_i, counts, bits, n_passes):
-    """Presort, numeric feature: ``order`` = the cases sorted by their keys ``sk`` (least
-    significant digit first, stable; ``sk``, ``buf_k`` and ``buf_i`` are overwritten).
-    A pass whose digit is the same for every case is skipped. Returns whether the sorted
-    keys ended in ``buf_k`` (else they are in ``sk``). Being stable, the order is that of
-    (key, case) whatever the width of the digits.
+def _radix_order(sk, order, buf_k, buf_i, counts, bits, n_passes, n_low):
+    """Presort, numeric feature: ``order`` = the cases sorted by their keys ``sk``, equal
+    keys in case order (``sk``, ``buf_k`` and ``buf_i`` are overwritten). Returns whether
+    the sorted keys ended in ``buf_k`` (else they are in ``sk``).
+
+    A least-significant-digit radix sort over the ``n_passes - n_low`` high digits only,
+    then a stable insertion sort over whole keys: keys that differ only below the high
+    digits are rare among continuous values (in 10^5 normal draws, ~500 keys move, one
+    place each), so the low digits' passes are replaced by one sequential pass (1e5
+    keys: 1.0 -> 0.7 ms; 1e6: 25 -> 14 ms). Where they are not rare (more than one move
+    per key), every digit's pass runs after all, from the order reached, which keeps
+    equal keys in case order; the result is the same. A pass whose digit is the same for
+    every case is skipped.
 
     Parameters
     ----------
@@ -136,6 +190,7 @@ def _radix_order(sk, order, buf_k, buf_i, counts, bits, n_passes):
     buf_k, buf_i : uint64 and int32 scratch as long as ``sk``.
     counts : int64 scratch of at least (n_passes, 2**bits).
     bits, n_passes : bits of a digit and digits of a key (n_passes * bits >= 64).
+    n_low : low digits left to the insertion sort (0: a plain radix sort).
     """
     n = sk.shape[0]
     n_bins = 1 << bits
@@ -148,26 +203,24 @@ def _radix_order(sk, order, buf_k, buf_i, counts, bits, n_passes):
         order[i] = i
     src_k, src_i, dst_k, dst_i = sk, order, buf_k, buf_i
     in_buffer = False
-    for p in range(n_passes):
-        cnt = counts[p]
-        if cnt[(sk[0] >> np.uint64(p * bits)) & digit] == n:
-            continue  # one digit value: the pass would change nothing
-        total = 0
-        for b in range(n_bins):
-            c = cnt[b]
-            cnt[b] = total
-            total += c
-        shift = np.uint64(p * bits)
-        for i in range(n):
-            k = src_k[i]
-            d = (k >> shift) & digit
-            pos = cnt[d]
-            cnt[d] = pos + 1
-            dst_k[pos] = k
-            dst_i[pos] = src_i[i]
-        src_k, dst_k = dst_k, src_k
-        src_i, dst_i = dst_i, src_i
-        in_buffer = not in_buffer
+    first = n_low
+    for again in range(2):
+        for p in range(first, n_passes):
+            cnt = counts[p]
+            if again and p >= n_low:  # counted again: the first round spent these
+                cnt[:n_bins] = 0
+                for i in range(n):
+                    cnt[(src_k[i] >> np.uint64(p * bits)) & digit] += 1
+            if cnt[(src_k[0] >> np.uint64(p * bits)) & digit] == n:
+                continue  # one digit value: the pass would change nothing
+            _radix_pass(src_k, src_i, dst_k, dst_i, cnt, np.uint64(p * bits), digit,
+                        n_bins)
+            src_k, dst_k = dst_k, src_k
+            src_i, dst_i = dst_i, src_i
+            in_buffer = not in_buffer
+        if first == 0 or _insertion_finish(src_k, src_i, n):
+            break
+        first = 0  # too many keys differ only in their low digits: sort by every digit
     if in_buffer:
         order[:] = src_i
     return in_buffer
@@ -223,7 +276,8 @@ def _has_ties(sorted_keys):
 
 
 @jit
-def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, bits, c, n_chunks):
+def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, bits, n_low, c,
+                   n_chunks):
     """Presort, features c, c + n_chunks, ...: ``keys[f]`` = the cases by increasing
     x_f (NaN last), and ``tied[f]`` whether two cases share a value (ordered features).
 
@@ -234,7 +288,8 @@ def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, bits, c, n
     keys : int32 (n_features, n_cases) output.
     tied : bool (n_features,) output.
     sk, buf_k, buf_i, counts : this chunk's rows of the radix sort's scratch.
-    bits : bits of a digit of the radix sort.
+    bits, n_low : bits of a digit of the radix sort, and its low digits left to an
+        insertion sort (:func:`_radix_order`).
     """
     sk = sk[c]
     buf_k = buf_k[c]
@@ -248,7 +303,7 @@ def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, bits, c, n
             continue
         _sortable_bits(X, f, sk)
         sorted_keys = buf_k if _radix_order(sk, order, buf_k, buf_i, counts, bits,
-                                            n_passes) else sk
+                                            n_passes, n_low) else sk
         tied[f] = _has_ties(sorted_keys)
 
 
@@ -322,9 +377,9 @@ def presort(X, n_levels=None, n_threads=1):
         n_chunks = 1
     m = n if n_categorical < p else 0
     if n < SMALL_RADIX_CASES:
-        bits, n_passes = SMALL_RADIX_BITS, SMALL_RADIX_PASSES
+        bits, n_passes, n_low = SMALL_RADIX_BITS, SMALL_RADIX_PASSES, SMALL_RADIX_LOW
     else:
-        bits, n_passes = RADIX_BITS, RADIX_PASSES
+        bits, n_passes, n_low = RADIX_BITS, RADIX_PASSES, RADIX_LOW
     # counters: a row per radix pass, or the levels (and missing) of a categorical one
     width = max(1 << bits, -(-(max_level + 1) // n_passes))
     sk = np.empty((n_chunks, m), dtype=np.uint64)
@@ -335,7 +390,7 @@ def presort(X, n_levels=None, n_threads=1):
         pool = ThreadPoolExecutor(n_chunks - 1) if n_chunks > 1 else None  # + the caller
         try:
             run_chunks(pool, n_chunks, _sort_features, X, n_levels, keys, tied, sk,
-                       buf_k, buf_i, counts, bits)
+                       buf_k, buf_i, counts, bits, n_low)
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)

@@ -55,6 +55,31 @@ def _reference_presort(X, n_levels):
     return np.array(keys, dtype=np.int32).reshape(p, n), rows
 
 
+@pytest.mark.parametrize("n", [40, SMALL_RADIX_CASES - 1, 5000])
+def test_presort_where_values_differ_only_in_their_low_bits(n):
+    """The radix sort sorts the high digits and leaves the rest to an insertion sort,
+    which gives up when too many keys differ only in their low digits (values like
+    time stamps, sharing their leading bits) and sorts by every digit from where it
+    stopped: the same stable order, with the insertion sort finished, abandoned early
+    and abandoned late (a sorted prefix, then shuffled values), and ties."""
+    rng = np.random.default_rng(n + 1)
+    stamps = 1.7e9 + rng.random(n) * 1000.0           # one high part, low bits random
+    prefix = np.sort(stamps)
+    prefix[n // 2:] = rng.permutation(prefix[n // 2:])  # abandoned late
+    ties = 1.7e9 + rng.integers(0, 50, n) * 1e-4        # few values, low bits only
+    few = rng.normal(size=n)                            # a few keys to move: finishes
+    few[rng.random(n) < 0.01] = 1.0 + 2.0**-40
+    X = np.column_stack([stamps, prefix, ties, few, -stamps])
+    n_levels = np.zeros(X.shape[1], dtype=np.int64)
+    ps = presort(X, n_levels)
+    keys, rows = _reference_presort(X, n_levels)
+    assert np.array_equal(ps.keys, keys)
+    for f, row in enumerate(rows):
+        assert (ps.rank_row[f] >= 0) == (row is not None), f
+        if row is not None:
+            assert np.array_equal(ps.ranks[ps.rank_row[f]], row), f
+
+
 @pytest.mark.parametrize("n", [1, 2, 9, 150, SMALL_RADIX_CASES - 1, SMALL_RADIX_CASES, 3000])
 def test_presort_order_and_ranks_match_a_plain_sort(n):
     """Both digit widths of the radix sort (fewer and more cases than SMALL_RADIX_CASES)
