@@ -55,6 +55,19 @@ def _reference_presort(X, n_levels):
     return np.array(keys, dtype=np.int32).reshape(p, n), rows
 
 
+def _presort_as_reference(X, n_levels):
+    """Presort X, check its keys and ranks against :func:`_reference_presort`; return
+    the presort and the reference's rank rows."""
+    ps = presort(X, n_levels)
+    keys, rows = _reference_presort(X, n_levels)
+    assert np.array_equal(ps.keys, keys)
+    for f, row in enumerate(rows):
+        assert (ps.rank_row[f] >= 0) == (row is not None), f
+        if row is not None:
+            assert np.array_equal(ps.ranks[ps.rank_row[f]], row), f
+    return ps, rows
+
+
 @pytest.mark.parametrize("n", [40, SMALL_RADIX_CASES - 1, 5000])
 def test_presort_where_values_differ_only_in_their_low_bits(n):
     """The radix sort sorts the high digits and leaves the rest to an insertion sort,
@@ -71,13 +84,7 @@ def test_presort_where_values_differ_only_in_their_low_bits(n):
     few[rng.random(n) < 0.01] = 1.0 + 2.0**-40
     X = np.column_stack([stamps, prefix, ties, few, -stamps])
     n_levels = np.zeros(X.shape[1], dtype=np.int64)
-    ps = presort(X, n_levels)
-    keys, rows = _reference_presort(X, n_levels)
-    assert np.array_equal(ps.keys, keys)
-    for f, row in enumerate(rows):
-        assert (ps.rank_row[f] >= 0) == (row is not None), f
-        if row is not None:
-            assert np.array_equal(ps.ranks[ps.rank_row[f]], row), f
+    ps, rows = _presort_as_reference(X, n_levels)
 
 
 @pytest.mark.parametrize("n", [1, 2, 9, 150, SMALL_RADIX_CASES - 1, SMALL_RADIX_CASES, 3000])
@@ -96,13 +103,7 @@ def test_presort_order_and_ranks_match_a_plain_sort(n):
     X[rng.random(n) < 0.05, 1] = -np.inf
     X[rng.random(n) < 0.05, 1] = np.inf
     n_levels = np.array([0, 0, 0, 0, 7, 0], dtype=np.int64)
-    ps = presort(X, n_levels)
-    keys, rows = _reference_presort(X, n_levels)
-    assert np.array_equal(ps.keys, keys)
-    for f, row in enumerate(rows):
-        assert (ps.rank_row[f] >= 0) == (row is not None), f
-        if row is not None:
-            assert np.array_equal(ps.ranks[ps.rank_row[f]], row), f
+    ps, rows = _presort_as_reference(X, n_levels)
     assert np.array_equal(ps.codes[ps.rank_row[4]], rows[4])
 
 
