@@ -68,9 +68,9 @@ from ._splitter import (NEAR_TIE, Segment, Targets, _precise_reg_delta,
                         best_split_gini_runs, best_split_regression,
                         best_split_regression_unit, class_counts, equal_factors,
                         threshold_between)
-from ._subsets import (BITSET_LEVELS, SIDE, best_subset_classification,
+from ._subsets import (BITSET_LEVELS, CODE, NCASE, SIDE, best_subset_classification,
                        best_subset_regression, float_scratch_size, int_scratch_size,
-                       left_levels_bits, level_run_end)
+                       left_levels_bits, level_run_end, subset_regression_scan)
 from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ, MARK_PACK,
                           categorical_surrogate, ordered_surrogate)
 from ._tree import Tree
@@ -1109,6 +1109,10 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
                          counts[:nodes.value.shape[1]])
 
 
+#: Candidates per block of the scan of :func:`_gathered_best`.
+_SCAN_SKIP = 64
+
+
 @jit(inline="always")
 def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
     """Step 1 (missing values, regression, unit weights, a feature without ties), one
@@ -1170,39 +1174,129 @@ def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
     best_den = 1.0
     hi_num = -np.inf
     lo_num = -np.inf
-    for i in range(np.uint64(lo - 1), np.uint64(hi)):
-        s_left = s_left_at[i]
-        w_left = float(i + np.uint64(1))
-        w_right = w_node - w_left
-        s_right = s_c - s_left
-        num = s_left * s_left * w_right + s_right * s_right * w_left
-        den = w_left * w_right
-        if num * best_den > hi_num * den:
-            best_delta = np.nan
-        elif num * best_den >= lo_num * den:  # a near-tie
-            pos = np.int64(i) + 1
-            if np.isnan(best_delta):
-                best_delta = _precise_reg_delta(iota, best_pos, n_present, ys, tg.w,
-                                                tg.unit_weights, mean, float(best_pos),
-                                                best_sl)
-            d = _precise_reg_delta(iota, pos, n_present, ys, tg.w, tg.unit_weights, mean,
-                                   w_left, s_left)
-            if not d > best_delta + tol:
-                continue
-            best_delta = d
-        else:
+    # Blocks of _SCAN_SKIP candidates: a candidate does something only when
+    # num * best_den >= lo_num * den (a near-tie or better; hi_num >= lo_num), so a
+    # block is first tested for one with the state at its start, in a loop without
+    # branches (vectorised), and walked case by case only when it has one. The walk
+    # computes the same num and den by the same operations: the same results.
+    i0 = np.uint64(lo - 1)
+    u_hi = np.uint64(hi)
+    while i0 < u_hi:
+        i1 = min(i0 + np.uint64(_SCAN_SKIP), u_hi)
+        hit = False
+        for i in range(i0, i1):
+            s_left = s_left_at[i]
+            w_left = float(i + np.uint64(1))
+            w_right = w_node - w_left
+            s_right = s_c - s_left
+            num = s_left * s_left * w_right + s_right * s_right * w_left
+            den = w_left * w_right
+            hit |= num * best_den >= lo_num * den
+        if not hit:
+            i0 = i1
             continue
-        best_den = den
-        hi_num = num + scale * den
-        lo_num = num - scale * den
-        best_pos = np.int64(i) + 1
-        best_sl = s_left
+        for i in range(i0, i1):
+            s_left = s_left_at[i]
+            w_left = float(i + np.uint64(1))
+            w_right = w_node - w_left
+            s_right = s_c - s_left
+            num = s_left * s_left * w_right + s_right * s_right * w_left
+            den = w_left * w_right
+            if num * best_den > hi_num * den:
+                best_delta = np.nan
+            elif num * best_den >= lo_num * den:  # a near-tie
+                pos = np.int64(i) + 1
+                if np.isnan(best_delta):
+                    best_delta = _precise_reg_delta(iota, best_pos, n_present, ys, tg.w,
+                                                    tg.unit_weights, mean, float(best_pos),
+                                                    best_sl)
+                d = _precise_reg_delta(iota, pos, n_present, ys, tg.w, tg.unit_weights,
+                                       mean, w_left, s_left)
+                if not d > best_delta + tol:
+                    continue
+                best_delta = d
+            else:
+                continue
+            best_den = den
+            hi_num = num + scale * den
+            lo_num = num - scale * den
+            best_pos = np.int64(i) + 1
+            best_sl = s_left
+        i0 = i1
     if best_pos < 0:
         return -np.inf, np.int64(-1)
     if np.isnan(best_delta):
         best_delta = _precise_reg_delta(iota, best_pos, n_present, ys, tg.w, tg.unit_weights,
                                         mean, float(best_pos), best_sl)
     return best_delta * (w_sum / w_total), best_pos + start
+
+
+@jit(inline="always")
+def _gathered_subset(row, codes, start, pend, w_total, tg, min_leaf, gathered, level_f,
+                     level_i, lm):
+    """Step 1 (missing values, regression, unit weights, a categorical feature), one
+    (node, feature) pair with cases missing the feature: what :func:`_present_best`
+    computes on the present cases ``row[start:pend]`` (their moments as
+    :func:`_reg_moments`, the levels' sums as
+    :func:`cartjit._subsets._reg_level_stats`, then
+    :func:`cartjit._subsets.subset_regression_scan`, Δ scaled by their share of the
+    node), with the same operations in the same order, so the same bits; leaves the
+    sides in ``level_i``.
+
+    The segment comes grouped by level: the first pass finds each level's run by
+    galloping over the codes (:func:`cartjit._subsets.level_run_end`) and copies the
+    responses, in the segment's order, to ``gathered``; the second reads them from
+    there for the centred moments of the cases and of each level at once. Two passes
+    over the cases instead of three, and one of scattered reads instead of three.
+    """
+    y = tg.y_reg
+    n_present = pend - start
+    ys = gathered[:n_present]
+    ushift = np.uint64(0)
+    w_sum = 0.0
+    s = 0.0
+    first = y[np.uint64(row[np.uint64(start)])]
+    constant = True
+    n_lv = 0
+    i = start
+    while i < pend:
+        code = codes[np.uint64(row[np.uint64(i)])]
+        run_end = level_run_end(row, codes, ushift, i, pend, code)
+        for q in range(np.uint64(i), np.uint64(run_end)):
+            yi = y[np.uint64(row[q])]
+            ys[q - np.uint64(start)] = yi
+            w_sum += 1.0
+            s += yi
+            constant &= yi == first
+        level_i[CODE * lm + n_lv] = code
+        level_i[NCASE * lm + n_lv] = run_end - i
+        n_lv += 1
+        i = run_end
+    mean = s / w_sum
+    s_c = 0.0
+    ss_c = 0.0
+    q0 = np.uint64(0)
+    for k in range(n_lv):
+        q1 = q0 + np.uint64(level_i[NCASE * lm + k])
+        w_run = 0.0
+        s_run = 0.0
+        for q in range(q0, q1):
+            z = ys[q] - mean
+            s_c += z
+            ss_c += z * z
+            w_run += 1.0
+            s_run += z
+        level_f[2 * k] = w_run
+        level_f[2 * k + 1] = s_run
+        q0 = q1
+    var = (ss_c - s_c * s_c / w_sum) / w_sum
+    if var < 0.0 or constant:
+        var = 0.0
+    d, n_left = subset_regression_scan(n_lv, n_present, var, min_leaf, level_f, level_i,
+                                       lm)
+    if n_left < 0:
+        return -np.inf, np.int64(-1)
+    return d * (w_sum / w_total), start + n_left
 
 
 # Inlined into _search_mv, which walks feature by feature with every array taken once:
@@ -1294,6 +1388,8 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
         # regression, unit weights, a feature without ties: _gathered_best
         gather = (gathered.shape[1] > 0 and not is_cat and not tied
                   and tg.criterion == SQUARED_ERROR)
+        # ... a categorical feature: _gathered_subset
+        gather_cat = gathered.shape[1] > 0 and is_cat and tg.criterion == SQUARED_ERROR
         while j < n_fr:
             k = j * p + f
             start = fr.start[j]
@@ -1303,6 +1399,10 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
             if gather and pend < end and pend - start >= 2:
                 d, pos = _gathered_best(row, start, pend, nodes.fnode[fr.node[j], F_WEIGHT],
                                         tg, rules.min_samples_leaf, ys, iota)
+            elif gather_cat and pend < end and pend - start >= 2:
+                d, pos = _gathered_subset(row, codes, start, pend,
+                                          nodes.fnode[fr.node[j], F_WEIGHT], tg,
+                                          rules.min_samples_leaf, ys, level_f, level_i, lm)
             else:
                 d, pos = _present_best(row, rk, codes, is_cat, tied, fr.node[j], start, pend,
                                        end, fr.mean[j], fr.sum[j], nodes, tg, rules, scratch,
