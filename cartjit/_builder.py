@@ -70,7 +70,7 @@ from ._splitter import (NEAR_TIE, Segment, Targets, _precise_reg_delta,
                         threshold_between)
 from ._subsets import (BITSET_LEVELS, CODE, NCASE, SIDE, best_subset_classification,
                        best_subset_regression, float_scratch_size, int_scratch_size,
-                       left_levels_bits, level_run_end, subset_regression_scan)
+                       level_run_end, subset_regression_scan)
 from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ, MARK_PACK,
                           categorical_surrogate, ordered_surrogate)
 from ._tree import Tree
@@ -199,6 +199,9 @@ class Pairs(NamedTuple):
     # recording the split needs no second search; empty when some categorical feature
     # has BITSET_LEVELS levels or more (then the pair is searched again)
     left_bits: np.ndarray
+    # uint64 the level codes present among the pair's cases searched, kept with
+    # left_bits (the right set is the present levels not in left_bits)
+    level_bits: np.ndarray
 
 
 class SurrogatePairs(NamedTuple):
@@ -221,7 +224,7 @@ class Work(NamedTuple):
     no_ranks: np.ndarray   # int32 empty: the ranks of a feature without ties
     level_f: np.ndarray    # float64 (n_threads, ...) per-level statistics (subset splits)
     level_i: np.ndarray    # int64 (n_threads, 4 L_max) codes, cases, ranks, sides of levels
-    present: np.ndarray    # float64 (n_threads, max(J, 3)) class counts of the cases
+    present: np.ndarray    # float64 (n_threads, >= max(J, 3)) class counts of the cases
                            # with a feature present (missing values)
 
 
@@ -595,7 +598,8 @@ def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
             pairs.delta[k] = d
             pairs.pos[k] = pos
             if pos >= 0 and keep_bits:
-                pairs.left_bits[k] = left_levels_bits(level_i, lm, end - start)
+                pairs.left_bits[k], pairs.level_bits[k] = _side_bits(level_i, lm,
+                                                                     end - start)
             j += step
 
 
@@ -1410,44 +1414,40 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
             pairs.delta[k] = d
             pairs.pos[k] = pos
             if pos >= 0 and is_cat and keep_bits:
-                pairs.left_bits[k] = left_levels_bits(level_i, lm, pend - start)
+                pairs.left_bits[k], pairs.level_bits[k] = _side_bits(level_i, lm,
+                                                                     pend - start)
             j += step
 
 
 @jit(inline="always")
-def _level_sets_from_bits(keys, start, end, shift, codes, bits, level_sets, row):
-    """Step 2, a subset split (a competitor, or the split of :func:`_mark_mv`) whose left
-    levels the search kept in ``bits`` (at most 64 levels: one word): write row ``row``
-    of the level sets, the left set the levels of ``keys[start:end]`` in ``bits``, the
-    right set the others.
-
-    The segment lists its cases grouped by level in code order, so the levels present
-    are found by galloping over the runs of equal codes, about 2 log2(run) look-ups a
-    level instead of one a case (the result of :func:`_write_level_sets`).
-    """
+def _side_bits(ints, lm, n_cases):
+    """Step 1, a subset split just found: the codes of the levels in S (the side the
+    search left in :data:`cartjit._subsets.SIDE`) and those of every level searched,
+    as two bitsets (code c is bit c; every code below :data:`BITSET_LEVELS`), from one
+    walk over the levels (as :func:`cartjit._subsets.left_levels_bits`); ``n_cases``
+    is the number of cases searched, which the levels' counts add up to."""
+    bits = np.uint64(0)
     present = np.uint64(0)
-    i = start
-    while i < end:
-        code = codes[keys[i] >> shift]
-        present |= np.uint64(1) << np.uint64(code)
-        # first position past the run of ``code``: gallop, then bisect; ``lo`` is in
-        # the run, ``hi`` past it (or end)
-        lo = i
-        gap = 1
-        hi = i + gap
-        while hi < end and codes[keys[hi] >> shift] == code:
-            lo = hi
-            gap *= 2
-            hi = lo + gap
-        if hi > end:
-            hi = end
-        while hi - lo > 1:
-            mid = lo + (hi - lo) // 2
-            if codes[keys[mid] >> shift] == code:
-                lo = mid
-            else:
-                hi = mid
-        i = hi
+    seen = 0
+    lvl = 0
+    while seen < n_cases:
+        seen += ints[NCASE * lm + lvl]
+        code_bit = np.uint64(1) << np.uint64(ints[CODE * lm + lvl])
+        present |= code_bit
+        if ints[SIDE * lm + lvl]:
+            bits |= code_bit
+        lvl += 1
+    return bits, present
+
+
+@jit(inline="always")
+def _level_sets_from_bits(bits, present, level_sets, row):
+    """Step 2, a subset split (a competitor, or the split of :func:`_mark_mv`) whose
+    sides the search kept (``Pairs.left_bits`` and ``Pairs.level_bits``, at most 64
+    levels: one word): write row ``row`` of the level sets, the left set the levels
+    present in ``bits``, the right set the other levels present. (Finding the levels
+    present again, by galloping over the segment's runs of equal codes, took most of
+    the time of the competitors' step.)"""
     level_sets[row, 0, 0] = present & bits
     level_sets[row, 1, 0] = present & ~bits
 
@@ -1505,8 +1505,8 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
         if is_cat:
             k = j * p + f
             if pairs.left_bits.shape[0] > 0:
-                _level_sets_from_bits(row, start, pend, shift, ps.codes[ps.rank_row[f]],
-                                      pairs.left_bits[k], level_sets, lrow)
+                _level_sets_from_bits(pairs.left_bits[k], pairs.level_bits[k], level_sets,
+                                      lrow)
             else:
                 _level_sets_of_pair(ps, f, node, start, pend, end, fr.mean[j], fr.sum[j],
                                     nodes, tg, rules, pairs, k, work, level_sets, lrow)
@@ -2082,8 +2082,7 @@ def _fill_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_se
                 lrow = tables.comp_i[row_c, C_LEVEL_ROW]
                 present = tables.comp_i[row_c, C_COUNT]
                 if pairs.left_bits.shape[0] > 0:
-                    _level_sets_from_bits(row, start, start + present, shift,
-                                          ps.codes[ps.rank_row[bf]], pairs.left_bits[kk],
+                    _level_sets_from_bits(pairs.left_bits[kk], pairs.level_bits[kk],
                                           level_sets, lrow)
                 else:
                     _level_sets_of_pair(ps, bf, node, start, start + present, fr.end[j],
@@ -2281,6 +2280,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                             _more_rows(tables.comp_f, first), tables.rows)
             pairs = Pairs(np.empty(n_pairs, dtype=np.float64),
                           np.empty(n_pairs, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                          np.zeros(n_pairs if bitsets else 0, dtype=np.uint64),
                           np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
                              fr.mean[b0:b1], fr.sum[b0:b1])
@@ -2443,7 +2443,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
                   np.zeros((cap, _N_FLOAT), dtype=np.float64),
                   np.zeros((cap, n_val), dtype=np.float64))
-    # Per-thread scratch rows (running class counts, written at every scan step) are
+    # Per-thread scratch rows (running class counts, written at every scan step; the
+    # class counts of the cases present, written at every case of a missing tail) are
     # padded to whole 128-byte blocks so two threads never write the same cache line.
     # A row per thread of buffers: split candidates in the search, a side buffer in the
     # partition. goes_left is padded by 3 bytes: the 16-key partition reads each mark as
@@ -2463,7 +2464,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 np.empty(0, dtype=np.int32),
                 np.zeros((n_threads, n_lf), dtype=np.float64),
                 np.zeros((n_threads, int_scratch_size(lm) if lm else 0), dtype=np.int64),
-                np.zeros((n_threads, max(n_classes, 3)), dtype=np.float64))
+                np.zeros((n_threads, -(-max(n_classes, 3) // 16) * 16), dtype=np.float64))
     level_sets = np.zeros((16 if lm else 0, 2, n_words), dtype=np.uint64)
     bitsets = 0 < lm <= BITSET_LEVELS  # see Pairs.left_bits
     n_rows = 0
@@ -2515,6 +2516,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
             all_pairs = Pairs(np.empty(n_batch, dtype=np.float64),
                               np.empty(n_batch, dtype=np.int64),
                               np.zeros(n_batch if mv else 0, dtype=np.int64),
+                              np.zeros(n_batch if bitsets else 0, dtype=np.uint64),
                               np.zeros(n_batch if bitsets else 0, dtype=np.uint64))
             all_sur = SurrogatePairs(*(np.zeros(n_batch if mv else 0, dtype=dt)
                                        for dt in (np.float64, np.float64, np.int64,
@@ -2539,7 +2541,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                                    refcheck=False)
                 pairs = Pairs(all_pairs.delta[:n_pairs], all_pairs.pos[:n_pairs],
                               all_pairs.present[:n_pairs if mv else 0],
-                              all_pairs.left_bits[:n_pairs if bitsets else 0])
+                              all_pairs.left_bits[:n_pairs if bitsets else 0],
+                              all_pairs.level_bits[:n_pairs if bitsets else 0])
                 batch = fr.rows(b)
                 if mv:
                     run_chunks(pool, min(n_threads, n_pairs), _search_mv, missing, presorted,
