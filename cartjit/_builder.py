@@ -1585,7 +1585,7 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
     lw = work.level_f[c]
     ints = work.level_i[c]
     side = ints[3 * lm:4 * lm]
-    level_counts = ints[lm:3 * lm]
+    level_counts = ints[:3 * lm]
     high = work.present[c][:3]
     marks = work.goes_left
     shift = tg.shift
@@ -1815,7 +1815,7 @@ def _rank_surrogates(ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
                                           ps.ranks[ps.rank_row[bf]], ps.n_levels[bf],
                                           splits.w_left[j], splits.w_right[j],
                                           rules.surrogate_style, splits.tie_left[j],
-                                          work.level_f[0], side, work.level_i[0][lm:3 * lm])
+                                          work.level_f[0], side, work.level_i[0][:3 * lm])
                 lrow = tables.rows[2]
                 tables.rows[2] += 1
                 for s in range(2):
