@@ -7,14 +7,16 @@ every position.
 
 Segments are random: responses with many ties (a few distinct values: near-ties between
 positions, constant segments) or continuous, any number of missing cases at the end,
-short and long.
+short and long. Also the categorical pairs (``_gathered_subset``) and the present class
+counts of a classification pair (``_label_counts``).
 """
 import numpy as np
 from numba import njit
 
-from cartjit._builder import _gathered_best, _gathered_subset, _reg_moments, _side_bits
+from cartjit._builder import (_gathered_best, _gathered_subset, _label_counts, _reg_moments,
+                              _side_bits)
 from cartjit._criteria import SQUARED_ERROR, tie_tolerance
-from cartjit._splitter import Segment, Targets, best_split_regression_unit
+from cartjit._splitter import Segment, Targets, best_split_regression_unit, class_counts
 from cartjit._subsets import (best_subset_regression, float_scratch_size, int_scratch_size,
                               left_levels_bits)
 
@@ -143,3 +145,33 @@ def test_gathered_subset_is_the_subset_search_on_the_keys_bit_for_bit():
                 present |= 1 << int(c)
             assert (int(bits[0]), int(bits[1])) == (int(left), present), trial
     assert found > 1000, found
+
+
+@njit
+def _counts_both(row, lo, hi, tg, a, b):
+    _label_counts(row, lo, hi, tg, a)
+    class_counts(row, lo, hi, tg, b)
+
+
+def test_label_counts_are_the_class_counts():
+    """``_label_counts`` (two classes packed in the keys with unit weights: the label
+    bits summed in a register) against ``class_counts``, on random segments, and the
+    general path (weights, three classes) unchanged."""
+    rng = np.random.default_rng(18)
+    for trial in range(400):
+        n_classes = 2 if trial % 4 else 3
+        shift = 1 if n_classes == 2 else 2
+        n = int(rng.integers(0, 300))
+        y = rng.integers(0, n_classes, n + 3).astype(np.int32)
+        cases = rng.permutation(n + 3)[:n]
+        row = ((cases << shift) | y[cases]).astype(np.int32)
+        unit = trial % 3 != 0
+        w = np.ones(n + 3) if unit else rng.integers(1, 4, n + 3) * 0.5
+        tg = Targets(y, np.empty(0), w, unit, True, np.ones(n_classes), 0, shift,
+                     (1 << shift) - 1, np.empty(0))
+        lo = int(rng.integers(0, n + 1))
+        hi = int(rng.integers(lo, n + 1))
+        a = np.full(n_classes, np.nan)
+        b = np.full(n_classes, np.nan)
+        _counts_both(row, lo, hi, tg, a, b)
+        assert a.tolist() == b.tolist(), trial
