@@ -68,9 +68,9 @@ from ._splitter import (NEAR_TIE, Segment, Targets, _precise_reg_delta,
                         best_split_gini_runs, best_split_regression,
                         best_split_regression_unit, class_counts, equal_factors,
                         threshold_between)
-from ._subsets import (BITSET_LEVELS, SIDE, best_subset_classification,
+from ._subsets import (BITSET_LEVELS, CODE, NCASE, SIDE, best_subset_classification,
                        best_subset_regression, float_scratch_size, int_scratch_size,
-                       left_levels_bits, level_run_end)
+                       level_run_end, subset_regression_scan)
 from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ, MARK_PACK,
                           categorical_surrogate, ordered_surrogate)
 from ._tree import Tree
@@ -199,6 +199,9 @@ class Pairs(NamedTuple):
     # recording the split needs no second search; empty when some categorical feature
     # has BITSET_LEVELS levels or more (then the pair is searched again)
     left_bits: np.ndarray
+    # uint64 the level codes present among the pair's cases searched, kept with
+    # left_bits (the right set is the present levels not in left_bits)
+    level_bits: np.ndarray
 
 
 class SurrogatePairs(NamedTuple):
@@ -221,7 +224,7 @@ class Work(NamedTuple):
     no_ranks: np.ndarray   # int32 empty: the ranks of a feature without ties
     level_f: np.ndarray    # float64 (n_threads, ...) per-level statistics (subset splits)
     level_i: np.ndarray    # int64 (n_threads, 4 L_max) codes, cases, ranks, sides of levels
-    present: np.ndarray    # float64 (n_threads, max(J, 3)) class counts of the cases
+    present: np.ndarray    # float64 (n_threads, >= max(J, 3)) class counts of the cases
                            # with a feature present (missing values)
 
 
@@ -595,7 +598,8 @@ def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
             pairs.delta[k] = d
             pairs.pos[k] = pos
             if pos >= 0 and keep_bits:
-                pairs.left_bits[k] = left_levels_bits(level_i, lm, end - start)
+                pairs.left_bits[k], pairs.level_bits[k] = _side_bits(level_i, lm,
+                                                                     end - start)
             j += step
 
 
@@ -1109,6 +1113,10 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
                          counts[:nodes.value.shape[1]])
 
 
+#: Candidates per block of the scan of :func:`_gathered_best`.
+_SCAN_SKIP = 64
+
+
 @jit(inline="always")
 def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
     """Step 1 (missing values, regression, unit weights, a feature without ties), one
@@ -1170,39 +1178,147 @@ def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
     best_den = 1.0
     hi_num = -np.inf
     lo_num = -np.inf
-    for i in range(np.uint64(lo - 1), np.uint64(hi)):
-        s_left = s_left_at[i]
-        w_left = float(i + np.uint64(1))
-        w_right = w_node - w_left
-        s_right = s_c - s_left
-        num = s_left * s_left * w_right + s_right * s_right * w_left
-        den = w_left * w_right
-        if num * best_den > hi_num * den:
-            best_delta = np.nan
-        elif num * best_den >= lo_num * den:  # a near-tie
-            pos = np.int64(i) + 1
-            if np.isnan(best_delta):
-                best_delta = _precise_reg_delta(iota, best_pos, n_present, ys, tg.w,
-                                                tg.unit_weights, mean, float(best_pos),
-                                                best_sl)
-            d = _precise_reg_delta(iota, pos, n_present, ys, tg.w, tg.unit_weights, mean,
-                                   w_left, s_left)
-            if not d > best_delta + tol:
-                continue
-            best_delta = d
-        else:
+    # Blocks of _SCAN_SKIP candidates: a candidate does something only when
+    # num * best_den >= lo_num * den (a near-tie or better; hi_num >= lo_num), so a
+    # block is first tested for one with the state at its start, in a loop without
+    # branches (vectorised), and walked case by case only when it has one. The walk
+    # computes the same num and den by the same operations: the same results.
+    i0 = np.uint64(lo - 1)
+    u_hi = np.uint64(hi)
+    while i0 < u_hi:
+        i1 = min(i0 + np.uint64(_SCAN_SKIP), u_hi)
+        hit = False
+        for i in range(i0, i1):
+            s_left = s_left_at[i]
+            w_left = float(i + np.uint64(1))
+            w_right = w_node - w_left
+            s_right = s_c - s_left
+            num = s_left * s_left * w_right + s_right * s_right * w_left
+            den = w_left * w_right
+            hit |= num * best_den >= lo_num * den
+        if not hit:
+            i0 = i1
             continue
-        best_den = den
-        hi_num = num + scale * den
-        lo_num = num - scale * den
-        best_pos = np.int64(i) + 1
-        best_sl = s_left
+        for i in range(i0, i1):
+            s_left = s_left_at[i]
+            w_left = float(i + np.uint64(1))
+            w_right = w_node - w_left
+            s_right = s_c - s_left
+            num = s_left * s_left * w_right + s_right * s_right * w_left
+            den = w_left * w_right
+            if num * best_den > hi_num * den:
+                best_delta = np.nan
+            elif num * best_den >= lo_num * den:  # a near-tie
+                pos = np.int64(i) + 1
+                if np.isnan(best_delta):
+                    best_delta = _precise_reg_delta(iota, best_pos, n_present, ys, tg.w,
+                                                    tg.unit_weights, mean, float(best_pos),
+                                                    best_sl)
+                d = _precise_reg_delta(iota, pos, n_present, ys, tg.w, tg.unit_weights,
+                                       mean, w_left, s_left)
+                if not d > best_delta + tol:
+                    continue
+                best_delta = d
+            else:
+                continue
+            best_den = den
+            hi_num = num + scale * den
+            lo_num = num - scale * den
+            best_pos = np.int64(i) + 1
+            best_sl = s_left
+        i0 = i1
     if best_pos < 0:
         return -np.inf, np.int64(-1)
     if np.isnan(best_delta):
         best_delta = _precise_reg_delta(iota, best_pos, n_present, ys, tg.w, tg.unit_weights,
                                         mean, float(best_pos), best_sl)
     return best_delta * (w_sum / w_total), best_pos + start
+
+
+@jit(inline="always")
+def _gathered_subset(row, codes, start, pend, w_total, tg, min_leaf, gathered, level_f,
+                     level_i, lm):
+    """Step 1 (missing values, regression, unit weights, a categorical feature), one
+    (node, feature) pair with cases missing the feature: what :func:`_present_best`
+    computes on the present cases ``row[start:pend]`` (their moments as
+    :func:`_reg_moments`, the levels' sums as
+    :func:`cartjit._subsets._reg_level_stats`, then
+    :func:`cartjit._subsets.subset_regression_scan`, Δ scaled by their share of the
+    node), with the same operations in the same order, so the same bits; leaves the
+    sides in ``level_i``.
+
+    The segment comes grouped by level: the first pass finds each level's run by
+    galloping over the codes (:func:`cartjit._subsets.level_run_end`) and copies the
+    responses, in the segment's order, to ``gathered``; the second reads them from
+    there for the centred moments of the cases and of each level at once. Two passes
+    over the cases instead of three, and one of scattered reads instead of three.
+    """
+    y = tg.y_reg
+    n_present = pend - start
+    ys = gathered[:n_present]
+    ushift = np.uint64(0)
+    w_sum = 0.0
+    s = 0.0
+    first = y[np.uint64(row[np.uint64(start)])]
+    constant = True
+    n_lv = 0
+    i = start
+    while i < pend:
+        code = codes[np.uint64(row[np.uint64(i)])]
+        run_end = level_run_end(row, codes, ushift, i, pend, code)
+        for q in range(np.uint64(i), np.uint64(run_end)):
+            yi = y[np.uint64(row[q])]
+            ys[q - np.uint64(start)] = yi
+            w_sum += 1.0
+            s += yi
+            constant &= yi == first
+        level_i[CODE * lm + n_lv] = code
+        level_i[NCASE * lm + n_lv] = run_end - i
+        n_lv += 1
+        i = run_end
+    mean = s / w_sum
+    s_c = 0.0
+    ss_c = 0.0
+    q0 = np.uint64(0)
+    for k in range(n_lv):
+        q1 = q0 + np.uint64(level_i[NCASE * lm + k])
+        w_run = 0.0
+        s_run = 0.0
+        for q in range(q0, q1):
+            z = ys[q] - mean
+            s_c += z
+            ss_c += z * z
+            w_run += 1.0
+            s_run += z
+        level_f[2 * k] = w_run
+        level_f[2 * k + 1] = s_run
+        q0 = q1
+    var = (ss_c - s_c * s_c / w_sum) / w_sum
+    if var < 0.0 or constant:
+        var = 0.0
+    d, n_left = subset_regression_scan(n_lv, n_present, var, min_leaf, level_f, level_i,
+                                       lm)
+    if n_left < 0:
+        return -np.inf, np.int64(-1)
+    return d * (w_sum / w_total), start + n_left
+
+
+@jit(inline="always")
+def _label_counts(row, lo, hi, tg, counts):
+    """:func:`cartjit._splitter.class_counts` of ``row[lo:hi]`` into ``counts``: with two
+    classes packed in the keys and unit weights, the class-1 count is the sum of the
+    label bits, added in a register (a loop the compiler vectorises) instead of a
+    read-modify-write of ``counts`` a case; the counts are whole numbers either way, so
+    the same values."""
+    if tg.mask != 0 and tg.unit_weights and counts.shape[0] == 2:
+        n1 = np.int64(0)
+        umask = np.uint32(tg.mask)
+        for i in range(np.uint64(lo), np.uint64(hi)):
+            n1 += np.int64(np.uint32(row[i]) & umask)
+        counts[0] = np.float64(hi - lo - n1)
+        counts[1] = np.float64(n1)
+    else:
+        class_counts(row, lo, hi, tg, counts)
 
 
 # Inlined into _search_mv, which walks feature by feature with every array taken once:
@@ -1225,11 +1341,11 @@ def _present_best(row, rk, codes, is_cat, tied, node, start, pend, end, mean, s_
         if is_class:
             if tg.exact_sums and 2 * (end - pend) < end - start:
                 # exact counts: the node's less the missing tail's
-                class_counts(row, pend, end, tg, counts)
+                _label_counts(row, pend, end, tg, counts)
                 for cl in range(counts.shape[0]):
                     counts[cl] = total[cl] - counts[cl]
             else:
-                class_counts(row, start, pend, tg, counts)
+                _label_counts(row, start, pend, tg, counts)
             q_node = 0.0
             q_present = 0.0
             for cl in range(counts.shape[0]):
@@ -1294,6 +1410,8 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
         # regression, unit weights, a feature without ties: _gathered_best
         gather = (gathered.shape[1] > 0 and not is_cat and not tied
                   and tg.criterion == SQUARED_ERROR)
+        # ... a categorical feature: _gathered_subset
+        gather_cat = gathered.shape[1] > 0 and is_cat and tg.criterion == SQUARED_ERROR
         while j < n_fr:
             k = j * p + f
             start = fr.start[j]
@@ -1303,6 +1421,10 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
             if gather and pend < end and pend - start >= 2:
                 d, pos = _gathered_best(row, start, pend, nodes.fnode[fr.node[j], F_WEIGHT],
                                         tg, rules.min_samples_leaf, ys, iota)
+            elif gather_cat and pend < end and pend - start >= 2:
+                d, pos = _gathered_subset(row, codes, start, pend,
+                                          nodes.fnode[fr.node[j], F_WEIGHT], tg,
+                                          rules.min_samples_leaf, ys, level_f, level_i, lm)
             else:
                 d, pos = _present_best(row, rk, codes, is_cat, tied, fr.node[j], start, pend,
                                        end, fr.mean[j], fr.sum[j], nodes, tg, rules, scratch,
@@ -1310,44 +1432,40 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
             pairs.delta[k] = d
             pairs.pos[k] = pos
             if pos >= 0 and is_cat and keep_bits:
-                pairs.left_bits[k] = left_levels_bits(level_i, lm, pend - start)
+                pairs.left_bits[k], pairs.level_bits[k] = _side_bits(level_i, lm,
+                                                                     pend - start)
             j += step
 
 
 @jit(inline="always")
-def _level_sets_from_bits(keys, start, end, shift, codes, bits, level_sets, row):
-    """Step 2, a subset split (a competitor, or the split of :func:`_mark_mv`) whose left
-    levels the search kept in ``bits`` (at most 64 levels: one word): write row ``row``
-    of the level sets, the left set the levels of ``keys[start:end]`` in ``bits``, the
-    right set the others.
-
-    The segment lists its cases grouped by level in code order, so the levels present
-    are found by galloping over the runs of equal codes, about 2 log2(run) look-ups a
-    level instead of one a case (the result of :func:`_write_level_sets`).
-    """
+def _side_bits(ints, lm, n_cases):
+    """Step 1, a subset split just found: the codes of the levels in S (the side the
+    search left in :data:`cartjit._subsets.SIDE`) and those of every level searched,
+    as two bitsets (code c is bit c; every code below :data:`BITSET_LEVELS`), from one
+    walk over the levels (as :func:`cartjit._subsets.left_levels_bits`); ``n_cases``
+    is the number of cases searched, which the levels' counts add up to."""
+    bits = np.uint64(0)
     present = np.uint64(0)
-    i = start
-    while i < end:
-        code = codes[keys[i] >> shift]
-        present |= np.uint64(1) << np.uint64(code)
-        # first position past the run of ``code``: gallop, then bisect; ``lo`` is in
-        # the run, ``hi`` past it (or end)
-        lo = i
-        gap = 1
-        hi = i + gap
-        while hi < end and codes[keys[hi] >> shift] == code:
-            lo = hi
-            gap *= 2
-            hi = lo + gap
-        if hi > end:
-            hi = end
-        while hi - lo > 1:
-            mid = lo + (hi - lo) // 2
-            if codes[keys[mid] >> shift] == code:
-                lo = mid
-            else:
-                hi = mid
-        i = hi
+    seen = 0
+    lvl = 0
+    while seen < n_cases:
+        seen += ints[NCASE * lm + lvl]
+        code_bit = np.uint64(1) << np.uint64(ints[CODE * lm + lvl])
+        present |= code_bit
+        if ints[SIDE * lm + lvl]:
+            bits |= code_bit
+        lvl += 1
+    return bits, present
+
+
+@jit(inline="always")
+def _level_sets_from_bits(bits, present, level_sets, row):
+    """Step 2, a subset split (a competitor, or the split of :func:`_mark_mv`) whose
+    sides the search kept (``Pairs.left_bits`` and ``Pairs.level_bits``, at most 64
+    levels: one word): write row ``row`` of the level sets, the left set the levels
+    present in ``bits``, the right set the other levels present. (Finding the levels
+    present again, by galloping over the segment's runs of equal codes, took most of
+    the time of the competitors' step.)"""
     level_sets[row, 0, 0] = present & bits
     level_sets[row, 1, 0] = present & ~bits
 
@@ -1405,8 +1523,8 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
         if is_cat:
             k = j * p + f
             if pairs.left_bits.shape[0] > 0:
-                _level_sets_from_bits(row, start, pend, shift, ps.codes[ps.rank_row[f]],
-                                      pairs.left_bits[k], level_sets, lrow)
+                _level_sets_from_bits(pairs.left_bits[k], pairs.level_bits[k], level_sets,
+                                      lrow)
             else:
                 _level_sets_of_pair(ps, f, node, start, pend, end, fr.mean[j], fr.sum[j],
                                     nodes, tg, rules, pairs, k, work, level_sets, lrow)
@@ -1485,7 +1603,7 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
     lw = work.level_f[c]
     ints = work.level_i[c]
     side = ints[3 * lm:4 * lm]
-    level_counts = ints[lm:3 * lm]
+    level_counts = ints[:3 * lm]
     high = work.present[c][:3]
     marks = work.goes_left
     shift = tg.shift
@@ -1715,7 +1833,7 @@ def _rank_surrogates(ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
                                           ps.ranks[ps.rank_row[bf]], ps.n_levels[bf],
                                           splits.w_left[j], splits.w_right[j],
                                           rules.surrogate_style, splits.tie_left[j],
-                                          work.level_f[0], side, work.level_i[0][lm:3 * lm])
+                                          work.level_f[0], side, work.level_i[0][:3 * lm])
                 lrow = tables.rows[2]
                 tables.rows[2] += 1
                 for s in range(2):
@@ -1982,8 +2100,7 @@ def _fill_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_se
                 lrow = tables.comp_i[row_c, C_LEVEL_ROW]
                 present = tables.comp_i[row_c, C_COUNT]
                 if pairs.left_bits.shape[0] > 0:
-                    _level_sets_from_bits(row, start, start + present, shift,
-                                          ps.codes[ps.rank_row[bf]], pairs.left_bits[kk],
+                    _level_sets_from_bits(pairs.left_bits[kk], pairs.level_bits[kk],
                                           level_sets, lrow)
                 else:
                     _level_sets_of_pair(ps, bf, node, start, start + present, fr.end[j],
@@ -2181,6 +2298,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                             _more_rows(tables.comp_f, first), tables.rows)
             pairs = Pairs(np.empty(n_pairs, dtype=np.float64),
                           np.empty(n_pairs, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                          np.zeros(n_pairs if bitsets else 0, dtype=np.uint64),
                           np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
                              fr.mean[b0:b1], fr.sum[b0:b1])
@@ -2347,7 +2465,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
                   np.zeros((cap, _N_FLOAT), dtype=np.float64),
                   np.zeros((cap, n_val), dtype=np.float64))
-    # Per-thread scratch rows (running class counts, written at every scan step) are
+    # Per-thread scratch rows (running class counts, written at every scan step; the
+    # class counts of the cases present, written at every case of a missing tail) are
     # padded to whole 128-byte blocks so two threads never write the same cache line.
     # A row per thread of buffers: split candidates in the search, a side buffer in the
     # partition. goes_left is padded by 3 bytes: the 16-key partition reads each mark as
@@ -2367,7 +2486,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 np.empty(0, dtype=np.int32),
                 np.zeros((n_threads, n_lf), dtype=np.float64),
                 np.zeros((n_threads, int_scratch_size(lm) if lm else 0), dtype=np.int64),
-                np.zeros((n_threads, max(n_classes, 3)), dtype=np.float64))
+                np.zeros((n_threads, -(-max(n_classes, 3) // 16) * 16), dtype=np.float64))
     level_sets = np.zeros((16 if lm else 0, 2, n_words), dtype=np.uint64)
     bitsets = 0 < lm <= BITSET_LEVELS  # see Pairs.left_bits
     n_rows = 0
@@ -2419,6 +2538,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
             all_pairs = Pairs(np.empty(n_batch, dtype=np.float64),
                               np.empty(n_batch, dtype=np.int64),
                               np.zeros(n_batch if mv else 0, dtype=np.int64),
+                              np.zeros(n_batch if bitsets else 0, dtype=np.uint64),
                               np.zeros(n_batch if bitsets else 0, dtype=np.uint64))
             all_sur = SurrogatePairs(*(np.zeros(n_batch if mv else 0, dtype=dt)
                                        for dt in (np.float64, np.float64, np.int64,
@@ -2443,7 +2563,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                                    refcheck=False)
                 pairs = Pairs(all_pairs.delta[:n_pairs], all_pairs.pos[:n_pairs],
                               all_pairs.present[:n_pairs if mv else 0],
-                              all_pairs.left_bits[:n_pairs if bitsets else 0])
+                              all_pairs.left_bits[:n_pairs if bitsets else 0],
+                              all_pairs.level_bits[:n_pairs if bitsets else 0])
                 batch = fr.rows(b)
                 if mv:
                     run_chunks(pool, min(n_threads, n_pairs), _search_mv, missing, presorted,

@@ -45,7 +45,8 @@ from ._criteria import GINI, tie_tolerance
 from ._splitter import (GINI_SCREEN_MARGIN, delta_from_counts, equal_factors,
                         gini_certainly_below)
 
-__all__ = ["best_subset_classification", "best_subset_regression", "level_run_end",
+__all__ = ["best_subset_classification", "best_subset_regression", "subset_regression_scan",
+           "level_run_end",
            "int_scratch_size", "float_scratch_size", "left_levels_bits", "BITSET_LEVELS",
            "CODE", "NCASE", "SIDE", "JACOBI_SWEEPS"]
 
@@ -744,11 +745,20 @@ def best_subset_regression(seg, y, w, unit, mean, node_impurity, min_leaf, fs, i
     fs, ints, lm : scratch as for :func:`best_subset_classification`.
     """
     n_lv = _reg_level_stats(seg, y, w, unit, mean, fs, ints, lm)
+    return subset_regression_scan(n_lv, seg.end - seg.start, node_impurity, min_leaf, fs,
+                                  ints, lm)
+
+
+@jit(borrowed=True)
+def subset_regression_scan(n_lv, n_node, node_impurity, min_leaf, fs, ints, lm):
+    """The search of :func:`best_subset_regression` once the ``n_lv`` levels' W and
+    centred sums are in ``fs`` and their codes and numbers of cases in ``ints`` (as
+    :func:`_reg_level_stats` leaves them), ``n_node`` cases in all; returns
+    ``(Δi, n_left)`` or ``(-inf, -1)``, and leaves the sides in ``ints``."""
     if n_lv < 2:
         return -np.inf, np.int64(-1)
     suf = fs[2 * lm:4 * lm]
     score = fs[4 * lm:5 * lm]
-    n_node = seg.end - seg.start
     tol = tie_tolerance(node_impurity)
     for lvl in range(n_lv):
         score[lvl] = fs[2 * lvl + 1] / fs[2 * lvl]

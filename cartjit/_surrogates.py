@@ -333,16 +333,21 @@ def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes,
     n_levels : L, the feature's number of levels.
     w_left, w_right, style : as :func:`ordered_surrogate`.
     tie_left : 1 when equal weights default to the left child (module docstring).
-    lw : float64 (>= 2L) scratch: weight of marked-left / marked-right cases by level.
+    lw : float64 (>= 2L) scratch: weight of marked-left / marked-right cases by level
+        present.
     side : int64 (>= L) output.
-    counts : int64 (>= 2L) scratch: marked-left / marked-right cases by level.
+    counts : int64 (>= 3L) scratch: marked-left / marked-right cases and code by level
+        present.
+
+    Only the levels present (the segment's runs) are summed and visited, in code order
+    (the runs', ascending): the sums over every code of the level-by-level tables this
+    replaces added 0.0 for a level absent, which changes no sum, so the results are
+    the same; a small node holds a few of the L levels.
     """
-    for c in range(2 * n_levels):
-        lw[c] = 0.0
-        counts[c] = 0
     # the segment comes grouped by level: each level's run is summed in registers,
     # without branches on the marks (as in ordered_surrogate), with unsigned indices
     ushift = np.uint32(shift)
+    n_run = 0
     i = start
     while i < end:
         c = codes[np.uint64(np.uint32(row[np.uint64(i)]) >> ushift)]
@@ -367,25 +372,30 @@ def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes,
         if unit_weights:  # sums of ones: the counts, exactly
             sl = np.float64(nl)
             sr = np.float64(nm - nl)
-        lw[2 * c] += sl
-        lw[2 * c + 1] += sr
-        counts[2 * c] += nl
-        counts[2 * c + 1] += nm - nl
+        lw[2 * n_run] = sl
+        lw[2 * n_run + 1] = sr
+        counts[3 * n_run] = nl
+        counts[3 * n_run + 1] = nm - nl
+        counts[3 * n_run + 2] = c
+        n_run += 1
+    for c in range(n_levels):
+        side[c] = LEVEL_NONE
     sum_l = 0.0
     sum_r = 0.0
-    for c in range(n_levels):
-        sum_l += lw[2 * c]
-        sum_r += lw[2 * c + 1]
+    for r in range(n_run):
+        sum_l += lw[2 * r]
+        sum_r += lw[2 * r + 1]
     default_left = sum_l > sum_r or (sum_l == sum_r and tie_left == 1)
     majority = sum_l if default_left else sum_r
     agree = 0.0
     n_agree = 0
     n_disagree = 0
-    for c in range(n_levels):
-        wl = lw[2 * c]
-        wr = lw[2 * c + 1]
-        nl = counts[2 * c]
-        nr = counts[2 * c + 1]
+    for r in range(n_run):
+        wl = lw[2 * r]
+        wr = lw[2 * r + 1]
+        nl = counts[3 * r]
+        nr = counts[3 * r + 1]
+        c = counts[3 * r + 2]
         if nl + nr == 0:
             side[c] = LEVEL_NONE
         elif wl < wr or (wl == wr and not default_left):

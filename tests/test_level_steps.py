@@ -48,7 +48,7 @@ def _batch(rng, m, p):
     splits = B._level_splits(m)
     splits.feat[:] = rng.integers(-1, p, m)
     pairs = B.Pairs(delta.ravel().copy(), np.zeros(m * p, np.int64), np.zeros(0, np.int64),
-                    np.zeros(0, np.uint64))
+                    np.zeros(0, np.uint64), np.zeros(0, np.uint64))
     return fr, nodes, splits, pairs, tol, delta
 
 
