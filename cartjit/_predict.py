@@ -192,6 +192,10 @@ CHUNK_ROWS = 4096
 #: 20 features by a tree of 26,000 nodes: 11 % less time than without; 8 to 128 rows
 #: ahead measured alike, 32 best).
 PREFETCH_ROWS = 32
+#: The held-out descent asks for the lines of the row this many rows on (scoring a fold
+#: of 10^4 rows out of 10^5 by a tree of 23,000 nodes: 3.1 ms against 4.6 ms without;
+#: 4 to 32 alike).
+HELD_AHEAD = 8
 #: The exponent bits of a float64: all set in an infinity or a NaN.
 _EXPONENT = np.uint64(0x7FF0000000000000)
 
@@ -495,8 +499,14 @@ def heldout_losses(tree, cases, losses):
     # first[t]: the first k with alphas[k] >= alpha[t] (n_alpha: none), found once per
     # node a row reaches (-1: not yet)
     first = np.full(left.shape[0], -1, dtype=np.int64)
+    p = X.shape[1]
+    xs = X.reshape(X.shape[0] * p)
     for r in range(rows.shape[0]):
         i = rows[r]
+        if r + HELD_AHEAD < rows.shape[0] and p > 0:  # the lines of a row further on
+            ahead = rows[r + HELD_AHEAD] * p
+            for f in range(0, p + 8, 8):
+                _prefetch(xs, np.uint64(ahead + min(f, p - 1)))
         node = 0
         hi = n_alpha
         stopped = False
