@@ -60,7 +60,7 @@ from ._scaling import check_class_tables, normalise
 from ._tree import apply as apply_tree
 
 __all__ = ["cross_validate", "CVResult", "make_folds", "FoldPlan", "grow_cv_trees",
-           "score_fold_trees", "select_index", "first_candidate", "heldout_nodes",
+           "score_fold_trees", "fold_scoring", "select_index", "first_candidate", "heldout_nodes",
            "fold_predictions", "fold_tree_arrays", "sample_risk", "SELECTION_TIE_RTOL",
            "CV_PREDICTIONS"]
 
@@ -155,10 +155,16 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
                                  else (None, None))
     # with cp = 0 every tree's growth bound is 0: rpart's rules run in each tree's task
     in_task = rpart and not cp
-    fitted, fold_fits = grow_cv_trees(problem, settings, keys, plan, n_threads,
-                                      fold_settings=fold_settings,
-                                      rpart_alpha=0.0 if in_task else None,
-                                      rpart_growth=rpart, lean=not predictions)
+    # Breiman's rules: the fold trees are scored as they are grown, at the full tree's
+    # midpoints (rpart's rules first rework every tree's sequence, then score)
+    scoring = None if rpart else (
+        lambda full: fold_scoring(problem, settings, plan, full.path[0], priors=full.priors,
+                                  class_totals=full.class_totals))
+    fitted, fold_fits, scores = grow_cv_trees(problem, settings, keys, plan, n_threads,
+                                              fold_settings=fold_settings,
+                                              rpart_alpha=0.0 if in_task else None,
+                                              rpart_growth=rpart, lean=not predictions,
+                                              scoring=scoring)
     del keys
     points = fold_points = None
     if rpart:
@@ -166,11 +172,13 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
             fitted, fold_fits, fold_scale, 0.0 if cp is None else cp, settings,
             done=in_task, problem=problem, plan=plan)
     alphas, n_leaves, tree_risk = fitted.path
-    cv_risk, cv_se = score_fold_trees(problem, settings, [f.tree for f in fold_fits], plan,
-                                      alphas, priors=fitted.priors,
-                                      class_totals=fitted.class_totals, n_threads=n_threads,
-                                      points=fold_points,
-                                      transpose_cost=rpart and problem.is_classification)
+    if scores is None:
+        scores = score_fold_trees(problem, settings, [f.tree for f in fold_fits], plan,
+                                  alphas, priors=fitted.priors,
+                                  class_totals=fitted.class_totals, n_threads=n_threads,
+                                  points=fold_points,
+                                  transpose_cost=rpart and problem.is_classification)
+    cv_risk, cv_se = scores
     root = float(fitted.tree.risk[0])
     first = 0 if cp is None or rpart else first_candidate(alphas, cp * root, root)
     pred = proba = None
@@ -597,10 +605,10 @@ def _run_tasks(fn, tasks, n_threads):
 
 
 def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None,
-                  rpart_alpha=None, rpart_growth=False, lean=False):
+                  rpart_alpha=None, rpart_growth=False, lean=False, scoring=None):
     """T_max and T_max^(v) for every (repeat, fold): :func:`fit_tree`'s results.
 
-    Returns ``(full, folds)``, the folds in (repeat, fold) order; each result carries its
+    Returns ``(full, folds, scores)``, the folds in (repeat, fold) order; each result carries its
     tree (with the per-node collapse α) and its pruning sequence. Fold trees are grown
     with the surrogate settings of the full tree (their surrogates route the held-out
     cases, as in rpart's cross-validation) but without competitors. ``keys``
@@ -616,6 +624,12 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     :func:`cartjit._fit.fit_fold`'s records (the same α, labels and means, without the
     :class:`cartjit._tree.Tree`; the units are set once for every fold) wherever the
     fold trees follow Breiman's rules without ``max_leaf_nodes``.
+
+    ``scoring`` (None: ``scores`` is None) scores the fold trees in the same pool:
+    ``scoring(full)`` gives :func:`fold_scoring`'s ``(score, result)`` for the full
+    tree's sequence; it is called once T_max is grown, a task per fold tree then scores
+    it (queued behind the fits, so that a thread whose fits are done scores while the
+    others still grow), and ``scores`` is ``result()``.
     """
     # A fold tree's surrogates route its held-out cases; its competitors are never read.
     base = settings._replace(max_competitor=0)
@@ -645,8 +659,34 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     if problem.X.size < FOLD_THREADS_MIN_VALUES:
         n_threads = 1
     at = len(folds) if n_threads == 1 else 0  # where the full tree's task goes
-    results = _run_tasks(run, folds[:at] + [None] + folds[at:], n_threads)
-    return results.pop(at), results
+    tasks = folds[:at] + [None] + folds[at:]
+    if scoring is None:
+        results = _run_tasks(run, tasks, n_threads)
+        return results.pop(at), results, None
+    if n_threads == 1:
+        results = [run(t) for t in tasks]
+        full = results.pop(at)
+        score, result = scoring(full)
+        for i, f in enumerate(results):
+            score(i, f.tree)
+        return full, results, result()
+
+    def run_full():
+        full = run(None)
+        return full, scoring(full)
+
+    def score_task(i):
+        score = fits[at].result()[1][0]
+        score(i, fits[i + 1].result().tree)  # the full tree's task is first (at = 0)
+
+    with ThreadPoolExecutor(min(n_threads, len(tasks))) as pool:
+        # First in, first out: every fit has started before a scoring task waits on one.
+        fits = [pool.submit(run_full) if t is None else pool.submit(run, t) for t in tasks]
+        scored = [pool.submit(score_task, i) for i in range(len(folds))]
+        for f in scored:
+            f.result()
+    full, (_, result) = fits[at].result()
+    return full, [f.result() for f in fits[at + 1:]], result()
 
 
 #: From this many cases the held-out rows are found by a radix sort of the fold ids.
@@ -664,7 +704,23 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
     each of shape (n_repeats, K). Fold trees are scored at the midpoints α'_k, or at ``points``
     (one increasing row per fold tree, in its units) when given. ``transpose_cost``
     scores a class-j case labelled i with C(j|i) instead of C(i|j), as rpart 4.1.19
-    does (docs/maths.md §9).
+    does (docs/maths.md §9). The work is :func:`fold_scoring`'s, one fold tree a task.
+    """
+    score, result = fold_scoring(problem, settings, plan, full_alpha_seq, priors=priors,
+                                 class_totals=class_totals, points=points,
+                                 transpose_cost=transpose_cost)
+    if problem.X.size < FOLD_THREADS_MIN_VALUES:
+        n_threads = 1
+    _run_tasks(lambda i: score(i, fold_trees[i]), list(range(len(fold_trees))), n_threads)
+    return result()
+
+
+def fold_scoring(problem, settings, plan, full_alpha_seq, *, priors=None, class_totals=None,
+                 points=None, transpose_cost=False):
+    """:func:`score_fold_trees` in pieces: ``(score, result)``. ``score(i, tree)`` drops
+    the held-out cases of task i (repeat i // V, fold i % V) down its fold tree and
+    keeps their sums (tasks may run on any threads, in any order); ``result()``, once
+    every task is scored, adds them up in task order and returns ``(cv_risk, cv_se)``.
     """
     alpha_prime = midpoints(np.asarray(full_alpha_seq, dtype=np.float64))
     # Losses are summed (and squared) in the kernels' units, see cartjit._scaling.
@@ -681,7 +737,7 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         class_scale = np.empty(0)
         cost = np.zeros((1, 1))
     n_rep = plan.folds.shape[0]
-    tasks = [(r, v) for r in range(n_rep) for v in range(plan.n_folds)]
+    n_tasks = n_rep * plan.n_folds
     # every fold's held-out rows in increasing order: one stable sort per repeat (a radix
     # sort of 16-bit fold ids on many cases)
     held = []
@@ -692,11 +748,10 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
         order = np.argsort(ids, kind="stable").astype(np.int64, copy=False)
         ends = np.cumsum(np.bincount(plan.folds[r], minlength=plan.n_folds))
         held.extend(np.split(order, ends[:-1]))
-    sums = np.zeros((len(tasks), alpha_prime.shape[0]))
-    squares = np.zeros((len(tasks), alpha_prime.shape[0]))
+    sums = np.zeros((n_tasks, alpha_prime.shape[0]))
+    squares = np.zeros((n_tasks, alpha_prime.shape[0]))
 
-    def run(i):
-        t = fold_trees[i]
+    def score(i, t):
         rows, out_sum, out_sq = held[i], sums[i], squares[i]
         if isinstance(t, FoldTree):  # cartjit._fit.fit_fold's arrays, ȳ(t) in user units
             arrays = t if problem.is_classification else t._replace(value=t.value / scale.y)
@@ -710,23 +765,23 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
                        LossTable(class_scale, cost,
                                  alpha_prime if points is None else points[i],
                                  out_sum, out_sq))
-        return out_sum, out_sq
 
-    if problem.X.size < FOLD_THREADS_MIN_VALUES:
-        n_threads = 1
-    _run_tasks(run, list(range(len(tasks))), n_threads)
-    K = alpha_prime.shape[0]
-    cv_risk = np.zeros((n_rep, K))
-    cv_sq = np.zeros((n_rep, K))
-    for i, (r, _) in enumerate(tasks):  # fixed order: deterministic
-        cv_risk[r] += sums[i]
-        cv_sq[r] += squares[i]
-    var = np.maximum(cv_sq - cv_risk * cv_risk / w_total, 0.0)
-    # R^CV does not depend on the weights' unit; the SE counts weights as cases, so
-    # weights × c divide it by sqrt(c) (rpart's xstd) whatever the kernels' units.
-    cls = problem.is_classification
-    return (scale.to_loss_units(cv_risk / w_total, cls),
-            scale.to_loss_units(np.sqrt(var) / w_total / np.sqrt(scale.weight), cls))
+    def result():
+        K = alpha_prime.shape[0]
+        cv_risk = np.zeros((n_rep, K))
+        cv_sq = np.zeros((n_rep, K))
+        for i in range(n_tasks):  # fixed order: deterministic
+            r = i // plan.n_folds
+            cv_risk[r] += sums[i]
+            cv_sq[r] += squares[i]
+        var = np.maximum(cv_sq - cv_risk * cv_risk / w_total, 0.0)
+        # R^CV does not depend on the weights' unit; the SE counts weights as cases, so
+        # weights × c divide it by sqrt(c) (rpart's xstd) whatever the kernels' units.
+        cls = problem.is_classification
+        return (scale.to_loss_units(cv_risk / w_total, cls),
+                scale.to_loss_units(np.sqrt(var) / w_total / np.sqrt(scale.weight), cls))
+
+    return score, result
 
 
 def select_index(cv_risk, cv_se, selection):
