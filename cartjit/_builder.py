@@ -1118,6 +1118,19 @@ _SCAN_SKIP = 64
 
 
 @jit(inline="always")
+def _gathered_proxy(s_left_at, i, w_node, s_c):
+    """The scan's proxy at gathered position i as the fraction num / den of
+    :func:`cartjit._splitter.best_split_regression_unit` (S_L² n_R + S_R² n_L over
+    n_L n_R), with S_L and n_L."""
+    s_left = s_left_at[i]
+    w_left = float(i + np.uint64(1))
+    w_right = w_node - w_left
+    s_right = s_c - s_left
+    return (s_left * s_left * w_right + s_right * s_right * w_left, w_left * w_right,
+            s_left, w_left)
+
+
+@jit(inline="always")
 def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
     """Step 1 (missing values, regression, unit weights, a feature without ties), one
     (node, feature) pair with cases missing the feature: what :func:`_present_best`
@@ -1189,23 +1202,13 @@ def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
         i1 = min(i0 + np.uint64(_SCAN_SKIP), u_hi)
         hit = False
         for i in range(i0, i1):
-            s_left = s_left_at[i]
-            w_left = float(i + np.uint64(1))
-            w_right = w_node - w_left
-            s_right = s_c - s_left
-            num = s_left * s_left * w_right + s_right * s_right * w_left
-            den = w_left * w_right
+            num, den, _, _ = _gathered_proxy(s_left_at, i, w_node, s_c)
             hit |= num * best_den >= lo_num * den
         if not hit:
             i0 = i1
             continue
         for i in range(i0, i1):
-            s_left = s_left_at[i]
-            w_left = float(i + np.uint64(1))
-            w_right = w_node - w_left
-            s_right = s_c - s_left
-            num = s_left * s_left * w_right + s_right * s_right * w_left
-            den = w_left * w_right
+            num, den, s_left, w_left = _gathered_proxy(s_left_at, i, w_node, s_c)
             if num * best_den > hi_num * den:
                 best_delta = np.nan
             elif num * best_den >= lo_num * den:  # a near-tie

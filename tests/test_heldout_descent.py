@@ -87,17 +87,21 @@ def _loss(tree, node, yi, regression):
     return float(tree.label[node] != yi)
 
 
-def _rundown(tree, X, y, w, rows, alphas, regression, use_surrogate):
-    """One row at a time: its path (root to the node where it ends), and for each α the
-    first node of the path that T(α) does not split (alpha[t] <= α), or the end node."""
-    end = apply(tree, X[rows], use_surrogate)
-    out_sum = np.zeros(alphas.shape[0])
-    out_sq = np.zeros(alphas.shape[0])
-    for i, e in zip(rows, end):
+def _paths(tree, X, rows, use_surrogate):
+    """Each row's path, root to the node where it ends."""
+    for e in apply(tree, X[rows], use_surrogate):
         path = [int(e)]
         while tree.parent[path[-1]] >= 0:
             path.append(int(tree.parent[path[-1]]))
-        path.reverse()
+        yield path[::-1]
+
+
+def _rundown(tree, X, y, w, rows, alphas, regression, use_surrogate):
+    """One row at a time: its path (root to the node where it ends), and for each α the
+    first node of the path that T(α) does not split (alpha[t] <= α), or the end node."""
+    out_sum = np.zeros(alphas.shape[0])
+    out_sq = np.zeros(alphas.shape[0])
+    for i, path in zip(rows, _paths(tree, X, rows, use_surrogate)):
         for k, a in enumerate(alphas):
             t = next((t for t in path if tree.alpha[t] <= a), path[-1])
             loss = _loss(tree, t, y[i], regression)
@@ -132,14 +136,9 @@ def _scan_rundown(tree, X, y, w, rows, alphas, regression, use_surrogate):
     the positions from where a scan down from the previous node's first position stops
     (at the first α below alpha[t]) up to that first position; the node where the row
     ends takes every position left."""
-    end = apply(tree, X[rows], use_surrogate)
     out_sum = np.zeros(alphas.shape[0])
     out_sq = np.zeros(alphas.shape[0])
-    for i, e in zip(rows, end):
-        path = [int(e)]
-        while tree.parent[path[-1]] >= 0:
-            path.append(int(tree.parent[path[-1]]))
-        path.reverse()
+    for i, path in zip(rows, _paths(tree, X, rows, use_surrogate)):
         hi = alphas.shape[0]
         for j, t in enumerate(path):
             lo = hi
