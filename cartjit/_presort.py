@@ -47,7 +47,7 @@ def run_chunks(pool, n_chunks, fn, *args):
     The calling thread runs chunk 0 itself while the pool runs the others: a pool of
     ``n - 1`` workers keeps n threads busy, and the wake-up of a worker overlaps the
     caller's own chunk instead of adding to every call (a level of the growth makes about
-    ten such calls; handing every chunk to the pool cost ~60 µs a call, ~15 % of a
+    ten such calls; handing every chunk to the pool cost ~60 µs a call, ~9 % of a
     1e5-row fit with surrogates). Every chunk has ended when this returns, also when one
     raises (the kernels write into shared arrays).
     """
