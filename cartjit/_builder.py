@@ -51,7 +51,6 @@ Case indices refer to rows of the full arrays ``X``, ``y_*`` and ``w``; a subset
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -61,7 +60,7 @@ from ._criteria import (ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_
                         xlogx_table)
 from . import _config
 from ._predict import _level_side
-from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, run_chunks
+from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, chunk_pool, run_chunks
 from ._simd import LANES, compress_partition
 from ._splitter import (NEAR_TIE, Segment, Targets, _precise_reg_delta,
                         best_split_class_runs, best_split_classification,
@@ -2514,7 +2513,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                     np.zeros((comp_cap, 3), dtype=np.int64),
                     np.zeros((comp_cap, 2), dtype=np.float64), np.zeros(3, dtype=np.int64))
 
-    pool = ThreadPoolExecutor(n_threads - 1) if n_threads > 1 else None  # + the caller
+    pool = chunk_pool(n_threads)
     try:
         rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
                       float(settings.min_impurity_decrease), 0.0, simd,

@@ -118,7 +118,7 @@ if _NRT_OPTION:
 #: derives this set from the sources and checks it is listed here. Editing another
 #: module (the estimators, the model files, the input checks) keeps the cached kernels.
 ENGINE_MODULES = ("_builder", "_config", "_criteria", "_predict", "_presort", "_pruning",
-                  "_rpart", "_simd", "_splitter", "_subsets", "_surrogates", "_tree")
+                  "_rpart", "_simd", "_splitter", "_subsets", "_surrogates", "_team", "_tree")
 
 
 def _engine_stamp(package_dir):

@@ -19,9 +19,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ._config import jit
+from ._team import LAUNCH, launch, launch_pool
 
 __all__ = ["Presorted", "presort", "subset_keys", "release_free_memory", "as_kernel_array",
-           "run_chunks", "PARALLEL_MIN_KEYS"]
+           "run_chunks", "chunk_pool", "PARALLEL_MIN_KEYS"]
 
 #: Below this many (case, feature) keys a fit runs on the calling thread only: a thread
 #: pool's start-up and hand-offs cost more than they save on small data.
@@ -42,9 +43,12 @@ def as_kernel_array(arr, dtype):
 
 
 def run_chunks(pool, n_chunks, fn, *args):
-    """Run ``fn(*args, c, n_chunks)`` for every chunk c, in the pool when there is one.
+    """Run ``fn(*args, c, n_chunks)`` for every chunk c, in the pool when there is one
+    (:func:`chunk_pool`).
 
-    The calling thread runs chunk 0 itself while the pool runs the others: a pool of
+    ``pool`` :data:`cartjit._team.LAUNCH`: the chunks run as one parallel loop of Numba's
+    threads (:func:`cartjit._team.launch`, a few microseconds a call). A thread pool: the
+    calling thread runs chunk 0 itself while the pool runs the others: a pool of
     ``n - 1`` workers keeps n threads busy, and the wake-up of a worker overlaps the
     caller's own chunk instead of adding to every call (a level of the growth makes about
     ten such calls; handing every chunk to the pool cost ~60 µs a call, ~9 % of a
@@ -55,12 +59,25 @@ def run_chunks(pool, n_chunks, fn, *args):
         for c in range(n_chunks):
             fn(*args, c, n_chunks)
         return
+    if pool is LAUNCH:
+        launch(n_chunks, fn, *args)
+        return
     futures = [pool.submit(fn, *args, c, n_chunks) for c in range(1, n_chunks)]
     try:
         fn(*args, 0, n_chunks)
     finally:
         for fut in futures:
             fut.result()
+
+
+def chunk_pool(n_threads):
+    """The ``pool`` argument of :func:`run_chunks` for ``n_threads`` threads: None for
+    one; chunks launched as one parallel loop where the threading layer allows
+    (:func:`cartjit._team.launch_pool`); else a thread pool of ``n_threads - 1`` workers
+    (the caller runs a chunk too), which the caller shuts down."""
+    if n_threads <= 1:
+        return None
+    return launch_pool() or ThreadPoolExecutor(n_threads - 1)
 
 
 class Presorted(NamedTuple):
@@ -387,7 +404,7 @@ def presort(X, n_levels=None, n_threads=1):
     buf_i = np.empty((n_chunks, m), dtype=np.int32)
     counts = np.empty((n_chunks, n_passes, width), dtype=np.int64)
     if n > 0:
-        pool = ThreadPoolExecutor(n_chunks - 1) if n_chunks > 1 else None  # + the caller
+        pool = chunk_pool(n_chunks)
         try:
             run_chunks(pool, n_chunks, _sort_features, X, n_levels, keys, tied, sk,
                        buf_k, buf_i, counts, bits, n_low)
@@ -478,7 +495,7 @@ def subset_keys(presorted, in_subset, n_threads=1):
     keys = presorted.keys
     out = np.empty((keys.shape[0], n_sub), dtype=np.int32)
     n_chunks = max(1, min(n_threads, keys.shape[0]))
-    pool = ThreadPoolExecutor(n_chunks - 1) if n_chunks > 1 else None  # + the caller
+    pool = chunk_pool(n_chunks)
     try:
         run_chunks(pool, n_chunks, _subset_rows, keys, in_subset, out)
     finally:

@@ -1,0 +1,214 @@
+"""Chunked kernels on Numba's own threads: one parallel launch per step.
+
+The grower cuts each step of a level into chunks c = 0 .. n - 1 of one kernel,
+``fn(*args, c, n)`` (:func:`cartjit._presort.run_chunks`). Handed to a Python thread
+pool, a chunk reaches its worker through a queue and a lock, and the caller waits for
+the result on another: on the machines measured that costs about 50 µs a call (a
+worker woken from sleep), as much as a whole chunk of many steps of a deep tree, and a
+10⁵-row fit with surrogates makes some 220 calls. Here the chunks of a call are the
+iterations of one ``prange`` loop instead: Numba's OpenMP threads wait for work by
+spinning a while, so a launch costs a few microseconds.
+
+The loop body calls the kernel through its address (:func:`_call_at`), with Numba's
+own calling convention, rather than by name: a ``prange`` loop that names a kernel
+links the kernel's code into its own and optimises it again, which took the cold
+compile of a 10⁵-row fit with surrogates from 51 to 139 s. The launchers (one per
+number of kernel arguments, :data:`LAUNCHERS`) are compiled once per type signature
+and cached like every kernel; the address of each kernel's compiled signature is
+looked up once per process (:func:`address`).
+
+The launch is used only where the threading layer may be entered from several Python
+threads at once (``omp``, ``tbb``; the ``workqueue`` layer would abort the process,
+docs/design.md), and with ``CARTJIT_PARALLEL`` on: :func:`launch_pool` says so, and
+:func:`cartjit._presort.run_chunks` falls back to a thread pool otherwise. Chunk c
+writes the same memory whichever thread runs it, so results do not depend on the
+route.
+"""
+from __future__ import annotations
+
+import threading
+
+import numba
+import numpy as np
+from numba import _dispatcher, prange, types
+from numba.core.extending import intrinsic
+
+from ._config import PARALLEL, jit_parallel
+
+__all__ = ["LAUNCH", "launch_pool", "launch", "address", "LAUNCHERS"]
+
+
+@intrinsic
+def _call_at(typingctx, addr, args):
+    """Call the compiled function at address ``addr`` with the members of the tuple
+    ``args``: Numba's calling convention for a function of those argument types that
+    returns nothing (:func:`address` checks the kernel is one). True if it raised."""
+    sig = types.boolean(addr, args)
+
+    def codegen(context, builder, signature, llargs):
+        argtys = tuple(signature.args[1].types)
+        values = [builder.extract_value(llargs[1], i) for i in range(len(argtys))]
+        fnty = context.call_conv.get_function_type(types.none, argtys)
+        fnptr = builder.inttoptr(llargs[0], fnty.as_pointer())
+        status, _ = context.call_conv.call_function(builder, fnptr, types.none, argtys,
+                                                    values)
+        return status.is_error
+
+    return sig, codegen
+
+
+# One launcher per number of kernel arguments before (c, n): chunk c of n runs
+# fn(a0, ..., c, n); failed[c] says whether it raised.
+
+@jit_parallel
+def _launch1(addr, n, failed, a0):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, np.int64(c), n))
+
+
+@jit_parallel
+def _launch2(addr, n, failed, a0, a1):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, np.int64(c), n))
+
+
+@jit_parallel
+def _launch3(addr, n, failed, a0, a1, a2):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, np.int64(c), n))
+
+
+@jit_parallel
+def _launch4(addr, n, failed, a0, a1, a2, a3):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, np.int64(c), n))
+
+
+@jit_parallel
+def _launch5(addr, n, failed, a0, a1, a2, a3, a4):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, np.int64(c), n))
+
+
+@jit_parallel
+def _launch6(addr, n, failed, a0, a1, a2, a3, a4, a5):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, np.int64(c), n))
+
+
+@jit_parallel
+def _launch7(addr, n, failed, a0, a1, a2, a3, a4, a5, a6):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, np.int64(c), n))
+
+
+@jit_parallel
+def _launch8(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, a7, np.int64(c), n))
+
+
+@jit_parallel
+def _launch9(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7, a8):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, a7, a8, np.int64(c), n))
+
+
+@jit_parallel
+def _launch10(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9,
+                                    np.int64(c), n))
+
+
+@jit_parallel
+def _launch11(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10,
+                                    np.int64(c), n))
+
+
+@jit_parallel
+def _launch12(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11,
+                                    np.int64(c), n))
+
+
+#: The launcher of a kernel by its number of arguments before ``(c, n)``.
+LAUNCHERS = {1: _launch1, 2: _launch2, 3: _launch3, 4: _launch4, 5: _launch5, 6: _launch6, 7: _launch7,
+             8: _launch8, 9: _launch9, 10: _launch10, 11: _launch11, 12: _launch12}
+
+_ADDRESSES = {}  # (kernel, argument fingerprints) -> address of the compiled signature
+_fingerprint = _dispatcher.compute_fingerprint  # Numba's own key of an argument's type
+
+
+def address(fn, args):
+    """Address of ``fn``'s compiled signature for ``(*args, c, n)`` (compiled, or loaded
+    from the cache, the first time). ``TypeError`` if that signature returns a value:
+    :func:`_call_at` calls functions that return nothing."""
+    key = (fn,) + tuple((type(a), _fingerprint(a)) for a in args)
+    found = _ADDRESSES.get(key)
+    if found is not None:
+        return found
+    argtys = tuple(numba.typeof(a) for a in args) + (types.int64, types.int64)
+    fn.compile(argtys)
+    cres = fn.overloads[argtys]
+    if cres.signature.return_type != types.none:
+        raise TypeError(f"{fn.py_func.__name__} returns {cres.signature.return_type}: only "
+                        "kernels that return nothing run as chunks")
+    found = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+    _ADDRESSES[key] = found
+    return found
+
+
+def launch(n_chunks, fn, *args):
+    """Run ``fn(*args, c, n_chunks)`` for every chunk c as one parallel loop; returns
+    when every chunk has ended. ``RuntimeError`` if a chunk raised (the kernels run as
+    chunks never do: they allocate nothing and index without checks)."""
+    if len(args) not in LAUNCHERS:
+        raise TypeError(f"{fn.py_func.__name__} takes {len(args)} arguments before (c, n); "
+                        f"a launch passes {min(LAUNCHERS)} to {max(LAUNCHERS)}")
+    failed = np.zeros(n_chunks, dtype=np.bool_)
+    LAUNCHERS[len(args)](address(fn, args), n_chunks, failed, *args)
+    if failed.any():
+        raise RuntimeError(f"{fn.py_func.__name__} failed in chunk(s) "
+                           f"{np.flatnonzero(failed).tolist()}")
+
+
+class _Launch:
+    """The ``pool`` of :func:`cartjit._presort.run_chunks` that launches chunks as one
+    parallel loop (:func:`launch`); nothing to shut down."""
+
+    def shutdown(self, wait=True):
+        pass
+
+
+#: The pool value for :func:`cartjit._presort.run_chunks` that means :func:`launch`.
+LAUNCH = _Launch()
+
+_LAYER = threading.Lock()
+_usable = None
+
+
+def launch_pool():
+    """:data:`LAUNCH` where chunks may run as parallel loops (``CARTJIT_PARALLEL`` on and
+    a threading layer that several Python threads may enter at once), else None."""
+    global _usable
+    if _usable is None:
+        with _LAYER:
+            if _usable is None:
+                ok = False
+                if PARALLEL and numba.config.NUMBA_NUM_THREADS > 1:
+                    try:
+                        try:
+                            layer = numba.threading_layer()
+                        except ValueError:  # no parallel loop has run yet: start them
+                            from numba.np.ufunc.parallel import _launch_threads
+                            _launch_threads()
+                            layer = numba.threading_layer()
+                        ok = layer in ("omp", "tbb")
+                    except Exception:  # noqa: BLE001 - no layer: the thread pool
+                        ok = False
+                _usable = ok
+    return LAUNCH if _usable else None

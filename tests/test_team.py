@@ -1,0 +1,139 @@
+"""Chunked kernels launched as one parallel loop (cartjit._team) against the same chunks
+run one after the other and on a thread pool: every chunk runs once, with its own index,
+the kernel's writes are the same, a chunk that raises is reported, and a grown tree does
+not depend on the route the chunks took."""
+from collections import namedtuple
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+import pytest
+
+from cartjit import _team
+from cartjit._criteria import GINI, SQUARED_ERROR
+from cartjit._fit import Problem, Settings, fit_tree
+from cartjit._presort import run_chunks
+
+Box = namedtuple("Box", "scale offsets flag")
+
+
+@numba.njit(nogil=True)
+def _fill(out, box, extra, c, n_chunks):
+    """Chunk c writes its rows c, c + n_chunks, ... (a NamedTuple of an array, a float and
+    a bool, and a plain float, as the grower's kernels take)."""
+    for i in range(c, out.shape[0], n_chunks):
+        out[i] = box.scale * i + box.offsets[c] + extra + (1.0 if box.flag else 0.0) + 1000 * c
+
+
+@numba.njit(nogil=True)
+def _raise_in_chunk_one(out, c, n_chunks):
+    if c == 1:
+        raise ValueError("chunk one")
+    out[c] = 1.0
+
+
+@numba.njit(nogil=True)
+def _returns_a_value(out, c, n_chunks):
+    out[c] = 1.0
+    return c
+
+
+def _serial(n_chunks, fn, *args):
+    for c in range(n_chunks):
+        fn(*args, c, n_chunks)
+
+
+@pytest.mark.parametrize("n_chunks", [2, 3, 7])
+def test_launch_runs_every_chunk_once_as_a_serial_loop_does(n_chunks):
+    box = Box(0.5, np.arange(n_chunks, dtype=np.float64) * 3.0, True)
+    want = np.zeros(50)
+    _serial(n_chunks, _fill, want, box, 0.25)
+    got = np.zeros(50)
+    _team.launch(n_chunks, _fill, got, box, 0.25)
+    np.testing.assert_array_equal(got, want)
+    # every row was written by the chunk it belongs to
+    np.testing.assert_array_equal(np.floor(got / 1000), np.arange(50) % n_chunks)
+
+
+def test_launch_keeps_one_address_per_signature():
+    box = Box(1.0, np.zeros(2), False)
+    out = np.zeros(4)
+    _team.launch(2, _fill, out, box, 1.0)
+    first = _team.address(_fill, (out, box, 1.0))
+    # another value of the same types: the same compiled signature
+    assert _team.address(_fill, (np.ones(9), Box(2.0, np.ones(5), True), 3.0)) == first
+    # a float32 array is another signature, with its own code
+    other = _team.address(_fill, (np.zeros(4, dtype=np.float32), box, 1.0))
+    assert other != first
+    got = np.zeros(4, dtype=np.float32)
+    _team.launch(2, _fill, got, box, 1.0)
+    want = np.zeros(4, dtype=np.float32)
+    _serial(2, _fill, want, box, 1.0)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_chunk_that_raises_is_reported():
+    out = np.zeros(3)
+    with pytest.raises(RuntimeError, match=r"_raise_in_chunk_one failed in chunk\(s\) \[1\]"):
+        _team.launch(3, _raise_in_chunk_one, out)
+    assert out[0] == 1.0 and out[2] == 1.0
+
+
+def test_a_kernel_that_returns_a_value_is_refused():
+    with pytest.raises(TypeError, match="_returns_a_value returns int64"):
+        _team.launch(2, _returns_a_value, np.zeros(2))
+
+
+def test_run_chunks_takes_the_launch_the_pool_or_the_caller_alike():
+    box = Box(0.5, np.arange(4, dtype=np.float64), False)
+    outs = []
+    with ThreadPoolExecutor(1) as pool:
+        for route in (None, pool, _team.LAUNCH):
+            out = np.zeros(40)
+            run_chunks(route, 4, _fill, out, box, 2.0)
+            outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
+
+
+def _holes_problem(regression):
+    rng = np.random.default_rng(5)
+    n = 12_000
+    X = rng.normal(size=(n, 6))
+    X[:, 5] = rng.integers(0, 9, n)
+    score = X[:, 0] + np.sin(2 * X[:, 1]) + (X[:, 5] % 3 == 1)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    levels = np.array([0, 0, 0, 0, 0, 9], dtype=np.int64)
+    if regression:
+        return Problem(X, np.empty(0, np.int32), score, np.empty(0), True, 0, levels)
+    return Problem(X, (score > 0.3).astype(np.int32), np.empty(0), np.empty(0), True, 2,
+                   levels)
+
+
+@pytest.mark.parametrize("regression", [False, True])
+def test_a_tree_is_the_same_by_launch_by_pool_and_on_one_thread(regression, monkeypatch):
+    problem = _holes_problem(regression)
+    cost = None if regression else 1.0 - np.eye(2)
+    settings = Settings(SQUARED_ERROR if regression else GINI, 14, 20, 7, 0.0, None,
+                        None if regression else "empirical", cost, True, 12, 5, 2, 0, 4)
+    one = fit_tree(problem, settings, None, 1).tree
+    by_launch = fit_tree(problem, settings, None, 2).tree
+    monkeypatch.setattr(_team, "_usable", False)  # as without a suitable threading layer
+    assert _team.launch_pool() is None
+    by_pool = fit_tree(problem, settings, None, 2).tree
+    assert one.n_nodes > 100
+    for name in one._fields:
+        a = getattr(one, name)
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, getattr(by_launch, name), err_msg=name)
+            np.testing.assert_array_equal(a, getattr(by_pool, name), err_msg=name)
+
+
+def test_launch_is_offered_only_with_a_layer_that_several_threads_may_enter(monkeypatch):
+    monkeypatch.setattr(_team, "_usable", None)
+    offered = _team.launch_pool()
+    layer = numba.threading_layer()
+    if layer in ("omp", "tbb") and _team.PARALLEL and numba.config.NUMBA_NUM_THREADS > 1:
+        assert offered is _team.LAUNCH
+    else:
+        assert offered is None
