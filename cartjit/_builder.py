@@ -1148,11 +1148,20 @@ def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
     operations as the scan's inlined copy: a call, so no third inlined copy to compile).
     ``tg`` is :class:`cartjit._splitter.Targets` (unit weights).
     """
-    y = tg.y_reg
     n_present = pend - start
-    nu = np.uint64(n_present)
     ys = gathered[:n_present]
     s_left_at = gathered[n_present:2 * n_present]
+    w_sum, mean, s_c, var = _gathered_moments(row, start, pend, tg.y_reg, ys, s_left_at)
+    return _gathered_scan(start, n_present, w_sum, mean, s_c, var, w_total, tg, min_leaf,
+                          ys, s_left_at, iota)
+
+
+@jit(inline="always")
+def _gathered_moments(row, start, pend, y, ys, s_left_at):
+    """The moments of :func:`_gathered_best`'s present cases ``row[start:pend]``:
+    ``(W, ȳ, Σ (y - ȳ), variance)`` as :func:`_reg_moments` (unit weights), with the
+    responses copied to ``ys`` and the running Σ (y - ȳ) to ``s_left_at``."""
+    nu = np.uint64(pend - start)
     ustart = np.uint64(start)
     w_sum = 0.0
     s = 0.0
@@ -1175,6 +1184,92 @@ def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
     var = (ss_c - s_c * s_c / w_sum) / w_sum
     if var < 0.0 or constant:
         var = 0.0
+    return w_sum, mean, s_c, var
+
+
+@jit(inline="always")
+def _gathered_moments_two(row, a0, a1, b0, b1, y, ys_a, sl_a, ys_b, sl_b):
+    """:func:`_gathered_moments` of two pairs of one feature at once, ``row[a0:a1]`` and
+    ``row[b0:b1]`` (two nodes: disjoint cases): each pair's chains of additions take
+    the same operations in the same order as alone (the same bits), and the two
+    chains, independent, overlap in the processor instead of waiting for one another.
+    Returns the moments of the first pair, then of the second."""
+    na = np.uint64(a1 - a0)
+    nb = np.uint64(b1 - b0)
+    both = min(na, nb)
+    ua = np.uint64(a0)
+    ub = np.uint64(b0)
+    wa = 0.0
+    wb = 0.0
+    sa = 0.0
+    sb = 0.0
+    fa = y[np.uint64(row[ua])]
+    fb = y[np.uint64(row[ub])]
+    ca = True
+    cb = True
+    for k in range(both):
+        ya = y[np.uint64(row[ua + k])]
+        yb = y[np.uint64(row[ub + k])]
+        ys_a[k] = ya
+        ys_b[k] = yb
+        wa += 1.0
+        wb += 1.0
+        sa += ya
+        sb += yb
+        ca &= ya == fa
+        cb &= yb == fb
+    for k in range(both, na):
+        ya = y[np.uint64(row[ua + k])]
+        ys_a[k] = ya
+        wa += 1.0
+        sa += ya
+        ca &= ya == fa
+    for k in range(both, nb):
+        yb = y[np.uint64(row[ub + k])]
+        ys_b[k] = yb
+        wb += 1.0
+        sb += yb
+        cb &= yb == fb
+    ma = sa / wa
+    mb = sb / wb
+    sca = 0.0
+    scb = 0.0
+    ssa = 0.0
+    ssb = 0.0
+    for k in range(both):
+        za = ys_a[k] - ma
+        zb = ys_b[k] - mb
+        sca += za
+        scb += zb
+        ssa += za * za
+        ssb += zb * zb
+        sl_a[k] = sca
+        sl_b[k] = scb
+    for k in range(both, na):
+        za = ys_a[k] - ma
+        sca += za
+        ssa += za * za
+        sl_a[k] = sca
+    for k in range(both, nb):
+        zb = ys_b[k] - mb
+        scb += zb
+        ssb += zb * zb
+        sl_b[k] = scb
+    va = (ssa - sca * sca / wa) / wa
+    if va < 0.0 or ca:
+        va = 0.0
+    vb = (ssb - scb * scb / wb) / wb
+    if vb < 0.0 or cb:
+        vb = 0.0
+    return wa, ma, sca, va, wb, mb, scb, vb
+
+
+@jit(inline="always")
+def _gathered_scan(start, n_present, w_sum, mean, s_c, var, w_total, tg, min_leaf, ys,
+                   s_left_at, iota):
+    """The scan of :func:`_gathered_best` on its pair's gathered responses ``ys`` and
+    running sums ``s_left_at`` (:func:`_gathered_moments`): ``(Δ scaled by the present
+    share of the node, position)``, or ``(-inf, -1)``."""
     # the scan of best_split_regression_unit on positions 0 .. n_present - 1
     m = max(min_leaf, 1)
     lo = m
@@ -1421,6 +1516,33 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
             pend = _present_end(row, start, end, shift, bits)
             pairs.present[k] = pend - start
             if gather and pend < end and pend - start >= 2:
+                # with the chunk's next such pair of this feature, when there is one:
+                # their moments at once (_gathered_moments_two)
+                j2 = j + step
+                if j2 < n_fr:
+                    start2 = fr.start[j2]
+                    end2 = fr.end[j2]
+                    pend2 = _present_end(row, start2, end2, shift, bits)
+                    if pend2 < end2 and pend2 - start2 >= 2:
+                        k2 = j2 * p + f
+                        pairs.present[k2] = pend2 - start2
+                        na = pend - start
+                        nb = pend2 - start2
+                        ys_a = ys[:na]
+                        sl_a = ys[na:2 * na]
+                        ys_b = ys[2 * na:2 * na + nb]
+                        sl_b = ys[2 * na + nb:2 * (na + nb)]
+                        wa, ma, sca, va, wb, mb, scb, vb = _gathered_moments_two(
+                            row, start, pend, start2, pend2, tg.y_reg, ys_a, sl_a, ys_b,
+                            sl_b)
+                        pairs.delta[k], pairs.pos[k] = _gathered_scan(
+                            start, na, wa, ma, sca, va, nodes.fnode[fr.node[j], F_WEIGHT], tg,
+                            rules.min_samples_leaf, ys_a, sl_a, iota)
+                        pairs.delta[k2], pairs.pos[k2] = _gathered_scan(
+                            start2, nb, wb, mb, scb, vb, nodes.fnode[fr.node[j2], F_WEIGHT],
+                            tg, rules.min_samples_leaf, ys_b, sl_b, iota)
+                        j = j2 + step
+                        continue
                 d, pos = _gathered_best(row, start, pend, nodes.fnode[fr.node[j], F_WEIGHT],
                                         tg, rules.min_samples_leaf, ys, iota)
             elif gather_cat and pend < end and pend - start >= 2:
