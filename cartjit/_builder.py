@@ -1063,6 +1063,23 @@ def _missing_bits(X, out):
                 out[f, case >> 3] |= np.uint8(1 << (case & 7))
 
 
+@jit(borrowed=True)
+def missing_tally(X, per_column):
+    """Set-up (missing values): adds to ``per_column[f]`` (int64, p) the cases missing
+    feature f; returns the number of cases missing every feature. One pass over the
+    rows of X (for :func:`cartjit._encoding.warn_missing`)."""
+    n, p = X.shape
+    n_every = 0
+    for case in range(n):
+        k = 0
+        for f in range(p):
+            m = np.isnan(X[case, f])
+            per_column[f] += m
+            k += m
+        n_every += k == p
+    return n_every
+
+
 @jit(inline="always")
 def _is_missing(bits, key, shift):
     """Whether the case of ``key`` misses the feature of the bitmap row ``bits``."""

@@ -323,10 +323,13 @@ def _fit_category(col, nominal, name, label):
     family = _values_family(levels, name, label) if levels.size else "string"
     if nominal:
         _check_levels(levels.shape[0], name, label)
-        present = np.count_nonzero(np.bincount(codes[codes >= 0],
-                                               minlength=levels.shape[0]))
+        # the missing code -1 is counted in bin 0, apart from the levels
+        present = np.count_nonzero(np.bincount(codes.astype(np.intp) + 1,
+                                               minlength=levels.shape[0] + 1)[1:])
         _warn_single(present, name, label, levels)
-    return np.where(codes < 0, np.nan, codes.astype(np.float64)), levels, family
+    values = codes.astype(np.float64)
+    values[codes < 0] = np.nan
+    return values, levels, family
 
 
 def _fit_values(values, name, label):
@@ -675,13 +678,6 @@ def _takes_two_values(y):
 
 # --------------------------------------------------------------------------- missing values
 
-#: Entries of X looked at per block by :func:`warn_missing` (a block of rows at a time).
-_BLOCK_CELLS = 1 << 16
-#: :func:`warn_missing` counts column by column up to this many features (a block then
-#: holds at least 1,024 rows, and a row's tally fits in a byte).
-_TALLY_COLUMNS = 64
-
-
 def has_missing(X):
     """Whether the float64 array X (no infinity: checked before) holds a NaN."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -695,31 +691,17 @@ def warn_missing(X, names):
     ``X`` holds the cases that take part in the fit (NaN: missing). A feature missing on
     every case can never be split on (nor serve as a surrogate): one ``UserWarning``
     names such features. A case missing every feature is kept (it stays where the
-    majority sends it, docs/maths.md §8): one ``UserWarning`` gives their number. Runs
-    in blocks of rows (no n × p temporary). Returns the number of missing values.
+    majority sends it, docs/maths.md §8): one ``UserWarning`` gives their number. One
+    compiled pass over the rows counts both. Returns the number of missing values.
     """
     n, p = X.shape
     if not has_missing(X):
         return 0
+    from ._builder import missing_tally  # the kernel: one pass over the rows
+    from ._presort import as_kernel_array
+
     per_column = np.zeros(p, dtype=np.int64)
-    n_every = 0
-    step = max(1, _BLOCK_CELLS // p)
-    for start in range(0, n, step):
-        miss = np.isnan(X[start:start + step])
-        if p > _TALLY_COLUMNS:
-            per_column += np.count_nonzero(miss, axis=0)
-            n_every += int(np.count_nonzero(miss.all(axis=1)))
-            continue
-        # Column by column: counting one column's flags, and adding them to a tally by
-        # row, take about half the time of the reductions along either axis.
-        tally = np.zeros(miss.shape[0], dtype=np.uint8)
-        for j in range(p):
-            col = miss[:, j]
-            k = np.count_nonzero(col)
-            if k:
-                per_column[j] += k
-                tally += col
-        n_every += int(np.count_nonzero(tally == p))
+    n_every = int(missing_tally(as_kernel_array(X, np.float64), per_column))
     total = int(per_column.sum())
     empty = [_label(names, j) for j in np.flatnonzero(per_column == n)]
     if empty:
