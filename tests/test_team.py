@@ -137,3 +137,25 @@ def test_launch_is_offered_only_with_a_layer_that_several_threads_may_enter(monk
         assert offered is _team.LAUNCH
     else:
         assert offered is None
+
+
+def test_cartjit_compile_compiles_the_launchers_of_threaded_fits():
+    # cartjit compile (experiments.warmup.compile_kernels) ends with fits large enough
+    # to grow on two threads: afterwards such a fit compiles no launcher signature
+    from cartjit.estimators import CARTClassifier, CARTRegressor
+    from cartjit.experiments import warmup
+
+    if numba.get_num_threads() < 2 or _team.launch_pool() is None:
+        pytest.skip("one Numba thread, or no threading layer for launches: nothing to compile")
+    warmup._compile_threaded(CARTClassifier, CARTRegressor)
+    before = {n: len(f.signatures) for n, f in _team.LAUNCHERS.items()}
+    assert sum(before.values()) >= 8  # the steps of complete and missing-value fits
+    rng = np.random.default_rng(2)
+    n = 20_000
+    X = rng.standard_normal((n, 5))
+    X[:, 4] = rng.integers(0, 4, n)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) > 0).astype(int)
+    CARTClassifier(max_depth=4, categorical_features=[4]).fit(X, y)
+    CARTRegressor(max_depth=4).fit(X, np.nan_to_num(X[:, 1]))
+    assert {n: len(f.signatures) for n, f in _team.LAUNCHERS.items()} == before

@@ -4,7 +4,8 @@ The first fit after installing (or upgrading) cartjit compiles the Numba kernels
 takes up to a minute or two; later processes load them from Numba's on-disk cache in well under a
 second. :func:`compile_kernels` fits and cross-validates tiny problems of every kind
 (classification with each criterion, given priors and a cost matrix, case weights,
-regression, stratified and repeated CV, categorical features, prediction), so that every kernel signature the
+regression, stratified and repeated CV, categorical features, prediction, and fits large
+enough to grow on several threads), so that every kernel signature the
 estimators use is compiled and cached (``cartjit compile``). ``cartjit run`` warms up
 with :func:`compile_for_cells` before the cells, one tiny fit per distinct kind of cell
 of its plan (the same estimator, settings, stratification and leave-one-out or not), which
@@ -131,6 +132,31 @@ def compile_kernels():
         CARTRegressor(criterion, categorical_features=[2]).fit(X, yr).predict(X)
         CARTRegressorCV(criterion, categorical_features=[2], cv=3, random_state=0).fit(
             X, yr, sample_weight=w)
+    _compile_threaded(CARTClassifier, CARTRegressor)
+
+
+def _compile_threaded(classifier, regressor):
+    """Fits large enough to grow on several threads (cartjit._presort.PARALLEL_MIN_KEYS):
+    the launchers of the chunked steps (cartjit._team) are compiled per signature.
+    Nothing to do on one thread."""
+    import numba
+
+    from .._presort import PARALLEL_MIN_KEYS
+    if numba.get_num_threads() < 2:
+        return
+    rng = np.random.default_rng(1)
+    n = PARALLEL_MIN_KEYS // 4 + 1
+    X = np.ascontiguousarray(rng.standard_normal((n, 4)))
+    X[:, 3] = rng.integers(0, 5, n)
+    y2 = (X[:, 0] + X[:, 1] > 0).astype(np.int64)
+    yr = X[:, 0] + np.sin(X[:, 1])
+    Xm = X.copy()
+    Xm[::9, 0] = np.nan
+    Xm[1::11, 3] = np.nan
+    for Xi in (X, Xm):
+        for cat in ([], [3]):
+            classifier(max_depth=3, categorical_features=cat).fit(Xi, y2)
+            regressor(max_depth=3, categorical_features=cat).fit(Xi, yr)
 
 
 def compile_for_cells(cells):
