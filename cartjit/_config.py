@@ -10,7 +10,8 @@ environment variables read once, at import time:
     multiprocessing set-ups, or to measure a cold start).
 ``CARTJIT_PARALLEL``
     ``1`` (default) compiles the ``prange`` loops of the parallel kernels as parallel
-    loops; ``0`` compiles them serially (``prange`` becomes ``range``).
+    loops; ``0`` compiles them serially (``prange`` becomes ``range``), and a fit on
+    several threads hands its chunks to a Python thread pool (:mod:`cartjit._team`).
 ``CARTJIT_SIMD``
     ``auto`` (default) lets the split search and the partition handle 16 keys per
     instruction (:mod:`cartjit._simd`) when Numba compiles for a CPU with AVX-512F;
