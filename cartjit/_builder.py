@@ -1180,28 +1180,47 @@ def _gathered_moments(row, start, pend, y, ys, s_left_at):
     responses copied to ``ys`` and the running Σ (y - ȳ) to ``s_left_at``."""
     nu = np.uint64(pend - start)
     ustart = np.uint64(start)
-    w_sum = 0.0
-    s = 0.0
-    first = y[np.uint64(row[ustart])]
-    constant = True
-    for k in range(nu):
-        yi = y[np.uint64(row[ustart + k])]
+    zero = np.uint64(0)
+    w_sum, s, constant = _sums_from(row, ustart, zero, nu, y, ys, 0.0, 0.0, True,
+                                    y[np.uint64(row[ustart])])
+    mean = s / w_sum
+    s_c, ss_c = _centred_from(ys, s_left_at, zero, nu, mean, 0.0, 0.0)
+    return w_sum, mean, s_c, _variance(w_sum, s_c, ss_c, constant)
+
+
+@jit(inline="always")
+def _sums_from(row, u0, k0, n, y, ys, w, s, constant, first):
+    """The first pass of :func:`_gathered_moments` from position ``k0`` to ``n`` of the
+    cases ``row[u0:]``, continuing the sums ``w``, ``s`` and ``constant``."""
+    for k in range(k0, n):
+        yi = y[np.uint64(row[u0 + k])]
         ys[k] = yi
-        w_sum += 1.0
+        w += 1.0
         s += yi
         constant &= yi == first
-    mean = s / w_sum
-    s_c = 0.0
-    ss_c = 0.0
-    for k in range(nu):
+    return w, s, constant
+
+
+@jit(inline="always")
+def _centred_from(ys, s_left_at, k0, n, mean, s_c, ss_c):
+    """The second pass of :func:`_gathered_moments` from position ``k0`` to ``n``,
+    continuing the sums ``s_c`` and ``ss_c``."""
+    for k in range(k0, n):
         z = ys[k] - mean
         s_c += z
         ss_c += z * z
         s_left_at[k] = s_c
+    return s_c, ss_c
+
+
+@jit(inline="always")
+def _variance(w_sum, s_c, ss_c, constant):
+    """The variance of :func:`_reg_moments` from its centred sums (0 when all y are
+    equal or rounding makes it negative)."""
     var = (ss_c - s_c * s_c / w_sum) / w_sum
     if var < 0.0 or constant:
         var = 0.0
-    return w_sum, mean, s_c, var
+    return var
 
 
 @jit(inline="always")
@@ -1235,18 +1254,8 @@ def _gathered_moments_two(row, a0, a1, b0, b1, y, ys_a, sl_a, ys_b, sl_b):
         sb += yb
         ca &= ya == fa
         cb &= yb == fb
-    for k in range(both, na):
-        ya = y[np.uint64(row[ua + k])]
-        ys_a[k] = ya
-        wa += 1.0
-        sa += ya
-        ca &= ya == fa
-    for k in range(both, nb):
-        yb = y[np.uint64(row[ub + k])]
-        ys_b[k] = yb
-        wb += 1.0
-        sb += yb
-        cb &= yb == fb
+    wa, sa, ca = _sums_from(row, ua, both, na, y, ys_a, wa, sa, ca, fa)
+    wb, sb, cb = _sums_from(row, ub, both, nb, y, ys_b, wb, sb, cb, fb)
     ma = sa / wa
     mb = sb / wb
     sca = 0.0
@@ -1262,23 +1271,10 @@ def _gathered_moments_two(row, a0, a1, b0, b1, y, ys_a, sl_a, ys_b, sl_b):
         ssb += zb * zb
         sl_a[k] = sca
         sl_b[k] = scb
-    for k in range(both, na):
-        za = ys_a[k] - ma
-        sca += za
-        ssa += za * za
-        sl_a[k] = sca
-    for k in range(both, nb):
-        zb = ys_b[k] - mb
-        scb += zb
-        ssb += zb * zb
-        sl_b[k] = scb
-    va = (ssa - sca * sca / wa) / wa
-    if va < 0.0 or ca:
-        va = 0.0
-    vb = (ssb - scb * scb / wb) / wb
-    if vb < 0.0 or cb:
-        vb = 0.0
-    return wa, ma, sca, va, wb, mb, scb, vb
+    sca, ssa = _centred_from(ys_a, sl_a, both, na, ma, sca, ssa)
+    scb, ssb = _centred_from(ys_b, sl_b, both, nb, mb, scb, ssb)
+    return (wa, ma, sca, _variance(wa, sca, ssa, ca),
+            wb, mb, scb, _variance(wb, scb, ssb, cb))
 
 
 @jit(inline="always")
