@@ -159,3 +159,21 @@ def test_cartjit_compile_compiles_the_launchers_of_threaded_fits():
     CARTClassifier(max_depth=4, categorical_features=[4]).fit(X, y)
     CARTRegressor(max_depth=4).fit(X, np.nan_to_num(X[:, 1]))
     assert {n: len(f.signatures) for n, f in _team.LAUNCHERS.items()} == before
+
+
+def test_fits_launching_from_several_python_threads_at_once_are_right():
+    # two fits on two threads each, started from two Python threads at the same time:
+    # the layer gives each calling thread its own team; the trees are those of one thread
+    problem = _holes_problem(False)
+    settings = Settings(GINI, 14, 20, 7, 0.0, None, "empirical", 1.0 - np.eye(2), True, 12,
+                        5, 2, 0, 4)
+    want = fit_tree(problem, settings, None, 1).tree
+    with ThreadPoolExecutor(2) as pool:
+        trees = [f.result() for f in [pool.submit(lambda: fit_tree(problem, settings, None,
+                                                                   2).tree)
+                                      for _ in range(4)]]
+    for got in trees:
+        for name in want._fields:
+            a = getattr(want, name)
+            if isinstance(a, np.ndarray):
+                np.testing.assert_array_equal(a, getattr(got, name), err_msg=name)
