@@ -164,8 +164,8 @@ def address(fn, args):
 
 def launch(n_chunks, fn, *args):
     """Run ``fn(*args, c, n_chunks)`` for every chunk c as one parallel loop; returns
-    when every chunk has ended. ``RuntimeError`` if a chunk raised (the kernels run as
-    chunks never do: they allocate nothing and index without checks)."""
+    when every chunk has ended. ``RuntimeError`` if a chunk raised (the grower's chunked
+    kernels index without checks and do not raise; a raise is reported, not lost)."""
     if len(args) not in LAUNCHERS:
         raise TypeError(f"{fn.py_func.__name__} takes {len(args)} arguments before (c, n); "
                         f"a launch passes {min(LAUNCHERS)} to {max(LAUNCHERS)}")
