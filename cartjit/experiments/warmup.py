@@ -136,16 +136,15 @@ def compile_kernels():
 
 
 def _compile_threaded(classifier, regressor):
-    """Fits large enough to grow on several threads (cartjit._presort.PARALLEL_MIN_KEYS):
-    the launchers of the chunked steps (cartjit._team) are compiled per signature.
-    Nothing to do on one thread."""
+    """Fits large enough to grow on several threads (80,000 cells, above the engine's
+    threshold of 65,536): the launchers of the chunked steps (cartjit._team) are
+    compiled per signature. Nothing to do on one thread."""
     import numba
 
-    from .._presort import PARALLEL_MIN_KEYS
     if numba.get_num_threads() < 2:
         return
     rng = np.random.default_rng(1)
-    n = PARALLEL_MIN_KEYS // 4 + 1
+    n = 20_000
     X = np.ascontiguousarray(rng.standard_normal((n, 4)))
     X[:, 3] = rng.integers(0, 5, n)
     y2 = (X[:, 0] + X[:, 1] > 0).astype(np.int64)
