@@ -15,7 +15,10 @@ links the kernel's code into its own and optimises it again, which took the cold
 compile of a 10⁵-row fit with surrogates from 51 to 139 s. The launchers (one per
 number of kernel arguments, :data:`LAUNCHERS`) are compiled once per type signature
 and cached like every kernel; the address of each kernel's compiled signature is
-looked up once per process (:func:`address`).
+looked up once per process (:func:`address`). A launcher's cache index records the
+types of its arguments, so only the engine's own types may be launched: a type defined
+outside cartjit (a test's NamedTuple, say) would leave an index that a process without
+its module cannot load.
 
 The launch is used only where the threading layer may be entered from several Python
 threads at once (``omp``, ``tbb``; the ``workqueue`` layer would abort the process,

@@ -2,7 +2,6 @@
 run one after the other and on a thread pool: every chunk runs once, with its own index,
 the kernel's writes are the same, a chunk that raises is reported, and a grown tree does
 not depend on the route the chunks took."""
-from collections import namedtuple
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -14,15 +13,18 @@ from cartjit._criteria import GINI, SQUARED_ERROR
 from cartjit._fit import Problem, Settings, fit_tree
 from cartjit._presort import run_chunks
 
-Box = namedtuple("Box", "scale offsets flag")
+# The launchers are cached kernels: a signature with a type defined here (a NamedTuple of
+# this module) would go into their cache index, which another process without this
+# module could not load. Plain arrays and scalars only; the grower's NamedTuples are
+# launched by the fits below.
 
 
 @numba.njit(nogil=True)
-def _fill(out, box, extra, c, n_chunks):
-    """Chunk c writes its rows c, c + n_chunks, ... (a NamedTuple of an array, a float and
-    a bool, and a plain float, as the grower's kernels take)."""
+def _fill(out, offsets, scale, flag, extra, c, n_chunks):
+    """Chunk c writes its rows c, c + n_chunks, ... (an array, a float, a bool and a
+    float, as the grower's kernels take scalars)."""
     for i in range(c, out.shape[0], n_chunks):
-        out[i] = box.scale * i + box.offsets[c] + extra + (1.0 if box.flag else 0.0) + 1000 * c
+        out[i] = scale * i + offsets[c] + extra + (1.0 if flag else 0.0) + 1000 * c
 
 
 @numba.njit(nogil=True)
@@ -45,30 +47,30 @@ def _serial(n_chunks, fn, *args):
 
 @pytest.mark.parametrize("n_chunks", [2, 3, 7])
 def test_launch_runs_every_chunk_once_as_a_serial_loop_does(n_chunks):
-    box = Box(0.5, np.arange(n_chunks, dtype=np.float64) * 3.0, True)
+    args = (np.arange(n_chunks, dtype=np.float64) * 3.0, 0.5, True, 0.25)
     want = np.zeros(50)
-    _serial(n_chunks, _fill, want, box, 0.25)
+    _serial(n_chunks, _fill, want, *args)
     got = np.zeros(50)
-    _team.launch(n_chunks, _fill, got, box, 0.25)
+    _team.launch(n_chunks, _fill, got, *args)
     np.testing.assert_array_equal(got, want)
     # every row was written by the chunk it belongs to
     np.testing.assert_array_equal(np.floor(got / 1000), np.arange(50) % n_chunks)
 
 
 def test_launch_keeps_one_address_per_signature():
-    box = Box(1.0, np.zeros(2), False)
+    args = (np.zeros(2), 1.0, False, 1.0)
     out = np.zeros(4)
-    _team.launch(2, _fill, out, box, 1.0)
-    first = _team.address(_fill, (out, box, 1.0))
-    # another value of the same types: the same compiled signature
-    assert _team.address(_fill, (np.ones(9), Box(2.0, np.ones(5), True), 3.0)) == first
+    _team.launch(2, _fill, out, *args)
+    first = _team.address(_fill, (out, *args))
+    # other values of the same types: the same compiled signature
+    assert _team.address(_fill, (np.ones(9), np.ones(5), 2.0, True, 3.0)) == first
     # a float32 array is another signature, with its own code
-    other = _team.address(_fill, (np.zeros(4, dtype=np.float32), box, 1.0))
+    other = _team.address(_fill, (np.zeros(4, dtype=np.float32), *args))
     assert other != first
     got = np.zeros(4, dtype=np.float32)
-    _team.launch(2, _fill, got, box, 1.0)
+    _team.launch(2, _fill, got, *args)
     want = np.zeros(4, dtype=np.float32)
-    _serial(2, _fill, want, box, 1.0)
+    _serial(2, _fill, want, *args)
     np.testing.assert_array_equal(got, want)
 
 
@@ -85,12 +87,12 @@ def test_a_kernel_that_returns_a_value_is_refused():
 
 
 def test_run_chunks_takes_the_launch_the_pool_or_the_caller_alike():
-    box = Box(0.5, np.arange(4, dtype=np.float64), False)
+    args = (np.arange(4, dtype=np.float64), 0.5, False, 2.0)
     outs = []
     with ThreadPoolExecutor(1) as pool:
         for route in (None, pool, _team.LAUNCH):
             out = np.zeros(40)
-            run_chunks(route, 4, _fill, out, box, 2.0)
+            run_chunks(route, 4, _fill, out, *args)
             outs.append(out)
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_array_equal(outs[0], outs[2])
