@@ -47,6 +47,18 @@ def _brute(y_present, min_leaf, w_total):
     return deltas[k] * n / w_total, max(min_leaf, 1) + k, margin
 
 
+def _unit_responses(rng, trial, n_rows, w):
+    """Responses of a trial (every third with many ties, sometimes one value only; else
+    continuous, of a random scale) and their unit-weight regression Targets (weights
+    ``w``)."""
+    if trial % 3 == 0:
+        y = rng.integers(0, int(rng.integers(1, 4)), n_rows).astype(np.float64) - 1.0
+    else:
+        y = rng.normal(size=n_rows) * 10.0 ** rng.integers(-3, 4)
+    return y, Targets(np.empty(0, np.int32), y, w, True, True, np.empty(0), SQUARED_ERROR,
+                      0, 0, np.empty(0))
+
+
 def test_gathered_scan_is_the_scan_on_the_keys_bit_for_bit():
     rng = np.random.default_rng(16)
     n_rows = 600
@@ -55,12 +67,7 @@ def test_gathered_scan_is_the_scan_on_the_keys_bit_for_bit():
     found = 0
     clear = 0
     for trial in range(3000):
-        if trial % 3 == 0:  # many ties, sometimes one value only
-            y = rng.integers(0, int(rng.integers(1, 4)), n_rows).astype(np.float64) - 1.0
-        else:
-            y = rng.normal(size=n_rows) * 10.0 ** rng.integers(-3, 4)
-        tg = Targets(np.empty(0, np.int32), y, np.empty(0), True, True, np.empty(0),
-                     SQUARED_ERROR, 0, 0, np.empty(0))
+        y, tg = _unit_responses(rng, trial, n_rows, np.empty(0))
         n = int(rng.integers(2, 40)) if trial % 2 else int(rng.integers(2, n_rows))
         row = rng.permutation(n_rows)[:n].astype(np.int32)
         start = int(rng.integers(0, 3))
@@ -113,12 +120,7 @@ def test_gathered_subset_is_the_subset_search_on_the_keys_bit_for_bit():
     gathered = np.empty(2 * n_rows)
     found = 0
     for trial in range(3000):
-        if trial % 3 == 0:  # many ties, sometimes one value only
-            y = rng.integers(0, int(rng.integers(1, 4)), n_rows).astype(np.float64) - 1.0
-        else:
-            y = rng.normal(size=n_rows) * 10.0 ** rng.integers(-3, 4)
-        tg = Targets(np.empty(0, np.int32), y, np.ones(n_rows), True, True, np.empty(0),
-                     SQUARED_ERROR, 0, 0, np.empty(0))
+        y, tg = _unit_responses(rng, trial, n_rows, np.ones(n_rows))
         n_levels = int(rng.integers(1, 40))
         codes = rng.integers(0, n_levels, n_rows).astype(np.uint16)
         if trial % 4 == 0:  # a few levels only

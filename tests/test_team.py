@@ -40,16 +40,11 @@ def _returns_a_value(out, c, n_chunks):
     return c
 
 
-def _serial(n_chunks, fn, *args):
-    for c in range(n_chunks):
-        fn(*args, c, n_chunks)
-
-
 @pytest.mark.parametrize("n_chunks", [2, 3, 7])
 def test_launch_runs_every_chunk_once_as_a_serial_loop_does(n_chunks):
     args = (np.arange(n_chunks, dtype=np.float64) * 3.0, 0.5, True, 0.25)
     want = np.zeros(50)
-    _serial(n_chunks, _fill, want, *args)
+    run_chunks(None, n_chunks, _fill, want, *args)  # on the calling thread
     got = np.zeros(50)
     _team.launch(n_chunks, _fill, got, *args)
     np.testing.assert_array_equal(got, want)
@@ -70,7 +65,7 @@ def test_launch_keeps_one_address_per_signature():
     got = np.zeros(4, dtype=np.float32)
     _team.launch(2, _fill, got, *args)
     want = np.zeros(4, dtype=np.float32)
-    _serial(2, _fill, want, *args)
+    run_chunks(None, 2, _fill, want, *args)
     np.testing.assert_array_equal(got, want)
 
 
