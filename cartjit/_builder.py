@@ -1147,6 +1147,51 @@ def _gathered_proxy(s_left_at, i, w_node, s_c):
 
 
 @jit(inline="always")
+def _block_top(s_left_at, i0, i1, w_node, s_c, scale, best_den, hi_num, tops):
+    """The scan of :func:`_gathered_scan`, one block of candidates ``[i0, i1)`` that has a
+    near-tie or better: ``(m, num, den)`` when walking the block from the state
+    (``best_den``, ``hi_num``) would end on candidate m by a clear gain, else
+    ``(-1, 0, 0)``. ``tops`` is float64 scratch of :data:`_SCAN_SKIP` slots.
+
+    The walk's state after a candidate that wins depends on that candidate only (a
+    clear gain leaves the precise Δi to be computed when needed; a near-tie win leaves
+    the same Δi computed at once). So the walk ends the block on m as a clear gain when
+    m is a clear gain over the state at the block's start and over every candidate
+    before it in the block (whichever of them was best when the walk reached m), and no
+    candidate after m is a near-tie of m or better. m is guessed at the block's largest
+    proxy num / den (quotients of numbers >= 0, so their bits compare as integers: a
+    maximum the compiler vectorises); the three conditions are then tested with the
+    walk's own products, so the result is the walk's, bit for bit. Along a rising
+    stretch of the proxy, where a walk takes a branch at nearly every candidate, this
+    takes four loops without branches.
+    """
+    n_blk = i1 - i0
+    for k in range(n_blk):
+        num, den, _, _ = _gathered_proxy(s_left_at, i0 + k, w_node, s_c)
+        tops[k] = num / den
+    bits = tops[:n_blk].view(np.int64)
+    top = bits[0]
+    for k in range(n_blk):
+        top = max(top, bits[k])
+    k = np.uint64(0)
+    while bits[k] != top:
+        k += np.uint64(1)
+    m = i0 + k
+    num_m, den_m, _, _ = _gathered_proxy(s_left_at, m, w_node, s_c)
+    clear = num_m * best_den > hi_num * den_m
+    for i in range(i0, m):
+        num, den, _, _ = _gathered_proxy(s_left_at, i, w_node, s_c)
+        clear &= num_m * den > (num + scale * den) * den_m
+    lo_m = num_m - scale * den_m
+    for i in range(m + np.uint64(1), i1):
+        num, den, _, _ = _gathered_proxy(s_left_at, i, w_node, s_c)
+        clear &= not num * den_m >= lo_m * den
+    if not clear:
+        return np.int64(-1), 0.0, 0.0
+    return np.int64(m), num_m, den_m
+
+
+@jit(inline="always")
 def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
     """Step 1 (missing values, regression, unit weights, a feature without ties), one
     (node, feature) pair with cases missing the feature: what :func:`_present_best`
@@ -1163,14 +1208,16 @@ def _gathered_best(row, start, pend, w_total, tg, min_leaf, gathered, iota):
     near-ties read (through the identity keys ``iota``; the Δi by
     :func:`cartjit._splitter._precise_reg_delta`, which with unit weights does the same
     operations as the scan's inlined copy: a call, so no third inlined copy to compile).
-    ``tg`` is :class:`cartjit._splitter.Targets` (unit weights).
+    ``tg`` is :class:`cartjit._splitter.Targets` (unit weights). ``gathered`` holds at
+    least 2 (pend - start) + :data:`_SCAN_SKIP` values: its last :data:`_SCAN_SKIP` are
+    the scan's scratch.
     """
     n_present = pend - start
     ys = gathered[:n_present]
     s_left_at = gathered[n_present:2 * n_present]
     w_sum, mean, s_c, var = _gathered_moments(row, start, pend, tg.y_reg, ys, s_left_at)
     return _gathered_scan(start, n_present, w_sum, mean, s_c, var, w_total, tg, min_leaf,
-                          ys, s_left_at, iota)
+                          ys, s_left_at, iota, gathered[gathered.shape[0] - _SCAN_SKIP:])
 
 
 @jit(inline="always")
@@ -1279,16 +1326,28 @@ def _gathered_moments_two(row, a0, a1, b0, b1, y, ys_a, sl_a, ys_b, sl_b):
 
 @jit(inline="always")
 def _gathered_scan(start, n_present, w_sum, mean, s_c, var, w_total, tg, min_leaf, ys,
-                   s_left_at, iota):
+                   s_left_at, iota, tops):
     """The scan of :func:`_gathered_best` on its pair's gathered responses ``ys`` and
     running sums ``s_left_at`` (:func:`_gathered_moments`): ``(Δ scaled by the present
-    share of the node, position)``, or ``(-inf, -1)``."""
+    share of the node, position)``, or ``(-inf, -1)``; ``tops`` is the scratch of
+    :func:`_block_top`."""
+    pos, s_left, delta = _gathered_walk(n_present, mean, s_c, var, tg, min_leaf, ys,
+                                        s_left_at, iota, tops)
+    return _scaled(pos, delta, start, n_present, mean, s_left, w_sum, w_total, tg, ys, iota)
+
+
+@jit(inline="always")
+def _gathered_walk(n_present, mean, s_c, var, tg, min_leaf, ys, s_left_at, iota, tops):
+    """The walk of :func:`_gathered_scan` over the candidates: ``(pos, S_L, Δi)`` of the
+    best, position relative to the pair's first present case, Δi NaN when no near-tie
+    needed it (:func:`_gathered_scan` then computes it, as the scan on the keys does);
+    ``(-1, 0, NaN)`` when no position may split."""
     # the scan of best_split_regression_unit on positions 0 .. n_present - 1
     m = max(min_leaf, 1)
     lo = m
     hi = n_present - m
     if lo > hi:
-        return -np.inf, np.int64(-1)
+        return np.int64(-1), 0.0, np.nan
     tol = tie_tolerance(var)
     w_node = float(n_present)
     scale = NEAR_TIE * w_node * var
@@ -1314,6 +1373,18 @@ def _gathered_scan(start, n_present, w_sum, mean, s_c, var, w_total, tg, min_lea
         if not hit:
             i0 = i1
             continue
+        m, num_m, den_m = _block_top(s_left_at, i0, i1, w_node, s_c, scale, best_den,
+                                     hi_num, tops)
+        if m >= 0:
+            # the walk would end the block on m, by a clear gain: go there directly
+            best_delta = np.nan
+            best_den = den_m
+            hi_num = num_m + scale * den_m
+            lo_num = num_m - scale * den_m
+            best_pos = np.int64(m) + 1
+            best_sl = s_left_at[np.uint64(m)]
+            i0 = i1
+            continue
         for i in range(i0, i1):
             num, den, s_left, w_left = _gathered_proxy(s_left_at, i, w_node, s_c)
             if num * best_den > hi_num * den:
@@ -1337,12 +1408,59 @@ def _gathered_scan(start, n_present, w_sum, mean, s_c, var, w_total, tg, min_lea
             best_pos = np.int64(i) + 1
             best_sl = s_left
         i0 = i1
-    if best_pos < 0:
+    return best_pos, best_sl, best_delta
+
+
+@jit(inline="always")
+def _scaled(pos, delta, start, n_present, mean, s_left, w_sum, w_total, tg, ys, iota):
+    """The end of :func:`_gathered_scan` after :func:`_gathered_walk`: ``(Δ scaled by the
+    present share, position)``, Δi computed here when still NaN."""
+    if pos < 0:
         return -np.inf, np.int64(-1)
-    if np.isnan(best_delta):
-        best_delta = _precise_reg_delta(iota, best_pos, n_present, ys, tg.w, tg.unit_weights,
-                                        mean, float(best_pos), best_sl)
-    return best_delta * (w_sum / w_total), best_pos + start
+    if np.isnan(delta):
+        delta = _precise_reg_delta(iota, pos, n_present, ys, tg.w, tg.unit_weights, mean,
+                                   float(pos), s_left)
+    return delta * (w_sum / w_total), pos + start
+
+
+@jit(inline="always")
+def _precise_two(ys_a, pa, na, ma, sla, ys_b, pb, nb, mb, slb):
+    """:func:`cartjit._splitter._precise_reg_delta` (unit weights, gathered responses) of
+    two pairs' best positions at once, ``pa`` of ``ys_a[:na]`` (node mean ``ma``, S_L
+    ``sla``) and ``pb`` of ``ys_b[:nb]``: each right child's sums take the same
+    operations in the same order as alone (a weight of 1 multiplies exactly), so the
+    same bits, and the two chains of additions overlap. Returns both Δi."""
+    ua = np.uint64(pa)
+    ub = np.uint64(pb)
+    la = np.uint64(na) - ua
+    lb = np.uint64(nb) - ub
+    both = min(la, lb)
+    wa = 0.0
+    wb = 0.0
+    sa = 0.0
+    sb = 0.0
+    for k in range(both):
+        wa += 1.0
+        wb += 1.0
+        sa += 1.0 * (ys_a[ua + k] - ma)
+        sb += 1.0 * (ys_b[ub + k] - mb)
+    for k in range(both, la):
+        wa += 1.0
+        sa += 1.0 * (ys_a[ua + k] - ma)
+    for k in range(both, lb):
+        wb += 1.0
+        sb += 1.0 * (ys_b[ub + k] - mb)
+    return (_delta_of_sums(float(pa), sla, wa, sa), _delta_of_sums(float(pb), slb, wb, sb))
+
+
+@jit(inline="always")
+def _delta_of_sums(w_left, s_left, w_right, s_right):
+    """The closing formula of :func:`cartjit._splitter._precise_reg_delta`, operation for
+    operation."""
+    w_node = w_left + w_right
+    s_node = s_left + s_right
+    return (s_left * s_left / w_left + s_right * s_right / w_right
+            - s_node * s_node / w_node) / w_node
 
 
 @jit(inline="always")
@@ -1490,9 +1608,9 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
     scratch taken once.
 
     Parameters as :func:`_search`, with ``missing`` the bitmap of :func:`_missing_bits`,
-    ``gathered`` float64 (n_chunks, 2 n) scratch and ``iota`` int32 (0, 1, ..., n - 1) for
-    the pairs of :func:`_gathered_best` (regression with unit weights), else of 0
-    columns and empty.
+    ``gathered`` float64 (n_chunks, 2 n + :data:`_SCAN_SKIP`) scratch and ``iota``
+    int32 (0, 1, ..., n - 1) for the pairs of :func:`_gathered_best` (regression with
+    unit weights), else of 0 columns and empty.
     """
     keys = ps.keys
     p = keys.shape[0]
@@ -1507,6 +1625,7 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
     n_fr = fr.node.shape[0]
     no_codes = ps.codes.reshape(-1)[:0]  # the type of a row of codes, empty
     ys = gathered[c]
+    tops = ys[ys.shape[0] - _SCAN_SKIP:] if ys.shape[0] > 0 else ys
     for f in range(p):
         j, step = _chunk_walk(f, p, c, n_chunks)
         if j == n_chunks:
@@ -1548,12 +1667,21 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
                         wa, ma, sca, va, wb, mb, scb, vb = _gathered_moments_two(
                             row, start, pend, start2, pend2, tg.y_reg, ys_a, sl_a, ys_b,
                             sl_b)
-                        pairs.delta[k], pairs.pos[k] = _gathered_scan(
-                            start, na, wa, ma, sca, va, nodes.fnode[fr.node[j], F_WEIGHT], tg,
-                            rules.min_samples_leaf, ys_a, sl_a, iota)
-                        pairs.delta[k2], pairs.pos[k2] = _gathered_scan(
-                            start2, nb, wb, mb, scb, vb, nodes.fnode[fr.node[j2], F_WEIGHT],
-                            tg, rules.min_samples_leaf, ys_b, sl_b, iota)
+                        pa, sla, da = _gathered_walk(na, ma, sca, va, tg,
+                                                     rules.min_samples_leaf, ys_a, sl_a,
+                                                     iota, tops)
+                        pb, slb, db = _gathered_walk(nb, mb, scb, vb, tg,
+                                                     rules.min_samples_leaf, ys_b, sl_b,
+                                                     iota, tops)
+                        if pa >= 0 and pb >= 0 and np.isnan(da) and np.isnan(db):
+                            da, db = _precise_two(ys_a, pa, na, ma, sla, ys_b, pb, nb, mb,
+                                                  slb)
+                        pairs.delta[k], pairs.pos[k] = _scaled(
+                            pa, da, start, na, ma, sla, wa,
+                            nodes.fnode[fr.node[j], F_WEIGHT], tg, ys_a, iota)
+                        pairs.delta[k2], pairs.pos[k2] = _scaled(
+                            pb, db, start2, nb, mb, slb, wb,
+                            nodes.fnode[fr.node[j2], F_WEIGHT], tg, ys_b, iota)
                         j = j2 + step
                         continue
                 d, pos = _gathered_best(row, start, pend, nodes.fnode[fr.node[j], F_WEIGHT],
@@ -2638,7 +2766,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     # Regression with unit weights: the responses of a pair's present cases are read
     # once, into a row of ``gathered`` (_gathered_best)
     gather = mv and not is_class and tg.unit_weights
-    gathered = np.empty((n_threads, 2 * n if gather else 0), dtype=np.float64)
+    gathered = np.empty((n_threads, 2 * n + _SCAN_SKIP if gather else 0), dtype=np.float64)
     iota = np.arange(n if gather else 0, dtype=np.int32)
     # at most max_sur surrogates and max_comp competitors per split (n - 1 splits at most)
     sur_cap = max(16, min((n - 1) * max_sur, PREALLOC_ROWS))

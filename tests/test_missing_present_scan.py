@@ -13,10 +13,12 @@ counts of a classification pair (``_label_counts``).
 import numpy as np
 from numba import njit
 
-from cartjit._builder import (_gathered_best, _gathered_subset, _label_counts, _reg_moments,
+from cartjit._builder import (_SCAN_SKIP, _block_top, _gathered_best, _gathered_proxy,
+                              _gathered_subset, _label_counts, _precise_two, _reg_moments,
                               _side_bits)
 from cartjit._criteria import SQUARED_ERROR, tie_tolerance
-from cartjit._splitter import Segment, Targets, best_split_regression_unit, class_counts
+from cartjit._splitter import (Segment, Targets, _precise_reg_delta, best_split_regression_unit,
+                               class_counts)
 from cartjit._subsets import (best_subset_regression, float_scratch_size, int_scratch_size,
                               left_levels_bits)
 
@@ -62,7 +64,7 @@ def _unit_responses(rng, trial, n_rows, w):
 def test_gathered_scan_is_the_scan_on_the_keys_bit_for_bit():
     rng = np.random.default_rng(16)
     n_rows = 600
-    gathered = np.empty(2 * n_rows)
+    gathered = np.empty(2 * n_rows + _SCAN_SKIP)
     iota = np.arange(n_rows, dtype=np.int32)
     found = 0
     clear = 0
@@ -86,6 +88,97 @@ def test_gathered_scan_is_the_scan_on_the_keys_bit_for_bit():
                 clear += 1
                 assert new[1] - start == pos, (trial, new, pos)
     assert found > 1000 and clear > 500, (found, clear)
+
+
+
+@njit
+def _block_and_walk(s_left_at, i0, i1, w_node, s_c, scale, best_den, hi_num, lo_num, tops):
+    """``_block_top`` of a block, and a walk of it by the scan's rules: the walk's last
+    clear gain and whether a near-tie of the best came after it (a near-tie's outcome
+    needs the precise Δi, which the walk here does not take)."""
+    got = _block_top(s_left_at, i0, i1, w_node, s_c, scale, best_den, hi_num, tops)
+    last = np.int64(-1)
+    tie_after = False
+    for i in range(i0, i1):
+        num, den, _, _ = _gathered_proxy(s_left_at, i, w_node, s_c)
+        if num * best_den > hi_num * den:
+            best_den = den
+            hi_num = num + scale * den
+            lo_num = num - scale * den
+            last = np.int64(i)
+            tie_after = False
+        elif num * best_den >= lo_num * den:
+            tie_after = True
+    return got[0], last, tie_after, got[1], got[2], best_den, hi_num
+
+
+def test_block_jump_ends_where_the_walk_ends():
+    """``_block_top``: when it names a candidate, the walk of the block from the same
+    state ends on that candidate by a clear gain with no near-tie after it; it declines
+    (and the scan walks) where candidates tie or nearly tie. Blocks of responses with
+    many ties and continuous ones, states from no best yet to a best inside the block's
+    range."""
+    rng = np.random.default_rng(23)
+    tops = np.empty(_SCAN_SKIP)
+    jumped = declined = 0
+    for trial in range(4000):
+        n = int(rng.integers(3, 300))
+        if trial % 3 == 0:
+            y = rng.integers(0, int(rng.integers(1, 4)), n).astype(np.float64)
+        else:
+            y = rng.normal(size=n) * 10.0 ** rng.integers(-3, 4)
+        s_left_at = np.cumsum(y - y.mean())
+        s_c = float(s_left_at[-1])
+        w_node = float(n)
+        scale = 1e-11 * w_node * float(y.var())
+        i0 = int(rng.integers(0, n - 1))
+        i1 = min(n - 1, i0 + int(rng.integers(1, _SCAN_SKIP + 1)))
+        if trial % 4 == 0:  # no best yet
+            best_den, hi_num, lo_num = 1.0, -np.inf, -np.inf
+        else:  # the best so far: some candidate of the node
+            b = int(rng.integers(0, n - 1))
+            w_left = b + 1.0
+            den = w_left * (w_node - w_left)
+            s_left = s_left_at[b]
+            num = s_left * s_left * (w_node - w_left) + (s_c - s_left) ** 2 * w_left
+            best_den, hi_num, lo_num = den, num + scale * den, num - scale * den
+        m, last, tie_after, num_m, den_m, den_w, hi_w = _block_and_walk(
+            s_left_at, np.uint64(i0), np.uint64(i1), w_node, s_c, scale, best_den, hi_num,
+            lo_num, tops)
+        if m >= 0:
+            jumped += 1
+            assert m == last and not tie_after, (trial, m, last, tie_after)
+            assert den_m == den_w and num_m + scale * den_m == hi_w, trial
+        else:
+            declined += 1
+    assert jumped > 1000 and declined > 300, (jumped, declined)
+
+
+@njit
+def _precise_pair(ys_a, pa, ma, sla, ys_b, pb, mb, slb):
+    iota = np.arange(max(ys_a.shape[0], ys_b.shape[0]), dtype=np.int32)
+    w = np.empty(0)
+    one_a = _precise_reg_delta(iota, pa, ys_a.shape[0], ys_a, w, True, ma, float(pa), sla)
+    one_b = _precise_reg_delta(iota, pb, ys_b.shape[0], ys_b, w, True, mb, float(pb), slb)
+    two = _precise_two(ys_a, pa, ys_a.shape[0], ma, sla, ys_b, pb, ys_b.shape[0], mb, slb)
+    return one_a, one_b, two[0], two[1]
+
+
+def test_precise_two_is_two_precise_deltas_bit_for_bit():
+    """Two pairs' closing Δi at once (``_precise_two``, right children of any lengths)
+    equal ``_precise_reg_delta`` of each, bit for bit."""
+    rng = np.random.default_rng(29)
+    for trial in range(500):
+        ys = [rng.normal(size=int(rng.integers(2, 200))) * 10.0 ** rng.integers(-3, 4)
+              for _ in range(2)]
+        if trial % 3 == 0:
+            ys = [np.round(y) for y in ys]
+        pos = [int(rng.integers(1, y.shape[0])) for y in ys]
+        means = [float(y.mean()) for y in ys]
+        sls = [float(np.sum(y[:q] - mu)) for y, q, mu in zip(ys, pos, means)]
+        a1, b1, a2, b2 = _precise_pair(ys[0], pos[0], means[0], sls[0], ys[1], pos[1],
+                                       means[1], sls[1])
+        assert a1 == a2 and b1 == b2, (trial, a1, a2, b1, b2)
 
 
 @njit
