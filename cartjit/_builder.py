@@ -1475,41 +1475,35 @@ def _gathered_subset(row, codes, start, pend, w_total, tg, min_leaf, gathered, l
     node), with the same operations in the same order, so the same bits; leaves the
     sides in ``level_i``.
 
-    The segment comes grouped by level: the first pass copies the responses, in the
-    segment's order, to ``gathered`` and finds the levels' runs as it goes (a level
-    starts where the code changes: counted and recorded without a branch, so a node of
-    many short runs costs no mispredicted branch per run); the second reads the
-    responses from there for the centred moments of the cases and of each level at
-    once. Two passes over the cases instead of three, and one of scattered reads
-    instead of three.
+    The segment comes grouped by level: the first pass finds each level's run by
+    galloping over the codes (:func:`cartjit._subsets.level_run_end`) and copies the
+    responses, in the segment's order, to ``gathered``; the second reads them from
+    there for the centred moments of the cases and of each level at once. Two passes
+    over the cases instead of three, and one of scattered reads instead of three.
     """
     y = tg.y_reg
     n_present = pend - start
     ys = gathered[:n_present]
+    ushift = np.uint64(0)
     w_sum = 0.0
     s = 0.0
-    ustart = np.uint64(start)
-    first = y[np.uint64(row[ustart])]
+    first = y[np.uint64(row[np.uint64(start)])]
     constant = True
-    codes_at = level_i[CODE * lm:(CODE + 1) * lm]
-    ends_at = level_i[NCASE * lm:(NCASE + 1) * lm]
-    run = np.int64(-1)  # the current run
-    prev = np.int64(-1)  # its level's code (none yet)
-    for q in range(np.uint64(n_present)):
-        case = np.uint64(row[ustart + q])
-        yi = y[case]
-        ys[q] = yi
-        w_sum += 1.0
-        s += yi
-        constant &= yi == first
-        code = np.int64(codes[case])
-        run += np.int64(code != prev)
-        prev = code
-        codes_at[run] = code
-        ends_at[run] = np.int64(q) + 1
-    n_lv = run + 1
-    for k in range(n_lv - 1, 0, -1):  # run ends to numbers of cases
-        ends_at[k] -= ends_at[k - 1]
+    n_lv = 0
+    i = start
+    while i < pend:
+        code = codes[np.uint64(row[np.uint64(i)])]
+        run_end = level_run_end(row, codes, ushift, i, pend, code)
+        for q in range(np.uint64(i), np.uint64(run_end)):
+            yi = y[np.uint64(row[q])]
+            ys[q - np.uint64(start)] = yi
+            w_sum += 1.0
+            s += yi
+            constant &= yi == first
+        level_i[CODE * lm + n_lv] = code
+        level_i[NCASE * lm + n_lv] = run_end - i
+        n_lv += 1
+        i = run_end
     mean = s / w_sum
     s_c = 0.0
     ss_c = 0.0
