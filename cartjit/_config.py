@@ -152,6 +152,9 @@ def drop_stale_kernels():
     stamp_file = os.path.join(directory, "cartjit-engine.stamp")
     try:
         stamp = _engine_stamp(package_dir)
+    except OSError:  # an engine module missing: its import will say so; nothing to stamp
+        return
+    try:
         with open(stamp_file, encoding="utf-8") as fh:
             if fh.read() == stamp:
                 return

@@ -1,6 +1,8 @@
 """The once-per-process notice that the kernels are about to compile."""
 import os
 
+import numba
+
 import cartjit._builder  # noqa: F401  (an engine module whose index files are faked)
 from cartjit import _cache
 
@@ -91,6 +93,22 @@ def test_a_changed_engine_drops_every_module_s_cached_kernels(tmp_path):
     _import_engine(tmp_path)
     assert stale.exists()
 
+
+
+def test_a_missing_engine_module_leaves_the_cache_and_raises_nothing(tmp_path, monkeypatch):
+    """A partial install (an engine module missing) is not stamped and drops nothing:
+    the stamp step returns quietly and the module's own import reports what is missing
+    (it raised UnboundLocalError from inside the stamp step before)."""
+    from cartjit import _config
+
+    cached = tmp_path / "_builder._search-1.py311.nbi"
+    cached.write_text("x")
+    monkeypatch.setattr(_config, "CACHE", True)
+    monkeypatch.setattr(_config, "ENGINE_MODULES", _config.ENGINE_MODULES + ("_gone",))
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    _config.drop_stale_kernels()
+    assert cached.exists()
+    assert not (tmp_path / "cartjit-engine.stamp").exists()
 
 def test_the_engine_stamp_covers_every_module_a_kernel_carries():
     """Every module that defines a kernel, and every cartjit module such a module
