@@ -73,3 +73,28 @@ def test_trees_with_holes_do_not_depend_on_the_number_of_threads(regression, wei
             np.testing.assert_array_equal(a, b, err_msg=name)
     for name in TABLE_FIELDS:
         assert getattr(one, name).shape == getattr(two, name).shape, name
+
+
+@pytest.mark.parametrize("regression, n_threads", [(False, 1), (True, 2)])
+def test_no_unwritten_table_row_is_read(monkeypatch, regression, n_threads):
+    """The surrogate and competitor tables are allocated without clearing (their worst
+    case is large): filled with a sentinel instead, the trees and tables come out the
+    same, so every row kept was written before it was read."""
+    from cartjit import _builder
+
+    X, score = _data(5, 0.1)
+    problem = _problem(X, score, regression, False)
+    settings = _settings(SQUARED_ERROR if regression else GINI, 2)
+    plain = fit_tree(problem, settings, None, n_threads).tree
+
+    def sentinel(shape, dtype):
+        fill = -987654321 if np.issubdtype(dtype, np.integer) else 1.2345e300
+        return np.full(shape, fill, dtype=dtype)
+
+    monkeypatch.setattr(_builder, "_uncleared", sentinel)
+    filled = fit_tree(problem, settings, None, n_threads).tree
+    assert plain.surrogate_feature.shape[0] > 50 and plain.competitor_feature.shape[0] > 50
+    for name in plain._fields:
+        a, b = getattr(plain, name), getattr(filled, name)
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b, err_msg=name)
