@@ -72,6 +72,7 @@ from ._subsets import (BITSET_LEVELS, CODE, NCASE, SIDE, best_subset_classificat
                        level_run_end, subset_regression_scan)
 from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ, MARK_PACK,
                           categorical_surrogate, ordered_surrogate)
+from ._team import next_unit
 from ._tree import Tree
 
 __all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs", "Work",
@@ -437,6 +438,28 @@ def _block(m, c, n_chunks):
     indices at every access by ``j`` (a loop from ``j0`` made step 2 half as slow
     again)."""
     return m * c // n_chunks, m * (c + 1) // n_chunks
+
+
+#: Blocks of a feature's rows per chunk in a step whose chunks share the (row, feature)
+#: pairs out as they go (:func:`_units`): enough for a fast chunk to take over a slow
+#: one's share, few enough that a block is long.
+BLOCKS_PER_CHUNK = 4
+
+
+@jit(inline="always")
+def _blocks_per_feature(n_rows, n_chunks):
+    """Blocks each feature's ``n_rows`` rows are cut into (:func:`_unit`)."""
+    return max(1, min(n_rows, BLOCKS_PER_CHUNK * n_chunks))
+
+
+@jit(inline="always")
+def _unit(u, n_blk, n_rows):
+    """Unit u of a step shared out by :func:`cartjit._team.next_unit`: its feature and
+    its rows ``[j0, j1)``, the units feature by feature, each feature's rows in
+    ``n_blk`` consecutive blocks of nearly equal size."""
+    f = u // n_blk
+    b = u - f * n_blk
+    return f, n_rows * b // n_blk, n_rows * (b + 1) // n_blk
 
 
 @jit(inline="always")
@@ -1598,19 +1621,23 @@ def _present_best(row, rk, codes, is_cat, tied, node, start, pend, end, mean, s_
 
 
 @jit(borrowed=True)
-def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c, n_chunks):
-    """Step 1 (missing values): the best split of every (frontier node, feature) pair in
-    chunk c, on the node's cases with the feature present (:func:`_pair_best`); also
-    records how many cases have it present.
+def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, units, c,
+               n_chunks):
+    """Step 1 (missing values): the best split of every (frontier node, feature) pair,
+    on the node's cases with the feature present (:func:`_pair_best`); also records how
+    many cases have it present.
 
-    Walks feature by feature like :func:`_search` (chunk c takes the pairs
-    ``k = j * p + f`` with k ≡ c (mod n_chunks)), each feature's arrays and this chunk's
-    scratch taken once.
+    The pairs are shared out as the chunks go (:func:`_units`): a chunk takes a block of
+    one feature's nodes at a time, that feature's arrays taken once per block, until
+    none is left, so a chunk on a slower core (a busy sibling, a host that slows one
+    core of a virtual machine) takes fewer blocks instead of holding up the step. Each
+    pair's result depends on the pair only.
 
     Parameters as :func:`_search`, with ``missing`` the bitmap of :func:`_missing_bits`,
     ``gathered`` float64 (n_chunks, 2 n + :data:`_SCAN_SKIP`) scratch and ``iota``
     int32 (0, 1, ..., n - 1) for the pairs of :func:`_gathered_best` (regression with
-    unit weights), else of 0 columns and empty.
+    unit weights), else of 0 columns and empty; ``units`` the step's counter
+    (:func:`cartjit._team.next_unit`, 0 at the start).
     """
     keys = ps.keys
     p = keys.shape[0]
@@ -1626,10 +1653,12 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
     no_codes = ps.codes.reshape(-1)[:0]  # the type of a row of codes, empty
     ys = gathered[c]
     tops = ys[ys.shape[0] - _SCAN_SKIP:] if ys.shape[0] > 0 else ys
-    for f in range(p):
-        j, step = _chunk_walk(f, p, c, n_chunks)
-        if j == n_chunks:
-            continue
+    n_blk = _blocks_per_feature(n_fr, n_chunks)
+    while True:
+        u = next_unit(units, p * n_blk)
+        if u < 0:
+            break
+        f, j, j_end = _unit(u, n_blk, n_fr)
         row = keys[f]
         bits = missing[f]
         is_cat = ps.n_levels[f] > 0
@@ -1641,17 +1670,17 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
                   and tg.criterion == SQUARED_ERROR)
         # ... a categorical feature: _gathered_subset
         gather_cat = gathered.shape[1] > 0 and is_cat and tg.criterion == SQUARED_ERROR
-        while j < n_fr:
+        while j < j_end:
             k = j * p + f
             start = fr.start[j]
             end = fr.end[j]
             pend = _present_end(row, start, end, shift, bits)
             pairs.present[k] = pend - start
             if gather and pend < end and pend - start >= 2:
-                # with the chunk's next such pair of this feature, when there is one:
-                # their moments at once (_gathered_moments_two)
-                j2 = j + step
-                if j2 < n_fr:
+                # with the block's next pair of this feature, when it is one too: their
+                # moments at once (_gathered_moments_two)
+                j2 = j + 1
+                if j2 < j_end:
                     start2 = fr.start[j2]
                     end2 = fr.end[j2]
                     pend2 = _present_end(row, start2, end2, shift, bits)
@@ -1682,7 +1711,7 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
                         pairs.delta[k2], pairs.pos[k2] = _scaled(
                             pb, db, start2, nb, mb, slb, wb,
                             nodes.fnode[fr.node[j2], F_WEIGHT], tg, ys_b, iota)
-                        j = j2 + step
+                        j = j2 + 1
                         continue
                 d, pos = _gathered_best(row, start, pend, nodes.fnode[fr.node[j], F_WEIGHT],
                                         tg, rules.min_samples_leaf, ys, iota)
@@ -1699,7 +1728,7 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, c
             if pos >= 0 and is_cat and keep_bits:
                 pairs.left_bits[k], pairs.level_bits[k] = _side_bits(level_i, lm,
                                                                      pend - start)
-            j += step
+            j += 1
 
 
 @jit(inline="always")
@@ -1847,13 +1876,13 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
 
 
 @jit(borrowed=True)
-def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_chunks):
+def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, units, c,
+                       n_chunks):
     """Step 2 (surrogates): the best surrogate split of every (split node, other feature)
-    pair in chunk c (:mod:`cartjit._surrogates`), on the marks of :func:`_mark_mv`.
+    pair (:mod:`cartjit._surrogates`), on the marks of :func:`_mark_mv`.
 
-    Walks feature by feature like :func:`_search` (chunk c takes the pairs
-    ``k = t * p + f`` with k ≡ c (mod n_chunks)), each feature's arrays and this chunk's
-    scratch taken once.
+    The pairs are shared out as the chunks go, a block of one feature's split nodes at
+    a time, like :func:`_search_mv`'s (``units`` the step's counter).
 
     Parameters
     ----------
@@ -1861,7 +1890,9 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
     sp : int64 batch rows of the split nodes.
     work : :class:`Work`.
     sur : :class:`SurrogatePairs` output, pair (j, f) at ``j * p + f``.
-    c, n_chunks : this chunk of the (split node, feature) pairs.
+    units : int64 (1,) the step's counter (:func:`cartjit._team.next_unit`), 0 at the
+        start.
+    c, n_chunks : this chunk (its scratch) and the number of chunks.
     """
     p = ps.keys.shape[0]
     lm = work.level_i.shape[1] // 4
@@ -1874,16 +1905,18 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, c, n_
     shift = tg.shift
     style = rules.surrogate_style
     n_sp = sp.shape[0]
-    for f in range(p):
-        t, step = _chunk_walk(f, p, c, n_chunks)
-        if t == n_chunks:
-            continue
+    n_blk = _blocks_per_feature(n_sp, n_chunks)
+    while True:
+        u = next_unit(units, p * n_blk)
+        if u < 0:
+            break
+        f, t, t_end = _unit(u, n_blk, n_sp)
         row = ps.keys[f]
         n_levels = ps.n_levels[f]
         rk = ps.ranks[ps.rank_row[f]] if ps.rank_row[f] >= 0 else work.no_ranks
-        while t < n_sp:
+        while t < t_end:
             j = sp[t]
-            t += step
+            t += 1
             kk = j * p + f
             sur.agree[kk] = 0.0
             sur.adj[kk] = 0.0
@@ -2843,7 +2876,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 batch = fr.rows(b)
                 if mv:
                     run_chunks(pool, min(n_threads, n_pairs), _search_mv, missing, presorted,
-                               batch, nodes, tg, rules, work, pairs, gathered, iota)
+                               batch, nodes, tg, rules, work, pairs, gathered, iota,
+                               np.zeros(1, dtype=np.int64))
                 else:
                     run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch,
                                nodes, tg, rules, work, pairs)
@@ -2870,7 +2904,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                         sp = np.flatnonzero(batch_splits.feat >= 0).astype(np.int64)
                         run_chunks(pool, min(n_threads, sp.shape[0] * p), _search_surrogates,
                                    X, presorted, batch, tg, rules, batch_splits, pairs, sp,
-                                   work, sur)
+                                   work, sur, np.zeros(1, dtype=np.int64))
                     # table rows in node order (serial), then the cases sent (chunks)
                     _rank_surrogates(presorted, batch, nodes, tg, rules, batch_splits, pairs,
                                      sur, work, level_sets, tables)

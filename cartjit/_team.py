@@ -36,9 +36,9 @@ import numpy as np
 from numba import _dispatcher, prange, types
 from numba.core.extending import intrinsic
 
-from ._config import PARALLEL, jit_parallel
+from ._config import PARALLEL, jit, jit_parallel
 
-__all__ = ["LAUNCH", "launch_pool", "launch", "address", "LAUNCHERS"]
+__all__ = ["LAUNCH", "launch_pool", "launch", "address", "LAUNCHERS", "next_unit"]
 
 
 @intrinsic
@@ -58,6 +58,32 @@ def _call_at(typingctx, addr, args):
         return status.is_error
 
     return sig, codegen
+
+
+@intrinsic
+def _fetch_add(typingctx, counter):
+    """Atomically add 1 to ``counter[0]`` (int64, 1-d) and return its value before."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64
+            and counter.ndim == 1):
+        return None
+    sig = types.int64(counter)
+
+    def codegen(context, builder, signature, llargs):
+        ary = context.make_array(signature.args[0])(context, builder, llargs[0])
+        one = context.get_constant(types.int64, 1)
+        return builder.atomic_rmw("add", ary.data, one, "monotonic")
+
+    return sig, codegen
+
+
+@jit(inline="always")
+def next_unit(counter, n_units):
+    """The next unit of work of a step whose chunks share it out as they go (a chunk
+    takes units until none is left, so a chunk on a slower core takes fewer): a unit
+    index below ``n_units``, or -1 when every unit has been taken. ``counter`` is the
+    step's int64 (1,) counter, 0 before the step starts."""
+    u = _fetch_add(counter)
+    return u if u < n_units else np.int64(-1)
 
 
 # One launcher per number of kernel arguments before (c, n): chunk c of n runs
