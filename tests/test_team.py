@@ -40,6 +40,38 @@ def _returns_a_value(out, c, n_chunks):
     return c
 
 
+@numba.njit(nogil=True)
+def _take_units(taken, by, counter, c, n_chunks):
+    """Chunk c takes units from the shared counter until none is left, adding 1 to
+    ``taken[u]`` and recording itself in ``by[u]`` (a little work per unit, so that the
+    chunks overlap)."""
+    while True:
+        u = _team.next_unit(counter, taken.shape[0])
+        if u < 0:
+            break
+        acc = 0.0
+        for i in range(2000):
+            acc += i * 1e-9
+        taken[u] += 1 + np.int64(acc > 1e9)
+        by[u] = c
+
+
+@pytest.mark.parametrize("n_chunks", [1, 2, 5])
+def test_shared_units_are_each_taken_once(n_chunks):
+    """``next_unit``: chunks launched together take every unit exactly once (an atomic
+    counter), and with more than one chunk more than one chunk takes units."""
+    for _ in range(20):
+        taken = np.zeros(3000, dtype=np.int64)
+        by = np.full(3000, -1, dtype=np.int64)
+        counter = np.zeros(1, dtype=np.int64)
+        _team.launch(n_chunks, _take_units, taken, by, counter)
+        np.testing.assert_array_equal(taken, 1)
+        assert counter[0] >= 3000
+        assert set(np.unique(by).tolist()) <= set(range(n_chunks))
+    if n_chunks > 1 and numba.get_num_threads() > 1:
+        assert np.unique(by).shape[0] > 1
+
+
 @pytest.mark.parametrize("n_chunks", [2, 3, 7])
 def test_launch_runs_every_chunk_once_as_a_serial_loop_does(n_chunks):
     args = (np.arange(n_chunks, dtype=np.float64) * 3.0, 0.5, True, 0.25)
