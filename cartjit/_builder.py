@@ -477,8 +477,11 @@ def _chunk_walk(f, p, c, n_chunks):
 
 
 @jit(borrowed=True)
-def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
-    """Step 1, search: the best split of every (frontier node, feature) pair in chunk c.
+def _search(ps, fr, nodes, tg, rules, work, pairs, units, c, n_chunks):
+    """Step 1, search: the best split of every (frontier node, feature) pair, shared out
+    as the chunks go, a block of one feature's nodes at a time (:func:`_unit`; ``units``
+    the step's counter, :func:`cartjit._team.next_unit`), so that a chunk on a slower
+    core takes fewer blocks.
 
     Classification scans features without ties by runs of one class (see
     :func:`cartjit._splitter.best_split_classification`, with this chunk's row of
@@ -500,7 +503,8 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     rules : :class:`Rules`.
     work : :class:`Work`.
     pairs : :class:`Pairs` output, pair k = (node k // p, feature k % p).
-    c, n_chunks : this chunk (pairs c, c + n_chunks, ...) and the number of chunks.
+    units : int64 (1,) the step's counter, 0 at the start.
+    c, n_chunks : this chunk (its scratch) and the number of chunks.
     """
     keys = ps.keys
     ranks = ps.ranks
@@ -512,17 +516,19 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
     cand = work.buffers[c]
     n_levels = ps.n_levels
     n_fr = fr.node.shape[0]
-    # Feature by feature, the feature's rows taken once (as in _search_subsets).
-    for f in range(p):
+    # A block of one feature's nodes at a time, the feature's rows taken once a block.
+    n_blk = _blocks_per_feature(n_fr, n_chunks)
+    while True:
+        u = next_unit(units, p * n_blk)
+        if u < 0:
+            break
+        f, j, j_end = _unit(u, n_blk, n_fr)
         if n_levels[f] > 0:  # searched by _search_subsets
             continue
         tied = rank_row[f] >= 0
         rk = ranks[rank_row[f]] if tied else work.no_ranks
         row = keys[f]
-        j, step = _chunk_walk(f, p, c, n_chunks)
-        if j == n_chunks:
-            continue
-        while j < n_fr:
+        while j < j_end:
             node = fr.node[j]
             seg = Segment(row, rk, fr.start[j], fr.end[j])
             d, pos = _ordered_best(seg, tg, rules, value[node], fnode[node, F_IMPURITY],
@@ -530,7 +536,7 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, c, n_chunks):
                                    scratch, cand)
             pairs.delta[j * p + f] = d
             pairs.pos[j * p + f] = pos
-            j += step
+            j += 1
 
 
 # Inlined where it is called: a call between kernels with array arguments costs about
@@ -984,7 +990,7 @@ def _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, c, n_chunks):
 
 
 @jit(borrowed=True)
-def _partition(keys, shift, part_index, sides, splits, fr, work, simd, c, n_chunks):
+def _partition(keys, shift, part_index, sides, splits, fr, work, simd, units, c, n_chunks):
     """Step 4, partition: stable partition of the split nodes' segments on every feature
     but the split feature, into the cases going left and then right.
 
@@ -1008,8 +1014,10 @@ def _partition(keys, shift, part_index, sides, splits, fr, work, simd, c, n_chun
     fr : :class:`Frontier` of the level.
     work : :class:`Work` (``goes_left`` marks, this chunk's side buffer).
     simd : 16-key blocks.
-    c, n_chunks : this chunk ((node, feature) pairs c, c + n_chunks, ...) and the
-        number of chunks.
+    units : int64 (1,) the step's counter (:func:`cartjit._team.next_unit`), 0 at the
+        start: the pairs are shared out as the chunks go, a block of one feature's nodes
+        at a time (:func:`_unit`).
+    c, n_chunks : this chunk (its side buffer) and the number of chunks.
     """
     p = keys.shape[0]
     goes_left = work.goes_left
@@ -1019,17 +1027,18 @@ def _partition(keys, shift, part_index, sides, splits, fr, work, simd, c, n_chun
     starts = fr.start
     ends = fr.end
     ushift = np.uint64(shift)
-    # Feature by feature, the row taken once (see _search_subsets); chunk c still takes
-    # the pairs k = t * p + f with k ≡ c (mod n_chunks).
-    for f in range(p):
-        t, step = _chunk_walk(f, p, c, n_chunks)
-        if t == n_chunks:
-            continue
+    # A block of one feature's nodes at a time, the row taken once a block.
+    n_blk = _blocks_per_feature(n_nodes, n_chunks)
+    while True:
+        u = next_unit(units, p * n_blk)
+        if u < 0:
+            break
+        f, t, t_end = _unit(u, n_blk, n_nodes)
         row = keys[f]
-        while t < n_nodes:
+        while t < t_end:
             j = part_index[t]
             side = sides[t]
-            t += step
+            t += 1
             if f == split_feat[j]:
                 continue
             wl = starts[j]
@@ -2600,7 +2609,8 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                           np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
                              fr.mean[b0:b1], fr.sum[b0:b1])
-            _search(ps, batch, nodes, tg, rules, work, pairs, 0, 1)
+            _search(ps, batch, nodes, tg, rules, work, pairs, np.zeros(1, dtype=np.int64), 0,
+                    1)
             if cat is not None:
                 _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
@@ -2643,7 +2653,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                 n_part += 1
         if n_part > 0:
             _partition(keys, tg.shift, sp_index[:n_part], sides[:n_part], splits, fr, work,
-                       rules.simd, 0, 1)
+                       rules.simd, np.zeros(1, dtype=np.int64), 0, 1)
         n_nodes += n_child
         ok = np.flatnonzero(kids.ok)
         fr = Frontier(kids.node[ok], kids.start[ok], kids.end[ok], kids.mean[ok],
@@ -2880,7 +2890,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                                np.zeros(1, dtype=np.int64))
                 else:
                     run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch,
-                               nodes, tg, rules, work, pairs)
+                               nodes, tg, rules, work, pairs, np.zeros(1, dtype=np.int64))
                     if n_cat:
                         run_chunks(pool, min(n_threads, bm * n_cat), _search_subsets,
                                    presorted, batch, nodes, tg, rules, work, pairs, cat)
@@ -2955,7 +2965,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
             if part_index.shape[0] > 0:
                 run_chunks(pool, min(n_threads, part_index.shape[0] * p), _partition, keys,
                            tg.shift, part_index, np.ascontiguousarray(sides[needs]), splits,
-                           fr, work, simd)
+                           fr, work, simd, np.zeros(1, dtype=np.int64))
             n_nodes += n_child
             fr = kids.frontier()
     finally:
