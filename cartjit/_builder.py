@@ -441,25 +441,48 @@ def _block(m, c, n_chunks):
 
 
 #: Blocks of a feature's rows per chunk in a step whose chunks share the (row, feature)
-#: pairs out as they go (:func:`_units`): enough for a fast chunk to take over a slow
-#: one's share, few enough that a block is long.
+#: pairs out as they go (:func:`_take_block`): enough for a fast chunk to take over a
+#: slow one's share, few enough that a block is long.
 BLOCKS_PER_CHUNK = 4
 
+#: int64 slots per chunk in a step's counters (:func:`_take_block`): one cache line each.
+COUNTER_STRIDE = 8
+
+
+@jit
+def step_counters(n_chunks):
+    """The counters of one step shared out by :func:`_take_block` (zero; a kernel, so
+    that the one-thread driver makes them too)."""
+    return np.zeros(max(1, n_chunks) * COUNTER_STRIDE, dtype=np.int64)
+
 
 @jit(inline="always")
-def _blocks_per_feature(n_rows, n_chunks):
-    """Blocks each feature's ``n_rows`` rows are cut into (:func:`_unit`)."""
-    return max(1, min(n_rows, BLOCKS_PER_CHUNK * n_chunks))
+def _take_block(counters, c, n_chunks, p, n_rows):
+    """The next block of (row, feature) pairs for chunk c of a step whose chunks share
+    the pairs out as they go: ``(f, j0, j1)``, rows ``[j0, j1)`` of feature f, or
+    ``(-1, 0, 0)`` when none is left.
 
-
-@jit(inline="always")
-def _unit(u, n_blk, n_rows):
-    """Unit u of a step shared out by :func:`cartjit._team.next_unit`: its feature and
-    its rows ``[j0, j1)``, the units feature by feature, each feature's rows in
-    ``n_blk`` consecutive blocks of nearly equal size."""
-    f = u // n_blk
-    b = u - f * n_blk
-    return f, n_rows * b // n_blk, n_rows * (b + 1) // n_blk
+    Feature f belongs to chunk f mod n_chunks, and each feature's rows are cut into
+    about :data:`BLOCKS_PER_CHUNK` × n_chunks consecutive blocks. A chunk takes the
+    blocks of its own features first, then those left of the other chunks' (one counter
+    each, ``counters[k * COUNTER_STRIDE]``, :func:`cartjit._team.next_unit`): a chunk on
+    a slower core leaves some of its blocks to the others instead of holding up the
+    step, and otherwise the searches and partitions of a feature run on the same thread
+    level after level, so its keys stay in that core's caches (when the two cores of a
+    virtual machine sit on different core complexes, a cache line written by one and
+    read by the other crosses between them)."""
+    n_blk = max(1, min(n_rows, BLOCKS_PER_CHUNK * n_chunks))
+    for k in range(n_chunks):
+        own = c + k
+        if own >= n_chunks:
+            own -= n_chunks
+        n_feat = (p - own + n_chunks - 1) // n_chunks
+        u = next_unit(counters[own * COUNTER_STRIDE:], n_feat * n_blk)
+        if u >= 0:
+            fi = u // n_blk
+            b = u - fi * n_blk
+            return own + fi * n_chunks, n_rows * b // n_blk, n_rows * (b + 1) // n_blk
+    return np.int64(-1), np.int64(0), np.int64(0)
 
 
 @jit(inline="always")
@@ -479,9 +502,8 @@ def _chunk_walk(f, p, c, n_chunks):
 @jit(borrowed=True)
 def _search(ps, fr, nodes, tg, rules, work, pairs, units, c, n_chunks):
     """Step 1, search: the best split of every (frontier node, feature) pair, shared out
-    as the chunks go, a block of one feature's nodes at a time (:func:`_unit`; ``units``
-    the step's counter, :func:`cartjit._team.next_unit`), so that a chunk on a slower
-    core takes fewer blocks.
+    as the chunks go, a block of one feature's nodes at a time (:func:`_take_block`;
+    ``units`` the step's counters, :func:`step_counters`).
 
     Classification scans features without ties by runs of one class (see
     :func:`cartjit._splitter.best_split_classification`, with this chunk's row of
@@ -503,8 +525,8 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, c, n_chunks):
     rules : :class:`Rules`.
     work : :class:`Work`.
     pairs : :class:`Pairs` output, pair k = (node k // p, feature k % p).
-    units : int64 (1,) the step's counter, 0 at the start.
-    c, n_chunks : this chunk (its scratch) and the number of chunks.
+    units : the step's counters (:func:`step_counters`).
+    c, n_chunks : this chunk (its scratch, its own features) and the number of chunks.
     """
     keys = ps.keys
     ranks = ps.ranks
@@ -517,12 +539,10 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, c, n_chunks):
     n_levels = ps.n_levels
     n_fr = fr.node.shape[0]
     # A block of one feature's nodes at a time, the feature's rows taken once a block.
-    n_blk = _blocks_per_feature(n_fr, n_chunks)
     while True:
-        u = next_unit(units, p * n_blk)
-        if u < 0:
+        f, j, j_end = _take_block(units, c, n_chunks, p, n_fr)
+        if f < 0:
             break
-        f, j, j_end = _unit(u, n_blk, n_fr)
         if n_levels[f] > 0:  # searched by _search_subsets
             continue
         tied = rank_row[f] >= 0
@@ -1014,9 +1034,8 @@ def _partition(keys, shift, part_index, sides, splits, fr, work, simd, units, c,
     fr : :class:`Frontier` of the level.
     work : :class:`Work` (``goes_left`` marks, this chunk's side buffer).
     simd : 16-key blocks.
-    units : int64 (1,) the step's counter (:func:`cartjit._team.next_unit`), 0 at the
-        start: the pairs are shared out as the chunks go, a block of one feature's nodes
-        at a time (:func:`_unit`).
+    units : the step's counters (:func:`step_counters`): the pairs are shared out as the
+        chunks go, a block of one feature's nodes at a time (:func:`_take_block`).
     c, n_chunks : this chunk (its side buffer) and the number of chunks.
     """
     p = keys.shape[0]
@@ -1028,12 +1047,10 @@ def _partition(keys, shift, part_index, sides, splits, fr, work, simd, units, c,
     ends = fr.end
     ushift = np.uint64(shift)
     # A block of one feature's nodes at a time, the row taken once a block.
-    n_blk = _blocks_per_feature(n_nodes, n_chunks)
     while True:
-        u = next_unit(units, p * n_blk)
-        if u < 0:
+        f, t, t_end = _take_block(units, c, n_chunks, p, n_nodes)
+        if f < 0:
             break
-        f, t, t_end = _unit(u, n_blk, n_nodes)
         row = keys[f]
         while t < t_end:
             j = part_index[t]
@@ -1636,17 +1653,16 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
     on the node's cases with the feature present (:func:`_pair_best`); also records how
     many cases have it present.
 
-    The pairs are shared out as the chunks go (:func:`_units`): a chunk takes a block of
-    one feature's nodes at a time, that feature's arrays taken once per block, until
-    none is left, so a chunk on a slower core (a busy sibling, a host that slows one
-    core of a virtual machine) takes fewer blocks instead of holding up the step. Each
-    pair's result depends on the pair only.
+    The pairs are shared out as the chunks go (:func:`_take_block`): a chunk takes a
+    block of one feature's nodes at a time, that feature's arrays taken once per block,
+    its own features first, until none is left. Each pair's result depends on the pair
+    only.
 
     Parameters as :func:`_search`, with ``missing`` the bitmap of :func:`_missing_bits`,
     ``gathered`` float64 (n_chunks, 2 n + :data:`_SCAN_SKIP`) scratch and ``iota``
     int32 (0, 1, ..., n - 1) for the pairs of :func:`_gathered_best` (regression with
-    unit weights), else of 0 columns and empty; ``units`` the step's counter
-    (:func:`cartjit._team.next_unit`, 0 at the start).
+    unit weights), else of 0 columns and empty; ``units`` the step's counters
+    (:func:`step_counters`).
     """
     keys = ps.keys
     p = keys.shape[0]
@@ -1662,12 +1678,10 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
     no_codes = ps.codes.reshape(-1)[:0]  # the type of a row of codes, empty
     ys = gathered[c]
     tops = ys[ys.shape[0] - _SCAN_SKIP:] if ys.shape[0] > 0 else ys
-    n_blk = _blocks_per_feature(n_fr, n_chunks)
     while True:
-        u = next_unit(units, p * n_blk)
-        if u < 0:
+        f, j, j_end = _take_block(units, c, n_chunks, p, n_fr)
+        if f < 0:
             break
-        f, j, j_end = _unit(u, n_blk, n_fr)
         row = keys[f]
         bits = missing[f]
         is_cat = ps.n_levels[f] > 0
@@ -1891,7 +1905,7 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, units
     pair (:mod:`cartjit._surrogates`), on the marks of :func:`_mark_mv`.
 
     The pairs are shared out as the chunks go, a block of one feature's split nodes at
-    a time, like :func:`_search_mv`'s (``units`` the step's counter).
+    a time, like :func:`_search_mv`'s (``units`` the step's counters).
 
     Parameters
     ----------
@@ -1899,8 +1913,7 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, units
     sp : int64 batch rows of the split nodes.
     work : :class:`Work`.
     sur : :class:`SurrogatePairs` output, pair (j, f) at ``j * p + f``.
-    units : int64 (1,) the step's counter (:func:`cartjit._team.next_unit`), 0 at the
-        start.
+    units : the step's counters (:func:`step_counters`).
     c, n_chunks : this chunk (its scratch) and the number of chunks.
     """
     p = ps.keys.shape[0]
@@ -1914,12 +1927,10 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, units
     shift = tg.shift
     style = rules.surrogate_style
     n_sp = sp.shape[0]
-    n_blk = _blocks_per_feature(n_sp, n_chunks)
     while True:
-        u = next_unit(units, p * n_blk)
-        if u < 0:
+        f, t, t_end = _take_block(units, c, n_chunks, p, n_sp)
+        if f < 0:
             break
-        f, t, t_end = _unit(u, n_blk, n_sp)
         row = ps.keys[f]
         n_levels = ps.n_levels[f]
         rk = ps.ranks[ps.rank_row[f]] if ps.rank_row[f] >= 0 else work.no_ranks
@@ -2609,8 +2620,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                           np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
                              fr.mean[b0:b1], fr.sum[b0:b1])
-            _search(ps, batch, nodes, tg, rules, work, pairs, np.zeros(1, dtype=np.int64), 0,
-                    1)
+            _search(ps, batch, nodes, tg, rules, work, pairs, step_counters(1), 0, 1)
             if cat is not None:
                 _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
@@ -2653,7 +2663,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                 n_part += 1
         if n_part > 0:
             _partition(keys, tg.shift, sp_index[:n_part], sides[:n_part], splits, fr, work,
-                       rules.simd, np.zeros(1, dtype=np.int64), 0, 1)
+                       rules.simd, step_counters(1), 0, 1)
         n_nodes += n_child
         ok = np.flatnonzero(kids.ok)
         fr = Frontier(kids.node[ok], kids.start[ok], kids.end[ok], kids.mean[ok],
@@ -2887,10 +2897,10 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 if mv:
                     run_chunks(pool, min(n_threads, n_pairs), _search_mv, missing, presorted,
                                batch, nodes, tg, rules, work, pairs, gathered, iota,
-                               np.zeros(1, dtype=np.int64))
+                               step_counters(n_threads))
                 else:
                     run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch,
-                               nodes, tg, rules, work, pairs, np.zeros(1, dtype=np.int64))
+                               nodes, tg, rules, work, pairs, step_counters(n_threads))
                     if n_cat:
                         run_chunks(pool, min(n_threads, bm * n_cat), _search_subsets,
                                    presorted, batch, nodes, tg, rules, work, pairs, cat)
@@ -2914,7 +2924,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                         sp = np.flatnonzero(batch_splits.feat >= 0).astype(np.int64)
                         run_chunks(pool, min(n_threads, sp.shape[0] * p), _search_surrogates,
                                    X, presorted, batch, tg, rules, batch_splits, pairs, sp,
-                                   work, sur, np.zeros(1, dtype=np.int64))
+                                   work, sur, step_counters(n_threads))
                     # table rows in node order (serial), then the cases sent (chunks)
                     _rank_surrogates(presorted, batch, nodes, tg, rules, batch_splits, pairs,
                                      sur, work, level_sets, tables)
@@ -2965,7 +2975,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
             if part_index.shape[0] > 0:
                 run_chunks(pool, min(n_threads, part_index.shape[0] * p), _partition, keys,
                            tg.shift, part_index, np.ascontiguousarray(sides[needs]), splits,
-                           fr, work, simd, np.zeros(1, dtype=np.int64))
+                           fr, work, simd, step_counters(n_threads))
             n_nodes += n_child
             fr = kids.frontier()
     finally:
