@@ -11,6 +11,7 @@ import pytest
 from cartjit import _team
 from cartjit._criteria import GINI, SQUARED_ERROR
 from cartjit._fit import Problem, Settings, fit_tree
+from cartjit._builder import _take_block, step_counters
 from cartjit._presort import run_chunks
 
 # The launchers are cached kernels: a signature with a type defined here (a NamedTuple of
@@ -206,3 +207,44 @@ def test_fits_launching_from_several_python_threads_at_once_are_right():
             a = getattr(want, name)
             if isinstance(a, np.ndarray):
                 np.testing.assert_array_equal(a, getattr(got, name), err_msg=name)
+
+
+
+@numba.njit(nogil=True)
+def _cover_blocks(seen, when, tick, counters, p, c, n_chunks):
+    """Chunk c takes blocks of (row, feature) pairs until none is left, counting each
+    pair it covers in ``seen[f, j]`` and, when it runs alone, the order of its blocks in
+    ``when[f, j]``."""
+    n_rows = seen.shape[1]
+    while True:
+        f, j0, j1 = _take_block(counters, c, n_chunks, p, n_rows)
+        if f < 0:
+            break
+        tick[c] += 1
+        for j in range(j0, j1):
+            seen[f, j] += 1
+            when[f, j] = tick[c] * n_chunks + c
+
+
+@pytest.mark.parametrize("n_chunks, p, n_rows", [(1, 5, 7), (2, 15, 1), (2, 15, 40),
+                                                 (3, 4, 100), (2, 20, 3)])
+def test_blocks_cover_every_pair_once_and_chunks_start_with_their_own(n_chunks, p, n_rows):
+    """``_take_block``: the chunks of a step cover every (row, feature) pair exactly once,
+    launched together or one after the other; a chunk takes the blocks of its own
+    features (f mod n) before any other's (the last chunk, run first and alone, takes
+    all, its own first)."""
+    for launched in (False, True):
+        seen = np.zeros((p, n_rows), dtype=np.int64)
+        when = np.zeros((p, n_rows), dtype=np.int64)
+        tick = np.zeros(n_chunks, dtype=np.int64)
+        counters = step_counters(n_chunks)
+        if launched:
+            _team.launch(n_chunks, _cover_blocks, seen, when, tick, counters, p)
+        else:
+            for c in reversed(range(n_chunks)):
+                _cover_blocks(seen, when, tick, counters, p, c, n_chunks)
+            assert tick[:n_chunks - 1].sum() == 0  # the first chunk run took every block
+        np.testing.assert_array_equal(seen, 1)
+        if not launched and n_chunks > 1:
+            own = np.arange(p) % n_chunks == n_chunks - 1
+            assert when[own].max() < when[~own].min()
