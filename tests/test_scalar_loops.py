@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from cartjit._builder import Frontier, Splits, Work, _partition
+from cartjit._builder import Frontier, Splits, Work, _partition, step_counters
 from cartjit._criteria import GINI
 from cartjit._simd import LANES
 from cartjit._splitter import Segment, Targets, list_class_changes
@@ -147,7 +147,8 @@ def test_partition_packs_the_children_that_split_again(shift):
             zeros = np.zeros(m, np.int64)
             fr = Frontier(index, starts, ends, np.zeros(m), np.zeros(m))
             splits = Splits(split_feat, pos, zeros, ends, np.zeros(m), np.zeros(m), zeros)
-            _partition(out, shift, index, sides, splits, fr, work, simd, 0, 1)
+            _partition(out, shift, index, sides, splits, fr, work, simd, step_counters(1), 0,
+                       1)
             for j in range(m):
                 s, e, q = starts[j], ends[j], pos[j]
                 for f in range(p):

@@ -10,7 +10,7 @@ import pytest
 from numba import njit
 
 from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, _config
-from cartjit._builder import Frontier, Splits, Work, _partition
+from cartjit._builder import Frontier, Splits, Work, _partition, step_counters
 from cartjit._config import _simd_flag
 from cartjit._simd import LANES
 from cartjit._criteria import GINI, impurity_from_counts
@@ -84,7 +84,7 @@ def test_partition_blocks_match_scalar_and_reference(shift):
         fr = Frontier(sp_index, f_start, f_end, np.zeros(5), np.zeros(5))
         splits = Splits(split_feat, zeros, zeros, f_end, np.zeros(5), np.zeros(5), zeros)
         _partition(out, shift, sp_index, np.full(5, 3, np.uint8), splits, fr, work, simd,
-                   0, 1)
+                   step_counters(1), 0, 1)
         results[simd] = out
         for j in range(5):
             for f in range(p):
