@@ -20,6 +20,10 @@ types of its arguments, so only the engine's own types may be launched: a type d
 outside cartjit (a test's NamedTuple, say) would leave an index that a process without
 its module cannot load.
 
+Chunks may also share a step's work out as they go, each taking the next unit from a
+counter incremented atomically (:func:`next_unit`; the grower's searches and partition
+take blocks of (node, feature) pairs so), so that a chunk on a slower core takes fewer.
+
 The launch is used only where the threading layer may be entered from several Python
 threads at once (``omp``, ``tbb``; the ``workqueue`` layer would abort the process,
 docs/design.md), and with ``CARTJIT_PARALLEL`` on: :func:`launch_pool` says so, and
@@ -80,8 +84,9 @@ def _fetch_add(typingctx, counter):
 def next_unit(counter, n_units):
     """The next unit of work of a step whose chunks share it out as they go (a chunk
     takes units until none is left, so a chunk on a slower core takes fewer): a unit
-    index below ``n_units``, or -1 when every unit has been taken. ``counter`` is the
-    step's int64 (1,) counter, 0 before the step starts."""
+    index below ``n_units``, or -1 when every unit has been taken. ``counter[0]`` (int64)
+    counts the units handed out, 0 before the step starts; the increment is atomic, and
+    the writes of the units are seen by the caller when the launch has ended."""
     u = _fetch_add(counter)
     return u if u < n_units else np.int64(-1)
 
