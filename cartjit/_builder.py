@@ -24,8 +24,10 @@ below names the step it implements:
 
 Steps 1, 3 and 4, and in step 2 the ranking of competitors
 (:func:`_pick_competitors`), are cut into ``n_threads`` chunks of independent work,
-each with its own scratch buffer, run by a thread pool: the kernels are compiled with
-``nogil=True``. Serial kernels driven from Python compile several times faster than one
+each with its own scratch buffer, launched on Numba's threads (:mod:`cartjit._team`;
+a thread pool where the threading layer does not allow it): the kernels are compiled
+with ``nogil=True``. The searches and the partition share their (node, feature) pairs
+out by feature as the chunks go (:func:`_take_block`). Serial kernels driven from Python compile several times faster than one
 ``parallel=True`` grower (a cold start is a cost users pay, docs/design.md), and a few
 kernel calls per level cost microseconds next to the level's work. Steps 1 and 2 run on
 at most ``SEARCH_BATCH`` frontier nodes at a time. The node tables start at their bound
