@@ -430,6 +430,51 @@ def test_many_rows_in_many_chunks_route_as_one_row_at_a_time():
                                       want[order])
 
 
+@pytest.mark.parametrize("hole_share", [0.0005, 0.02, 0.3])
+def test_blind_walk_leaves_every_row_with_a_hole_to_the_careful_walk(hole_share):
+    """A tree of ordered splits with surrogates: rows whose values are all finite take
+    the blind walk, the others the careful one. Rows with holes alone, in runs, at the
+    ends of chunks and among complete rows, and a hole in a feature the tree never
+    reads, end where a walk of one row at a time ends (every use_surrogate); the
+    infinities of rows in both walks are counted."""
+    from cartjit import CARTRegressor
+    from cartjit._predict import BLIND_SLOTS, CHUNK_ROWS
+    from cartjit._predict import apply as nodes_of
+
+    try:
+        from naive_missing import flat_apply_missing
+    except ImportError:  # tests/ imported as a package
+        from tests.naive_missing import flat_apply_missing
+
+    rng = np.random.default_rng(11)
+    n = 4000
+    X = rng.normal(size=(n, 4))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + 0.3 * rng.normal(size=n)
+    X[:, 3] = 0.0  # never split on
+    model = CARTRegressor(max_surrogate=3, min_samples_leaf=3).fit(_with_holes(X, 0.1, 6), y)
+    tree = model.tree_
+    assert tree.has_surrogates and not (tree.level_row >= 0).any()
+    m = 3 * CHUNK_ROWS + 5 * BLIND_SLOTS + 3
+    Xq = rng.normal(size=(m, 4))
+    Xq[rng.random(Xq.shape) < hole_share] = nan
+    for r in (0, BLIND_SLOTS - 1, BLIND_SLOTS, CHUNK_ROWS - 1, CHUNK_ROWS, m - 1):
+        Xq[r, r % 3] = nan
+    Xq[100:100 + 2 * BLIND_SLOTS, 1] = nan  # a run of rows with holes
+    Xq[200, 3] = nan  # a hole the tree never reads
+    for u in (0, 1, 2):
+        want = flat_apply_missing(tree, Xq, u)
+        np.testing.assert_array_equal(apply(tree, Xq, u), want)
+    bad = Xq.copy()
+    inf_rows = [1, CHUNK_ROWS + 1, 2 * CHUNK_ROWS - 1]
+    for r in inf_rows:
+        bad[r, 2] = np.inf if r % 2 else -np.inf
+    nodes, n_inf = nodes_of(tree.feature, tree.threshold, tree.left, bad,
+                            routing_of(tree, 2))
+    assert n_inf == len(inf_rows)
+    keep = np.setdiff1d(np.arange(m), inf_rows)
+    np.testing.assert_array_equal(nodes[keep], flat_apply_missing(tree, Xq, 2)[keep])
+
+
 @pytest.mark.parametrize("regression", [False, True])
 @pytest.mark.parametrize("use_surrogate", [2, 1, 0])
 def test_heldout_losses_equal_pruning_then_predicting(regression, use_surrogate):
