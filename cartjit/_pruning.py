@@ -54,7 +54,7 @@ ALPHA_ATOL = 1e-12
 # reads and writes at an ancestor and its children is a few cache lines, not one per array).
 _BRANCH, _LEAVES, _BEST_G, _RISK = 0, 1, 2, 3
 # Columns of its integer table.
-_LEFT, _RIGHT, _PARENT, _BEST = 0, 1, 2, 3
+_LEFT, _RIGHT, _BEST = 0, 1, 2
 
 
 @jit(inline="always")
@@ -65,12 +65,13 @@ def _weakest_below(f, k, u, g_u):
     b = u
     gb = g_u
     for c in (k[u, _LEFT], k[u, _RIGHT]):
+        # selects, not branches: which side wins is data, and a mispredicted branch per
+        # level of every ancestor walk cost more than the two selects
         cb = k[c, _BEST]
-        if cb >= 0:
-            gc = f[c, _BEST_G]
-            if gc < gb or (gc == gb and cb < b):
-                b = cb
-                gb = gc
+        gc = f[c, _BEST_G]
+        take = (cb >= 0) & ((gc < gb) | ((gc == gb) & (cb < b)))
+        b = cb if take else b
+        gb = gc if take else gb
     return b, gb
 
 
@@ -87,11 +88,10 @@ def weakest_link(left, right, parent, risk):
     n = left.shape[0]
     # |T~_t| is held as a float64 (exact below 2**53): |T~_t| - 1 is the same divisor.
     f = np.empty((n, 4), dtype=np.float64)
-    k = np.empty((n, 4), dtype=np.int64)
+    k = np.empty((n, 3), dtype=np.int64)
     for t in range(n - 1, -1, -1):
         k[t, _LEFT] = left[t]
         k[t, _RIGHT] = right[t]
-        k[t, _PARENT] = parent[t]
         k[t, _BEST] = -1
         f[t, _RISK] = risk[t]
         f[t, _BEST_G] = np.inf
@@ -161,14 +161,14 @@ def weakest_link(left, right, parent, risk):
         f[t, _BEST_G] = np.inf
         # Update the ancestors' sums, g and weakest link (their other branches are as
         # they were).
-        u = k[t, _PARENT]
+        u = parent[t]  # the compact parent array: the walk's next node comes sooner
         while u >= 0:
             l, r = k[u, _LEFT], k[u, _RIGHT]
             f[u, _BRANCH] = f[l, _BRANCH] + f[r, _BRANCH]
             f[u, _LEAVES] = f[l, _LEAVES] + f[r, _LEAVES]
             g_u = (f[u, _RISK] - f[u, _BRANCH]) / (f[u, _LEAVES] - 1.0)
             k[u, _BEST], f[u, _BEST_G] = _weakest_below(f, k, u, g_u)
-            u = k[u, _PARENT]
+            u = parent[u]
     seq_leaves[n_steps - 1] = np.int64(f[0, _LEAVES])
     seq_risk[n_steps - 1] = f[0, _BRANCH]
     return (alpha, alphas[:n_steps].copy(), seq_leaves[:n_steps].copy(),
