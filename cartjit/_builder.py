@@ -843,14 +843,14 @@ def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, 
 
 
 @jit(borrowed=True)
-def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, c, n_chunks):
-    """Step 2, choose, in chunks: each frontier node's split, recorded with its cases
-    marked; :func:`_number_splits` then numbers the children (and the rows of the level
-    sets of subset splits, completed by :func:`_record_subsets`) in node order.
+def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, c, n_chunks):
+    """Step 2, choose, in chunks: each frontier node's split and threshold, recorded;
+    :func:`_mark_sides` then marks the cases of the ordered splits and
+    :func:`_number_splits` numbers the children (and the rows of the level sets of
+    subset splits, completed by :func:`_record_subsets`) in node order.
 
-    Chunk c takes the c-th of ``n_chunks`` consecutive blocks of batch rows (each thread
-    then walks the keys and marks of neighbouring nodes); each node writes its own rows
-    of ``splits`` and of the node tables, and the marks of its own cases.
+    Chunk c takes the c-th of ``n_chunks`` consecutive blocks of batch rows; each node
+    writes its own rows of ``splits`` and of the node tables.
 
     Parameters
     ----------
@@ -863,7 +863,6 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, c, n_chunks):
     pairs : :class:`Pairs` of this batch (step 1).
     splits : :class:`Splits` output, this batch's rows (``child_base`` is written by
         :func:`_number_splits`).
-    goes_left : uint8 output by case: 1 for the cases of a left child (ordered splits).
     c, n_chunks : this chunk and the number of chunks.
     """
     keys = ps.keys
@@ -915,6 +914,29 @@ def _choose(X, ps, fr, nodes, tg, rules, pairs, splits, goes_left, c, n_chunks):
             continue
         fnode[node, F_THRESHOLD] = threshold_between(X[row[pos - 1] >> shift, bf],
                                                      X[row[pos] >> shift, bf])
+
+
+@jit(borrowed=True)
+def _mark_sides(ps, fr, splits, shift, goes_left):
+    """Step 2, after :func:`_choose` (serial): mark the cases of each node split on an
+    ordered feature, 1 for the left child's and 0 for the right's. One thread: the
+    marks of a level's interleaved cases share cache lines, which two threads marking
+    at once would pass back and forth.
+
+    Parameters
+    ----------
+    ps : :class:`cartjit._presort.Presorted` keys and levels.
+    fr : :class:`Frontier` of this batch.
+    splits : :class:`Splits` of this batch (:func:`_choose`).
+    shift : bits of a key below its case number.
+    goes_left : uint8 output by case.
+    """
+    for j in range(fr.node.shape[0]):
+        bf = splits.feat[j]
+        if bf < 0 or ps.n_levels[bf] > 0:
+            continue
+        row = ps.keys[bf]
+        pos = splits.pos[j]
         for i in range(np.uint64(fr.start[j]), np.uint64(pos)):
             goes_left[np.uint64(row[i] >> shift)] = 1
         for i in range(np.uint64(pos), np.uint64(fr.end[j])):
@@ -2628,7 +2650,8 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
                           splits.stop[b0:b1], splits.w_left[b0:b1], splits.w_right[b0:b1],
                           splits.tie_left[b0:b1])
-            _choose(X, ps, batch, nodes, tg, rules, pairs, part, work.goes_left, 0, 1)
+            _choose(X, ps, batch, nodes, tg, rules, pairs, part, 0, 1)
+            _mark_sides(ps, batch, part, tg.shift, work.goes_left)
             n_new, n_new_rows = _number_splits(ps, batch, nodes, part, n_nodes + 2 * n_split,
                                                n_rows)
             tables.rows[2] = n_rows + n_new_rows
@@ -2907,10 +2930,9 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                         run_chunks(pool, min(n_threads, bm * n_cat), _search_subsets,
                                    presorted, batch, nodes, tg, rules, work, pairs, cat)
                 batch_splits = Splits(*(a[b] for a in splits))
-                # One chunk: the marks of interleaved cases share cache lines, which
-                # two threads marking at once pass back and forth.
-                _choose(X, presorted, batch, nodes, tg, rules, pairs, batch_splits,
-                        work.goes_left, 0, 1)
+                run_chunks(pool, min(n_threads, bm) if bm >= STEP2_MIN_NODES else 1, _choose,
+                           X, presorted, batch, nodes, tg, rules, pairs, batch_splits)
+                _mark_sides(presorted, batch, batch_splits, tg.shift, work.goes_left)
                 n_new, n_new_rows = _number_splits(presorted, batch, nodes, batch_splits,
                                                    n_nodes + 2 * n_split, n_rows)
                 n_rows += n_new_rows

@@ -137,7 +137,9 @@ def test_choose_in_chunks_matches_reference(n_chunks):
     splits = B._level_splits(m)
     marks = np.full(n + 3, 7, dtype=np.uint8)
     for c in range(n_chunks):
-        B._choose(X, ps, fr, nodes, tg, rules, pairs, splits, marks, c, n_chunks)
+        B._choose(X, ps, fr, nodes, tg, rules, pairs, splits, c, n_chunks)
+    assert (marks == 7).all()  # choosing marks nothing
+    B._mark_sides(ps, fr, splits, 0, marks)
     n_split, n_rows = B._number_splits(ps, fr, nodes, splits, 1000, np.int64(0))
     assert n_rows == 0
     child = 1000
@@ -158,3 +160,7 @@ def test_choose_in_chunks_matches_reference(n_chunks):
         assert (marks[keys[bf, q:ends[j]]] == 0).all()
         child += 2
     assert n_split == (child - 1000) // 2 > m // 4
+    split_cases = np.concatenate([keys[0, starts[j]:ends[j]] for j in range(m)
+                                  if splits.feat[j] >= 0])
+    unsplit = np.setdiff1d(np.arange(n + 3), split_cases)
+    assert (marks[unsplit] == 7).all()  # only the cases of split nodes are marked
