@@ -531,14 +531,13 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, gathered, iota, c, n_c
     pairs : :class:`Pairs` output, pair k = (node k // p, feature k % p).
     units : the step's counters (:func:`step_counters`).
     gathered : float64 (n_chunks, 2 m + :data:`_SCAN_SKIP`) scratch of
-        :func:`_unit_scan_gathered` for segments of up to m cases (m = 0: none).
-    iota : int32 0, 1, ..., m - 1.
+        :func:`_unit_scan_gathered` for segments of up to m cases, or ``None``.
+    iota : int32 0, 1, ..., m - 1, or ``None``.
     c, n_chunks : this chunk (its scratch, its own features) and the number of chunks.
     """
     keys = ps.keys
     ranks = ps.ranks
     rank_row = ps.rank_row
-    g_row = gathered[c]
     fnode = nodes.fnode
     value = nodes.value
     p = keys.shape[0]
@@ -561,7 +560,7 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, gathered, iota, c, n_c
             seg = Segment(row, rk, fr.start[j], fr.end[j])
             d, pos = _ordered_best(seg, tg, rules, value[node], fnode[node, F_IMPURITY],
                                    fr.mean[j], fnode[node, F_WEIGHT], fr.sum[j], tied,
-                                   scratch, cand, g_row, iota)
+                                   scratch, cand, gathered, c, iota)
             pairs.delta[j * p + f] = d
             pairs.pos[j * p + f] = pos
             j += 1
@@ -572,7 +571,7 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, gathered, iota, c, n_c
 # search millions of small (node, feature) pairs.
 @jit(inline="always")
 def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scratch, cand,
-                  g_row, iota):
+                  gathered, c, iota):
     """Step 1, one (node, ordered feature) pair: the best split of ``seg``; returns
     ``(Δi, pos)`` (see :func:`_search` for which scan serves which pair).
 
@@ -585,17 +584,19 @@ def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scra
     mean, w_total, s_total : their ȳ, W and Σ w (y - ȳ) (regression).
     tied : whether the feature has tied values (``seg.ranks`` holds their ranks).
     scratch, cand : this thread's scratch and candidate buffer.
-    g_row, iota : :func:`_unit_scan_gathered`'s scratch and identity keys (empty: the
-        scan on the keys only).
+    gathered, c, iota : :func:`_unit_scan_gathered`'s scratch (row c is this
+        thread's) and identity keys; ``None``: the scan on the keys only, and the
+        gathered scan is not compiled in (Numba prunes the branch before typing).
     """
     criterion = tg.criterion
     min_leaf = rules.min_samples_leaf
     if criterion == SQUARED_ERROR:
         if tg.unit_weights and not tied:  # the lean scan, inlined here
-            n_seg = seg.end - seg.start
-            if n_seg >= GATHER_MIN and 2 * n_seg + _SCAN_SKIP <= g_row.shape[0]:
-                return _unit_scan_gathered(seg.keys, seg.start, seg.end, tg, mean, s_total,
-                                           imp, min_leaf, g_row, iota)
+            if gathered is not None:
+                n_seg = seg.end - seg.start
+                if n_seg >= GATHER_MIN and 2 * n_seg + _SCAN_SKIP <= gathered.shape[1]:
+                    return _unit_scan_gathered(seg.keys, seg.start, seg.end, tg, mean,
+                                               s_total, imp, min_leaf, gathered[c], iota)
             return best_split_regression_unit(seg.keys, seg.start, seg.end, tg.y_reg, mean,
                                               s_total, imp, tie_tolerance(imp), min_leaf)
         return best_split_regression(seg, tg.y_reg, tg.w, tg.unit_weights, mean, w_total,
@@ -1718,7 +1719,7 @@ def _present_best(row, rk, codes, is_cat, tied, node, start, pend, end, mean, s_
                               mean, level_f, level_i, lm)
     else:
         d, pos = _ordered_best(Segment(row, rk, start, pend), tg, rules, total, imp, mean,
-                               w_total, s_sum, tied, scratch, cand, scratch[:0], cand[:0])
+                               w_total, s_sum, tied, scratch, cand, None, 0, None)
     if pos >= 0:
         d *= scale
     return d, pos
@@ -2669,7 +2670,8 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
     prunes the ``cat is None`` branches before typing, so that a numeric fit compiles no
     subset code (the subset search, the level sets of competitors).
 
-    ``gathered`` and ``iota`` are :func:`_search`'s scratch for large segments (one row).
+    ``gathered`` and ``iota`` are :func:`_search`'s scratch for large segments (one row),
+    or ``None``.
 
     Returns ``(nodes, level_sets, tables, n_nodes, n_rows)``: the tables, reallocated
     where they needed more rows, the number of nodes and of level-set rows used.
@@ -2914,9 +2916,10 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     # gathered responses (_unit_scan_gathered), up to GATHER_MAX cases
     m_gather = min(n, GATHER_MAX) if (not mv and not is_class and tg.unit_weights
                                      and n >= GATHER_MIN) else 0
-    unit_gathered = np.empty((n_threads, 2 * m_gather + _SCAN_SKIP if m_gather else 0),
-                             dtype=np.float64)
-    unit_iota = np.arange(m_gather, dtype=np.int32)
+    # None where no segment can take it: no fit compiles it in without need
+    unit_gathered = (np.empty((n_threads, 2 * m_gather + _SCAN_SKIP), dtype=np.float64)
+                     if m_gather else None)
+    unit_iota = np.arange(m_gather, dtype=np.int32) if m_gather else None
     # at most max_sur surrogates and max_comp competitors per split (n - 1 splits at most)
     sur_cap = max(16, min((n - 1) * max_sur, PREALLOC_ROWS))
     comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))

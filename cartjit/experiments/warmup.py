@@ -132,6 +132,10 @@ def compile_kernels():
         CARTRegressor(criterion, categorical_features=[2]).fit(X, yr).predict(X)
         CARTRegressorCV(criterion, categorical_features=[2], cv=3, random_state=0).fit(
             X, yr, sample_weight=w)
+    # complete regression data with a segment of GATHER_MIN cases or more (the gathered
+    # scan of the serial growth)
+    Xb = np.ascontiguousarray(rng.standard_normal((1100, 2)))
+    CARTRegressor(max_depth=2).fit(Xb, Xb[:, 0] + np.sin(Xb[:, 1]))
     _compile_threaded(CARTClassifier, CARTRegressor)
 
 
