@@ -12,7 +12,8 @@ below names the step it implements:
    independently for its best split (:mod:`cartjit._splitter`);
 2. **choose** (:func:`_choose`) — per node, the best feature is chosen in feature order
    with the tie tolerance, the stopping rules of docs/maths.md §2 decide between split
-   and leaf, the split is recorded and its cases are marked left or right;
+   and leaf, the split is recorded, and then its cases are marked left or right
+   (:func:`_mark_sides`);
 3. **children** (:func:`_children`) — the children are written to the node tables (ids
    in breadth-first order, so children follow parents and ``right == left + 1``) with
    their class counts or moments (read from the split feature's segment, which is
@@ -22,8 +23,8 @@ below names the step it implements:
    left and right, so every child segment is again sorted. Splits into two leaves skip
    this step.
 
-Steps 1, 3 and 4, and in step 2 the ranking of competitors
-(:func:`_pick_competitors`), are cut into ``n_threads`` chunks of independent work,
+Steps 1, 3 and 4, and in step 2 the choice (not the marks) and the ranking of
+competitors (:func:`_pick_competitors`), are cut into ``n_threads`` chunks of independent work,
 each with its own scratch buffer, launched on Numba's threads (:mod:`cartjit._team`;
 a thread pool where the threading layer does not allow it): the kernels are compiled
 with ``nogil=True``. The searches and the partition share their (node, feature) pairs
