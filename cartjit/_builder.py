@@ -24,11 +24,12 @@ below names the step it implements:
    this step.
 
 Steps 1, 3 and 4, and in step 2 the choice (not the marks) and the ranking of
-competitors (:func:`_pick_competitors`), are cut into ``n_threads`` chunks of independent work,
-each with its own scratch buffer, launched on Numba's threads (:mod:`cartjit._team`;
-a thread pool where the threading layer does not allow it): the kernels are compiled
-with ``nogil=True``. The searches and the partition share their (node, feature) pairs
-out by feature as the chunks go (:func:`_take_block`). Serial kernels driven from Python compile several times faster than one
+competitors (:func:`_pick_competitors`), are cut into ``n_threads`` chunks of
+independent work, each with its own scratch buffer, launched on Numba's threads
+(:mod:`cartjit._team`; a thread pool where the threading layer does not allow it): the
+kernels are compiled with ``nogil=True``. The searches and the partition share their
+(node, feature) pairs out by feature as the chunks go (:func:`_take_block`). Serial
+kernels driven from Python compile several times faster than one
 ``parallel=True`` grower (a cold start is a cost users pay, docs/design.md), and a few
 kernel calls per level cost microseconds next to the level's work. Steps 1 and 2 run on
 at most ``SEARCH_BATCH`` frontier nodes at a time. The node tables start at their bound
@@ -84,9 +85,9 @@ __all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs",
 #: Frontier nodes searched at once: bounds the per-(node, feature) result arrays
 #: (16 bytes each) of the widest levels.
 SEARCH_BATCH = 4096
-#: The competitors are ranked in chunks on the thread pool from this many nodes in a
+#: The splits are chosen and the competitors ranked in chunks from this many nodes in a
 #: batch; a smaller batch is one call (a fraction of a microsecond of work a node: less
-#: than handing chunks to the pool costs).
+#: than handing chunks to the threads costs).
 STEP2_MIN_NODES = 256
 
 # Columns of the integer and float node tables (private to this module: the tree leaves
@@ -2704,8 +2705,8 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                           np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
                              fr.mean[b0:b1], fr.sum[b0:b1])
-            _search(ps, batch, nodes, tg, rules, work, pairs, step_counters(1), gathered, iota,
-                    0, 1)
+            _search(ps, batch, nodes, tg, rules, work, pairs, step_counters(1), gathered,
+                    iota, 0, 1)
             if cat is not None:
                 _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
@@ -3000,8 +3001,10 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                         run_chunks(pool, min(n_threads, bm * n_cat), _search_subsets,
                                    presorted, batch, nodes, tg, rules, work, pairs, cat)
                 batch_splits = Splits(*(a[b] for a in splits))
-                run_chunks(pool, min(n_threads, bm) if bm >= STEP2_MIN_NODES else 1, _choose,
-                           X, presorted, batch, nodes, tg, rules, pairs, batch_splits)
+                # step 2 in chunks only where a batch has enough nodes to share out
+                step2_chunks = min(n_threads, bm) if bm >= STEP2_MIN_NODES else 1
+                run_chunks(pool, step2_chunks, _choose, X, presorted, batch, nodes, tg, rules,
+                           pairs, batch_splits)
                 _mark_sides(presorted, batch, batch_splits, tg.shift, work.goes_left)
                 n_new, n_new_rows = _number_splits(presorted, batch, nodes, batch_splits,
                                                    n_nodes + 2 * n_split, n_rows)
@@ -3030,9 +3033,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                                     work, level_sets)
                 if max_comp and n_new:
                     picks = np.empty((bm, max_comp), dtype=np.int64)
-                    # in chunks only where a batch has enough nodes to share out
-                    pick_chunks = min(n_threads, bm) if bm >= STEP2_MIN_NODES else 1
-                    run_chunks(pool, pick_chunks, _pick_competitors, batch, nodes, rules,
+                    run_chunks(pool, step2_chunks, _pick_competitors, batch, nodes, rules,
                                batch_splits, pairs, picks)
                     _rank_competitors(presorted, batch, nodes, rules, batch_splits, pairs, mv,
                                       tables, picks)
