@@ -252,7 +252,7 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
         tree = subtree(tree, keep)
     assert tree.n_node_samples[0] == n_cases
     if rpart_alpha is None:
-        tree, path = with_alpha(tree)
+        tree, path = with_alpha(tree, n_threads)
     else:
         units = (scale.cost if problem.is_classification else scale.y * scale.y)
         tree, path = rpart_pruning(tree, rpart_alpha / units,

@@ -631,3 +631,118 @@ def test_weakest_link_matches_heap_loop_on_other_risks():
     for a, b in zip(got, want):
         assert a.tobytes() == b.astype(a.dtype).tobytes()
     assert got[1].shape[0] > 3
+
+
+# ------------------------------------------------------------- the loop shared out by branches
+
+def _bfs_tree(rng, n_splits, top_gain=None, zero_gain=0.0, integer=False):
+    """A random binary tree numbered breadth-first (children after their parent), with
+    leaf risks drawn at random and R(t) = R(T_t) + a gain >= 0 at each split: ``integer``
+    gains (exact ties of g), a share ``zero_gain`` of zero gains (splits T_1 prunes), and
+    ``top_gain`` (a tiny gain) at the splits of the first levels, so that they collapse
+    while the branches below still have collapses to make."""
+    left = [-1]
+    right = [-1]
+    depth = [0]
+    open_ = [0]
+    while n_splits > 0 and open_:
+        t = open_.pop(int(rng.integers(0, len(open_))) if len(open_) > 4 else 0)
+        left[t] = len(left)
+        right[t] = len(left) + 1
+        for _ in range(2):
+            open_.append(len(left))
+            left.append(-1)
+            right.append(-1)
+            depth.append(depth[t] + 1)
+        n_splits -= 1
+    # renumber breadth-first so that ids increase downwards level by level
+    order = [0]
+    for t in order:
+        if left[t] >= 0:
+            order += [left[t], right[t]]
+    new = {t: i for i, t in enumerate(order)}
+    n = len(order)
+    L = np.full(n, -1, dtype=np.int32)
+    R = np.full(n, -1, dtype=np.int32)
+    P = np.full(n, -1, dtype=np.int32)
+    D = np.zeros(n, dtype=np.int64)
+    for t in order:
+        i = new[t]
+        D[i] = depth[t]
+        if left[t] >= 0:
+            L[i], R[i] = new[left[t]], new[right[t]]
+            P[L[i]] = P[R[i]] = i
+    risk = np.zeros(n)
+    for t in range(n - 1, -1, -1):
+        if L[t] < 0:
+            risk[t] = float(rng.integers(0, 50)) if integer else rng.uniform(0, 50)
+            continue
+        gain = float(rng.integers(0, 20)) if integer else rng.exponential(5.0)
+        if rng.random() < zero_gain:
+            gain = 0.0
+        if top_gain is not None and D[t] < 3:
+            gain = top_gain
+        risk[t] = risk[L[t]] + risk[R[t]] + gain
+    return L, R, P, risk
+
+
+def _threads_vs_loop(left, right, parent, risk, n_threads):
+    from cartjit._pruning import weakest_link, weakest_link_threads
+    want = weakest_link(left, right, parent, risk)
+    got = weakest_link_threads(left, right, parent, risk, n_threads)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    return got
+
+
+@pytest.mark.parametrize("per_thread", [1, 2, 5])
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_weakest_link_by_branches_is_the_loop(monkeypatch, n_threads, per_thread):
+    """The loop shared out by branches gives the one loop's floats, bit for bit: trees
+    grown to purity (regression with integer and real responses, weighted cases,
+    classification with zero-gain splits), random trees with exact ties of g across
+    branches, zero gains, and tiny gains at the top (the nodes above the branches then
+    collapse while their branches have collapses left, which those nodes' α cut off)."""
+    import cartjit._pruning as pruning
+    monkeypatch.setattr(pruning, "THREADED_MIN_SPLITS", 20)
+    monkeypatch.setattr(pruning, "BRANCHES_PER_THREAD", per_thread)
+    rng = np.random.default_rng(10 * n_threads + per_thread)
+    n = 1500
+    X = rng.normal(size=(n, 4))
+    for y, w in ((rng.integers(0, 5, n).astype(float), None), (rng.normal(size=n), None),
+                 (rng.normal(size=n), rng.uniform(0.5, 2.0, n))):
+        tree = CARTRegressor().fit(X, y, sample_weight=w).tree_
+        _threads_vs_loop(tree.left, tree.right, tree.parent, tree.risk, n_threads)
+    tree = CARTClassifier(min_samples_split=2, min_samples_leaf=1).fit(
+        X.round(1), rng.integers(0, 3, n)).tree_
+    _threads_vs_loop(tree.left, tree.right, tree.parent, tree.risk, n_threads)
+    cut = 0
+    for case in range(12):
+        integer = case % 2 == 0
+        top_gain = (0.5 if integer else 1e-3) if case % 3 == 0 else None
+        left, right, parent, risk = _bfs_tree(rng, int(rng.integers(60, 900)), top_gain,
+                                              zero_gain=0.1 * (case % 4), integer=integer)
+        alpha = _threads_vs_loop(left, right, parent, risk, n_threads)[0]
+        internal = pruning._first_tree(left, right, parent, risk)[2]
+        br = pruning._branches(left, right, internal, n_threads)
+        if br is not None:
+            # a branch root that collapsed with the node above it: its branch was cut
+            cut += int(np.any(alpha[br.root] == alpha[parent[br.root]]))
+    assert cut >= 2
+
+
+def test_weakest_link_by_branches_small_and_single(monkeypatch):
+    """Below the threshold, with one thread, and where T_1 has too few splits to share
+    out (a root whose split T_1 prunes), the one loop runs."""
+    import cartjit._pruning as pruning
+    rng = np.random.default_rng(3)
+    left, right, parent, risk = _bfs_tree(rng, 200)
+    _threads_vs_loop(left, right, parent, risk, 2)
+    monkeypatch.setattr(pruning, "THREADED_MIN_SPLITS", 10)
+    _threads_vs_loop(left, right, parent, risk, 1)
+    flat = risk.copy()
+    flat[0] = risk[left < 0].sum() - 1.0  # no gain at the root: T_1 is the root
+    alpha = _threads_vs_loop(left, right, parent, flat, 2)[0]
+    assert not alpha.any()
+    assert pruning._branches(left, right, pruning._first_tree(left, right, parent, flat)[2],
+                             2) is None

@@ -142,7 +142,8 @@ def compile_kernels():
 def _compile_threaded(classifier, regressor):
     """Fits large enough to grow on several threads (80,000 cells, above the engine's
     threshold of 65,536): the launchers of the chunked steps (cartjit._team) are
-    compiled per signature. Nothing to do on one thread."""
+    compiled per signature, and a regression tree grown to purity runs the weakest-link
+    loop by branches. Nothing to do on one thread."""
     import numba
 
     if numba.get_num_threads() < 2:
@@ -160,6 +161,8 @@ def _compile_threaded(classifier, regressor):
         for cat in ([], [3]):
             classifier(max_depth=3, categorical_features=cat).fit(Xi, y2)
             regressor(max_depth=3, categorical_features=cat).fit(Xi, yr)
+    # a tree of thousands of splits: the weakest-link loop shared out by branches
+    regressor().fit(X, yr)
 
 
 def compile_for_cells(cells):
