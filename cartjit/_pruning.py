@@ -8,7 +8,8 @@ becomes a leaf (see :mod:`cartjit._tree`). T(α) for any α is then a mask, neve
 Everything about pruning is here:
 
 * :func:`weakest_link`, the kernel: one loop gives both the per-node α and the
-  sequence (α_k, |T~_k|, R(T_k));
+  sequence (α_k, |T~_k|, R(T_k)); :func:`weakest_link_threads`, the same floats with
+  the largest branches' collapses run on several threads;
 * :func:`with_alpha` stores that per-node α on a fitted tree (the fit calls it);
   :func:`pruning_sequence` runs the same loop on other node risks (the impurity mode);
 * :func:`prune_tree` reads T(α) off the stored α, with the tolerance
@@ -47,8 +48,8 @@ from ._config import jit
 from ._presort import chunk_pool, run_chunks
 from ._tree import subtree
 
-__all__ = ["ALPHA_RTOL", "ALPHA_ATOL", "weakest_link", "with_alpha", "pruning_sequence",
-           "keeps_split", "prune_tree", "midpoints", "path_table"]
+__all__ = ["ALPHA_RTOL", "ALPHA_ATOL", "weakest_link", "weakest_link_threads", "with_alpha",
+           "pruning_sequence", "keeps_split", "prune_tree", "midpoints", "path_table"]
 
 ALPHA_RTOL = 1e-9
 ALPHA_ATOL = 1e-12
