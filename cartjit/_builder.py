@@ -453,6 +453,34 @@ BLOCKS_PER_CHUNK = 4
 COUNTER_STRIDE = 8
 
 
+#: Cases per block of a level's search (:func:`_case_blocks`): each chunk searches its
+#: features over one block of nodes before the next, so the responses of the block's
+#: cases (a cache line each: cases are scattered over y) are read from memory by the
+#: first of those features and from the core's cache by the others.
+CASE_BLOCK = 8192
+
+
+@jit
+def _case_blocks(start, end, per_block):
+    """Bounds of the blocks of a frontier's rows for :func:`_take_case_block`: rows
+    ``[bounds[b], bounds[b + 1])``, consecutive rows holding about ``per_block`` cases
+    together (a larger node alone)."""
+    m = start.shape[0]
+    bounds = np.empty(m + 1, dtype=np.int64)
+    bounds[0] = 0
+    n_blk = 0
+    held = 0
+    for j in range(m):
+        if held >= per_block:
+            n_blk += 1
+            bounds[n_blk] = j
+            held = 0
+        held += end[j] - start[j]
+    n_blk += 1
+    bounds[n_blk] = m
+    return bounds[:n_blk + 1]
+
+
 @jit
 def step_counters(n_chunks):
     """The counters of one step shared out by :func:`_take_block` (zero; a kernel, so
@@ -490,6 +518,25 @@ def _take_block(counters, c, n_chunks, p, n_rows):
 
 
 @jit(inline="always")
+def _take_case_block(counters, c, n_chunks, p, bounds):
+    """:func:`_take_block` over the blocks of rows ``bounds`` (:func:`_case_blocks`),
+    block by block: a chunk takes each of its own features on a block before the next
+    block (then, as there, the blocks left of the other chunks' features)."""
+    n_blk = bounds.shape[0] - 1
+    for k in range(n_chunks):
+        own = c + k
+        if own >= n_chunks:
+            own -= n_chunks
+        n_feat = (p - own + n_chunks - 1) // n_chunks
+        u = next_unit(counters[own * COUNTER_STRIDE:], n_feat * n_blk)
+        if u >= 0:
+            b = u // n_feat
+            fi = u - b * n_feat
+            return own + fi * n_chunks, bounds[b], bounds[b + 1]
+    return np.int64(-1), np.int64(0), np.int64(0)
+
+
+@jit(inline="always")
 def _chunk_walk(f, p, c, n_chunks):
     """Feature-by-feature walks of a level's (node, feature) pairs ``k = t * p + f``,
     chunk c taking those with k ≡ c (mod n_chunks): the first node index t of feature
@@ -504,10 +551,12 @@ def _chunk_walk(f, p, c, n_chunks):
 
 
 @jit(borrowed=True)
-def _search(ps, fr, nodes, tg, rules, work, pairs, units, gathered, iota, c, n_chunks):
+def _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
+            n_chunks):
     """Step 1, search: the best split of every (frontier node, feature) pair, shared out
-    as the chunks go, a block of one feature's nodes at a time (:func:`_take_block`;
-    ``units`` the step's counters, :func:`step_counters`).
+    as the chunks go, one feature on a block of nodes at a time, the chunk's features
+    on one block before the next (:func:`_take_case_block`; ``units`` the step's
+    counters, :func:`step_counters`; ``bounds`` the blocks, :func:`_case_blocks`).
 
     Classification scans features without ties by runs of one class (see
     :func:`cartjit._splitter.best_split_classification`, with this chunk's row of
@@ -532,6 +581,7 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, gathered, iota, c, n_c
     work : :class:`Work`.
     pairs : :class:`Pairs` output, pair k = (node k // p, feature k % p).
     units : the step's counters (:func:`step_counters`).
+    bounds : int64 the blocks of the batch's rows (:func:`_case_blocks`).
     gathered : float64 (n_chunks, 2 m + :data:`_SCAN_SKIP`) scratch of
         :func:`_unit_scan_gathered` for segments of up to m cases, or ``None``.
     iota : int32 0, 1, ..., m - 1, or ``None``.
@@ -546,10 +596,9 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, gathered, iota, c, n_c
     scratch = work.scratch[c]
     cand = work.buffers[c]
     n_levels = ps.n_levels
-    n_fr = fr.node.shape[0]
     # A block of one feature's nodes at a time, the feature's rows taken once a block.
     while True:
-        f, j, j_end = _take_block(units, c, n_chunks, p, n_fr)
+        f, j, j_end = _take_case_block(units, c, n_chunks, p, bounds)
         if f < 0:
             break
         if n_levels[f] > 0:  # searched by _search_subsets
@@ -1286,8 +1335,13 @@ def _block_top(s_left_at, i0, i1, w_node, s_c, scale, best_den, hi_num, tops):
 #: walk's set-up outweighs the scan).
 GATHER_MIN = 1024
 #: The largest segment :func:`_unit_scan_gathered` takes (its scratch: 2 values a case
-#: and thread); larger ones take the scan on the keys.
-GATHER_MAX = 1 << 17
+#: and thread, 16 n bytes a thread for n cases); larger ones take the scan on the keys.
+#: In effect every segment from GATHER_MIN up: at 10^7 cases a node's near-ties (in the
+#: first levels, hundreds per feature on features without signal) each add up the
+#: right side's responses again, from memory in the scan on the keys (y, 80 MB, read by
+#: scattered cases) but from the gathered row here, which took a 10^7-row regression fit
+#: from 141 to 67 s.
+GATHER_MAX = 1 << 30
 
 
 @jit
@@ -2705,8 +2759,8 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                           np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
                              fr.mean[b0:b1], fr.sum[b0:b1])
-            _search(ps, batch, nodes, tg, rules, work, pairs, step_counters(1), gathered,
-                    iota, 0, 1)
+            _search(ps, batch, nodes, tg, rules, work, pairs, step_counters(1),
+                    _case_blocks(batch.start, batch.end, CASE_BLOCK), gathered, iota, 0, 1)
             if cat is not None:
                 _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
@@ -2996,6 +3050,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 else:
                     run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch,
                                nodes, tg, rules, work, pairs, step_counters(n_threads),
+                               _case_blocks(batch.start, batch.end, CASE_BLOCK),
                                unit_gathered, unit_iota)
                     if n_cat:
                         run_chunks(pool, min(n_threads, bm * n_cat), _search_subsets,

@@ -26,12 +26,10 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import prange, types
-from numba.core import cgutils
-from numba.core.extending import intrinsic
+from numba import prange
 
 from ._config import jit, jit_parallel
+from ._simd import prefetch
 
 __all__ = ["apply", "heldout_losses", "route", "routing_of", "FoldTree", "HeldOut",
            "LossTable", "Routing", "USE_SURROGATE",
@@ -247,25 +245,6 @@ def _row_infinities(bits, r, p):
     return n_inf
 
 
-@intrinsic
-def _prefetch(typingctx, arr, index):
-    """Ask for the cache line of ``arr[index]`` (1-d, C-contiguous) without waiting for
-    it: LLVM's ``prefetch`` (read, keep in every cache level), which Numba does not
-    expose. A hint only: it changes no value and never faults."""
-    sig = types.void(arr, index)
-
-    def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        ptr = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
-        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
 @jit(inline="always")
 def _start_row(s, r, row, base, node, bits, p):
     """Slot s takes row r at the root, and the lines of row r + :data:`PREFETCH_ROWS`
@@ -276,7 +255,7 @@ def _start_row(s, r, row, base, node, bits, p):
     ahead = (r + PREFETCH_ROWS) * p
     if p > 0 and ahead + p <= bits.shape[0]:
         for f in range(0, p + 8, 8):  # a value in every line of the row (8 a line)
-            _prefetch(bits, np.uint64(ahead + min(f, p - 1)))
+            prefetch(bits, np.uint64(ahead + min(f, p - 1)))
 
 
 @jit
@@ -611,7 +590,7 @@ def heldout_losses(tree, cases, losses):
         if r + HELD_AHEAD < rows.shape[0] and p > 0:  # the lines of a row further on
             ahead = rows[r + HELD_AHEAD] * p
             for f in range(0, p + 8, 8):
-                _prefetch(xs, np.uint64(ahead + min(f, p - 1)))
+                prefetch(xs, np.uint64(ahead + min(f, p - 1)))
         node = 0
         hi = n_alpha
         stopped = False

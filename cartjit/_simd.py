@@ -19,6 +19,10 @@ compiles for a CPU with AVX-512F). On other targets (the tests force them on) LL
 expands the portable intrinsics into a loop per lane, correct but slower than the
 scalar code. Either way the
 results are identical, key for key; the tests run both.
+
+One more intrinsic lives here, :func:`prefetch`: no vector code, it asks for a cache
+line ahead of its use (the responses of scattered cases, the rows of a prediction), on
+every path whatever ``SIMD`` says.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ from numba.core.extending import intrinsic
 
 from . import _config
 
-__all__ = ["LANES", "compress_class_changes", "compress_partition"]
+__all__ = ["LANES", "compress_class_changes", "compress_partition", "prefetch"]
 
 #: Keys handled by one call.
 LANES = 16
@@ -184,5 +188,24 @@ def compress_partition(typingctx, row, i, shift, goes_left, buf, wl, wr):
         _compress_store(builder, keys, data, wl_v, left)
         _compress_store(builder, keys, buf_data, wr_v, builder.not_(left))
         return _count(builder, left)
+
+    return sig, codegen
+
+
+@intrinsic
+def prefetch(typingctx, arr, index):
+    """Ask for the cache line of ``arr[index]`` (1-d, C-contiguous) without waiting for
+    it: LLVM's ``prefetch`` (read, keep in every cache level), which Numba does not
+    expose. A hint only: it changes no value and never faults."""
+    sig = types.void(arr, index)
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        ptr = builder.bitcast(builder.gep(data, [args[1]]), _I8.as_pointer())
+        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, _I32, _I32, _I32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+        builder.call(fn, [ptr, ir.Constant(_I32, 0), ir.Constant(_I32, 3),
+                          ir.Constant(_I32, 1)])
+        return context.get_dummy_value()
 
     return sig, codegen

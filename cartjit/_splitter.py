@@ -25,7 +25,7 @@ import numpy as np
 
 from ._config import jit
 from ._criteria import ENTROPY, GINI, tie_tolerance, xlogx
-from ._simd import LANES, compress_class_changes
+from ._simd import LANES, compress_class_changes, prefetch
 
 __all__ = ["Targets", "Segment", "threshold_between", "class_counts", "list_class_changes",
            "equal_factors", "best_split_gini_runs", "best_split_class_runs",
@@ -81,6 +81,13 @@ def threshold_between(a, b):
 
 #: Candidates whose proxies agree to this relative width are near-ties, decided on Δi.
 NEAR_TIE = 1e-11
+
+#: Cases ahead whose response the regression scans ask for (:func:`cartjit._simd.prefetch`):
+#: the keys are cases scattered over y, and where y outgrows the caches (10^7 cases, 80
+#: MB) each read would otherwise wait for memory in turn (AMD EPYC, a loop of the lean
+#: scan's shape: 12 ns a case, 3.4 with the lines asked for 64 cases ahead; the scan of
+#: a 10^7-case root on one feature: 0.82 s, 0.54 s 64 cases ahead, 0.39 s 128 ahead).
+_AHEAD = np.uint64(128)
 
 
 @jit(inline="always")
@@ -892,7 +899,10 @@ def _precise_reg_delta_unit(keys, pos, end, y, mean, w_left, s_left):
     """
     w_right = 0.0
     s_right = 0.0
+    nk = np.uint64(keys.shape[0])
     for i in range(np.uint64(pos), np.uint64(end)):
+        if i + _AHEAD < nk:
+            prefetch(y, np.uint64(keys[i + _AHEAD]))
         w_right += 1.0
         s_right += y[np.uint64(keys[i])] - mean
     w_node = w_left + w_right
@@ -933,8 +943,11 @@ def best_split_regression_unit(keys, start, end, y, mean, s_total, node_impurity
     w_node = float(n_node)
     scale = NEAR_TIE * w_node * node_impurity
     s_left = 0.0
+    nk = np.uint64(keys.shape[0])
     # Unsigned indices spare the loops Numba's negative-index wrap-around.
     for i in range(np.uint64(start), np.uint64(lo - 1)):
+        if i + _AHEAD < nk:
+            prefetch(y, np.uint64(keys[i + _AHEAD]))
         s_left += y[np.uint64(keys[i])] - mean
     best_delta = np.nan  # the best's precise Δi, once a near-tie has needed it
     best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
@@ -944,6 +957,8 @@ def best_split_regression_unit(keys, start, end, y, mean, s_total, node_impurity
     lo_num = -np.inf
     w_left = float(lo - 1 - start)
     for i in range(np.uint64(lo - 1), np.uint64(hi)):
+        if i + _AHEAD < nk:
+            prefetch(y, np.uint64(keys[i + _AHEAD]))
         s_left += y[np.uint64(keys[i])] - mean
         w_left += 1.0
         w_right = w_node - w_left

@@ -64,3 +64,33 @@ def test_a_fit_with_large_segments_equals_the_reference_tree():
     tree = cartjit.CARTRegressor(max_depth=3).fit(X, y).tree_
     assert tree.n_node_samples[1] >= B.GATHER_MIN or tree.n_node_samples[2] >= B.GATHER_MIN
     assert_same_tree(tree, naive_grow(X, y, task="regression", max_depth=3))
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_segments_of_any_size_are_gathered_as_the_keys_scan_them(monkeypatch, n_threads):
+    """Segments far above the 131,072 cases where the gathered scan used to stop (and a
+    feature without signal: near-ties by the hundred) give the tree of the scan on the
+    keys, bit for bit: the same fit with GATHER_MAX back at that size."""
+    import numba
+
+    import cartjit
+
+    if n_threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("one Numba thread only")
+    rng = np.random.default_rng(11)
+    n = 300_000
+    X = rng.normal(size=(n, 3))
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + rng.normal(size=n)  # X[:, 2] no signal
+    est = cartjit.CARTRegressor(max_depth=2)
+    before = numba.get_num_threads()
+    numba.set_num_threads(n_threads)
+    try:
+        wide = est.fit(X, y).tree_
+        monkeypatch.setattr(B, "GATHER_MAX", 1 << 17)
+        narrow = est.fit(X, y).tree_
+    finally:
+        numba.set_num_threads(before)
+    assert wide.n_node_samples[1] > 1 << 17 and wide.n_node_samples[2] > 1 << 17
+    for name in ("feature", "threshold", "improvement", "impurity", "value"):
+        a, b = getattr(wide, name), getattr(narrow, name)
+        assert a.tobytes() == b.tobytes(), name
