@@ -11,7 +11,7 @@ mask, the same for both libraries). Both libraries grow with rpart's defaults bu
 max_competitor=4``. Three reports, printed as Markdown under one header:
 
 fit with holes   per kind, ``--size`` rows: cartjit (median of ``--repeat`` fits after an
-                 untimed warm-up on 300 rows) and rpart (``system.time`` of the
+                 untimed warm-up on 6,000 rows) and rpart (``system.time`` of the
                  ``rpart(...)`` call only, in one R process, after an untimed call on
                  1,000 rows), their ratio (target <= 0.1) and tree sizes. rpart's tree is
                  smaller: with ``cp = 0`` it still removes splits whose subtree does not
@@ -46,7 +46,10 @@ import peers  # noqa: E402  (this folder is on sys.path; captures the environmen
 from mixed_data import make_mixed, with_holes
 
 TARGET_RPART = 0.1
-WARM_UP_ROWS = 300
+#: rows of the untimed warm-up fit: 6,000 x 15 = 90,000 cells, above the 65,536 from
+#: which a fit grows on several threads, so that the threaded route's kernels are
+#: compiled (or loaded) before the timing, as the one-thread route's are
+WARM_UP_ROWS = 6000
 #: rpart.control of every rpart fit here (maxsurrogate filled in)
 _R_CONTROL = ("cp = 0, minsplit = 20, minbucket = 7, maxdepth = 30, xval = 0, "
               "maxcompete = 4, usesurrogate = 2, surrogatestyle = 0, maxsurrogate = {sur}")

@@ -65,8 +65,8 @@ from ._criteria import (ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_
 from . import _config
 from ._predict import _level_side
 from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, chunk_pool, run_chunks
-from ._simd import LANES, compress_partition
-from ._splitter import (NEAR_TIE, Segment, Targets, _precise_reg_delta,
+from ._simd import LANES, compress_partition, prefetch
+from ._splitter import (_AHEAD, NEAR_TIE, Segment, Targets, _precise_reg_delta,
                         best_split_class_runs, best_split_classification,
                         best_split_gini_runs, best_split_regression,
                         best_split_regression_unit, class_counts, equal_factors,
@@ -380,7 +380,10 @@ def _reg_moments(row, start, end, tg):
     s = 0.0
     first = y[row[start]]
     constant = True
+    nk = np.uint64(row.shape[0])
     for i in range(np.uint64(start), np.uint64(end)):
+        if i + _AHEAD < nk:
+            prefetch(y, np.uint64(row[i + _AHEAD]))
         case = np.uint64(row[i])
         yi = y[case]
         if unit_weights:
@@ -395,6 +398,8 @@ def _reg_moments(row, start, end, tg):
     s_c = 0.0
     ss_c = 0.0
     for i in range(np.uint64(start), np.uint64(end)):
+        if i + _AHEAD < nk:
+            prefetch(y, np.uint64(row[i + _AHEAD]))
         case = np.uint64(row[i])
         z = y[case] - mean
         if unit_weights:
