@@ -509,17 +509,12 @@ def _take_block(counters, c, n_chunks, p, n_rows):
     virtual machine sit on different core complexes, a cache line written by one and
     read by the other crosses between them)."""
     n_blk = max(1, min(n_rows, BLOCKS_PER_CHUNK * n_chunks))
-    for k in range(n_chunks):
-        own = c + k
-        if own >= n_chunks:
-            own -= n_chunks
-        n_feat = (p - own + n_chunks - 1) // n_chunks
-        u = next_unit(counters[own * COUNTER_STRIDE:], n_feat * n_blk)
-        if u >= 0:
-            fi = u // n_blk
-            b = u - fi * n_blk
-            return own + fi * n_chunks, n_rows * b // n_blk, n_rows * (b + 1) // n_blk
-    return np.int64(-1), np.int64(0), np.int64(0)
+    own, n_feat, u = _next_own_unit(counters, c, n_chunks, p, n_blk)
+    if u < 0:
+        return np.int64(-1), np.int64(0), np.int64(0)
+    fi = u // n_blk
+    b = u - fi * n_blk
+    return own + fi * n_chunks, n_rows * b // n_blk, n_rows * (b + 1) // n_blk
 
 
 @jit(inline="always")
@@ -528,6 +523,19 @@ def _take_case_block(counters, c, n_chunks, p, bounds):
     block by block: a chunk takes each of its own features on a block before the next
     block (then, as there, the blocks left of the other chunks' features)."""
     n_blk = bounds.shape[0] - 1
+    own, n_feat, u = _next_own_unit(counters, c, n_chunks, p, n_blk)
+    if u < 0:
+        return np.int64(-1), np.int64(0), np.int64(0)
+    b = u // n_feat
+    fi = u - b * n_feat
+    return own + fi * n_chunks, bounds[b], bounds[b + 1]
+
+
+@jit(inline="always")
+def _next_own_unit(counters, c, n_chunks, p, n_blk):
+    """The next unit of :func:`_take_block` or :func:`_take_case_block` for chunk c,
+    ``n_blk`` blocks a feature: ``(owner, its number of features, unit)``, the owner
+    the chunk whose features the unit is of (c's own first), or ``(-1, 0, -1)``."""
     for k in range(n_chunks):
         own = c + k
         if own >= n_chunks:
@@ -535,10 +543,8 @@ def _take_case_block(counters, c, n_chunks, p, bounds):
         n_feat = (p - own + n_chunks - 1) // n_chunks
         u = next_unit(counters[own * COUNTER_STRIDE:], n_feat * n_blk)
         if u >= 0:
-            b = u // n_feat
-            fi = u - b * n_feat
-            return own + fi * n_chunks, bounds[b], bounds[b + 1]
-    return np.int64(-1), np.int64(0), np.int64(0)
+            return np.int64(own), np.int64(n_feat), u
+    return np.int64(-1), np.int64(0), np.int64(-1)
 
 
 @jit(inline="always")

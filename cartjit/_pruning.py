@@ -189,6 +189,33 @@ def _load_state(f, k, r, br, row):
 
 
 @jit(inline="always")
+def _collapse_below(t, internal, left, right, stack, out, value, br, n_branches, done,
+                    row_alpha):
+    """Collapse t: it and every internal descendant become leaves, ``out[u] = value``
+    for each. With ``n_branches`` > 0 (:func:`_sequence`) a branch root met below t
+    ends its branch there: the rows of its collapses not yet taken (``done[i]`` taken)
+    get ``row_alpha = value``."""
+    top = 0
+    stack[top] = t
+    top += 1
+    while top > 0:
+        top -= 1
+        u = stack[top]
+        if n_branches > 0 and br.event[u] >= 0:
+            i = _branch_of(br, br.event[u])
+            for q in range(br.first[i] + done[i], br.first[i] + br.n_events[i]):
+                row_alpha[q] = value
+            done[i] = br.n_events[i]
+        elif internal[u]:
+            internal[u] = False
+            out[u] = value
+            stack[top] = left[u]
+            top += 1
+            stack[top] = right[u]
+            top += 1
+
+
+@jit(inline="always")
 def _branch_of(br, row):
     """The branch whose rows hold ``row`` (few branches: a linear search)."""
     i = 0
@@ -216,19 +243,8 @@ def _branch_sequences(f, k, internal, left, right, parent, br, c, n_chunks):
         _save_state(f, k, r, br, row)
         while k[r, _BEST] >= 0:
             t = k[r, _BEST]
-            top = 0
-            stack[top] = t
-            top += 1
-            while top > 0:
-                top -= 1
-                u = stack[top]
-                if internal[u]:
-                    internal[u] = False
-                    br.event[u] = row
-                    stack[top] = left[u]
-                    top += 1
-                    stack[top] = right[u]
-                    top += 1
+            _collapse_below(t, internal, left, right, stack, br.event, row, br, 0,
+                            br.n_events, br.state[:, 0])
             _make_leaf(f, k, t)
             u = parent[t]
             while u != stop:
@@ -287,25 +303,8 @@ def _sequence(f, k, internal, left, right, parent, size, atol, br):
             u = parent[u]
         else:
             # Collapse t: it and every internal descendant become leaves at a_k.
-            top = 0
-            stack[top] = t
-            top += 1
-            while top > 0:
-                top -= 1
-                u = stack[top]
-                if m > 0 and br.event[u] >= 0:
-                    # a branch's root: its collapses not taken are this one
-                    i = _branch_of(br, br.event[u])
-                    for q in range(br.first[i] + done[i], br.first[i] + br.n_events[i]):
-                        row_alpha[q] = a_k
-                    done[i] = br.n_events[i]
-                elif internal[u]:
-                    internal[u] = False
-                    alpha[u] = a_k
-                    stack[top] = left[u]
-                    top += 1
-                    stack[top] = right[u]
-                    top += 1
+            _collapse_below(t, internal, left, right, stack, alpha, a_k, br, m, done,
+                            row_alpha)
             _make_leaf(f, k, t)
             u = parent[t]
         # Update the ancestors' sums, g and weakest link (their other branches are as
