@@ -160,7 +160,8 @@ class Branches(NamedTuple):
     (R(T_r), |T~_r|, least g of the branch) and ``best`` (the weakest link), state e
     being the branch after its first e collapses, ``n_events[i]`` of them in all;
     ``event[u]`` is the row of the collapse that made node u a leaf (-1: none of a
-    branch's); ``stack`` one (n,) walk stack per chunk."""
+    branch's); ``stack`` a walk stack per chunk (two slots per internal node of the
+    largest branch, and one)."""
 
     root: np.ndarray
     chunk: np.ndarray
@@ -174,6 +175,8 @@ class Branches(NamedTuple):
 
 @jit(inline="always")
 def _save_state(f, k, r, br, row):
+    """Row ``row`` of ``br`` takes branch root r's state (R(T_r), |T~_r|, its weakest
+    link and that link's g)."""
     br.state[row, 0] = f[r, _BRANCH]
     br.state[row, 1] = f[r, _LEAVES]
     br.state[row, 2] = f[r, _BEST_G]
@@ -182,6 +185,7 @@ def _save_state(f, k, r, br, row):
 
 @jit(inline="always")
 def _load_state(f, k, r, br, row):
+    """Branch root r takes the state of row ``row`` of ``br`` (:func:`_save_state`)."""
     f[r, _BRANCH] = br.state[row, 0]
     f[r, _LEAVES] = br.state[row, 1]
     f[r, _BEST_G] = br.state[row, 2]
