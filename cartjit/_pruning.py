@@ -327,6 +327,14 @@ def _sequence(f, k, internal, left, right, parent, size, atol, br):
 
 
 @jit
+def _no_branches():
+    """:class:`Branches` of none: :func:`_sequence` is then the one loop."""
+    none = np.zeros(0, dtype=np.int64)
+    return Branches(none, none, none, np.zeros((0, 3), dtype=np.float64), none, none, none,
+                    np.zeros((0, 0), dtype=np.int64))
+
+
+@jit
 def weakest_link(left, right, parent, risk):
     """Per-node collapse α and the sequence α_1 < … < α_K of docs/maths.md §4.
 
@@ -337,10 +345,8 @@ def weakest_link(left, right, parent, risk):
     the weakest link of its ancestors a only, in O(1) each.
     """
     f, k, internal, size, atol = _first_tree(left, right, parent, risk)
-    none = np.zeros(0, dtype=np.int64)
-    return _sequence(f, k, internal, left, right, parent, size, atol,
-                     Branches(none, none, none, np.zeros((0, 3), dtype=np.float64), none,
-                              none, none, np.zeros((0, 0), dtype=np.int64)))
+    return _sequence(f, k, internal, left, right, parent, size, atol, _no_branches())
+
 
 
 # --------------------------------------------------------------------------- Python level
@@ -395,13 +401,13 @@ def weakest_link_threads(left, right, parent, risk, n_threads=1):
     """:func:`weakest_link` with the collapses of T_1's largest branches run on
     ``n_threads`` threads (:func:`_branch_sequences`) and interleaved after
     (:func:`_sequence`): the same floats, bit for bit. One thread, or a T_1 with fewer
-    than :data:`THREADED_MIN_SPLITS` splits: :func:`weakest_link` itself."""
+    than :data:`THREADED_MIN_SPLITS` splits: the one loop (:func:`weakest_link`)."""
     if n_threads < 2 or left.shape[0] < 2 * THREADED_MIN_SPLITS:
         return weakest_link(left, right, parent, risk)
     f, k, internal, size, atol = _first_tree(left, right, parent, risk)
     br = _branches(left, right, internal, n_threads)
-    if br is None:
-        return weakest_link(left, right, parent, risk)
+    if br is None:  # the one loop, on the tables of T_1 already made
+        return _sequence(f, k, internal, left, right, parent, size, atol, _no_branches())
     pool = chunk_pool(n_threads)
     try:
         run_chunks(pool, n_threads, _branch_sequences, f, k, internal, left, right, parent,
