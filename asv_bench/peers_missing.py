@@ -11,11 +11,12 @@ mask, the same for both libraries). Both libraries grow with rpart's defaults bu
 max_competitor=4``. Three reports, printed as Markdown under one header:
 
 fit with holes   per kind, ``--size`` rows: cartjit (median of ``--repeat`` fits after an
-                 untimed warm-up on 6,000 rows) and rpart (``system.time`` of the
-                 ``rpart(...)`` call only, in one R process, after an untimed call on
-                 1,000 rows), their ratio (target <= 0.1) and tree sizes. rpart's tree is
-                 smaller: with ``cp = 0`` it still removes splits whose subtree does not
-                 lower the resubstitution risk, which cartjit's T_max keeps.
+                 untimed fit of each configuration on the same rows) and rpart
+                 (``system.time`` of the ``rpart(...)`` call only, in one R process,
+                 after an untimed call on 1,000 rows), their ratio (target <= 0.1) and
+                 tree sizes. rpart's tree is smaller: with ``cp = 0`` it still removes
+                 splits whose subtree does not lower the resubstitution risk, which
+                 cartjit's T_max keeps.
 surrogate cost   the same rows without holes: cartjit with ``max_surrogate=0`` and with
                  ``max_surrogate=5`` (the ratio decides the default, see
                  docs/maths.md §8), and rpart with ``maxsurrogate = 0`` and ``5``.
@@ -46,10 +47,6 @@ import peers  # noqa: E402  (this folder is on sys.path; captures the environmen
 from mixed_data import make_mixed, with_holes
 
 TARGET_RPART = 0.1
-#: rows of the untimed warm-up fit: 6,000 x 15 = 90,000 cells, above the 65,536 from
-#: which a fit grows on several threads, so that the threaded route's kernels are
-#: compiled (or loaded) before the timing, as the one-thread route's are
-WARM_UP_ROWS = 6000
 #: rpart.control of every rpart fit here (maxsurrogate filled in)
 _R_CONTROL = ("cp = 0, minsplit = 20, minbucket = 7, maxdepth = 30, xval = 0, "
               "maxcompete = 4, usesurrogate = 2, surrogatestyle = 0, maxsurrogate = {sur}")
@@ -89,6 +86,16 @@ def _estimator(task, max_surrogate):
     cls = CARTClassifier if task == "classification" else CARTRegressor
     return cls(min_samples_split=20, min_samples_leaf=7, max_depth=30,
                max_surrogate=max_surrogate, max_competitor=4)
+
+
+def _warm_up(data, holes):
+    """One untimed fit of each configuration timed here, on the timed data itself, and a
+    prediction: every kernel those fits take is compiled (or loaded) before any timing.
+    (A smaller warm-up leaves some out: the weakest link of a tree of 5,000 splits or
+    more takes its own kernels, and fits from 65,536 cells grow on several threads.)"""
+    _estimator(data.task, 5).fit(holes, data.y).predict(holes.iloc[:1000])
+    _estimator(data.task, 0).fit(data.frame, data.y)
+    _estimator(data.task, 5).fit(data.frame, data.y)
 
 
 def _time_fit(task, frame, y, max_surrogate, repeat):
@@ -145,13 +152,11 @@ def main(argv=None):
                          ["asv_bench/peers_missing.py", *(argv or sys.argv[1:])])
     record = {"args": vars(args), "kinds": {}}
     for kind in args.kinds:
-        tiny = make_mixed(kind, WARM_UP_ROWS, random_state=12345)
-        start = time.perf_counter()
-        _estimator(tiny.task, 5).fit(with_holes(tiny.frame, args.missing), tiny.y).predict(
-            with_holes(tiny.frame, args.missing))
-        warm = time.perf_counter() - start
         data = make_mixed(kind, args.size)
         holes = with_holes(data.frame, args.missing)
+        start = time.perf_counter()
+        _warm_up(data, holes)
+        warm = time.perf_counter() - start
         rec = {"warm_up_s": warm}
         rounds = []
         for _ in range(args.rounds):

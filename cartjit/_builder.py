@@ -71,9 +71,10 @@ from ._splitter import (_AHEAD, NEAR_TIE, Segment, Targets, _precise_reg_delta,
                         best_split_gini_runs, best_split_regression,
                         best_split_regression_unit, class_counts, equal_factors,
                         threshold_between)
-from ._subsets import (BITSET_LEVELS, CODE, NCASE, SIDE, best_subset_classification,
-                       best_subset_regression, float_scratch_size, int_scratch_size,
-                       level_run_end, subset_regression_scan)
+from ._subsets import (BITSET_LEVELS, CODE, NCASE, SCAN_CASES, SIDE,
+                       best_subset_classification, best_subset_regression,
+                       float_scratch_size, int_scratch_size, level_run_end,
+                       subset_regression_scan)
 from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ, MARK_PACK,
                           categorical_surrogate, ordered_surrogate)
 from ._team import next_unit
@@ -1659,6 +1660,77 @@ def _delta_of_sums(w_left, s_left, w_right, s_right):
 
 
 @jit(inline="always")
+def _gathered_subset_small(row, codes, start, pend, w_total, min_leaf, y, gathered,
+                           level_f, level_i, lm):
+    """:func:`_gathered_subset` on a segment of at most
+    :data:`cartjit._subsets.SCAN_CASES` cases, the same operations in the same order
+    (the same bits), with no branch a case: a small node's levels have runs of a few
+    cases, and the run-by-run loops mispredicted the end of each run, in both passes.
+
+    The first pass reads every case's code (as :func:`cartjit._subsets._packed_level_scan`
+    does): a change of code moves to the next level's slots, where each case writes the
+    code and the position after it (so each slot ends with its run's end), and the
+    case's level goes to the second half of ``gathered``. The second pass restarts a
+    level's sums at its first case (0 + the case's terms, as the run-by-run loop adds
+    them to 0) and writes the running sums to the level's slots at every case."""
+    n_present = pend - start
+    nu = np.uint64(n_present)
+    ustart = np.uint64(start)
+    ys = gathered[:n_present]
+    run_of = gathered[n_present:2 * n_present]
+    code_at = np.uint64(CODE * lm)
+    end_at = np.uint64(NCASE * lm)
+    first = y[np.uint64(row[ustart])]
+    prev = codes[np.uint64(row[ustart])]
+    w_sum = 0.0
+    s = 0.0
+    constant = True
+    k = np.uint64(0)
+    for q in range(nu):
+        case = np.uint64(row[ustart + q])
+        code = codes[case]
+        yi = y[case]
+        k += np.uint64(code != prev)
+        ys[q] = yi
+        w_sum += 1.0
+        s += yi
+        constant &= yi == first
+        level_i[code_at + k] = code
+        level_i[end_at + k] = np.int64(q) + 1
+        run_of[q] = np.float64(k)
+        prev = code
+    n_lv = np.int64(k) + 1
+    for r in range(n_lv - 1, 0, -1):  # run ends -> numbers of cases (backwards)
+        level_i[NCASE * lm + r] -= level_i[NCASE * lm + r - 1]
+    mean = s / w_sum
+    s_c = 0.0
+    ss_c = 0.0
+    w_run = 0.0
+    s_run = 0.0
+    last = -1.0
+    for q in range(nu):
+        z = ys[q] - mean
+        s_c += z
+        ss_c += z * z
+        r = run_of[q]
+        fresh = r != last
+        w_run = (0.0 if fresh else w_run) + 1.0
+        s_run = (0.0 if fresh else s_run) + z
+        slot = np.uint64(2) * np.uint64(r)
+        level_f[slot] = w_run
+        level_f[slot + np.uint64(1)] = s_run
+        last = r
+    var = (ss_c - s_c * s_c / w_sum) / w_sum
+    if var < 0.0 or constant:
+        var = 0.0
+    d, n_left = subset_regression_scan(n_lv, n_present, var, min_leaf, level_f, level_i,
+                                       lm)
+    if n_left < 0:
+        return -np.inf, np.int64(-1)
+    return d * (w_sum / w_total), start + n_left
+
+
+@jit(inline="always")
 def _gathered_subset(row, codes, start, pend, w_total, tg, min_leaf, gathered, level_f,
                      level_i, lm):
     """Step 1 (missing values, regression, unit weights, a categorical feature), one
@@ -1679,6 +1751,9 @@ def _gathered_subset(row, codes, start, pend, w_total, tg, min_leaf, gathered, l
     y = tg.y_reg
     n_present = pend - start
     ys = gathered[:n_present]
+    if n_present <= SCAN_CASES:
+        return _gathered_subset_small(row, codes, start, pend, w_total, min_leaf, y,
+                                      gathered, level_f, level_i, lm)
     ushift = np.uint64(0)
     w_sum = 0.0
     s = 0.0

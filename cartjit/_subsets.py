@@ -389,6 +389,54 @@ def _before(a, b, score, stats, by_odds):
     return score[a] <= score[b]
 
 
+#: Counts up to this size multiply exactly (their products stay below 2**53).
+EXACT_COUNT = float(1 << 26)
+
+
+@jit(inline="always")
+def _total_preorder(score, stats, by_odds, n_lv):
+    """Whether :func:`_before` orders the ``n_lv`` levels as a total preorder, so that
+    the stable sort has one result, which :func:`_rank_by_counting` finds too: by the
+    odds, when every count is a whole number up to :data:`EXACT_COUNT` (the cross
+    products are then exact, the comparison that of the proportions); by the scores,
+    when none is NaN."""
+    ok = True
+    if by_odds:
+        for i in range(2 * n_lv):
+            v = stats[i]
+            ok &= v == np.floor(v) and v >= 0.0 and v <= EXACT_COUNT
+    else:
+        for i in range(n_lv):
+            ok &= not np.isnan(score[i])
+    return ok
+
+
+@jit(inline="always")
+def _rank_by_counting(score, stats, by_odds, n_lv, order, rank):
+    """The stable sort of :func:`_sort_levels` when :func:`_total_preorder` holds:
+    level a's position is the number of levels strictly before it plus the number of
+    equal ones with a lower code. Every pair is compared, without a branch (vectorised):
+    for the 10-20 levels of a small node, about 2.5 times as fast as the insertion sort,
+    whose stops the processor mispredicts (AMD EPYC)."""
+    for a in range(n_lv):
+        r = np.int64(0)
+        if by_odds:
+            n0_a = stats[2 * a]
+            n1_a = stats[2 * a + 1]
+            for b in range(n_lv):
+                lo = stats[2 * b + 1] * n0_a  # b before a: N1(b) N0(a) < N1(a) N0(b)
+                hi = n1_a * stats[2 * b]
+                r += (lo < hi) | ((lo == hi) & (b < a))
+        else:
+            s_a = score[a]
+            for b in range(n_lv):
+                s_b = score[b]
+                r += (s_b < s_a) | ((s_b == s_a) & (b < a))
+        rank[a] = r
+    for a in range(n_lv):
+        order[rank[a]] = a
+
+
 @jit(inline="always")
 def _sort_levels(score, stats, by_odds, n_lv, ints, lm):
     """The scan order: present levels sorted by :func:`_before`, ties in code order (a
@@ -397,6 +445,9 @@ def _sort_levels(score, stats, by_odds, n_lv, ints, lm):
     set) and each level's rank in the RANK block; returns the order (a view)."""
     order = ints[SIDE * lm:SIDE * lm + n_lv]
     tmp = ints[RANK * lm:RANK * lm + n_lv]
+    if n_lv <= INSERTION_LEVELS and _total_preorder(score, stats, by_odds, n_lv):
+        _rank_by_counting(score, stats, by_odds, n_lv, order, tmp)
+        return order
     for i in range(n_lv):
         order[i] = i
     if n_lv <= INSERTION_LEVELS:  # few levels: an insertion sort, also stable

@@ -19,8 +19,8 @@ from cartjit._builder import (_SCAN_SKIP, _block_top, _gathered_best, _gathered_
 from cartjit._criteria import SQUARED_ERROR, tie_tolerance
 from cartjit._splitter import (Segment, Targets, _precise_reg_delta, best_split_regression_unit,
                                class_counts)
-from cartjit._subsets import (best_subset_regression, float_scratch_size, int_scratch_size,
-                              left_levels_bits)
+from cartjit._subsets import (SCAN_CASES, best_subset_regression, float_scratch_size,
+                              int_scratch_size, left_levels_bits)
 
 
 @njit
@@ -207,11 +207,14 @@ def test_gathered_subset_is_the_subset_search_on_the_keys_bit_for_bit():
     and the levels' sums from the copy) against the path it stands in for
     (``_reg_moments``, then ``best_subset_regression`` on the keys, Δ times the present
     share), bit for bit, with the sides it leaves; and ``_side_bits`` against the left
-    set of ``left_levels_bits`` and the codes of the cases searched."""
+    set of ``left_levels_bits`` and the codes of the cases searched. Segments of up to
+    ``SCAN_CASES`` present cases take the pass without a branch a case, longer ones the
+    run-by-run loops: both are drawn."""
     rng = np.random.default_rng(17)
-    n_rows = 500
+    n_rows = 2600
     gathered = np.empty(2 * n_rows)
     found = 0
+    long_found = 0
     for trial in range(3000):
         y, tg = _unit_responses(rng, trial, n_rows, np.ones(n_rows))
         n_levels = int(rng.integers(1, 40))
@@ -235,11 +238,12 @@ def test_gathered_subset_is_the_subset_search_on_the_keys_bit_for_bit():
         assert new[0] == old[0] or (np.isinf(new[0]) and np.isinf(old[0])), (trial, new, old)
         if new[1] >= 0:
             found += 1
+            long_found += pend - start > SCAN_CASES
             present = 0
             for c in np.unique(codes[row[start:pend]]):
                 present |= 1 << int(c)
             assert (int(bits[0]), int(bits[1])) == (int(left), present), trial
-    assert found > 1000, found
+    assert found > 1000 and long_found > 200, (found, long_found)
 
 
 @njit
