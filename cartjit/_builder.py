@@ -210,7 +210,8 @@ class Pairs(NamedTuple):
 
 
 class SurrogatePairs(NamedTuple):
-    """The best surrogate split of each (split node, feature) pair of a batch."""
+    """The best surrogate split of each (split node, feature) pair of a batch, and the
+    surrogates each split node keeps."""
 
     agree: np.ndarray      # float64 agreement (0: none)
     adj: np.ndarray        # float64 adjusted agreement
@@ -218,6 +219,9 @@ class SurrogatePairs(NamedTuple):
                            # (ordered features; -1: none)
     low_left: np.ndarray   # int64 1: x <= threshold goes left; a categorical feature of
                            # at most SIDE_BITS levels: its sides (see _pack_sides)
+    pick: np.ndarray       # int64 (rows * max_surrogate) the features kept by batch row j,
+                           # best first, from j * max_surrogate; -1 after the last
+    level_row: np.ndarray  # int64 (rows,) row j's first row of the level sets
 
 
 class Work(NamedTuple):
@@ -2195,7 +2199,7 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, units
 
 
 #: Categorical surrogates of at most this many levels keep their sides from the search
-#: (SurrogatePairs.low_left), so that _rank_surrogates need not search the pair again.
+#: (SurrogatePairs.low_left), so that _write_surrogates need not search the pair again.
 SIDE_BITS = 31
 
 
@@ -2223,29 +2227,6 @@ def _unpack_sides(packed, n_levels, side):
             side[c] = LEVEL_RIGHT
         else:
             side[c] = LEVEL_NONE
-
-
-@jit(inline="always")
-def _next_best(score, base, p, taken, tol, floor, f1, run_best, run_bf):
-    """Ranking (surrogates, competitors): the feature f not yet ``taken`` with the
-    largest ``score[base + f]`` above ``floor``; a later feature must beat the best so
-    far by more than ``tol``, so values equal up to rounding keep feature order. -1 when
-    none is left.
-
-    Resumable: ``run_best[f]``/``run_bf[f]`` hold the running best before feature f
-    (the caller sets entry 0 to -inf / -1 for a node's first round). Taking feature b
-    leaves the scan before b as it was, so the next round passes ``f1 = b`` and starts
-    there: the same picks in about half the steps."""
-    best = run_best[f1]
-    bf = run_bf[f1]
-    for f in range(f1, p):
-        v = score[base + f]
-        if taken[f] == 0 and v > floor and v > best + tol:
-            best = v
-            bf = f
-        run_best[f + 1] = best
-        run_bf[f + 1] = bf
-    return bf
 
 
 @jit(inline="always")
@@ -2320,99 +2301,165 @@ def _surrogate_goes(X, case, f, tables, r, level_sets, is_cat):
     return RIGHT if low == 1 else LEFT
 
 
-@jit
-def _rank_surrogates(ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets,
-                     tables):
-    """Step 2 (missing values), serial: for each split node of the batch keep its best
-    surrogates (agreement first, feature order on ties, adjusted agreement > MIN_ADJ)
-    and write them, in node order, to the surrogate table and a categorical surrogate's
-    level sets to the next free rows; :func:`_send_missing` then routes by them.
+@jit(inline="always")
+def _best_untaken(score, base, p, picks, first, n_taken, tol, floor):
+    """Ranking of the surrogates: the feature f not yet taken (in
+    ``picks[first:first + n_taken]``, at most ``max_surrogate`` of them) with the largest
+    ``score[base + f]`` above ``floor``; a later feature must beat the best so far by
+    more than ``tol``, so values equal up to rounding keep feature order. -1 when none
+    is left."""
+    best = -np.inf
+    bf = np.int64(-1)
+    for f in range(p):
+        v = score[base + f]
+        if v > floor and v > best + tol:
+            taken = False
+            for r in range(first, first + n_taken):
+                taken |= picks[r] == f
+            if not taken:
+                best = v
+                bf = f
+    return bf
 
-    Parameters as :func:`_search_surrogates`; ``level_sets`` and ``tables`` (with room
-    for every row this batch may write) receive the surrogates' rows.
+
+@jit(borrowed=True)
+def _pick_surrogates(p, fr, rules, splits, sur, c, n_chunks):
+    """Step 2 (surrogates), after :func:`_search_surrogates`: for each split node of the
+    batch, the surrogates it keeps, best first (agreement first, feature order on ties
+    to within RANK_TIE, agreement above 0: adjusted agreement above MIN_ADJ), into
+    ``sur.pick[j * max_surrogate:]``, -1 after the last when fewer.
+
+    Chunk c takes the batch rows c, c + n_chunks, ...: each writes only its own picks.
+    (Run serially with the writing of the table rows, this took 3-4 % of a two-thread
+    10^5-row fit with holes, AMD EPYC.)
+
+    Parameters
+    ----------
+    p : the number of features.
+    fr, rules, splits : as :func:`_search_surrogates`.
+    sur : :class:`SurrogatePairs` (``agree`` filled in).
+    c, n_chunks : this chunk and the number of chunks.
     """
-    p = ps.keys.shape[0]
-    marks = work.goes_left
-    shift = tg.shift
-    lm = work.level_i.shape[1] // 4
-    taken = np.zeros(p, dtype=np.uint8)
-    run_best = np.empty(p + 1, dtype=np.float64)  # _next_best's resumable scan
-    run_bf = np.empty(p + 1, dtype=np.int64)
-    for j in range(fr.node.shape[0]):
-        f0 = splits.feat[j]
-        if f0 < 0:
-            continue
-        node = fr.node[j]
-        start = fr.start[j]
-        first = tables.rows[0]
+    m = rules.max_surrogate
+    for j in range(c, fr.node.shape[0], n_chunks):
+        first = j * m
         n_sur = 0
-        run_best[0] = -np.inf
-        run_bf[0] = -1
-        f1 = 0
-        for r in range(rules.max_surrogate):
-            # agreements equal up to rounding keep feature order
-            bf = _next_best(sur.agree, j * p, p, taken, RANK_TIE, 0.0, f1, run_best, run_bf)
-            if bf < 0:
-                break
-            taken[bf] = 1
-            f1 = bf
-            kk = j * p + bf
-            row_s = first + n_sur
-            tables.sur_i[row_s, S_FEATURE] = bf
-            tables.sur_i[row_s, S_COUNT] = 0
-            tables.sur_f[row_s, S_AGREE] = sur.agree[kk]
-            tables.sur_f[row_s, S_ADJ] = sur.adj[kk]
-            if ps.n_levels[bf] > 0:
-                side = work.level_i[0][3 * lm:4 * lm]
-                if ps.n_levels[bf] <= SIDE_BITS:  # kept by the search
-                    _unpack_sides(sur.low_left[kk], ps.n_levels[bf], side)
-                else:
-                    categorical_surrogate(ps.keys[bf], start, start + pairs.present[kk],
-                                          shift, marks, tg.w, tg.unit_weights,
-                                          ps.ranks[ps.rank_row[bf]], ps.n_levels[bf],
-                                          splits.w_left[j], splits.w_right[j],
-                                          rules.surrogate_style, splits.tie_left[j],
-                                          work.level_f[0], side, work.level_i[0][:3 * lm])
-                lrow = tables.rows[2]
-                tables.rows[2] += 1
-                for s in range(2):
-                    for wd in range(level_sets.shape[2]):
-                        level_sets[lrow, s, wd] = 0
-                for code in range(ps.n_levels[bf]):
-                    if side[code] != LEVEL_NONE:
-                        s = 0 if side[code] == LEVEL_LEFT else 1
-                        level_sets[lrow, s, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
-                tables.sur_i[row_s, S_LEVEL_ROW] = lrow
-                tables.sur_i[row_s, S_LOW_LEFT] = 1
-                tables.sur_f[row_s, S_THRESHOLD] = np.nan
-            else:
-                tables.sur_i[row_s, S_LEVEL_ROW] = -1
-                tables.sur_i[row_s, S_LOW_LEFT] = sur.low_left[kk]
-                tables.sur_f[row_s, S_THRESHOLD] = np.nan  # _send_missing writes it
+        if splits.feat[j] >= 0:
+            while n_sur < m:
+                bf = _best_untaken(sur.agree, j * p, p, sur.pick, first, n_sur, RANK_TIE,
+                                   0.0)
+                if bf < 0:
+                    break
+                sur.pick[first + n_sur] = bf
+                n_sur += 1
+        if n_sur < m:
+            sur.pick[first + n_sur] = -1
+
+
+@jit(borrowed=True)
+def _number_surrogates(ps, fr, nodes, rules, splits, sur, tables):
+    """Step 2 (surrogates), serial, after :func:`_pick_surrogates`: give each split node's
+    surrogates their rows of the surrogate table, in node order (``I_SUR_START``,
+    ``I_N_SUR``), and its categorical surrogates their rows of the level sets, in the
+    same order (from ``sur.level_row[j]``), advancing ``tables.rows[0]`` and
+    ``tables.rows[2]``; :func:`_send_missing` writes the rows.
+
+    Parameters as :func:`_pick_surrogates`, with ``ps`` the presort (the features'
+    numbers of levels), ``nodes`` the node tables and ``tables`` the surrogate table.
+    """
+    m = rules.max_surrogate
+    row = tables.rows[0]
+    level_row = tables.rows[2]
+    for j in range(fr.node.shape[0]):
+        sur.level_row[j] = level_row
+        if splits.feat[j] < 0:
+            continue
+        n_sur = 0
+        while n_sur < m and sur.pick[j * m + n_sur] >= 0:
+            level_row += ps.n_levels[sur.pick[j * m + n_sur]] > 0
             n_sur += 1
-        for r in range(n_sur):
-            taken[tables.sur_i[first + r, S_FEATURE]] = 0
-        tables.rows[0] = first + n_sur
-        nodes.inode[node, I_SUR_START] = first
+        node = fr.node[j]
+        nodes.inode[node, I_SUR_START] = row
         nodes.inode[node, I_N_SUR] = n_sur
+        row += n_sur
+    tables.rows[0] = row
+    tables.rows[2] = level_row
+
+
+@jit(inline="always")
+def _write_surrogates(X, ps, j, p, start, tg, rules, splits, pairs, sur, work, c,
+                      level_sets, tables, first, n_sur):
+    """:func:`_send_missing`, one split node (batch row j): write its surrogates' rows of
+    the surrogate table (from ``first``; feature, agreements, threshold or level-set
+    row, direction, count 0) and its categorical surrogates' level sets (rows from
+    ``sur.level_row[j]``), in the order :func:`_pick_surrogates` ranked them. The sides
+    of a categorical surrogate come from ``sur.low_left`` (at most SIDE_BITS levels), or
+    from searching the pair again with chunk c's scratch."""
+    lm = work.level_i.shape[1] // 4
+    shift = tg.shift
+    lrow = sur.level_row[j]
+    for r in range(n_sur):
+        bf = sur.pick[j * rules.max_surrogate + r]
+        kk = j * p + bf
+        row_s = first + r
+        tables.sur_i[row_s, S_FEATURE] = bf
+        tables.sur_i[row_s, S_COUNT] = 0
+        tables.sur_f[row_s, S_AGREE] = sur.agree[kk]
+        tables.sur_f[row_s, S_ADJ] = sur.adj[kk]
+        n_levels = ps.n_levels[bf]
+        if n_levels > 0:
+            side = work.level_i[c][3 * lm:4 * lm]
+            if n_levels <= SIDE_BITS:  # kept by the search
+                _unpack_sides(sur.low_left[kk], n_levels, side)
+            else:
+                categorical_surrogate(ps.keys[bf], start, start + pairs.present[kk],
+                                      shift, work.goes_left, tg.w, tg.unit_weights,
+                                      ps.ranks[ps.rank_row[bf]], n_levels,
+                                      splits.w_left[j], splits.w_right[j],
+                                      rules.surrogate_style, splits.tie_left[j],
+                                      work.level_f[c], side, work.level_i[c][:3 * lm])
+            for s in range(2):
+                for wd in range(level_sets.shape[2]):
+                    level_sets[lrow, s, wd] = 0
+            for code in range(n_levels):
+                if side[code] != LEVEL_NONE:
+                    s = 0 if side[code] == LEVEL_LEFT else 1
+                    level_sets[lrow, s, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+            tables.sur_i[row_s, S_LEVEL_ROW] = lrow
+            tables.sur_i[row_s, S_LOW_LEFT] = 1
+            tables.sur_f[row_s, S_THRESHOLD] = np.nan
+            lrow += 1
+        else:
+            keys_s = ps.keys[bf]
+            pos = sur.pos[kk]
+            tables.sur_i[row_s, S_LEVEL_ROW] = -1
+            tables.sur_i[row_s, S_LOW_LEFT] = sur.low_left[kk]
+            tables.sur_f[row_s, S_THRESHOLD] = threshold_between(
+                X[keys_s[pos - 1] >> shift, bf], X[keys_s[pos] >> shift, bf])
 
 
 @jit(borrowed=True)
 def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets,
                   tables, c, n_chunks):
-    """Step 2 (missing values), after :func:`_rank_surrogates`: write the threshold of
-    each split node's ordered surrogates (from their positions in ``sur``), then send
-    its cases missing the split feature down by its surrogates (``use_surrogate`` >= 1,
+    """Step 2 (missing values), after :func:`_number_surrogates`: write each split
+    node's surrogate rows (:func:`_write_surrogates`), then send its cases missing the
+    split feature down by its surrogates (``use_surrogate`` >= 1,
     counting the cases each surrogate sends) and then by the majority
     (``use_surrogate`` == 2); a case still unsent stays in the node. Sets the children's
     ranges (``splits.pos``, ``splits.stop``).
 
-    Chunk c takes the batch rows c, c + n_chunks, ...: each node reads and counts only
-    its own surrogate rows and marks only its own cases, so the result does not depend
-    on the chunks.
+    Chunk c takes the batch rows c, c + n_chunks, ...: each node writes, reads and
+    counts only its own surrogate and level-set rows and marks only its own cases, so
+    the result does not depend on the chunks.
 
-    Parameters as :func:`_rank_surrogates`; ``c, n_chunks`` this chunk and the number
-    of chunks.
+    Parameters
+    ----------
+    X, ps, fr, nodes, tg, rules, splits, pairs : as :func:`_mark_mv`.
+    sur : :class:`SurrogatePairs` (picked and numbered).
+    work : :class:`Work`; chunk c's scratch serves here.
+    level_sets, tables : the level sets and the surrogate table (rows reserved by
+        :func:`_number_surrogates`).
+    c, n_chunks : this chunk and the number of chunks.
     """
     p = ps.keys.shape[0]
     marks = work.goes_left
@@ -2427,13 +2474,8 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
         pend = start + pairs.present[j * p + f0]
         first = nodes.inode[node, I_SUR_START]
         n_sur = nodes.inode[node, I_N_SUR]
-        for r in range(first, first + n_sur):
-            fs = tables.sur_i[r, S_FEATURE]
-            if tables.sur_i[r, S_LEVEL_ROW] < 0:
-                keys_s = ps.keys[fs]
-                pos = sur.pos[j * p + fs]
-                tables.sur_f[r, S_THRESHOLD] = threshold_between(
-                    X[keys_s[pos - 1] >> shift, fs], X[keys_s[pos] >> shift, fs])
+        _write_surrogates(X, ps, j, p, start, tg, rules, splits, pairs, sur, work, c,
+                          level_sets, tables, first, n_sur)
         # the cases missing the split feature end its segment
         row = ps.keys[f0]
         w_left = splits.w_left[j]
@@ -2484,12 +2526,17 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
 
 @jit(inline="always")
 def _next_pick(vals, p, f1, run_thr, run_bf):
-    """:func:`_next_best` for the competitors, on ``vals`` (the node's Δ in its first p
-    entries, -inf where a feature is taken or not above the floor, and Δ + tol in the
-    next p) and holding the running best as the bound ``best + tol`` a later feature
-    must beat (``run_thr``, resumed at ``f1`` as :func:`_next_best` resumes): the same
-    comparisons, but each step's dependence on the last is one comparison and one
-    selection of a loaded value, with no branch to mispredict."""
+    """The ranking rule of :func:`_best_untaken` for the competitors, on ``vals`` (the
+    node's Δ in its first p entries, -inf where a feature is taken or not above the
+    floor, and Δ + tol in the next p), holding the running best as the bound
+    ``best + tol`` a later feature must beat: the same comparisons, but each step's
+    dependence on the last is one comparison and one selection of a loaded value, with
+    no branch to mispredict.
+
+    Resumable: ``run_thr[f]``/``run_bf[f]`` hold the running bound and best before
+    feature f (the caller sets entry 0 for a node's first round). Taking feature b
+    leaves the scan before b as it was, so the next round passes ``f1 = b`` and starts
+    there: the same picks in about half the steps."""
     thr = run_thr[f1]
     bf = run_bf[f1]
     for f in range(f1, p):
@@ -2571,9 +2618,10 @@ def _rank_competitors(ps, fr, nodes, rules, splits, pairs, with_present, tables,
     categorical competitor with the next free row of the level sets;
     :func:`_fill_competitors` completes the rows.
 
-    Parameters as :func:`_rank_surrogates`; ``with_present`` tells whether
-    ``pairs.present`` was filled (missing values), else every case of the node counts as
-    present; ``picks`` is :func:`_pick_competitors`' output.
+    Parameters as :func:`_mark_mv` (``ps`` the presort, ``tables`` the competitor
+    table); ``with_present`` tells whether ``pairs.present`` was filled (missing
+    values), else every case of the node counts as present; ``picks`` is
+    :func:`_pick_competitors`' output.
     """
     p = ps.keys.shape[0]
     max_comp = rules.max_competitor
@@ -3065,7 +3113,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     # at most max_sur surrogates and max_comp competitors per split (n - 1 splits at most)
     sur_cap = max(16, min((n - 1) * max_sur, PREALLOC_ROWS))
     comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))
-    # Not zeroed: every row used is written whole before it is read (_rank_surrogates,
+    # Not zeroed: every row used is written whole before it is read (_write_surrogates,
     # _rank_competitors, _fill_competitors) and only those rows are kept (to_tree).
     # Zeroing the worst case cost ~5 ms of a 10^5-row fit on one thread: allocations
     # this large come from the heap once big arrays have been freed, and calloc then
@@ -3105,7 +3153,9 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                               np.zeros(n_batch if bitsets else 0, dtype=np.uint64))
             all_sur = SurrogatePairs(*(np.zeros(n_batch if mv else 0, dtype=dt)
                                        for dt in (np.float64, np.float64, np.int64,
-                                                  np.int64)))
+                                                  np.int64)),
+                                     np.zeros(m * max_sur if mv else 0, dtype=np.int64),
+                                     np.zeros(m if mv else 0, dtype=np.int64))
             n_split = 0
             for b0 in range(0, m, SEARCH_BATCH):
                 b = slice(b0, min(m, b0 + SEARCH_BATCH))
@@ -3157,15 +3207,21 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                 if mv and n_new:
                     run_chunks(pool, node_chunks, _mark_mv, X, presorted, batch, nodes, tg,
                                rules, batch_splits, pairs, work, level_sets)
-                    sur = SurrogatePairs(*(a[:n_pairs] for a in all_sur))
+                    sur = SurrogatePairs(*(a[:n_pairs] for a in all_sur[:4]),
+                                         all_sur.pick[:bm * max_sur],
+                                         all_sur.level_row[:bm])
                     if max_sur:
                         sp = np.flatnonzero(batch_splits.feat >= 0).astype(np.int64)
                         run_chunks(pool, min(n_threads, sp.shape[0] * p), _search_surrogates,
                                    X, presorted, batch, tg, rules, batch_splits, pairs, sp,
                                    work, sur, step_counters(n_threads))
-                    # table rows in node order (serial), then the cases sent (chunks)
-                    _rank_surrogates(presorted, batch, nodes, tg, rules, batch_splits, pairs,
-                                     sur, work, level_sets, tables)
+                    # picks (chunks), rows in node order (serial), then the rows written
+                    # and the cases sent (chunks)
+                    if max_sur:
+                        run_chunks(pool, min(n_threads, bm), _pick_surrogates, p, batch,
+                                   rules, batch_splits, sur)
+                    _number_surrogates(presorted, batch, nodes, rules, batch_splits, sur,
+                                       tables)
                     run_chunks(pool, min(n_threads, bm), _send_missing, X, presorted, batch,
                                nodes, tg, rules, batch_splits, pairs, sur, work, level_sets,
                                tables)
