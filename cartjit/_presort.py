@@ -85,6 +85,7 @@ class Presorted(NamedTuple):
 
     ``keys[m]`` lists cases (int32 rows of X) by increasing x_m. ``rank_row[m]`` is -1
     when x_m has no tied values among the learning cases, else the row of ``ranks``
+    (the categorical features' rows first, then the others', each in feature order)
     holding the dense rank of x_m for every case (indexed by case, so the ranks stay
     valid for any subset of the cases and after any partition of ``keys``).
 
@@ -101,7 +102,7 @@ class Presorted(NamedTuple):
     ranks: np.ndarray      # int32 (n_tied_features, n_rows_of_X)
     rank_row: np.ndarray   # int64 (n_features,)
     n_levels: np.ndarray   # int64 (n_features,): L_m levels, 0 for an ordered feature
-    codes: np.ndarray      # uint16 (n_tied_features or 0, n_rows_of_X)
+    codes: np.ndarray      # uint16 (n_categorical_features, n_rows_of_X)
 
 
 #: Type of :attr:`Presorted.codes`: holds every code of a feature of up to
@@ -244,10 +245,11 @@ def _radix_order(sk, order, buf_k, buf_i, counts, bits, n_passes, n_low):
 
 
 @jit
-def _code_order(X, f, n_levels, order, counts):
+def _code_order(X, f, n_levels, order, counts, code_of, narrow):
     """Presort, categorical feature: ``order`` = the cases by level code (a counting
     sort, stable: cases of one level in case order), a missing code (NaN) last as code
-    ``n_levels``.
+    ``n_levels``; ``code_of`` and ``narrow`` receive every case's code. X's column is
+    read once (a strided read): the placing pass reads the codes just written.
 
     Parameters
     ----------
@@ -255,20 +257,24 @@ def _code_order(X, f, n_levels, order, counts):
     n_levels : L_f.
     order : int32 output.
     counts : int64 scratch of at least L_f + 1 entries.
+    code_of : int32 (n_cases,) output, the code by case.
+    narrow : :data:`CODES_DTYPE` (n_cases,) output, the same codes.
     """
     n = order.shape[0]
     counts[:n_levels + 1] = 0
     for i in range(n):
         v = X[i, f]
-        counts[n_levels if np.isnan(v) else np.int64(v)] += 1
+        b = n_levels if np.isnan(v) else np.int64(v)
+        code_of[i] = b
+        narrow[i] = b
+        counts[b] += 1
     total = 0
     for b in range(n_levels + 1):
         c = counts[b]
         counts[b] = total
         total += c
     for i in range(n):
-        v = X[i, f]
-        b = n_levels if np.isnan(v) else np.int64(v)
+        b = code_of[i]
         order[counts[b]] = i
         counts[b] += 1
 
@@ -293,10 +299,11 @@ def _has_ties(sorted_keys):
 
 
 @jit
-def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, bits, n_low, c,
-                   n_chunks):
+def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, bits, n_low,
+                   ranks, codes, c, n_chunks):
     """Presort, features c, c + n_chunks, ...: ``keys[f]`` = the cases by increasing
-    x_f (NaN last), and ``tied[f]`` whether two cases share a value (ordered features).
+    x_f (NaN last), and ``tied[f]`` whether two cases share a value (ordered features);
+    the k-th categorical feature's codes go to rows k of ``ranks`` and ``codes``.
 
     Parameters
     ----------
@@ -307,6 +314,8 @@ def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, bits, n_lo
     sk, buf_k, buf_i, counts : this chunk's rows of the radix sort's scratch.
     bits, n_low : bits of a digit of the radix sort, and its low digits left to an
         insertion sort (:func:`_radix_order`).
+    ranks, codes : int32 and :data:`CODES_DTYPE` outputs, a row per categorical feature
+        first (more rows may follow).
     """
     sk = sk[c]
     buf_k = buf_k[c]
@@ -316,7 +325,10 @@ def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, bits, n_lo
     for f in range(c, keys.shape[0], n_chunks):
         order = keys[f]
         if n_levels[f] > 0:
-            _code_order(X, f, n_levels[f], order, counts.reshape(-1))
+            k = 0  # the feature's row: the categorical features before it
+            for g in range(f):
+                k += n_levels[g] > 0
+            _code_order(X, f, n_levels[f], order, counts.reshape(-1), ranks[k], codes[k])
             continue
         _sortable_bits(X, f, sk)
         sorted_keys = buf_k if _radix_order(sk, order, buf_k, buf_i, counts, bits,
@@ -403,28 +415,27 @@ def presort(X, n_levels=None, n_threads=1):
     buf_k = np.empty((n_chunks, m), dtype=np.uint64)
     buf_i = np.empty((n_chunks, m), dtype=np.int32)
     counts = np.empty((n_chunks, n_passes, width), dtype=np.int64)
+    # Rows of ranks: the categorical features' first (their codes, written by the sort),
+    # then the tied ordered features', each in feature order. Room for every feature:
+    # rows no feature takes are never written, so their pages are never touched.
+    ranks_room = np.empty((p, n), dtype=np.int32)
+    codes = np.empty((n_categorical, n), dtype=CODES_DTYPE)
     if n > 0:
         pool = chunk_pool(n_chunks)
         try:
             run_chunks(pool, n_chunks, _sort_features, X, n_levels, keys, tied, sk,
-                       buf_k, buf_i, counts, bits, n_low)
+                       buf_k, buf_i, counts, bits, n_low, ranks_room, codes)
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)
     del sk, buf_k, buf_i
-    with_row = tied | categorical if n_categorical else tied
-    rank_row = np.cumsum(with_row, dtype=np.int64) - 1  # rows in feature order; -1: none
-    n_rows = int(rank_row[-1]) + 1 if p else 0
-    rank_row[~with_row] = -1
-    ranks = np.empty((n_rows, n), dtype=np.int32)
+    rank_row = np.full(p, -1, dtype=np.int64)
+    rank_row[categorical] = np.arange(n_categorical)
+    rank_row[tied] = n_categorical + np.arange(int(np.count_nonzero(tied)))
+    n_rows = n_categorical + int(np.count_nonzero(tied))
+    ranks = ranks_room[:n_rows]
     if n > 0 and n_rows > n_categorical:
         _dense_ranks(X, keys, tied, rank_row, ranks)
-    codes = np.zeros((n_rows if n_categorical else 0, n), dtype=CODES_DTYPE)
-    for f in np.flatnonzero(categorical) if n_categorical else ():
-        # the codes, exact in float64 and in int32; a missing code becomes L
-        column = X[:, f]
-        ranks[rank_row[f]] = np.where(np.isnan(column), n_levels[f], column)
-        codes[rank_row[f]] = ranks[rank_row[f]]
     if n_chunks * m * 20 >= TRIM_MIN_BYTES:  # the sorts' scratch, and np.unique's
         release_free_memory()
     return Presorted(keys, ranks, rank_row, n_levels, codes)
