@@ -1189,10 +1189,12 @@ def _partition(keys, shift, part_index, sides, splits, fr, work, simd, units, c,
 # rank_surrogates and send_missing complete step 2; partition_mv (three-way, every
 # feature) runs before step 3.
 
-@jit
-def _missing_bits(X, out):
+@jit(borrowed=True)
+def _missing_bits(X, out, c, n_chunks):
     """Set-up (missing values): ``out[f, case >> 3]`` bit ``case & 7`` set when the case
-    misses feature f; ``out`` uint8 (p, ceil(n / 8)) zeros.
+    misses feature f; ``out`` uint8 (p, ceil(n / 8)) zeros. Chunk c of n_chunks takes
+    the c-th of as many ranges of whole bytes (their cases, rows of X), the last one
+    the cases past the last whole byte too: the chunks write different bytes.
 
     Finding a node's missing tail (:func:`_present_end`) reads one bit per look-up from
     the feature's own small row instead of a strided, rarely cached row of X: those
@@ -1204,17 +1206,18 @@ def _missing_bits(X, out):
     # are packed in a register, without a branch, and stored once (a third of the time
     # of a branch and a read-modify-write per cell).
     n_full = n >> 3
-    for byte in range(n_full):
+    for byte in range(n_full * c // n_chunks, n_full * (c + 1) // n_chunks):
         base = byte * 8
         for f in range(p):
             bits = np.uint8(0)
             for k in range(8):
                 bits |= np.uint8(np.isnan(X[base + k, f])) << np.uint8(k)
             out[f, byte] = bits
-    for case in range(n_full * 8, n):
-        for f in range(p):
-            if np.isnan(X[case, f]):
-                out[f, case >> 3] |= np.uint8(1 << (case & 7))
+    if c == n_chunks - 1:
+        for case in range(n_full * 8, n):
+            for f in range(p):
+                if np.isnan(X[case, f]):
+                    out[f, case >> 3] |= np.uint8(1 << (case & 7))
 
 
 @jit(borrowed=True)
@@ -3095,8 +3098,6 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     max_comp = int(settings.max_competitor)
     mv = max_sur > 0 or bool(np.isnan(X).any())
     missing = np.zeros((p if mv else 0, -(-X.shape[0] // 8)), dtype=np.uint8)
-    if mv:
-        _missing_bits(X, missing)
     # Regression with unit weights: the responses of a pair's present cases are read
     # once, into a row of ``gathered`` (_gathered_best)
     gather = mv and not is_class and tg.unit_weights
@@ -3124,6 +3125,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
 
     pool = chunk_pool(n_threads)
     try:
+        if mv:
+            run_chunks(pool, n_threads, _missing_bits, X, missing)
         rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
                       float(settings.min_impurity_decrease), 0.0, simd,
                       int(settings.max_categories_exhaustive), max_sur,
