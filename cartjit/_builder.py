@@ -1667,6 +1667,21 @@ def _delta_of_sums(w_left, s_left, w_right, s_right):
 
 
 @jit(inline="always")
+def _scaled_subset_scan(n_lv, n_present, w_sum, s_c, ss_c, constant, w_total, start,
+                        min_leaf, level_f, level_i, lm):
+    """The end of :func:`_gathered_subset`: the subset scan of the ``n_lv`` levels' sums
+    (:func:`cartjit._subsets.subset_regression_scan`, the variance from the centred sums
+    as :func:`_variance` forms it), ``(Δ scaled by the present share, position)`` or
+    ``(-inf, -1)``."""
+    var = _variance(w_sum, s_c, ss_c, constant)
+    d, n_left = subset_regression_scan(n_lv, n_present, var, min_leaf, level_f, level_i,
+                                       lm)
+    if n_left < 0:
+        return -np.inf, np.int64(-1)
+    return d * (w_sum / w_total), start + n_left
+
+
+@jit(inline="always")
 def _gathered_subset_small(row, codes, start, pend, w_total, min_leaf, y, gathered,
                            level_f, level_i, lm):
     """:func:`_gathered_subset` on a segment of at most
@@ -1727,14 +1742,8 @@ def _gathered_subset_small(row, codes, start, pend, w_total, min_leaf, y, gather
         level_f[slot] = w_run
         level_f[slot + np.uint64(1)] = s_run
         last = r
-    var = (ss_c - s_c * s_c / w_sum) / w_sum
-    if var < 0.0 or constant:
-        var = 0.0
-    d, n_left = subset_regression_scan(n_lv, n_present, var, min_leaf, level_f, level_i,
-                                       lm)
-    if n_left < 0:
-        return -np.inf, np.int64(-1)
-    return d * (w_sum / w_total), start + n_left
+    return _scaled_subset_scan(n_lv, n_present, w_sum, s_c, ss_c, constant, w_total, start,
+                               min_leaf, level_f, level_i, lm)
 
 
 @jit(inline="always")
@@ -1798,14 +1807,8 @@ def _gathered_subset(row, codes, start, pend, w_total, tg, min_leaf, gathered, l
         level_f[2 * k] = w_run
         level_f[2 * k + 1] = s_run
         q0 = q1
-    var = (ss_c - s_c * s_c / w_sum) / w_sum
-    if var < 0.0 or constant:
-        var = 0.0
-    d, n_left = subset_regression_scan(n_lv, n_present, var, min_leaf, level_f, level_i,
-                                       lm)
-    if n_left < 0:
-        return -np.inf, np.int64(-1)
-    return d * (w_sum / w_total), start + n_left
+    return _scaled_subset_scan(n_lv, n_present, w_sum, s_c, ss_c, constant, w_total, start,
+                               min_leaf, level_f, level_i, lm)
 
 
 @jit(inline="always")
