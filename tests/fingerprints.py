@@ -1,7 +1,9 @@
 """Fingerprints of fitted trees, pruning paths and CV tables: a regression guard.
 
 Every problem below is fitted through the public estimators and reduced to one SHA-256
-per result (the bytes of every tree array, the pruning path, the CV table). The trees
+per result (the bytes of every tree array, the pruning path, the CV table; for the
+DataFrames with categorical columns and missing values also the level sets, the
+surrogate and competitor tables and the variable importance). The trees
 themselves are checked against the naive reference, the worked examples, scikit-learn
 and rpart by the other tests; this corpus only says that a refactoring or a faster
 kernel changed nothing at all, bit for bit.
@@ -45,8 +47,18 @@ def _digest(*arrays):
     return h.hexdigest()
 
 
-def _tree_digest(tree):
-    return _digest(*(getattr(tree, name) for name in TREE_FIELDS))
+#: What a tree with categorical splits, surrogates and competitors adds to TREE_FIELDS.
+SPLIT_TABLE_FIELDS = ("level_row", "level_sets", "majority_left", "n_primary",
+                      "surrogate_start", "n_surrogates", "surrogate_feature",
+                      "surrogate_threshold", "surrogate_level_row", "surrogate_low_left",
+                      "surrogate_agree", "surrogate_adj", "surrogate_count",
+                      "competitor_start", "n_competitors", "competitor_feature",
+                      "competitor_threshold", "competitor_level_row",
+                      "competitor_improvement", "competitor_count")
+
+
+def _tree_digest(tree, fields=TREE_FIELDS):
+    return _digest(*(getattr(tree, name) for name in fields))
 
 
 def _path_digest(est):
@@ -130,6 +142,49 @@ def _problems():
     return cls, reg, cv_cls, cv_reg
 
 
+def _mixed_frame(n, n_classes, holes, seed):
+    """A seeded DataFrame of 4 numeric and 2 unordered categorical columns (6 and 12
+    levels) with a fraction ``holes`` of every column's cells missing, and its target
+    (``n_classes`` classes, or a numeric response when 0)."""
+    import pandas as pd
+    rng = np.random.default_rng(seed)
+    num = rng.normal(size=(n, 4))
+    c6 = rng.integers(0, 6, n)
+    c12 = rng.integers(0, 12, n)
+    score = (num[:, 0] + np.sin(2 * num[:, 1]) + np.isin(c6, [0, 2, 3]) * 1.2
+             + (c12 % 3 == 1) * np.sign(num[:, 2]) + rng.normal(scale=0.7, size=n))
+    frame = pd.DataFrame({f"x{j}": num[:, j] for j in range(4)})
+    frame["c6"] = pd.Categorical.from_codes(c6, [f"L{k}" for k in range(6)])
+    frame["c12"] = pd.Categorical.from_codes(c12, [f"M{k:02d}" for k in range(12)])
+    for col in frame.columns:
+        frame.loc[rng.random(n) < holes, col] = np.nan
+    if n_classes == 0:
+        return frame, score
+    cuts = np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1])
+    return frame, np.digitize(score, cuts)
+
+
+def _mixed_problems():
+    """Categorical features, missing values, surrogates and competitors: (name, task,
+    frame, y, params, sample weights)."""
+    rows = []
+    for name, n_classes, holes in (("mixed2", 2, 0.1), ("mixed3", 3, 0.2),
+                                   ("mixed_reg", 0, 0.1), ("mixed2_complete", 2, 0.0)):
+        frame, y = _mixed_frame(3000, n_classes, holes, seed=len(rows) + 11)
+        task = "regression" if n_classes == 0 else "classification"
+        rows.append((name, task, frame, y, {"max_surrogate": 5}, None))
+    frame, y = _mixed_frame(3000, 2, 0.1, seed=11)
+    w = np.random.default_rng(5).integers(1, 4, size=3000).astype(float)
+    rows += [
+        ("mixed2_weights", "classification", frame, y, {"max_surrogate": 5}, w),
+        ("mixed2_style1", "classification", frame, y,
+         {"max_surrogate": 3, "surrogate_style": 1, "use_surrogate": 1,
+          "min_samples_leaf": 7, "criterion": "entropy"}, None),
+        ("mixed2_nosur", "classification", frame, y, {"max_surrogate": 0}, None),
+    ]
+    return rows
+
+
 def corpus():
     """Name -> SHA-256 of every result of the corpus."""
     from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
@@ -146,6 +201,18 @@ def corpus():
             est = make(**params).fit(X, y)
             out[f"{name}/tree"] = _tree_digest(est.tree_)
             out[f"{name}/cv"] = _cv_digest(est)
+    for name, task, X, y, params, w in _mixed_problems():
+        make = CARTClassifier if task == "classification" else CARTRegressor
+        est = make(**params).fit(X, y, sample_weight=w)
+        out[f"{name}/tree"] = _tree_digest(est.tree_, TREE_FIELDS + SPLIT_TABLE_FIELDS)
+        out[f"{name}/path"] = _path_digest(est)
+        out[f"{name}/predict"] = _digest(est.predict(X))
+        out[f"{name}/importance"] = _digest(np.asarray(est.variable_importance_,
+                                                       dtype=float))
+    frame, y = _mixed_frame(1500, 3, 0.1, seed=21)
+    est = CARTClassifierCV(cv=5, random_state=3, max_surrogate=5).fit(frame, y)
+    out["cv_mixed3/tree"] = _tree_digest(est.tree_, TREE_FIELDS + SPLIT_TABLE_FIELDS)
+    out["cv_mixed3/cv"] = _cv_digest(est)
     return out
 
 
