@@ -1186,8 +1186,8 @@ def _partition(keys, shift, part_index, sides, splits, fr, work, simd, units, c,
 #
 # With a missing value in X, or surrogates asked for, a level runs these steps instead
 # (docs/maths.md §8): search_mv replaces steps 1 (every feature); mark_mv, surrogates,
-# rank_surrogates and send_missing complete step 2; partition_mv (three-way, every
-# feature) runs before step 3.
+# pick_surrogates, number_surrogates and send_missing complete step 2; partition_mv
+# (three-way, every feature) runs before step 3.
 
 @jit(borrowed=True)
 def _missing_bits(X, out, c, n_chunks):

@@ -99,7 +99,7 @@ class Presorted(NamedTuple):
     """
 
     keys: np.ndarray       # int32 (n_features, n_cases)
-    ranks: np.ndarray      # int32 (n_tied_features, n_rows_of_X)
+    ranks: np.ndarray      # int32 (n_categorical + n_tied_features, n_rows_of_X)
     rank_row: np.ndarray   # int64 (n_features,)
     n_levels: np.ndarray   # int64 (n_features,): L_m levels, 0 for an ordered feature
     codes: np.ndarray      # uint16 (n_categorical_features, n_rows_of_X)

@@ -348,7 +348,6 @@ def weakest_link(left, right, parent, risk):
     return _sequence(f, k, internal, left, right, parent, size, atol, _no_branches())
 
 
-
 # --------------------------------------------------------------------------- Python level
 
 
