@@ -81,7 +81,7 @@ from ._team import next_unit
 from ._tree import Tree
 
 __all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs", "Work",
-           "grow", "label_bits"]
+           "assemble_tree", "grow", "label_bits"]
 
 #: Frontier nodes searched at once: bounds the per-(node, feature) result arrays
 #: (16 bytes each) of the widest levels.
@@ -237,11 +237,11 @@ class Work(NamedTuple):
                            # with a feature present (missing values)
 
 
-def majority_side(n_cases, left, right, dtype):
+def majority_side(n_cases, left, right, dtype, out=None):
     """Each node's majority side: 1 when more learning cases went left, 0 right, -1 as
-    many each way; 0 at a leaf (``left`` < 0)."""
+    many each way; 0 at a leaf (``left`` < 0). Written to ``out`` when given."""
     n_left, n_right = n_cases[left], n_cases[right]
-    side = np.subtract(n_left > n_right, n_left == n_right, dtype=dtype)
+    side = np.subtract(n_left > n_right, n_left == n_right, dtype=dtype, out=out)
     side[left < 0] = 0
     return side
 
@@ -274,65 +274,91 @@ class Grown(NamedTuple):
         """Δi of each node's split, 0 at leaves (a copy)."""
         return self.fnode[:, F_IMPROVEMENT].copy()
 
-    def to_tree(self, risk, label):
-        """The :class:`cartjit._tree.Tree` of these nodes with ``risk`` and ``label``
-        (``alpha`` is NaN until the pruning sequence is computed); no array is a view of
-        the over-allocated tables, so they can be freed. Columns of one type are copied
-        together (one copy, a C-contiguous row each: a small fit is mostly such calls)."""
-        inode, fnode = self.inode, self.fnode
-        n = inode.shape[0]
-        feature, left, right, parent, depth, level_row, n_sur, n_comp = inode.T[
-            [I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_DEPTH, I_LEVEL_ROW, I_N_SUR, I_N_COMP]]
-        wide = np.ascontiguousarray(inode.T[[I_N, I_N_PRIMARY]], dtype=np.int64)
-        n_cases = wide[0]
-        threshold, weight, impurity, improvement = np.ascontiguousarray(fnode.T)
-        internal = left >= 0
-        majority_left = majority_side(n_cases, left, right, np.int32)
-        tb = self.tables
-        no_sur = tb.sur_i.shape[0] == 0
-        no_comp = tb.comp_i.shape[0] == 0
-        sur_i = np.ascontiguousarray(tb.sur_i.T, dtype=np.int32)   # (4, rows)
-        sur_f = np.ascontiguousarray(tb.sur_f.T)                   # (3, rows)
-        comp_i = np.ascontiguousarray(tb.comp_i.T, dtype=np.int32)  # (3, rows)
-        comp_f = np.ascontiguousarray(tb.comp_f.T)                  # (2, rows)
-        return Tree(
-            feature=feature,
-            threshold=threshold,
-            left=left,
-            right=right,
-            parent=parent,
-            depth=depth,
-            n_node_samples=n_cases,
-            weighted_n_node_samples=weight,
-            value=self.value.copy(),
-            impurity=np.maximum(impurity, 0.0),
-            risk=risk,
-            label=label,
-            alpha=np.full(n, np.nan),
-            improvement=improvement,
-            majority_left=majority_left,
-            level_row=level_row,
-            level_sets=self.level_sets.copy(),
-            n_primary=np.where(internal, wide[1], 0),
-            surrogate_start=(np.zeros(n, dtype=np.int32) if no_sur else np.where(
-                n_sur > 0, inode[:, I_SUR_START], 0).astype(np.int32)),
-            n_surrogates=n_sur,
-            competitor_start=(np.zeros(n, dtype=np.int32) if no_comp else np.where(
-                n_comp > 0, inode[:, I_COMP_START], 0).astype(np.int32)),
-            n_competitors=n_comp,
-            surrogate_feature=sur_i[S_FEATURE],
-            surrogate_threshold=sur_f[S_THRESHOLD],
-            surrogate_level_row=sur_i[S_LEVEL_ROW],
-            surrogate_low_left=sur_i[S_LOW_LEFT],
-            surrogate_agree=sur_f[S_AGREE],
-            surrogate_adj=sur_f[S_ADJ],
-            surrogate_count=tb.sur_i[:, S_COUNT].astype(np.int64),
-            competitor_feature=comp_i[C_FEATURE],
-            competitor_threshold=comp_f[C_THRESHOLD],
-            competitor_level_row=comp_i[C_LEVEL_ROW],
-            competitor_improvement=comp_f[C_IMPROVEMENT],
-            competitor_count=tb.comp_i[:, C_COUNT].astype(np.int64),
-        )
+
+def assemble_tree(holder, risk, label):
+    """The :class:`cartjit._tree.Tree` of the :class:`Grown` tables in ``holder`` (a
+    list of one, emptied here) with ``risk`` and ``label`` (``alpha`` is NaN until the
+    pruning sequence is computed); no array is a view of the over-allocated tables.
+
+    The competitor and surrogate tables are copied first, then the node tables, each
+    grown table freed as soon as its columns are copied, so that the new columns take
+    memory the process has just given back (memory never touched before costs far more
+    on the virtual machines we measure on, docs/design.md) and the old and new tables
+    never all coexist. ``holder`` must hold the only reference to the grown tables for
+    that. Columns of one type are copied together (a small fit is mostly such calls).
+    """
+    inode, fnode, value_in, level_sets, tb = holder.pop()
+    sur_i, sur_f, comp_i, comp_f, _ = tb
+    del tb
+    n = inode.shape[0]
+    n_sur, n_comp = sur_i.shape[0], comp_i.shape[0]
+    c_count = comp_i[:, C_COUNT].astype(np.int64)
+    c_int = np.ascontiguousarray(comp_i[:, [C_FEATURE, C_LEVEL_ROW]].T, dtype=np.int32)
+    del comp_i
+    c_float = np.ascontiguousarray(comp_f.T)
+    del comp_f
+    s_count = sur_i[:, S_COUNT].astype(np.int64)
+    s_int = np.ascontiguousarray(sur_i[:, [S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT]].T,
+                                 dtype=np.int32)
+    del sur_i
+    s_float = np.ascontiguousarray(sur_f.T)
+    del sur_f
+    ints = np.ascontiguousarray(inode.T)
+    del inode
+    n_cases, n_primary = ints[[I_N, I_N_PRIMARY]].astype(np.int64)
+    left, n_surrogates, n_competitors = ints[I_LEFT], ints[I_N_SUR], ints[I_N_COMP]
+    # the row of n (copied to n_cases) takes each node's majority side
+    majority_side(n_cases, left, ints[I_RIGHT], np.int32, out=ints[I_N])
+    np.copyto(n_primary, 0, where=left < 0)
+    for row, count, any_rows in ((I_SUR_START, n_surrogates, n_sur > 0),
+                                 (I_COMP_START, n_competitors, n_comp > 0)):
+        if any_rows:
+            np.copyto(ints[row], 0, where=count <= 0)
+        else:
+            ints[row] = 0
+    floats = np.empty((_N_FLOAT + 1, n), dtype=np.float64)
+    np.copyto(floats[:_N_FLOAT], fnode.T)
+    del fnode
+    np.maximum(floats[F_IMPURITY], 0.0, out=floats[F_IMPURITY])
+    floats[_N_FLOAT] = np.nan
+    value = value_in.copy()
+    del value_in
+    return Tree(
+        feature=ints[I_FEATURE],
+        threshold=floats[F_THRESHOLD],
+        left=left,
+        right=ints[I_RIGHT],
+        parent=ints[I_PARENT],
+        depth=ints[I_DEPTH],
+        n_node_samples=n_cases,
+        weighted_n_node_samples=floats[F_WEIGHT],
+        value=value,
+        impurity=floats[F_IMPURITY],
+        risk=risk,
+        label=label,
+        alpha=floats[_N_FLOAT],
+        improvement=floats[F_IMPROVEMENT],
+        majority_left=ints[I_N],
+        level_row=ints[I_LEVEL_ROW],
+        level_sets=level_sets.copy(),
+        n_primary=n_primary,
+        surrogate_start=ints[I_SUR_START],
+        n_surrogates=n_surrogates,
+        competitor_start=ints[I_COMP_START],
+        n_competitors=n_competitors,
+        surrogate_feature=s_int[0],
+        surrogate_threshold=s_float[S_THRESHOLD],
+        surrogate_level_row=s_int[1],
+        surrogate_low_left=s_int[2],
+        surrogate_agree=s_float[S_AGREE],
+        surrogate_adj=s_float[S_ADJ],
+        surrogate_count=s_count,
+        competitor_feature=c_int[0],
+        competitor_threshold=c_float[C_THRESHOLD],
+        competitor_level_row=c_int[1],
+        competitor_improvement=c_float[C_IMPROVEMENT],
+        competitor_count=c_count,
+    )
 
 
 # --------------------------------------------------------------------------- node statistics
