@@ -92,7 +92,7 @@ SEARCH_BATCH = 4096
 STEP2_MIN_NODES = 256
 
 # Columns of the integer and float node tables (private to this module: the tree leaves
-# it through Grown.to_tree).
+# it through assemble_tree).
 I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_DEPTH, I_N, I_LEVEL_ROW = 0, 1, 2, 3, 4, 5, 6
 I_SUR_START, I_N_SUR, I_COMP_START, I_N_COMP, I_N_PRIMARY = 7, 8, 9, 10, 11
 F_THRESHOLD, F_WEIGHT, F_IMPURITY, F_IMPROVEMENT = 0, 1, 2, 3
@@ -3063,7 +3063,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     ``min_samples_leaf``, ``min_impurity_decrease``, as :class:`cartjit._fit.Settings`).
 
     Returns a :class:`Grown` record of the node tables (views into over-allocated
-    tables) whose :meth:`Grown.to_tree` assembles the :class:`cartjit._tree.Tree`: an
+    tables) from which :func:`assemble_tree` makes the :class:`cartjit._tree.Tree`: an
     int32 table with columns feature, left, right, parent, depth, n_node_samples; a
     float64 table with columns threshold, weighted n, impurity, impurity decrease Δi of
     the node's split (0 at leaves); and the node values (weighted class counts, or the
@@ -3144,7 +3144,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     sur_cap = max(16, min((n - 1) * max_sur, PREALLOC_ROWS))
     comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))
     # Not zeroed: every row used is written whole before it is read (_write_surrogates,
-    # _rank_competitors, _fill_competitors) and only those rows are kept (to_tree).
+    # _rank_competitors, _fill_competitors) and only those rows are kept (assemble_tree).
     # Zeroing the worst case cost ~5 ms of a 10^5-row fit on one thread: allocations
     # this large come from the heap once big arrays have been freed, and calloc then
     # clears them page by page; uncleared, the pages never used are never touched.
@@ -3306,8 +3306,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
         if pool is not None:
             pool.shutdown(wait=True)
 
-    # Views of the first n_nodes rows: Grown.to_tree copies what it keeps, column by
-    # column, so the over-allocated tables are never duplicated whole.
+    # Views of the first n_nodes rows: assemble_tree copies what it keeps and frees each
+    # over-allocated table as it goes, so they are never duplicated whole.
     n_sur, n_comp = int(tables.rows[0]), int(tables.rows[1])
     return Grown(nodes.inode[:n_nodes], nodes.fnode[:n_nodes], nodes.value[:n_nodes],
                  level_sets[:n_rows],
