@@ -239,7 +239,8 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
     risk, label = _node_risks(problem, settings, grown, priors, counts)
     # The growth's over-allocated tables are spent too: the assembly frees each as soon
     # as its columns are copied (a tree grown to purity on 10^6 regression cases: the
-    # process's peak RSS 1.19 GiB, against 1.32 GiB with them held to the end).
+    # process's peak RSS 1.01 GiB, against 1.17 GiB with all of them freed after the
+    # assembly and 1.32 GiB with them held to the end).
     holder = [grown]
     del grown
     tree = assemble_tree(holder, risk, label)
