@@ -66,7 +66,8 @@ from . import _config
 from ._predict import _level_side
 from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, chunk_pool, run_chunks
 from ._simd import LANES, compress_partition, prefetch
-from ._splitter import (_AHEAD, NEAR_TIE, Segment, Targets, _precise_reg_delta,
+from ._splitter import (_AHEAD, EQUAL_FACTORS_RTOL, NEAR_TIE, Segment, Targets,
+                        _precise_reg_delta,
                         best_split_class_runs, best_split_classification,
                         best_split_gini_runs, best_split_regression,
                         best_split_regression_unit, class_counts, equal_factors,
@@ -594,7 +595,7 @@ def _chunk_walk(f, p, c, n_chunks):
 
 @jit(borrowed=True)
 def _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
-            n_chunks):
+            n_chunks, reg, cls, gini, runs):
     """Step 1, search: the best split of every (frontier node, feature) pair, shared out
     as the chunks go, one feature on a block of nodes at a time, the chunk's features
     on one block before the next (:func:`_take_case_block`; ``units`` the step's
@@ -628,6 +629,8 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota
         :func:`_unit_scan_gathered` for segments of up to m cases, or ``None``.
     iota : int32 0, 1, ..., m - 1, or ``None``.
     c, n_chunks : this chunk (its scratch, its own features) and the number of chunks.
+    reg, cls, gini, runs : the scan marks of :func:`_ordered_best`, constants of the
+        caller (:func:`search_marks`): compiled once for each set of marks.
     """
     keys = ps.keys
     ranks = ps.ranks
@@ -653,18 +656,85 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota
             seg = Segment(row, rk, fr.start[j], fr.end[j])
             d, pos = _ordered_best(seg, tg, rules, value[node], fnode[node, F_IMPURITY],
                                    fr.mean[j], fnode[node, F_WEIGHT], fr.sum[j], tied,
-                                   scratch, cand, gathered, c, iota)
+                                   scratch, cand, gathered, c, iota, reg, cls, gini, runs)
             pairs.delta[j * p + f] = d
             pairs.pos[j * p + f] = pos
             j += 1
 
 
-# Inlined where it is called: a call between kernels with array arguments costs about
-# as much as a small node's whole scan (docs/design.md), and trees grown to purity
-# search millions of small (node, feature) pairs.
+# Step 1's kernels for the chunks of a threaded growth, one per family of fits: each
+# calls _search with constant scan marks (search_marks). (The serial growth passes its
+# marks to _search itself: a kernel that only calls another takes most of a second to
+# compile, for its many record arguments.)
+
+@jit(borrowed=True)
+def _search_regression(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota,
+                       c, n_chunks):
+    """:func:`_search` for regression."""
+    _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
+            n_chunks, True, None, None, None)
+
+
+@jit(borrowed=True)
+def _search_gini(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
+                 n_chunks):
+    """:func:`_search` for Gini where every node takes the lean scan or the general one
+    (:func:`search_marks`)."""
+    _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
+            n_chunks, None, True, True, None)
+
+
+@jit(borrowed=True)
+def _search_runs(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
+                 n_chunks):
+    """:func:`_search` for classification that never takes the lean Gini scan."""
+    _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
+            n_chunks, None, True, None, True)
+
+
+@jit(borrowed=True)
+def _search_classification(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered,
+                           iota, c, n_chunks):
+    """:func:`_search` for classification, every scan."""
+    _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
+            n_chunks, None, True, True, True)
+
+
+#: The kernel of step 1 for a threaded growth, by scan marks (:func:`search_marks`).
+SEARCH_KERNELS = {(True, None, None, None): _search_regression,
+                  (None, True, True, None): _search_gini,
+                  (None, True, None, True): _search_runs,
+                  (None, True, True, True): _search_classification}
+
+
+def search_marks(tg):
+    """The scan marks of step 1 (:func:`_ordered_best`) for a fit with targets ``tg``,
+    ``(reg, cls, gini, runs)``, each ``True`` or ``None``: the fewest scans that still
+    hold every scan the fit can reach, so that every pair takes the scan it would take
+    with all of them and the tree is the same.
+
+    The lean Gini scan is reached only by Gini with unit weights and labels in the keys;
+    the scan by runs of the other criteria (:func:`cartjit._splitter.best_split_class_runs`)
+    by those with labels in the keys, and by Gini there only at a node whose classes
+    present do not share one factor (:func:`cartjit._splitter.equal_factors`). That
+    cannot happen when the spread of all the factors is within ``EQUAL_FACTORS_RTOL``
+    of the smallest: a node's spread is at most that, and its largest factor at least
+    the smallest (the float operations are monotone, so the bound holds as computed).
+    """
+    if tg.criterion == SQUARED_ERROR:
+        return True, None, None, None
+    if tg.criterion != GINI or not tg.unit_weights or tg.mask == 0:
+        return None, True, None, True
+    f = tg.factor
+    lo = float(f.min())
+    if lo > 0.0 and float(f.max()) - lo <= EQUAL_FACTORS_RTOL * lo:
+        return None, True, True, None
+    return None, True, True, True
+
+
 @jit(inline="always")
 def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scratch, cand,
-                  gathered, c, iota):
+                  gathered, c, iota, reg, cls, gini, runs):
     """Step 1, one (node, ordered feature) pair: the best split of ``seg``; returns
     ``(Δi, pos)`` (see :func:`_search` for which scan serves which pair).
 
@@ -680,28 +750,40 @@ def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scra
     gathered, c, iota : :func:`_unit_scan_gathered`'s scratch (row c is this
         thread's) and identity keys; ``None``: the scan on the keys only, and the
         gathered scan is not compiled in (Numba prunes the branch before typing).
+    reg, cls, gini, runs : scan marks, ``True`` or ``None``: ``None`` where the fit
+        cannot reach the regression scans, the classification scans, the lean Gini scan
+        or the scan by runs of the other criteria (:func:`search_marks`); Numba prunes
+        the scans of a ``None`` mark before typing.
     """
     criterion = tg.criterion
     min_leaf = rules.min_samples_leaf
     if criterion == SQUARED_ERROR:
-        if tg.unit_weights and not tied:  # the lean scan, inlined here
-            if gathered is not None:
-                n_seg = seg.end - seg.start
-                if n_seg >= GATHER_MIN and 2 * n_seg + _SCAN_SKIP <= gathered.shape[1]:
-                    return _unit_scan_gathered(seg.keys, seg.start, seg.end, tg, mean,
-                                               s_total, imp, min_leaf, gathered[c], iota)
-            return best_split_regression_unit(seg.keys, seg.start, seg.end, tg.y_reg, mean,
-                                              s_total, imp, tie_tolerance(imp), min_leaf)
-        return best_split_regression(seg, tg.y_reg, tg.w, tg.unit_weights, mean, w_total,
-                                     s_total, imp, min_leaf)
-    if (criterion == GINI and tg.unit_weights and tg.mask != 0 and not tied
-            and equal_factors(total, tg.factor)):
-        return best_split_gini_runs(seg, tg, total, imp, min_leaf, rules.simd, scratch, cand)
-    if tg.mask != 0 and not tied and (criterion != ENTROPY or tg.xlogx.shape[0] > 0):
-        return best_split_class_runs(seg, tg, total, imp, min_leaf, rules.simd, scratch,
-                                     cand)
-    runs = (criterion == GINI or criterion == ENTROPY) and not tied
-    return best_split_classification(seg, tg, total, imp, min_leaf, runs, rules.simd,
+        if reg is not None:
+            if tg.unit_weights and not tied:  # the lean scan, inlined here
+                if gathered is not None:
+                    n_seg = seg.end - seg.start
+                    if n_seg >= GATHER_MIN and 2 * n_seg + _SCAN_SKIP <= gathered.shape[1]:
+                        return _unit_scan_gathered(seg.keys, seg.start, seg.end, tg, mean,
+                                                   s_total, imp, min_leaf, gathered[c], iota)
+                return best_split_regression_unit(seg.keys, seg.start, seg.end, tg.y_reg,
+                                                  mean, s_total, imp, tie_tolerance(imp),
+                                                  min_leaf)
+            return best_split_regression(seg, tg.y_reg, tg.w, tg.unit_weights, mean, w_total,
+                                         s_total, imp, min_leaf)
+        return -np.inf, -1  # not reached: regression fits search with reg
+    if cls is None:
+        return -np.inf, -1  # not reached: classification fits search with cls
+    if gini is not None:
+        if (criterion == GINI and tg.unit_weights and tg.mask != 0 and not tied
+                and equal_factors(total, tg.factor)):
+            return best_split_gini_runs(seg, tg, total, imp, min_leaf, rules.simd, scratch,
+                                        cand)
+    if runs is not None:
+        if tg.mask != 0 and not tied and (criterion != ENTROPY or tg.xlogx.shape[0] > 0):
+            return best_split_class_runs(seg, tg, total, imp, min_leaf, rules.simd, scratch,
+                                         cand)
+    by_runs = (criterion == GINI or criterion == ENTROPY) and not tied
+    return best_split_classification(seg, tg, total, imp, min_leaf, by_runs, rules.simd,
                                      scratch, cand)
 
 
@@ -1897,7 +1979,8 @@ def _present_best(row, rk, codes, is_cat, tied, node, start, pend, end, mean, s_
                               mean, level_f, level_i, lm)
     else:
         d, pos = _ordered_best(Segment(row, rk, start, pend), tg, rules, total, imp, mean,
-                               w_total, s_sum, tied, scratch, cand, None, 0, None)
+                               w_total, s_sum, tied, scratch, cand, None, 0, None,
+                               True, True, True, True)
     if pos >= 0:
         d *= scale
     return d, pos
@@ -2881,7 +2964,7 @@ def _more_rows(arr, needed):
 
 @jit
 def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets, gathered,
-                 iota):
+                 iota, reg, cls, gini, runs):
     """:func:`grow` on one thread without missing values, compiled: the set-up
     (:func:`_start`) and then steps 1 to 4 call the kernels above exactly as the Python
     loop of :func:`grow` does with one chunk each, so the tree is the same; only the
@@ -2893,7 +2976,8 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
     subset code (the subset search, the level sets of competitors).
 
     ``gathered`` and ``iota`` are :func:`_search`'s scratch for large segments (one row),
-    or ``None``.
+    or ``None``; ``reg, cls, gini, runs`` its scan marks (:func:`search_marks`): the
+    growth is compiled once for each set, with only the scans it names.
 
     Returns ``(nodes, level_sets, tables, n_nodes, n_rows)``: the tables, reallocated
     where they needed more rows, the number of nodes and of level-set rows used.
@@ -2926,7 +3010,8 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
                              fr.mean[b0:b1], fr.sum[b0:b1])
             _search(ps, batch, nodes, tg, rules, work, pairs, step_counters(1),
-                    _case_blocks(batch.start, batch.end, CASE_BLOCK), gathered, iota, 0, 1)
+                    _case_blocks(batch.start, batch.end, CASE_BLOCK), gathered, iota, 0, 1,
+                    reg, cls, gini, runs)
             if cat is not None:
                 _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
@@ -3164,7 +3249,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
         if pool is None and not mv and COMPILED_DRIVER:  # one compiled call grows it
             nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
                 X, presorted, nodes, tg, rules, work, level_sets, tables, cat if n_cat else None,
-                bitsets, unit_gathered, unit_iota)
+                bitsets, unit_gathered, unit_iota, *search_marks(tg))
             fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
         else:
             if tg.shift:
@@ -3216,7 +3301,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                                batch, nodes, tg, rules, work, pairs, gathered, iota,
                                step_counters(n_threads))
                 else:
-                    run_chunks(pool, min(n_threads, n_pairs), _search, presorted, batch,
+                    run_chunks(pool, min(n_threads, n_pairs),
+                               SEARCH_KERNELS[search_marks(tg)], presorted, batch,
                                nodes, tg, rules, work, pairs, step_counters(n_threads),
                                _case_blocks(batch.start, batch.end, CASE_BLOCK),
                                unit_gathered, unit_iota)

@@ -504,8 +504,17 @@ def apply(feature, threshold, left, X, routing=None):
     step["child0"] = np.where(own, np.arange(n_nodes), left)
     step["feature"] = feat
     X = np.ascontiguousarray(X, dtype=np.float64)
-    n = X.shape[0]
+    n, p = X.shape
     n_chunks = max(1, min(-(-n // CHUNK_ROWS), 16 * numba.get_num_threads()))
+    if n_chunks == 1 and p > 0 and not routing.subset_splits:
+        # One chunk: the blind walk alone, where every row is finite (the same walk as
+        # the kernel's chunk). The parallel kernel and the careful walk are compiled
+        # only when a prediction needs them, not by the first small one.
+        out = np.empty(n, dtype=np.int64)
+        xs = X.reshape(n * p)
+        leaf = int(np.flatnonzero(is_leaf)[0])
+        if _blind_walk(step, xs, xs.view(np.uint64), p, out, 0, n, leaf) == 0:
+            return out, 0
     return _apply_streamed(step, kids, feat, thr, routing, X, n_chunks)
 
 

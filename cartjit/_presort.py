@@ -240,7 +240,10 @@ def _radix_order(sk, order, buf_k, buf_i, counts, bits, n_passes, n_low):
             break
         first = 0  # too many keys differ only in their low digits: sort by every digit
     if in_buffer:
-        order[:] = src_i
+        # a loop: ``order[:] = src_i`` would compile Numba's shape check, whose error
+        # message (string formatting) costs more than a second to compile
+        for i in range(n):
+            order[i] = src_i[i]
     return in_buffer
 
 

@@ -633,8 +633,9 @@ def best_split_class_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch
             for j in range(n_classes):
                 best_left[j] = left[j]
         elif num * best_den >= lo_num * den:
-            best_delta, won = _near_tie(seg, pos, best_pos, best_delta, tg, total, scratch,
-                                        node_impurity, tol)
+            # pos as int64, as the other scans pass it: one compiled _near_tie serves all
+            best_delta, won = _near_tie(seg, np.int64(pos), best_pos, best_delta, tg, total,
+                                        scratch, node_impurity, tol)
             if logs:
                 _log2_factors(factor, right)
             if not won:

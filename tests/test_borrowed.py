@@ -74,7 +74,7 @@ def test_borrowed_kernels_return_no_array():
     # Kernels loaded from Numba's cache carry their callees compiled in, so a callee has
     # signatures to check only where this process compiled it (an empty cache); the
     # kernels the grower calls from Python always have theirs.
-    assert {"cartjit._builder._search", "cartjit._builder._search_subsets",
+    assert {"cartjit._builder._search_gini", "cartjit._builder._search_subsets",
             "cartjit._builder._partition", "cartjit._builder._children",
             "cartjit._builder._choose"} <= checked
 

@@ -161,6 +161,10 @@ def _compile_threaded(classifier, regressor):
         for cat in ([], [3]):
             classifier(max_depth=3, categorical_features=cat).fit(Xi, y2)
             regressor(max_depth=3, categorical_features=cat).fit(Xi, yr)
+    # the other kernels of step 1 (cartjit._builder.SEARCH_KERNELS): without the lean
+    # Gini scan, and with every classification scan (class factors that differ)
+    classifier("entropy", max_depth=3).fit(X, y2)
+    classifier(max_depth=3, priors=[0.3, 0.7]).fit(X, y2)
     # a tree of thousands of splits: the weakest-link loop shared out by branches
     regressor().fit(X, yr)
 
