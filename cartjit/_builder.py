@@ -725,9 +725,9 @@ def search_marks(tg):
         return True, None, None, None
     if tg.criterion != GINI or not tg.unit_weights or tg.mask == 0:
         return None, True, None, True
-    f = tg.factor
-    lo = float(f.min())
-    if lo > 0.0 and float(f.max()) - lo <= EQUAL_FACTORS_RTOL * lo:
+    f = tg.factor.tolist()  # (a list: a few µs less for a small fit)
+    lo = min(f)
+    if lo > 0.0 and max(f) - lo <= EQUAL_FACTORS_RTOL * lo:
         return None, True, True, None
     return None, True, True, True
 
