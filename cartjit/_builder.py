@@ -48,7 +48,9 @@ For classification the keys carry the class labels (``case << shift | class``, s
 is looked up.
 
 The same kernels grow classification trees (``criterion`` < ``SQUARED_ERROR``, labels in
-``y_class``) and regression trees (``y_reg``), so one compiled signature serves both.
+``y_class``) and regression trees (``y_reg``), so one compiled signature serves both,
+except step 1 and the serial driver: they take scan marks (:func:`search_marks`), so
+that a fit compiles only the scans it can reach.
 Case indices refer to rows of the full arrays ``X``, ``y_*`` and ``w``; a subset of cases
 (a cross-validation fold) is grown by passing only its keys
 (:func:`cartjit._presort.subset_keys`).
