@@ -127,3 +127,29 @@ def test_threads_are_used_by_the_threaded_cases():
     X, y, _ = _problem(20_000, 5)
     CARTClassifier("entropy", max_depth=3).fit(X, y)
     assert len(_builder._search_runs.signatures) >= 1
+
+
+def test_cartjit_compile_covers_every_set_of_scan_marks():
+    """After ``cartjit compile`` (compiled here, or loaded from the cache), a serial fit
+    of any kind compiles no new version of the driver or the search."""
+    from cartjit import CARTRegressor
+    from cartjit.experiments.warmup import compile_kernels
+
+    compile_kernels()
+    kernels = [_builder._grow_serial, _builder._search]
+
+    def count():
+        return [len(k.signatures) for k in kernels]
+
+    before = count()
+    X, y, w = _problem(120, 3)
+    X[:, 3] = np.arange(120) % 4
+    for cat in ([], [3]):
+        for weighted in (False, True):
+            kw = {"sample_weight": w} if weighted else {}
+            for criterion in ("gini", "entropy", "twoing"):
+                for priors in ("empirical", "equal", [0.2, 0.5, 0.3]):
+                    CARTClassifier(criterion, priors=priors, categorical_features=cat).fit(
+                        X, y, **kw)
+            CARTRegressor(categorical_features=cat).fit(X, X[:, 0] + y, **kw)
+    assert count() == before

@@ -105,6 +105,8 @@ def compile_kernels():
         cost[0, 1] = 2.0
         CARTClassifier(criterion, priors="equal", cost=cost, max_depth=3).fit(X, y3)
         CARTClassifier(criterion, priors=np.array([0.2, 0.3, 0.5])).fit(X, y3)
+        CARTClassifier(criterion, priors=np.array([0.2, 0.3, 0.5]),
+                       categorical_features=[2]).fit(X, y3)
         for stratify in (False, True):
             CARTClassifierCV(criterion, cv=5, random_state=0, stratify=stratify).fit(X, y3)
         CARTClassifierCV(criterion, cv=3, n_repeats=2, random_state=1).fit(
