@@ -42,7 +42,8 @@ from numba.core.extending import intrinsic
 
 from ._config import PARALLEL, jit, jit_parallel
 
-__all__ = ["LAUNCH", "launch_pool", "launch", "address", "LAUNCHERS", "next_unit"]
+__all__ = ["LAUNCH", "launch_pool", "launch", "address", "address_of", "cached_addresses",
+           "call_at", "LAUNCHERS", "next_unit"]
 
 
 @intrinsic
@@ -194,6 +195,35 @@ def address(fn, args):
     found = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
     _ADDRESSES[key] = found
     return found
+
+
+def address_of(fn, argtys):
+    """Address of ``fn``'s compiled signature for the Numba types ``argtys`` (compiled,
+    or loaded from the cache); ``TypeError`` if it returns a value (see :func:`address`).
+    For a compiled caller that calls ``fn`` through :func:`call_at` with exactly those
+    types, so that ``fn``'s code is not linked into the caller's and optimised again."""
+    argtys = tuple(argtys)
+    fn.compile(argtys)
+    cres = fn.overloads[argtys]
+    if cres.signature.return_type != types.none:
+        raise TypeError(f"{fn.py_func.__name__} returns {cres.signature.return_type}: only "
+                        "kernels that return nothing are called by address")
+    return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+
+
+def cached_addresses(key, make):
+    """The addresses ``make()`` returns, made once per process for ``key`` (a tuple that
+    determines every argument type they were made for)."""
+    key = ("addresses",) + tuple(key)
+    found = _ADDRESSES.get(key)
+    if found is None:
+        found = make()
+        _ADDRESSES[key] = found
+    return found
+
+
+#: Call a compiled function by address from a kernel (see :func:`address_of`).
+call_at = _call_at
 
 
 def launch(n_chunks, fn, *args):
