@@ -20,6 +20,10 @@ types of its arguments, so only the engine's own types may be launched: a type d
 outside cartjit (a test's NamedTuple, say) would leave an index that a process without
 its module cannot load.
 
+The serial growth driver (:func:`cartjit._builder._grow_serial`) calls its large step
+kernels the same way, through :func:`call_at` with addresses from :func:`address_of`,
+for the same reason: their code stays out of each version of the driver.
+
 Chunks may also share a step's work out as they go, each taking the next unit from a
 counter incremented atomically (:func:`next_unit`; the grower's searches and partition
 take blocks of (node, feature) pairs so), so that a chunk on a slower core takes fewer.
