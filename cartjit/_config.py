@@ -161,6 +161,10 @@ def drop_stale_kernels():
     except OSError:
         pass
     try:
+        # made here if it does not exist yet (a new NUMBA_CACHE_DIR, or no __pycache__
+        # with PYTHONDONTWRITEBYTECODE): an unstamped cache would be emptied again by
+        # the next process, which would compile every kernel a second time
+        os.makedirs(directory, exist_ok=True)
         modules = {n[:-3] for n in os.listdir(package_dir) if n.endswith(".py")}
         for name in os.listdir(directory):
             if name.endswith((".nbi", ".nbc")) and name.split(".", 1)[0] in modules:
@@ -168,7 +172,6 @@ def drop_stale_kernels():
                     os.remove(os.path.join(directory, name))
                 except OSError:
                     pass
-        os.makedirs(directory, exist_ok=True)
         tmp = f"{stamp_file}.{os.getpid()}"
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(stamp)

@@ -110,6 +110,26 @@ def test_a_missing_engine_module_leaves_the_cache_and_raises_nothing(tmp_path, m
     assert cached.exists()
     assert not (tmp_path / "cartjit-engine.stamp").exists()
 
+def test_a_cache_directory_that_does_not_exist_yet_is_made_and_stamped(tmp_path,
+                                                                      monkeypatch):
+    """The first process with a new cache directory makes it and stamps it, so that the
+    kernels it compiles stay for the next process (unstamped, the next one emptied the
+    cache and compiled everything again)."""
+    from cartjit import _config
+
+    directory = tmp_path / "new" / "cache"
+    monkeypatch.setattr(_config, "CACHE", True)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(directory))
+    _config.drop_stale_kernels()
+    stamp = directory / "cartjit-engine.stamp"
+    assert stamp.read_text() == _config._engine_stamp(
+        os.path.dirname(os.path.abspath(_config.__file__)))
+    kept = directory / "_builder._search-1.py311.nbi"
+    kept.write_text("x")
+    _config.drop_stale_kernels()  # the next process: same engine, nothing dropped
+    assert kept.exists()
+
+
 def test_the_engine_stamp_covers_every_module_a_kernel_carries():
     """Every module that defines a kernel, and every cartjit module such a module
     imports from (transitively), is stamped: a change to any of them must drop the
