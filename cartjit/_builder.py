@@ -59,7 +59,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from ._config import jit
@@ -81,7 +80,7 @@ from ._subsets import (BITSET_LEVELS, CODE, NCASE, SCAN_CASES, SIDE,
                        subset_regression_scan)
 from ._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, MIN_ADJ, MARK_PACK,
                           categorical_surrogate, ordered_surrogate)
-from ._team import address_of, cached_addresses, call_at, next_unit
+from ._team import next_unit
 from ._tree import Tree
 
 __all__ = ["Grown", "Nodes", "Frontier", "Children", "Rules", "Splits", "Pairs", "Work",
@@ -2967,7 +2966,7 @@ def _more_rows(arr, needed):
 
 @jit
 def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets, gathered,
-                 iota, reg, cls, gini, runs, at):
+                 iota, reg, cls, gini, runs):
     """:func:`grow` on one thread without missing values, compiled: the set-up
     (:func:`_start`) and then steps 1 to 4 call the kernels above exactly as the Python
     loop of :func:`grow` does with one chunk each, so the tree is the same; only the
@@ -2982,20 +2981,11 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
     or ``None``; ``reg, cls, gini, runs`` its scan marks (:func:`search_marks`): the
     growth is compiled once for each set, with only the scans it names.
 
-    ``at`` holds the addresses of the large step kernels (:func:`_driver_addresses`),
-    called through :func:`cartjit._team.call_at`: a kernel called by name has its code
-    (and its callees') linked into the driver's and optimised again, 2-3 s of a cold
-    start for each version of the driver.
-
-    Returns ``(nodes, level_sets, tables, n_nodes, n_rows, failed)``: the tables,
-    reallocated where they needed more rows, the number of nodes and of level-set rows
-    used, and whether a kernel called by address raised.
+    Returns ``(nodes, level_sets, tables, n_nodes, n_rows)``: the tables, reallocated
+    where they needed more rows, the number of nodes and of level-set rows used.
     """
     keys = ps.keys
     p = keys.shape[0]
-    c0 = np.int64(0)  # the chunk and the number of chunks of the kernels' (c, n)
-    n1 = np.int64(1)
-    failed = False
     rules, fr = _start(keys, nodes, tg, rules, tg.shift > 0)
     max_comp = rules.max_competitor
     n_nodes = 1
@@ -3021,17 +3011,15 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                           np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
                              fr.mean[b0:b1], fr.sum[b0:b1])
-            failed |= call_at(at[0], (ps, batch, nodes, tg, rules, work, pairs,
-                                      step_counters(1),
-                                      _case_blocks(batch.start, batch.end, CASE_BLOCK),
-                                      gathered, iota, c0, n1, reg, cls, gini, runs))
+            _search(ps, batch, nodes, tg, rules, work, pairs, step_counters(1),
+                    _case_blocks(batch.start, batch.end, CASE_BLOCK), gathered, iota, 0, 1,
+                    reg, cls, gini, runs)
             if cat is not None:
-                failed |= call_at(at[1], (ps, batch, nodes, tg, rules, work, pairs, cat, c0,
-                                          n1))
+                _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
                           splits.stop[b0:b1], splits.w_left[b0:b1], splits.w_right[b0:b1],
                           splits.tie_left[b0:b1])
-            failed |= call_at(at[2], (X, ps, batch, nodes, tg, rules, pairs, part, c0, n1))
+            _choose(X, ps, batch, nodes, tg, rules, pairs, part, 0, 1)
             _mark_sides(ps, batch, part, tg.shift, work.goes_left)
             n_new, n_new_rows = _number_splits(ps, batch, nodes, part, n_nodes + 2 * n_split,
                                                n_rows)
@@ -3040,15 +3028,14 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                 _record_subsets(ps, batch, nodes, tg, rules, part, pairs, work, level_sets)
             if max_comp and n_new:
                 picks = np.empty((b1 - b0, max_comp), dtype=np.int64)
-                failed |= call_at(at[3], (batch, nodes, rules, part, pairs, picks, c0, n1))
-                failed |= call_at(at[4], (ps, batch, nodes, rules, part, pairs, np.bool_(False),
-                                          tables, picks))
+                _pick_competitors(batch, nodes, rules, part, pairs, picks, 0, 1)
+                _rank_competitors(ps, batch, nodes, rules, part, pairs, False, tables, picks)
                 if cat is None:  # compiled without the subset code
-                    failed |= call_at(at[5], (X, ps, batch, nodes, tg, rules, part, pairs,
-                                              work, None, tables, c0, n1))
+                    _fill_competitors(X, ps, batch, nodes, tg, rules, part, pairs, work,
+                                      None, tables, 0, 1)
                 else:
-                    failed |= call_at(at[5], (X, ps, batch, nodes, tg, rules, part, pairs,
-                                              work, level_sets, tables, c0, n1))
+                    _fill_competitors(X, ps, batch, nodes, tg, rules, part, pairs, work,
+                                      level_sets, tables, 0, 1)
             n_rows = tables.rows[2]
             n_split += n_new
         if n_split == 0:
@@ -3058,7 +3045,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
         kids = Children(np.empty(n_child, dtype=np.int64), np.empty(n_child, dtype=np.int64),
                         np.empty(n_child, dtype=np.int64), np.zeros(n_child, dtype=np.float64),
                         np.zeros(n_child, dtype=np.float64), np.zeros(n_child, dtype=np.uint8))
-        failed |= call_at(at[6], (keys, sp_index, fr, splits, nodes, tg, rules, kids, c0, n1))
+        _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, 0, 1)
         # Only splits with a child that may split again need sorted child segments.
         n_part = 0
         sides = np.empty(n_split, dtype=np.uint8)
@@ -3069,57 +3056,14 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                 sides[n_part] = side
                 n_part += 1
         if n_part > 0:
-            failed |= call_at(at[7], (keys, tg.shift, sp_index[:n_part], sides[:n_part],
-                                      splits, fr, work, rules.simd, step_counters(1), c0, n1))
+            _partition(keys, tg.shift, sp_index[:n_part], sides[:n_part], splits, fr, work,
+                       rules.simd, step_counters(1), 0, 1)
         n_nodes += n_child
         ok = np.flatnonzero(kids.ok)
         fr = Frontier(kids.node[ok], kids.start[ok], kids.end[ok], kids.mean[ok],
                       kids.sum[ok])
-    return nodes, level_sets, tables, n_nodes, n_rows, failed
+    return nodes, level_sets, tables, n_nodes, n_rows
 
-
-def _driver_addresses(X, ps, nodes, tg, rules, work, level_sets, tables, cat, gathered, iota,
-                      marks):
-    """The addresses of the step kernels :func:`_grow_serial` calls through
-    :func:`cartjit._team.call_at`, for the argument types the driver passes them (its
-    records are built here, empty, with the same fields): made once per process for each
-    version of the driver (scan marks, categorical features or not, gathered scan or
-    not), which fixes every type."""
-    def make():
-        t = numba.typeof
-        i64 = numba.types.int64
-        flag = numba.types.boolean
-        e = np.empty
-        fr = t(Frontier(e(0, np.int64), e(0, np.int64), e(0, np.int64), e(0), e(0)))
-        pairs = t(Pairs(e(0), e(0, np.int64), e(0, np.int64), e(0, np.uint64),
-                        e(0, np.uint64)))
-        splits = t(Splits(*(e(0, dt) for dt in (np.int64, np.int64, np.int64, np.int64,
-                                                 np.float64, np.float64, np.int64))))
-        kids = t(Children(e(0, np.int64), e(0, np.int64), e(0, np.int64), e(0), e(0),
-                          e(0, np.uint8)))
-        ints = t(e(0, np.int64))
-        picks = t(e((0, 0), np.int64))
-        common = (t(ps), fr, t(nodes), t(tg), t(rules), t(work), pairs)
-        return (
-            address_of(_search, common + (ints, ints, t(gathered), t(iota), i64, i64)
-                       + tuple(t(m) for m in marks)),
-            0 if cat is None else address_of(_search_subsets, common + (t(cat), i64, i64)),
-            address_of(_choose, (t(X), t(ps), fr, t(nodes), t(tg), t(rules), pairs, splits,
-                                 i64, i64)),
-            address_of(_pick_competitors, (fr, t(nodes), t(rules), splits, pairs, picks, i64,
-                                           i64)),
-            address_of(_rank_competitors, (t(ps), fr, t(nodes), t(rules), splits, pairs,
-                                           flag, t(tables), picks)),
-            address_of(_fill_competitors, (t(X), t(ps), fr, t(nodes), t(tg), t(rules), splits,
-                                           pairs, t(work),
-                                           t(None) if cat is None else t(level_sets),
-                                           t(tables), i64, i64)),
-            address_of(_children, (t(ps.keys), ints, fr, splits, t(nodes), t(tg), t(rules),
-                                   kids, i64, i64)),
-            address_of(_partition, (t(ps.keys), i64, ints, t(e(0, np.uint8)), splits, fr,
-                                    t(work), flag, ints, i64, i64)))
-
-    return cached_addresses(("driver", marks, cat is None, gathered is None), make)
 
 
 def _uncleared(shape, dtype):
@@ -3305,15 +3249,9 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                       int(settings.use_surrogate), int(settings.surrogate_style), max_comp)
         n_nodes = 1
         if pool is None and not mv and COMPILED_DRIVER:  # one compiled call grows it
-            marks = search_marks(tg)
-            cat_or_none = cat if n_cat else None
-            at = _driver_addresses(X, presorted, nodes, tg, rules, work, level_sets, tables,
-                                   cat_or_none, unit_gathered, unit_iota, marks)
-            nodes, level_sets, tables, n_nodes, n_rows, failed = _grow_serial(
-                X, presorted, nodes, tg, rules, work, level_sets, tables, cat_or_none,
-                bitsets, unit_gathered, unit_iota, *marks, at)
-            if failed:
-                raise RuntimeError("a step kernel of the compiled growth failed")
+            nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
+                X, presorted, nodes, tg, rules, work, level_sets, tables, cat if n_cat else None,
+                bitsets, unit_gathered, unit_iota, *search_marks(tg))
             fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
         else:
             if tg.shift:

@@ -20,10 +20,6 @@ types of its arguments, so only the engine's own types may be launched: a type d
 outside cartjit (a test's NamedTuple, say) would leave an index that a process without
 its module cannot load.
 
-The serial growth driver (:func:`cartjit._builder._grow_serial`) calls its large step
-kernels the same way, through :func:`call_at` with addresses from :func:`address_of`,
-for the same reason: their code stays out of each version of the driver.
-
 Chunks may also share a step's work out as they go, each taking the next unit from a
 counter incremented atomically (:func:`next_unit`; the grower's searches and partition
 take blocks of (node, feature) pairs so), so that a chunk on a slower core takes fewer.
@@ -46,8 +42,7 @@ from numba.core.extending import intrinsic
 
 from ._config import PARALLEL, jit, jit_parallel
 
-__all__ = ["LAUNCH", "launch_pool", "launch", "address", "address_of", "cached_addresses",
-           "call_at", "LAUNCHERS", "next_unit"]
+__all__ = ["LAUNCH", "launch_pool", "launch", "address", "LAUNCHERS", "next_unit"]
 
 
 @intrinsic
@@ -199,35 +194,6 @@ def address(fn, args):
     found = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
     _ADDRESSES[key] = found
     return found
-
-
-def address_of(fn, argtys):
-    """Address of ``fn``'s compiled signature for the Numba types ``argtys`` (compiled,
-    or loaded from the cache); ``TypeError`` if it returns a value (see :func:`address`).
-    For a compiled caller that calls ``fn`` through :func:`call_at` with exactly those
-    types, so that ``fn``'s code is not linked into the caller's and optimised again."""
-    argtys = tuple(argtys)
-    fn.compile(argtys)
-    cres = fn.overloads[argtys]
-    if cres.signature.return_type != types.none:
-        raise TypeError(f"{fn.py_func.__name__} returns {cres.signature.return_type}: only "
-                        "kernels that return nothing are called by address")
-    return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
-
-
-def cached_addresses(key, make):
-    """The addresses ``make()`` returns, made once per process for ``key`` (a tuple that
-    determines every argument type they were made for)."""
-    key = ("addresses",) + tuple(key)
-    found = _ADDRESSES.get(key)
-    if found is None:
-        found = make()
-        _ADDRESSES[key] = found
-    return found
-
-
-#: Call a compiled function by address from a kernel (see :func:`address_of`).
-call_at = _call_at
 
 
 def launch(n_chunks, fn, *args):

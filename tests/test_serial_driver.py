@@ -90,28 +90,11 @@ def test_numeric_fit_compiles_no_subset_code():
     ``level_sets=None``: the subset kernels are pruned before typing, so a numeric fit
     never compiles them (most of a cold start otherwise); with the arrays they stay."""
     driver = _globals_left(_builder._grow_serial, "cat")
-    assert "call_at" in driver and "_mark_sides" in driver
+    assert "_search" in driver and "_fill_competitors" in driver
     assert not driver & SUBSET_KERNELS
     competitors = _globals_left(_builder._fill_competitors, "level_sets")
     assert "threshold_between" in competitors
     assert not competitors & SUBSET_KERNELS
-    assert "_record_subsets" in _globals_left(_builder._grow_serial, "")
+    assert {"_search_subsets", "_record_subsets"} <= _globals_left(_builder._grow_serial, "")
     assert {"_level_sets_of_pair", "_level_sets_from_bits"} <= _globals_left(
         _builder._fill_competitors, "")
-
-
-def test_the_driver_calls_the_subset_search_only_with_categorical_features():
-    """The step kernels the driver calls by address are compiled for it by
-    ``_driver_addresses``: the subset search only for a version with categorical
-    features (a numeric fit's address is 0 and never called)."""
-    from cartjit import _team
-
-    X, y, _ = _data(3, n=60)
-    CARTClassifier().fit(X, y)
-    CARTClassifier(categorical_features=[4]).fit(X, y)
-    # key: ("addresses", "driver", scan marks, no categorical feature, no gathered scan)
-    found = {k[3]: v for k, v in _team._ADDRESSES.items()
-             if isinstance(k, tuple) and k[:2] == ("addresses", "driver")}
-    assert found[True][1] == 0 and found[False][1] != 0
-    found = list(found.values())
-    assert all(all(a != 0 for i, a in enumerate(v) if i != 1) for v in found)
