@@ -728,8 +728,9 @@ def search_marks(tg):
     if tg.criterion != GINI or not tg.unit_weights or tg.mask == 0:
         return None, True, None, True
     f = tg.factor.tolist()  # (a list: a few µs less for a small fit)
-    lo = min(f)
-    if lo > 0.0 and max(f) - lo <= EQUAL_FACTORS_RTOL * lo:
+    # every factor > 0 (none 0, as for a class absent from the cases, none NaN): then
+    # min and max do not depend on the order, and an infinite one fails the bound
+    if all(v > 0.0 for v in f) and max(f) - min(f) <= EQUAL_FACTORS_RTOL * min(f):
         return None, True, True, None
     return None, True, True, True
 

@@ -35,6 +35,8 @@ def test_marks_by_kind_of_fit():
     apart = third * (1.0 + 4.0 * EQUAL_FACTORS_RTOL)
     assert _builder.search_marks(_targets(GINI, [third, apart])) == EVERY_CLASS_SCAN
     assert _builder.search_marks(_targets(GINI, [0.0, 0.5])) == EVERY_CLASS_SCAN
+    for odd in ([0.5, np.nan], [np.nan, 0.5], [np.nan, np.nan], [0.5, np.inf]):
+        assert _builder.search_marks(_targets(GINI, odd)) == EVERY_CLASS_SCAN, odd
     # the lean Gini scan needs unit weights and labels in the keys
     assert _builder.search_marks(_targets(GINI, [0.5, 0.5], unit_weights=False)) == (
         None, True, None, True)
