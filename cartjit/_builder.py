@@ -719,8 +719,8 @@ def search_marks(tg):
     the scan by runs of the other criteria (:func:`cartjit._splitter.best_split_class_runs`)
     by those with labels in the keys, and by Gini there only at a node whose classes
     present do not share one factor (:func:`cartjit._splitter.equal_factors`). That
-    cannot happen when the spread of all the factors is within ``EQUAL_FACTORS_RTOL``
-    of the smallest: a node's spread is at most that, and its largest factor at least
+    cannot happen when every factor is > 0 and their spread is within
+    ``EQUAL_FACTORS_RTOL`` of the smallest: a node's spread is at most that, and its largest factor at least
     the smallest (the float operations are monotone, so the bound holds as computed).
     """
     if tg.criterion == SQUARED_ERROR:
