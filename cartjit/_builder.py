@@ -720,8 +720,9 @@ def search_marks(tg):
     by those with labels in the keys, and by Gini there only at a node whose classes
     present do not share one factor (:func:`cartjit._splitter.equal_factors`). That
     cannot happen when every factor is > 0 and their spread is within
-    ``EQUAL_FACTORS_RTOL`` of the smallest: a node's spread is at most that, and its largest factor at least
-    the smallest (the float operations are monotone, so the bound holds as computed).
+    ``EQUAL_FACTORS_RTOL`` of the smallest: a node's spread is at most that, and its
+    largest factor at least the smallest (the float operations are monotone, so the
+    bound holds as computed).
     """
     if tg.criterion == SQUARED_ERROR:
         return True, None, None, None
@@ -735,6 +736,9 @@ def search_marks(tg):
     return None, True, True, True
 
 
+# Inlined where it is called: a call between kernels with array arguments costs about
+# as much as a small node's whole scan (docs/design.md), and trees grown to purity
+# search millions of small (node, feature) pairs.
 @jit(inline="always")
 def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scratch, cand,
                   gathered, c, iota, reg, cls, gini, runs):
@@ -3249,10 +3253,11 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                       int(settings.max_categories_exhaustive), max_sur,
                       int(settings.use_surrogate), int(settings.surrogate_style), max_comp)
         n_nodes = 1
+        marks = search_marks(tg)  # the scans step 1 compiles in (one set per fit)
         if pool is None and not mv and COMPILED_DRIVER:  # one compiled call grows it
             nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
                 X, presorted, nodes, tg, rules, work, level_sets, tables, cat if n_cat else None,
-                bitsets, unit_gathered, unit_iota, *search_marks(tg))
+                bitsets, unit_gathered, unit_iota, *marks)
             fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
         else:
             if tg.shift:
@@ -3304,8 +3309,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                                batch, nodes, tg, rules, work, pairs, gathered, iota,
                                step_counters(n_threads))
                 else:
-                    run_chunks(pool, min(n_threads, n_pairs),
-                               SEARCH_KERNELS[search_marks(tg)], presorted, batch,
+                    run_chunks(pool, min(n_threads, n_pairs), SEARCH_KERNELS[marks],
+                               presorted, batch,
                                nodes, tg, rules, work, pairs, step_counters(n_threads),
                                _case_blocks(batch.start, batch.end, CASE_BLOCK),
                                unit_gathered, unit_iota)
