@@ -404,6 +404,26 @@ def test_datasets_lists_the_r_datasets(capsys):
         assert name in text
 
 
+_RUN_MODULES_SCRIPT = """
+import sys
+from cartjit.__main__ import main
+status = main(["run", sys.argv[1], "--out", sys.argv[2], "--backend", "serial", "--quiet"])
+print(status, "sklearn" in sys.modules, "cartjit.estimators" in sys.modules)
+"""
+
+
+def test_run_imports_neither_the_estimators_nor_scikit_learn(tmp_path):
+    """``cartjit run`` fits its cells by the engine's steps; importing scikit-learn (about
+    half a second, most of a small sweep's import time) is left to code that asks for it."""
+    pytest.importorskip("sklearn")
+    cfg = write(tmp_path)
+    out = subprocess.run([sys.executable, "-c", _RUN_MODULES_SCRIPT, str(cfg),
+                          str(tmp_path / "out")], capture_output=True, text=True,
+                         timeout=600, env=child_env(), check=True)
+    assert out.stdout.split() == ["0", "False", "False"], out.stderr
+    assert (tmp_path / "out" / "results.csv").is_file()
+
+
 def test_imports_leave_the_collector_as_found():
     """The command line's imports run with the garbage collector off and leave it as
     they found it: on (collecting again), or off where the caller had turned it off."""
