@@ -8,6 +8,8 @@
                a populated and a disabled Numba cache (compile time is a cost users
                pay).
 ``memory``     ``peakmem_`` of a fit, and ``track_`` of the fit's own peak RSS increase.
+``runner``     the wall time of ``cartjit run`` on the monograph sweep, new process per
+               sample, warm kernel cache, serial and threads backends.
 
 This module holds the helpers they share (nothing here is a benchmark): the sizes,
 seeded data memoised per process (asv re-runs ``setup`` before every sample), and the
