@@ -148,6 +148,19 @@ def estimator(task):
     raise ValueError(f"task must be one of {TASKS!r}, got {task!r}")
 
 
+def cartjit_root():
+    """The sys.path entry that the benchmark process imports cartjit from.
+
+    asv strips ``PYTHONPATH`` from the environment its benchmark processes pass on
+    (``ASV_PYTHONPATH`` reaches only the benchmark process itself), so a benchmark that
+    starts a fresh interpreter names this entry explicitly, to time the same cartjit.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("cartjit")
+    return os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+
+
 @functools.lru_cache(maxsize=None)
 def warm_jit():
     """Compile (or load from the cache) every kernel a fit and a prediction reach.

@@ -29,14 +29,13 @@ removes afterwards.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
 import textwrap
 
-from . import large
+from . import cartjit_root, large
 
 MODES = ("cold", "warm", "off") if large() else ("cold", "warm")
 STAGES = ("fit", "fit_predict") if large() else ("fit_predict",)
@@ -58,22 +57,11 @@ _STATEMENT = {
 }
 
 
-def _cartjit_root():
-    """The sys.path entry that the benchmark process imports cartjit from.
-
-    asv strips ``PYTHONPATH`` from the environment its benchmark processes pass on
-    (``ASV_PYTHONPATH`` reaches only the benchmark process itself), so the fresh
-    interpreter is told explicitly, to time the same cartjit.
-    """
-    spec = importlib.util.find_spec("cartjit")
-    return os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
-
-
 def _env_setup(cache_dir, cache_on):
     """Setup code of the fresh interpreter: path and environment before any import."""
     return textwrap.dedent(f"""\
         import os, sys
-        sys.path.insert(0, {_cartjit_root()!r})
+        sys.path.insert(0, {cartjit_root()!r})
         os.environ["NUMBA_CACHE_DIR"] = {cache_dir!r}
         os.environ["CARTJIT_CACHE"] = {"1" if cache_on else "0"!r}
         """)
@@ -121,4 +109,4 @@ class Import:
     warmup_time = 0.0
 
     def timeraw_import(self):
-        return _STATEMENT["import"], f"import sys; sys.path.insert(0, {_cartjit_root()!r})"
+        return _STATEMENT["import"], f"import sys; sys.path.insert(0, {cartjit_root()!r})"

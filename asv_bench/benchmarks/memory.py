@@ -18,14 +18,13 @@ reads lower. ``peers.py --memory`` measures scikit-learn the same way.
 from __future__ import annotations
 
 import gc
-import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
 import threading
 
-from . import TASKS, dataset, estimator, sizes, warm_jit
+from . import TASKS, cartjit_root, dataset, estimator, sizes, warm_jit
 
 
 def _status_kib(field):
@@ -119,10 +118,8 @@ class FitPeakIncrease:
 
     def track_fit_peak_increase(self, task, n):
         here = os.path.dirname(os.path.abspath(__file__))
-        spec = importlib.util.find_spec("cartjit")
         code = _CHILD.format(
-            # asv strips PYTHONPATH from what it passes on: name cartjit's location.
-            cartjit_root=os.path.dirname(os.path.dirname(os.path.abspath(spec.origin))),
+            cartjit_root=cartjit_root(),
             bench_parent=os.path.dirname(here), pkg=os.path.basename(here),
             task=task, n=n)
         out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],

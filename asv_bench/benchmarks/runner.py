@@ -21,24 +21,17 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import cartjit_root
+
 #: The sweep, from the repository that holds these benchmarks.
 CONFIG = Path(__file__).resolve().parents[2] / "experiments" / "monograph.toml"
 BACKENDS = ("serial", "threads")
 
 
-def _cartjit_root():
-    """The sys.path entry of the cartjit that the benchmark process imports (asv does
-    not pass ``PYTHONPATH`` on to the processes a benchmark starts)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("cartjit")
-    return os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
-
-
 def _run(backend, out):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [_cartjit_root()] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        [cartjit_root()] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     command = [sys.executable, "-m", "cartjit", "run", str(CONFIG), "--out", out, "--quiet",
                "--backend", backend]
     if backend == "threads":
