@@ -240,13 +240,28 @@ class Work(NamedTuple):
                            # with a feature present (missing values)
 
 
-def majority_side(n_cases, left, right, dtype, out=None):
+@jit(borrowed=True)
+def _majority_side(n_cases, left, right, out):
+    for t in range(left.shape[0]):
+        side = 0  # a leaf, or more cases right
+        if left[t] >= 0:
+            n_left, n_right = n_cases[left[t]], n_cases[right[t]]
+            if n_left > n_right:
+                side = 1
+            elif n_left == n_right:
+                side = -1
+        out[t] = side
+
+
+def majority_side(n_cases, left, right, out=None):
     """Each node's majority side: 1 when more learning cases went left, 0 right, -1 as
-    many each way; 0 at a leaf (``left`` < 0). Written to ``out`` when given."""
-    n_left, n_right = n_cases[left], n_cases[right]
-    side = np.subtract(n_left > n_right, n_left == n_right, dtype=dtype, out=out)
-    side[left < 0] = 0
-    return side
+    many each way; 0 at a leaf (``left`` < 0). ``n_cases`` int64, ``left`` and ``right``
+    int32, all contiguous; written to ``out`` (int32) when given, else returned as a new
+    int32 array (one compiled pass: a small fit's NumPy version made seven calls)."""
+    if out is None:
+        out = np.empty(left.shape[0], dtype=np.int32)
+    _majority_side(n_cases, left, right, out)
+    return out
 
 
 class Grown(NamedTuple):
@@ -311,7 +326,7 @@ def assemble_tree(holder, risk, label):
     n_cases, n_primary = ints[[I_N, I_N_PRIMARY]].astype(np.int64)
     left, n_surrogates, n_competitors = ints[I_LEFT], ints[I_N_SUR], ints[I_N_COMP]
     # the row of n (copied to n_cases) takes each node's majority side
-    majority_side(n_cases, left, ints[I_RIGHT], np.int32, out=ints[I_N])
+    majority_side(n_cases, left, ints[I_RIGHT], out=ints[I_N])
     np.copyto(n_primary, 0, where=left < 0)
     for row, count, any_rows in ((I_SUR_START, n_surrogates, n_sur > 0),
                                  (I_COMP_START, n_competitors, n_comp > 0)):
@@ -3071,6 +3086,54 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
 
 
 
+class Sizes(NamedTuple):
+    """The shapes of a small serial growth's tables (:func:`_grow_small`), as
+    :func:`grow` would allocate them."""
+
+    cap: int        # rows of the node tables
+    n_val: int      # columns of the node values (J, or 1)
+    row: int        # scratch row (running class counts)
+    n_lf: int       # per-level statistics (subset splits)
+    n_li: int       # per-level integers (subset splits)
+    n_present: int  # class counts of the cases present
+    n_sets: int     # rows of the level sets (0 without categorical features)
+    n_words: int    # words of a level set
+    sur_cap: int    # rows of the surrogate table
+    comp_cap: int   # rows of the competitor table
+
+
+#: Up to this many node rows (2 n - 1 for n cases), a serial growth's tables are
+#: allocated inside the compiled call (:func:`_grow_small`): a 150-case fit then spends
+#: about 10 µs less on NumPy's calls and on unboxing the records. Larger tables are
+#: NumPy's zero pages, never touched where unused (a compiled ``np.zeros`` writes them).
+SMALL_FIT_ROWS = 4096
+
+
+@jit
+def _grow_small(X, ps, tg, rules, sz, cat, bitsets, gathered, iota, reg, cls, gini, runs):
+    """:func:`_grow_serial` on tables of the shapes ``sz`` allocated here, cleared or
+    not as :func:`grow` allocates them (one thread). Returns what it returns."""
+    n = ps.keys.shape[1]
+    nodes = Nodes(np.zeros((sz.cap, _N_INT), dtype=np.int32),
+                  np.zeros((sz.cap, _N_FLOAT), dtype=np.float64),
+                  np.zeros((sz.cap, sz.n_val), dtype=np.float64))
+    work = Work(np.zeros((1, sz.row), dtype=np.float64),
+                np.empty((1, n + LANES), dtype=np.int32),
+                np.zeros(X.shape[0] + 3, dtype=np.uint8),
+                np.empty(0, dtype=np.int32),
+                np.zeros((1, sz.n_lf), dtype=np.float64),
+                np.zeros((1, sz.n_li), dtype=np.int64),
+                np.zeros((1, sz.n_present), dtype=np.float64))
+    level_sets = np.zeros((sz.n_sets, 2, sz.n_words), dtype=np.uint64)
+    tables = Tables(np.empty((sz.sur_cap, 4), dtype=np.int64),
+                    np.empty((sz.sur_cap, 3), dtype=np.float64),
+                    np.empty((sz.comp_cap, 3), dtype=np.int64),
+                    np.empty((sz.comp_cap, 2), dtype=np.float64),
+                    np.zeros(3, dtype=np.int64))
+    return _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets,
+                        gathered, iota, reg, cls, gini, runs)
+
+
 def _uncleared(shape, dtype):
     """A table whose rows are written before they are read: ``np.empty`` (the tests
     put a sentinel here to check that no unwritten row is read)."""
@@ -3185,9 +3248,6 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     # A tree has at most 2 n - 1 nodes (every leaf holds a case): tables of that many
     # rows (up to PREALLOC_ROWS) are zero pages until written, so they never grow.
     cap = max(64, min(2 * n - 1, PREALLOC_ROWS))
-    nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
-                  np.zeros((cap, _N_FLOAT), dtype=np.float64),
-                  np.zeros((cap, n_val), dtype=np.float64))
     # Per-thread scratch rows (running class counts, written at every scan step; the
     # class counts of the cases present, written at every case of a missing tail) are
     # padded to whole 128-byte blocks so two threads never write the same cache line.
@@ -3195,6 +3255,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     # partition. goes_left is padded by 3 bytes: the 16-key partition reads each mark as
     # a 4-byte word.
     row = -(-3 * max(n_classes, 1) // 16) * 16
+    n_present = -(-max(n_classes, 3) // 16) * 16
     n_levels = presorted.n_levels
     lm = max(n_levels.tolist(), default=0)  # (a list: a few µs less for small trees)
     cat = np.flatnonzero(n_levels).astype(np.int64) if lm else _NO_FEATURES
@@ -3203,14 +3264,7 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     # sets (one bit per level code) grown like the node tables.
     n_words = -(-lm // 64)
     n_lf = float_scratch_size(lm, n_val) if lm else 0
-    work = Work(np.zeros((n_threads, row), dtype=np.float64),
-                np.empty((n_threads, n + LANES), dtype=np.int32),  # room for a block
-                np.zeros(X.shape[0] + 3, dtype=np.uint8),
-                np.empty(0, dtype=np.int32),
-                np.zeros((n_threads, n_lf), dtype=np.float64),
-                np.zeros((n_threads, int_scratch_size(lm) if lm else 0), dtype=np.int64),
-                np.zeros((n_threads, -(-max(n_classes, 3) // 16) * 16), dtype=np.float64))
-    level_sets = np.zeros((16 if lm else 0, 2, n_words), dtype=np.uint64)
+    n_li = int_scratch_size(lm) if lm else 0
     bitsets = 0 < lm <= BITSET_LEVELS  # see Pairs.left_bits
     n_rows = 0
     simd = bool(_config.SIMD)
@@ -3218,12 +3272,6 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     max_sur = int(settings.max_surrogate)
     max_comp = int(settings.max_competitor)
     mv = max_sur > 0 or bool(np.isnan(X).any())
-    missing = np.zeros((p if mv else 0, -(-X.shape[0] // 8)), dtype=np.uint8)
-    # Regression with unit weights: the responses of a pair's present cases are read
-    # once, into a row of ``gathered`` (_gathered_best)
-    gather = mv and not is_class and tg.unit_weights
-    gathered = np.empty((n_threads, 2 * n + _SCAN_SKIP if gather else 0), dtype=np.float64)
-    iota = np.arange(n if gather else 0, dtype=np.int32)
     # Regression with unit weights on complete data: the scan of a large segment on its
     # gathered responses (_unit_scan_gathered), up to GATHER_MAX cases
     m_gather = min(n, GATHER_MAX) if (not mv and not is_class and tg.unit_weights
@@ -3235,6 +3283,35 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     # at most max_sur surrogates and max_comp competitors per split (n - 1 splits at most)
     sur_cap = max(16, min((n - 1) * max_sur, PREALLOC_ROWS))
     comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))
+    rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
+                  float(settings.min_impurity_decrease), 0.0, simd,
+                  int(settings.max_categories_exhaustive), max_sur,
+                  int(settings.use_surrogate), int(settings.surrogate_style), max_comp)
+    marks = search_marks(tg)  # the scans step 1 compiles in (one set per fit)
+    compiled = n_threads == 1 and not mv and COMPILED_DRIVER  # one compiled call grows it
+    if compiled and cap <= SMALL_FIT_ROWS:
+        nodes, level_sets, tables, n_nodes, n_rows = _grow_small(
+            X, presorted, tg, rules, Sizes(cap, n_val, row, n_lf, n_li, n_present,
+                                           16 if lm else 0, n_words, sur_cap, comp_cap),
+            cat if n_cat else None, bitsets, unit_gathered, unit_iota, *marks)
+        return _grown(nodes, level_sets, tables, n_nodes, n_rows)
+    nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
+                  np.zeros((cap, _N_FLOAT), dtype=np.float64),
+                  np.zeros((cap, n_val), dtype=np.float64))
+    work = Work(np.zeros((n_threads, row), dtype=np.float64),
+                np.empty((n_threads, n + LANES), dtype=np.int32),  # room for a block
+                np.zeros(X.shape[0] + 3, dtype=np.uint8),
+                np.empty(0, dtype=np.int32),
+                np.zeros((n_threads, n_lf), dtype=np.float64),
+                np.zeros((n_threads, n_li), dtype=np.int64),
+                np.zeros((n_threads, n_present), dtype=np.float64))
+    level_sets = np.zeros((16 if lm else 0, 2, n_words), dtype=np.uint64)
+    missing = np.zeros((p if mv else 0, -(-X.shape[0] // 8)), dtype=np.uint8)
+    # Regression with unit weights: the responses of a pair's present cases are read
+    # once, into a row of ``gathered`` (_gathered_best)
+    gather = mv and not is_class and tg.unit_weights
+    gathered = np.empty((n_threads, 2 * n + _SCAN_SKIP if gather else 0), dtype=np.float64)
+    iota = np.arange(n if gather else 0, dtype=np.int32)
     # Not zeroed: every row used is written whole before it is read (_write_surrogates,
     # _rank_competitors, _fill_competitors) and only those rows are kept (assemble_tree).
     # Zeroing the worst case cost ~5 ms of a 10^5-row fit on one thread: allocations
@@ -3248,13 +3325,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     try:
         if mv:
             run_chunks(pool, n_threads, _missing_bits, X, missing)
-        rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
-                      float(settings.min_impurity_decrease), 0.0, simd,
-                      int(settings.max_categories_exhaustive), max_sur,
-                      int(settings.use_surrogate), int(settings.surrogate_style), max_comp)
         n_nodes = 1
-        marks = search_marks(tg)  # the scans step 1 compiles in (one set per fit)
-        if pool is None and not mv and COMPILED_DRIVER:  # one compiled call grows it
+        if compiled:
             nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
                 X, presorted, nodes, tg, rules, work, level_sets, tables, cat if n_cat else None,
                 bitsets, unit_gathered, unit_iota, *marks)
@@ -3400,8 +3472,13 @@ def grow(problem, presorted, factor, settings, n_threads=1):
         if pool is not None:
             pool.shutdown(wait=True)
 
-    # Views of the first n_nodes rows: assemble_tree copies what it keeps and frees each
-    # over-allocated table as it goes, so they are never duplicated whole.
+    return _grown(nodes, level_sets, tables, n_nodes, n_rows)
+
+
+def _grown(nodes, level_sets, tables, n_nodes, n_rows):
+    """:func:`grow`'s result from its tables. Views of the first n_nodes rows:
+    assemble_tree copies what it keeps and frees each over-allocated table as it goes, so
+    they are never duplicated whole."""
     n_sur, n_comp = int(tables.rows[0]), int(tables.rows[1])
     return Grown(nodes.inode[:n_nodes], nodes.fnode[:n_nodes], nodes.value[:n_nodes],
                  level_sets[:n_rows],

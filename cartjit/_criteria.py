@@ -116,3 +116,30 @@ def xlogx_table(n):
     for k in range(n + 1):
         out[k] = xlogx(float(k))
     return out
+
+
+@jit
+def min_risk_labels(risks, p_sum, tol_ulps, cost_max):
+    """Each node's least risk R(t) = min_i risks[t, i] and the lowest class i with
+    risks[t, i] <= R(t) + tol_ulps * p_sum[t] * cost_max (0 when none is, as NumPy's
+    argmax of no True), ``p_sum[t]`` the row's Σ_j p(j, t): the products in that order,
+    as NumPy computes ``tol_ulps * p_sum * cost_max``. Returns ``(best, label)``, float64
+    and int32."""
+    m, n_classes = risks.shape
+    best = np.empty(m, dtype=np.float64)
+    label = np.zeros(m, dtype=np.int32)
+    for t in range(m):
+        b = risks[t, 0]
+        for i in range(1, n_classes):
+            if b != b:
+                break
+            r = risks[t, i]
+            if r < b or r != r:  # a NaN carries through, as in NumPy's min
+                b = r
+        best[t] = b
+        bound = b + tol_ulps * p_sum[t] * cost_max
+        for i in range(n_classes):
+            if risks[t, i] <= bound:
+                label[t] = i
+                break
+    return best, label

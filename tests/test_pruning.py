@@ -746,3 +746,53 @@ def test_weakest_link_by_branches_small_and_single(monkeypatch):
     assert not alpha.any()
     assert pruning._branches(left, right, pruning._first_tree(left, right, parent, flat)[2],
                              2) is None
+
+
+def _numpy_risk_labels(value, priors, class_totals, cost):
+    """R(t) and j*(t) as whole-array NumPy expressions: the min over classes, and the
+    first class whose risk is within LABEL_TIE_ULPS ulps (scaled) of it."""
+    from cartjit._fit import _EPS, LABEL_TIE_ULPS
+
+    scale = np.divide(priors, class_totals, out=np.zeros_like(priors),
+                      where=class_totals > 0)
+    p_jt = value * scale
+    risks = p_jt @ cost
+    best = risks.min(axis=1)
+    tol = LABEL_TIE_ULPS * _EPS * p_jt.sum(axis=1) * cost.max()
+    return best, np.argmax(risks <= (best + tol)[:, None], axis=1).astype(np.int32)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_class_risk_is_the_numpy_expression(seed):
+    """class_risk's compiled minimum and label give the doubles and classes of the
+    NumPy expression, with exact ties, near ties within the tolerance, an absent class,
+    unequal priors and costs, and a NaN row."""
+    from cartjit._fit import class_risk
+
+    rng = np.random.default_rng(seed)
+    n_classes = 2 + seed % 4
+    value = rng.integers(0, 4, size=(300, n_classes)).astype(np.float64)
+    value[:20] = value[:20, :1]  # every class the same count
+    value[20:40, 1] = value[20:40, 0] * (1 + 2e-15)  # a count a few ulps from another
+    class_totals = np.full(n_classes, 50.0)  # equal N_j: equal counts, equal p(j, t)
+    if seed % 2:
+        class_totals[-1] = 0.0  # a class absent from the cases (a fold's)
+        value[:, -1] = 0.0
+    priors = (np.full(n_classes, 1.0 / n_classes) if seed % 3 == 0
+              else rng.dirichlet(np.ones(n_classes)))
+    cost = np.ones((n_classes, n_classes)) - np.eye(n_classes)
+    if seed >= 3:
+        cost = cost * rng.integers(1, 5, size=cost.shape)
+    if seed == 5:
+        value[50] = np.nan
+    got = class_risk(value, priors, class_totals, cost)
+    want = _numpy_risk_labels(value, priors, class_totals, cost)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[1].dtype == np.int32
+    if seed == 0:  # equal priors, unit costs, two classes: ties, exact and within ulps
+        risks = value * (priors / class_totals) @ cost
+        assert (risks[:20, 0] == risks[:20, 1]).all()
+        near = slice(20, 40)
+        assert (risks[near, 0] != risks[near, 1]).any()
+        assert (got[1][:40] == 0).all()  # the lowest class wins every tie

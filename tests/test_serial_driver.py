@@ -98,3 +98,26 @@ def test_numeric_fit_compiles_no_subset_code():
     assert {"_search_subsets", "_record_subsets"} <= _globals_left(_builder._grow_serial, "")
     assert {"_level_sets_of_pair", "_level_sets_from_bits"} <= _globals_left(
         _builder._fill_competitors, "")
+
+
+@pytest.mark.parametrize("name,make,weighted", CASES[:3] + CASES[5:6],
+                         ids=[c[0] for c in CASES[:3] + CASES[5:6]])
+def test_driver_on_tables_allocated_in_python_or_compiled(monkeypatch, name, make, weighted):
+    """A small growth allocates its tables inside the compiled call (``_grow_small``), a
+    larger one takes NumPy's: the same data grown both ways, and by the Python loop, gives
+    the same tree; so does data past SMALL_FIT_ROWS."""
+    for n in (300, _builder.SMALL_FIT_ROWS // 2 + 200):
+        X, y, w = _data(11, n)
+        if isinstance(make(), CARTRegressor):
+            y = X[:, 0] + np.where(X[:, 4] > 2, 1.0, 0.0)
+        w = w if weighted else None
+        small = make().fit(X, y, sample_weight=w).tree_max_
+        monkeypatch.setattr(_builder, "SMALL_FIT_ROWS", 0)  # tables from Python
+        large = make().fit(X, y, sample_weight=w).tree_max_
+        monkeypatch.undo()
+        loop, = _fit_both(make, X, y, w)[1:]
+        assert small.n_nodes > 5
+        for field in small._fields:
+            for other in (large, loop):
+                np.testing.assert_array_equal(getattr(small, field), getattr(other, field),
+                                              err_msg=f"{n} {field}")
