@@ -2984,9 +2984,41 @@ def _more_rows(arr, needed):
     return out
 
 
+class Sizes(NamedTuple):
+    """The shapes of a growth's tables, as :func:`grow` allocates them (one thread)."""
+
+    cap: int        # rows of the node tables
+    n_val: int      # columns of the node values (J, or 1)
+    row: int        # scratch row (running class counts)
+    n_lf: int       # per-level statistics (subset splits)
+    n_li: int       # per-level integers (subset splits)
+    n_present: int  # class counts of the cases present
+    n_sets: int     # rows of the level sets (0 without categorical features)
+    n_words: int    # words of a level set
+    sur_cap: int    # rows of the surrogate table
+    comp_cap: int   # rows of the competitor table
+
+
+#: Up to this many node rows (2 n - 1 for n cases) :func:`_grow_serial` allocates the
+#: tables itself (:func:`grow` hands it the empty tables below): a 150-case fit then
+#: spends about 10 µs less on NumPy's calls. Larger tables are NumPy's zero pages,
+#: never touched where unused (a compiled ``np.zeros`` writes every page).
+SMALL_FIT_ROWS = 4096
+
+# The tables' types without rows: "allocate them here" to _grow_serial (no row can be
+# written to them, so they hold no state).
+_F2 = np.zeros((0, 0), dtype=np.float64)
+_I2 = np.zeros((0, 0), dtype=np.int64)
+_EMPTY_NODES = Nodes(np.zeros((0, 0), dtype=np.int32), _F2, _F2)
+_EMPTY_WORK = Work(_F2, np.zeros((0, 0), dtype=np.int32), np.zeros(0, dtype=np.uint8),
+                   np.zeros(0, dtype=np.int32), _F2, _I2, _F2)
+_EMPTY_SETS = np.zeros((0, 0, 0), dtype=np.uint64)
+_EMPTY_TABLES = Tables(_I2, _F2, _I2, _F2, np.zeros(0, dtype=np.int64))
+
+
 @jit
-def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets, gathered,
-                 iota, reg, cls, gini, runs):
+def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bitsets,
+                 gathered, iota, reg, cls, gini, runs):
     """:func:`grow` on one thread without missing values, compiled: the set-up
     (:func:`_start`) and then steps 1 to 4 call the kernels above exactly as the Python
     loop of :func:`grow` does with one chunk each, so the tree is the same; only the
@@ -3001,11 +3033,32 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
     or ``None``; ``reg, cls, gini, runs`` its scan marks (:func:`search_marks`): the
     growth is compiled once for each set, with only the scans it names.
 
+    ``nodes``, ``work``, ``level_sets`` and ``tables`` are :func:`grow`'s, or, for a small
+    fit, the empty ones above (``_EMPTY_NODES`` ...): the tables of the shapes ``sz`` are
+    then allocated here, cleared or not as :func:`grow` allocates them.
+
     Returns ``(nodes, level_sets, tables, n_nodes, n_rows)``: the tables, reallocated
     where they needed more rows, the number of nodes and of level-set rows used.
     """
     keys = ps.keys
     p = keys.shape[0]
+    if nodes.inode.shape[0] == 0:  # a small fit: its tables, allocated here
+        nodes = Nodes(np.zeros((sz.cap, _N_INT), dtype=np.int32),
+                      np.zeros((sz.cap, _N_FLOAT), dtype=np.float64),
+                      np.zeros((sz.cap, sz.n_val), dtype=np.float64))
+        work = Work(np.zeros((1, sz.row), dtype=np.float64),
+                    np.empty((1, keys.shape[1] + LANES), dtype=np.int32),
+                    np.zeros(X.shape[0] + 3, dtype=np.uint8),
+                    work.no_ranks,
+                    np.zeros((1, sz.n_lf), dtype=np.float64),
+                    np.zeros((1, sz.n_li), dtype=np.int64),
+                    np.zeros((1, sz.n_present), dtype=np.float64))
+        level_sets = np.zeros((sz.n_sets, 2, sz.n_words), dtype=np.uint64)
+        tables = Tables(np.empty((sz.sur_cap, 4), dtype=np.int64),
+                        np.empty((sz.sur_cap, 3), dtype=np.float64),
+                        np.empty((sz.comp_cap, 3), dtype=np.int64),
+                        np.empty((sz.comp_cap, 2), dtype=np.float64),
+                        np.zeros(3, dtype=np.int64))
     rules, fr = _start(keys, nodes, tg, rules, tg.shift > 0)
     max_comp = rules.max_competitor
     n_nodes = 1
@@ -3084,54 +3137,6 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets
                       kids.sum[ok])
     return nodes, level_sets, tables, n_nodes, n_rows
 
-
-
-class Sizes(NamedTuple):
-    """The shapes of a small serial growth's tables (:func:`_grow_small`), as
-    :func:`grow` would allocate them."""
-
-    cap: int        # rows of the node tables
-    n_val: int      # columns of the node values (J, or 1)
-    row: int        # scratch row (running class counts)
-    n_lf: int       # per-level statistics (subset splits)
-    n_li: int       # per-level integers (subset splits)
-    n_present: int  # class counts of the cases present
-    n_sets: int     # rows of the level sets (0 without categorical features)
-    n_words: int    # words of a level set
-    sur_cap: int    # rows of the surrogate table
-    comp_cap: int   # rows of the competitor table
-
-
-#: Up to this many node rows (2 n - 1 for n cases), a serial growth's tables are
-#: allocated inside the compiled call (:func:`_grow_small`): a 150-case fit then spends
-#: about 10 µs less on NumPy's calls and on unboxing the records. Larger tables are
-#: NumPy's zero pages, never touched where unused (a compiled ``np.zeros`` writes them).
-SMALL_FIT_ROWS = 4096
-
-
-@jit
-def _grow_small(X, ps, tg, rules, sz, cat, bitsets, gathered, iota, reg, cls, gini, runs):
-    """:func:`_grow_serial` on tables of the shapes ``sz`` allocated here, cleared or
-    not as :func:`grow` allocates them (one thread). Returns what it returns."""
-    n = ps.keys.shape[1]
-    nodes = Nodes(np.zeros((sz.cap, _N_INT), dtype=np.int32),
-                  np.zeros((sz.cap, _N_FLOAT), dtype=np.float64),
-                  np.zeros((sz.cap, sz.n_val), dtype=np.float64))
-    work = Work(np.zeros((1, sz.row), dtype=np.float64),
-                np.empty((1, n + LANES), dtype=np.int32),
-                np.zeros(X.shape[0] + 3, dtype=np.uint8),
-                np.empty(0, dtype=np.int32),
-                np.zeros((1, sz.n_lf), dtype=np.float64),
-                np.zeros((1, sz.n_li), dtype=np.int64),
-                np.zeros((1, sz.n_present), dtype=np.float64))
-    level_sets = np.zeros((sz.n_sets, 2, sz.n_words), dtype=np.uint64)
-    tables = Tables(np.empty((sz.sur_cap, 4), dtype=np.int64),
-                    np.empty((sz.sur_cap, 3), dtype=np.float64),
-                    np.empty((sz.comp_cap, 3), dtype=np.int64),
-                    np.empty((sz.comp_cap, 2), dtype=np.float64),
-                    np.zeros(3, dtype=np.int64))
-    return _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, cat, bitsets,
-                        gathered, iota, reg, cls, gini, runs)
 
 
 def _uncleared(shape, dtype):
@@ -3289,12 +3294,13 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                   int(settings.use_surrogate), int(settings.surrogate_style), max_comp)
     marks = search_marks(tg)  # the scans step 1 compiles in (one set per fit)
     compiled = n_threads == 1 and not mv and COMPILED_DRIVER  # one compiled call grows it
+    sizes = Sizes(cap, n_val, row, n_lf, n_li, n_present, 16 if lm else 0, n_words, sur_cap,
+                  comp_cap)
     if compiled and cap <= SMALL_FIT_ROWS:
-        nodes, level_sets, tables, n_nodes, n_rows = _grow_small(
-            X, presorted, tg, rules, Sizes(cap, n_val, row, n_lf, n_li, n_present,
-                                           16 if lm else 0, n_words, sur_cap, comp_cap),
-            cat if n_cat else None, bitsets, unit_gathered, unit_iota, *marks)
-        return _grown(nodes, level_sets, tables, n_nodes, n_rows)
+        return _grown(*_grow_serial(X, presorted, _EMPTY_NODES, tg, rules, _EMPTY_WORK,
+                                    _EMPTY_SETS, _EMPTY_TABLES, sizes,
+                                    cat if n_cat else None, bitsets, unit_gathered,
+                                    unit_iota, *marks))
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
                   np.zeros((cap, _N_FLOAT), dtype=np.float64),
                   np.zeros((cap, n_val), dtype=np.float64))
@@ -3328,8 +3334,8 @@ def grow(problem, presorted, factor, settings, n_threads=1):
         n_nodes = 1
         if compiled:
             nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
-                X, presorted, nodes, tg, rules, work, level_sets, tables, cat if n_cat else None,
-                bitsets, unit_gathered, unit_iota, *marks)
+                X, presorted, nodes, tg, rules, work, level_sets, tables, sizes,
+                cat if n_cat else None, bitsets, unit_gathered, unit_iota, *marks)
             fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
         else:
             if tg.shift:

@@ -138,7 +138,7 @@ def test_cartjit_compile_covers_every_set_of_scan_marks():
     from cartjit.experiments.warmup import compile_kernels
 
     compile_kernels()
-    kernels = [_builder._grow_small, _builder._grow_serial, _builder._search]
+    kernels = [_builder._grow_serial, _builder._search]
 
     def count():
         return [len(k.signatures) for k in kernels]

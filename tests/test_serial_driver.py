@@ -103,9 +103,9 @@ def test_numeric_fit_compiles_no_subset_code():
 @pytest.mark.parametrize("name,make,weighted", CASES[:3] + CASES[5:6],
                          ids=[c[0] for c in CASES[:3] + CASES[5:6]])
 def test_driver_on_tables_allocated_in_python_or_compiled(monkeypatch, name, make, weighted):
-    """A small growth allocates its tables inside the compiled call (``_grow_small``), a
-    larger one takes NumPy's: the same data grown both ways, and by the Python loop, gives
-    the same tree; so does data past SMALL_FIT_ROWS."""
+    """A small growth's tables are allocated inside the compiled driver, a larger one's
+    by NumPy: the same data grown both ways, and by the Python loop, gives the same
+    tree; so does data past SMALL_FIT_ROWS."""
     for n in (300, _builder.SMALL_FIT_ROWS // 2 + 200):
         X, y, w = _data(11, n)
         if isinstance(make(), CARTRegressor):

@@ -223,15 +223,14 @@ print(json.dumps(counts))
 #: Kernels the fits above call from Python: each compiled (or loaded) exactly once.
 #: (Kernels called only by kernels list no signature when their caller comes from the
 #: cache, so for them only "not more than one" can be checked.)
-#: Small fits on one thread grow in one compiled call (``_grow_small``, which allocates
-#: the tables and calls ``_grow_serial``), which calls the search, choice, children and
-#: partition kernels itself.
+#: Small fits on one thread grow in one compiled call (``_grow_serial``), which calls the
+#: search, choice, children and partition kernels itself.
 _REACHED = ("_presort._sort_features", "_presort._dense_ranks", "_presort._subset_rows",
             "_predict.heldout_losses")
 #: Kernels compiled once per set of scan marks (``cartjit._builder.search_marks``), so
 #: that a fit compiles only the scans it can reach: the fits above use three sets (Gini
 #: with one class factor; the other criteria; regression).
-_PER_MARKS = {"_builder._grow_small": 3, "_builder._grow_serial": 3, "_builder._search": 3}
+_PER_MARKS = {"_builder._grow_serial": 3, "_builder._search": 3}
 
 
 def test_each_kernel_compiles_one_signature():
@@ -252,4 +251,4 @@ def test_each_kernel_compiles_one_signature():
     assert more == {}, more
     for name in _REACHED:
         assert counts.get("cartjit." + name) == 1, (name, counts.get("cartjit." + name))
-    assert counts.get("cartjit._builder._grow_small") == 3
+    assert counts.get("cartjit._builder._grow_serial") == 3
