@@ -3294,8 +3294,9 @@ def grow(problem, presorted, factor, settings, n_threads=1):
                   int(settings.use_surrogate), int(settings.surrogate_style), max_comp)
     marks = search_marks(tg)  # the scans step 1 compiles in (one set per fit)
     compiled = n_threads == 1 and not mv and COMPILED_DRIVER  # one compiled call grows it
-    sizes = Sizes(cap, n_val, row, n_lf, n_li, n_present, 16 if lm else 0, n_words, sur_cap,
-                  comp_cap)
+    if compiled:
+        sizes = Sizes(cap, n_val, row, n_lf, n_li, n_present, 16 if lm else 0, n_words,
+                      sur_cap, comp_cap)
     if compiled and cap <= SMALL_FIT_ROWS:
         return _grown(*_grow_serial(X, presorted, _EMPTY_NODES, tg, rules, _EMPTY_WORK,
                                     _EMPTY_SETS, _EMPTY_TABLES, sizes,

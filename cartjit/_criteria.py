@@ -131,8 +131,6 @@ def min_risk_labels(risks, p_sum, tol_ulps, cost_max):
     for t in range(m):
         b = risks[t, 0]
         for i in range(1, n_classes):
-            if b != b:
-                break
             r = risks[t, i]
             if r < b or r != r:  # a NaN carries through, as in NumPy's min
                 b = r
