@@ -65,7 +65,7 @@ from ._config import jit
 from ._criteria import (ENTROPY, GINI, SQUARED_ERROR, impurity_from_counts, tie_tolerance,
                         xlogx_table)
 from . import _config
-from ._predict import _level_side
+from ._predict import R_LEVEL_ROW, R_MAJORITY, R_N_SUR, R_SUR_START, _level_side
 from ._presort import PARALLEL_MIN_KEYS, as_kernel_array, chunk_pool, run_chunks
 from ._simd import LANES, compress_partition, prefetch
 from ._splitter import (_AHEAD, EQUAL_FACTORS_RTOL, NEAR_TIE, Segment, Targets,
@@ -240,17 +240,43 @@ class Work(NamedTuple):
                            # with a feature present (missing values)
 
 
+@jit(inline="always")
+def _side_of(n_left, n_right):
+    """The majority side of a split sending n_left cases left and n_right right."""
+    if n_left > n_right:
+        return 1
+    return -1 if n_left == n_right else 0
+
+
 @jit(borrowed=True)
 def _majority_side(n_cases, left, right, out):
     for t in range(left.shape[0]):
-        side = 0  # a leaf, or more cases right
-        if left[t] >= 0:
-            n_left, n_right = n_cases[left[t]], n_cases[right[t]]
-            if n_left > n_right:
-                side = 1
-            elif n_left == n_right:
-                side = -1
-        out[t] = side
+        # 0 at a leaf
+        out[t] = _side_of(n_cases[left[t]], n_cases[right[t]]) if left[t] >= 0 else 0
+
+
+@jit(borrowed=True)
+def _routing_nodes(inode, node):
+    """The held-out descent's node table (:class:`cartjit._predict.Routing`'s ``node``)
+    from the grown int32 node table, in one pass: each node's level-set row, its
+    majority side (:func:`majority_side`), its first surrogate row (0 without
+    surrogates) and its number of surrogates."""
+    for t in range(inode.shape[0]):
+        node[t, R_LEVEL_ROW] = inode[t, I_LEVEL_ROW]
+        lt = inode[t, I_LEFT]
+        node[t, R_MAJORITY] = (_side_of(inode[lt, I_N], inode[inode[t, I_RIGHT], I_N])
+                               if lt >= 0 else 0)
+        n_sur = inode[t, I_N_SUR]
+        node[t, R_SUR_START] = inode[t, I_SUR_START] if n_sur > 0 else 0
+        node[t, R_N_SUR] = n_sur
+
+
+def routing_nodes(inode):
+    """:func:`_routing_nodes`'s int64 table (n_nodes, 4) of the grown nodes ``inode``
+    (contiguous): a fold tree's routing without assembling its tree."""
+    node = np.empty((inode.shape[0], 4), dtype=np.int64)
+    _routing_nodes(inode, node)
+    return node
 
 
 def majority_side(n_cases, left, right, out=None):
@@ -3211,9 +3237,69 @@ def _targets(problem, factor, criterion):
 
 #: The categorical features of a growth without any (never written).
 _NO_FEATURES = np.zeros(0, dtype=np.int64)
+#: The factors of a regression growth (none; never written).
+_NO_FACTORS = np.zeros(0, dtype=np.float64)
 
 
-def grow(problem, presorted, factor, settings, n_threads=1):
+class GrowSetup(NamedTuple):
+    """What :func:`grow` derives from the cases and the settings alone (:func:`grow_setup`):
+    the same for every tree grown on some of the cases, so that the fold trees of a
+    cross-validation make it once."""
+
+    X: np.ndarray       # the cases, as the kernels read them
+    targets: Targets    # with the factors given to grow_setup
+    rules: Rules
+    mv: bool            # missing values, or surrogates asked for: docs/maths.md §8
+    n_val: int          # columns of the node values (J, or 1)
+    row: int            # scratch row (running class counts)
+    n_present: int      # class counts of the cases present
+    lm: int             # most levels of a categorical feature (0: none)
+    cat: np.ndarray     # int64 the categorical features
+    n_words: int        # words of a level set
+    n_lf: int           # per-level statistics (subset splits)
+    n_li: int           # per-level integers (subset splits)
+    bitsets: bool       # subset splits kept as bitsets (see Pairs.left_bits)
+
+
+def grow_setup(problem, settings, n_levels, factor=None):
+    """:class:`GrowSetup` of a growth on the cases of ``problem`` (or some of them) with
+    ``settings`` (see :func:`grow`), categorical features of ``n_levels`` levels (0 for
+    a numeric feature) and the per-class factors ``factor`` (None: none yet)."""
+    criterion = settings.criterion
+    n_classes = problem.n_classes
+    n_val = n_classes if criterion != SQUARED_ERROR else 1
+    X = as_kernel_array(problem.X, np.float64)
+    tg = _targets(problem, _NO_FACTORS if factor is None else factor, criterion)
+    # Kernel integers: bounds beyond any number of cases (< 2**31) or depth stop nothing,
+    # so they are capped where twice them still fits in int64.
+    max_depth = min(settings.max_depth, 2**62)
+    min_samples_split = min(settings.min_samples_split, 2**40)
+    min_samples_leaf = min(settings.min_samples_leaf, 2**40)
+    # Per-thread scratch rows (running class counts, written at every scan step; the
+    # class counts of the cases present, written at every case of a missing tail) are
+    # padded to whole 128-byte blocks so two threads never write the same cache line.
+    row = -(-3 * max(n_classes, 1) // 16) * 16
+    n_present = -(-max(n_classes, 3) // 16) * 16
+    lm = max(n_levels.tolist(), default=0)  # (a list: a few µs less for small trees)
+    cat = np.flatnonzero(n_levels).astype(np.int64) if lm else _NO_FEATURES
+    # Subset splits: per-thread scratch of per-level statistics, and a table of level
+    # sets (one bit per level code) grown like the node tables.
+    n_words = -(-lm // 64)
+    n_lf = float_scratch_size(lm, n_val) if lm else 0
+    n_li = int_scratch_size(lm) if lm else 0
+    bitsets = 0 < lm <= BITSET_LEVELS  # see Pairs.left_bits
+    max_sur = int(settings.max_surrogate)
+    rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
+                  float(settings.min_impurity_decrease), 0.0, bool(_config.SIMD),
+                  int(settings.max_categories_exhaustive), max_sur,
+                  int(settings.use_surrogate), int(settings.surrogate_style),
+                  int(settings.max_competitor))
+    mv = max_sur > 0 or bool(np.isnan(X).any())
+    return GrowSetup(X, tg, rules, mv, n_val, row, n_present, lm, cat, n_words, n_lf, n_li,
+                     bitsets)
+
+
+def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
     """Grow the tree on the cases in ``presorted.keys`` (see the module docstring).
 
     ``problem`` holds the cases (fields ``X``, ``y_class``, ``y_reg``, ``w``,
@@ -3231,52 +3317,30 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     consumed: for classification each key first becomes ``case << shift | class``
     (:func:`label_bits`, when the row count leaves room), so that the scans read the
     labels in sorted order instead of looking them up by case; then the keys are
-    partitioned in place.
+    partitioned in place. ``setup`` is :func:`grow_setup`'s record for ``problem`` and
+    ``settings`` (None: made here); ``factor`` replaces its factors.
     """
     keys = presorted.keys
     p, n = keys.shape
-    criterion = settings.criterion
-    n_classes = problem.n_classes
-    is_class = criterion != SQUARED_ERROR
-    n_val = n_classes if is_class else 1
     n_threads = max(1, int(n_threads))
     if n * p < PARALLEL_MIN_KEYS:
         n_threads = 1
-    X = as_kernel_array(problem.X, np.float64)
-    tg = _targets(problem, factor, criterion)
-    # Kernel integers: bounds beyond any number of cases (< 2**31) or depth stop nothing,
-    # so they are capped where twice them still fits in int64.
-    max_depth = min(settings.max_depth, 2**62)
-    min_samples_split = min(settings.min_samples_split, 2**40)
-    min_samples_leaf = min(settings.min_samples_leaf, 2**40)
+    if setup is None:
+        setup = grow_setup(problem, settings, presorted.n_levels, factor)
+        tg = setup.targets
+    else:  # made once for many growths: only the factors are this growth's
+        tg = setup.targets._replace(factor=as_kernel_array(factor, np.float64))
+    X, rules, mv, cat = setup.X, setup.rules, setup.mv, setup.cat
+    is_class = tg.criterion != SQUARED_ERROR
+    n_val, row, n_present, lm = setup.n_val, setup.row, setup.n_present, setup.lm
+    n_words, n_lf, n_li, bitsets = setup.n_words, setup.n_lf, setup.n_li, setup.bitsets
+    n_cat = cat.shape[0]
+    max_sur, max_comp, simd = rules.max_surrogate, rules.max_competitor, rules.simd
+    n_rows = 0
 
     # A tree has at most 2 n - 1 nodes (every leaf holds a case): tables of that many
     # rows (up to PREALLOC_ROWS) are zero pages until written, so they never grow.
     cap = max(64, min(2 * n - 1, PREALLOC_ROWS))
-    # Per-thread scratch rows (running class counts, written at every scan step; the
-    # class counts of the cases present, written at every case of a missing tail) are
-    # padded to whole 128-byte blocks so two threads never write the same cache line.
-    # A row per thread of buffers: split candidates in the search, a side buffer in the
-    # partition. goes_left is padded by 3 bytes: the 16-key partition reads each mark as
-    # a 4-byte word.
-    row = -(-3 * max(n_classes, 1) // 16) * 16
-    n_present = -(-max(n_classes, 3) // 16) * 16
-    n_levels = presorted.n_levels
-    lm = max(n_levels.tolist(), default=0)  # (a list: a few µs less for small trees)
-    cat = np.flatnonzero(n_levels).astype(np.int64) if lm else _NO_FEATURES
-    n_cat = cat.shape[0]
-    # Subset splits: per-thread scratch of per-level statistics, and a table of level
-    # sets (one bit per level code) grown like the node tables.
-    n_words = -(-lm // 64)
-    n_lf = float_scratch_size(lm, n_val) if lm else 0
-    n_li = int_scratch_size(lm) if lm else 0
-    bitsets = 0 < lm <= BITSET_LEVELS  # see Pairs.left_bits
-    n_rows = 0
-    simd = bool(_config.SIMD)
-    # Missing values, or surrogates asked for, take the steps of docs/maths.md §8.
-    max_sur = int(settings.max_surrogate)
-    max_comp = int(settings.max_competitor)
-    mv = max_sur > 0 or bool(np.isnan(X).any())
     # Regression with unit weights on complete data: the scan of a large segment on its
     # gathered responses (_unit_scan_gathered), up to GATHER_MAX cases
     m_gather = min(n, GATHER_MAX) if (not mv and not is_class and tg.unit_weights
@@ -3288,10 +3352,6 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     # at most max_sur surrogates and max_comp competitors per split (n - 1 splits at most)
     sur_cap = max(16, min((n - 1) * max_sur, PREALLOC_ROWS))
     comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))
-    rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
-                  float(settings.min_impurity_decrease), 0.0, simd,
-                  int(settings.max_categories_exhaustive), max_sur,
-                  int(settings.use_surrogate), int(settings.surrogate_style), max_comp)
     marks = search_marks(tg)  # the scans step 1 compiles in (one set per fit)
     compiled = n_threads == 1 and not mv and COMPILED_DRIVER  # one compiled call grows it
     if compiled:
@@ -3305,6 +3365,9 @@ def grow(problem, presorted, factor, settings, n_threads=1):
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
                   np.zeros((cap, _N_FLOAT), dtype=np.float64),
                   np.zeros((cap, n_val), dtype=np.float64))
+    # A row per thread of buffers: split candidates in the search, a side buffer in the
+    # partition. goes_left is padded by 3 bytes: the 16-key partition reads each mark as
+    # a 4-byte word.
     work = Work(np.zeros((n_threads, row), dtype=np.float64),
                 np.empty((n_threads, n + LANES), dtype=np.int32),  # room for a block
                 np.zeros(X.shape[0] + 3, dtype=np.uint8),

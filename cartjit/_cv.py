@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._builder import grow_setup
 from ._presort import presort, subset_keys
 from ._cache import notice_once
 from ._fit import fit_fold, fit_tree
@@ -640,6 +641,7 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     if lean:
         notice_once()
         norm_problem, norm_base, scale = normalise(problem, base)
+        setup = grow_setup(norm_problem, norm_base, keys.n_levels)  # the same for every fold
 
     def run(task):
         if task is None:
@@ -649,7 +651,8 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
         r, v = task
         in_train = plan.folds[r] != v
         if lean:
-            return fit_fold(norm_problem, norm_base, scale, subset_keys(keys, in_train, 1))
+            return fit_fold(norm_problem, norm_base, scale, subset_keys(keys, in_train, 1),
+                            setup)
         own = (base if fold_settings is None else
                fold_settings[r * plan.n_folds + v]._replace(max_competitor=0))
         return fit_tree(problem, own, subset_keys(keys, in_train, 1), n_threads=1,

@@ -22,9 +22,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._builder import (I_FEATURE, I_LEFT, I_LEVEL_ROW, I_N, I_N_SUR, I_PARENT, I_RIGHT,
-                       I_SUR_START, F_THRESHOLD, S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT,
-                       S_THRESHOLD, assemble_tree, grow, majority_side)
+from ._builder import (I_FEATURE, I_LEFT, I_LEVEL_ROW, I_PARENT, I_RIGHT, F_THRESHOLD,
+                       S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT, S_THRESHOLD, assemble_tree, grow,
+                       routing_nodes)
 from ._cache import notice_once
 from ._presort import presort
 from ._criteria import SQUARED_ERROR, min_risk_labels
@@ -277,7 +277,7 @@ _NO_SURROGATES = np.zeros((0, 3), dtype=np.int64)
 _NO_THRESHOLDS = np.zeros(0, dtype=np.float64)
 
 
-def fit_fold(problem, settings, scale, presorted):
+def fit_fold(problem, settings, scale, presorted, setup=None):
     """A fold tree T_max^(v) and its sequence, only as far as the cross-validation reads
     them: :func:`fit_tree`'s tree on the cases of ``presorted`` (a fold's
     :func:`cartjit._presort.subset_keys`, consumed), without ``max_leaf_nodes`` nor
@@ -291,6 +291,8 @@ def fit_fold(problem, settings, scale, presorted):
     and the means are the same doubles; only the :class:`cartjit._tree.Tree` is never
     assembled: the columns the held-out descent reads (:class:`cartjit._predict.FoldTree`,
     :func:`cartjit._predict.routing_of`'s routing) are taken from the grown node tables.
+    ``setup`` is :func:`cartjit._builder.grow_setup`'s record for ``problem`` and
+    ``settings``, made once for every fold (None: made here).
     """
     is_class = problem.is_classification
     if is_class:
@@ -299,11 +301,10 @@ def fit_fold(problem, settings, scale, presorted):
         factor = split_factor(priors, counts, settings.cost, settings.default_cost)
     else:
         factor = np.empty(0)
-    grown = grow(problem, presorted, factor, settings, 1)
+    grown = grow(problem, presorted, factor, settings, 1, setup)
     del presorted
     inode = grown.inode
-    feature, left, right, parent, level_row, n_sur, sur_start, n_cases = inode.T[
-        [I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_LEVEL_ROW, I_N_SUR, I_SUR_START, I_N]]
+    feature, left, right, parent = inode.T[[I_FEATURE, I_LEFT, I_RIGHT, I_PARENT]]
     if is_class:
         risk, label = _node_risks(problem, settings, grown, priors, counts)
         value = _NO_VALUES
@@ -319,24 +320,20 @@ def fit_fold(problem, settings, scale, presorted):
         if not is_class:
             value = value * scale.y
     # routing_of's tables
-    node = np.empty((inode.shape[0], 4), dtype=np.int64)
-    node[:, 0] = level_row
-    node[:, 1] = majority_side(n_cases.astype(np.int64), left, right)
+    node = routing_nodes(inode)
     sur_i, sur_f = grown.tables.sur_i, grown.tables.sur_f
     if sur_i.shape[0]:
-        node[:, 2] = np.where(n_sur > 0, sur_start, 0)
         # the surrogates' integers pass through the tree's int32 columns, as in routing_of
         sur = np.ascontiguousarray(
             sur_i[:, [S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT]].astype(np.int32), dtype=np.int64)
         sur_threshold = np.ascontiguousarray(sur_f[:, S_THRESHOLD])
     else:
-        node[:, 2] = 0
         sur, sur_threshold = _NO_SURROGATES, _NO_THRESHOLDS
-    node[:, 3] = n_sur
     level_sets = grown.level_sets
     if level_sets.shape[0]:
         routing = Routing(node, sur, sur_threshold, level_sets.copy(),
-                          bool(np.any(level_row >= 0)), int(settings.use_surrogate))
+                          bool(np.any(inode[:, I_LEVEL_ROW] >= 0)),
+                          int(settings.use_surrogate))
     else:  # no subset split
         routing = Routing(node, sur, sur_threshold, level_sets, False,
                           int(settings.use_surrogate))

@@ -1,7 +1,9 @@
 """The cross-validation's lean fold trees (:func:`cartjit._fit.fit_fold`) against the
 full path: :func:`cartjit._fit.fit_tree` on the same fold keys, turned into the
 held-out descent's arrays by :func:`cartjit._cv.fold_tree_arrays`. Every array must be
-the same, bit for bit, and so must the sequence; the data have ties, and some cases
+the same, bit for bit, and so must the sequence, whether the fold makes its own
+:func:`cartjit._builder.grow_setup` or takes one made once for every fold, as the
+cross-validation does; the data have ties, and some cases
 miss values, some features are categorical, weights and costs leave the kernels'
 units (so the units are restored), and responses are large or tiny."""
 from __future__ import annotations
@@ -10,6 +12,7 @@ import numpy as np
 import pytest
 
 from cartjit import _prepare as P
+from cartjit._builder import grow_setup
 from cartjit._cv import fold_tree_arrays, make_folds
 from cartjit._fit import fit_fold, fit_tree
 from cartjit._presort import presort, subset_keys
@@ -62,10 +65,12 @@ def test_fit_fold_matches_the_full_fold_tree(case, seed):
     plan = make_folds(5, problem.X.shape[0], random_state=seed)
     keys = presort(problem.X, problem.n_levels, 1)
     norm_problem, norm_settings, scale = normalise(problem, settings)
-    for v in range(plan.n_folds):
+    setup = grow_setup(norm_problem, norm_settings, keys.n_levels)
+    for v, own_setup in zip(range(plan.n_folds), [False, True] * plan.n_folds):
         train = plan.folds[0] != v
         full = fit_tree(problem, settings, subset_keys(keys, train, 1), 1)
-        lean = fit_fold(norm_problem, norm_settings, scale, subset_keys(keys, train, 1))
+        lean = fit_fold(norm_problem, norm_settings, scale, subset_keys(keys, train, 1),
+                        None if own_setup else setup)
         want = fold_tree_arrays(full.tree, settings.use_surrogate,
                                 None if classification else full.tree.value)
         got = lean.tree
