@@ -107,6 +107,12 @@ def class_priors(setting, counts):
     return np.asarray(setting, dtype=np.float64)
 
 
+def _all_present(class_totals):
+    """Whether every class has cases (N_j > 0; a list: a µs or two less than NumPy's
+    ``(class_totals > 0).all()`` for the few classes of a small fit)."""
+    return all(n > 0.0 for n in class_totals.tolist())
+
+
 def split_factor(priors, class_totals, cost, default_cost):
     """The per-class factors c_j = π'(j) / N_j of the split search (docs/maths.md §2).
 
@@ -119,10 +125,10 @@ def split_factor(priors, class_totals, cost, default_cost):
     else:  # costs near float64's largest would overflow the row sums: scale them (exact)
         scale = power_of_two(cost.max())
         split = priors * (cost.sum(axis=1) if scale == 1.0 else (cost / scale).sum(axis=1))
-    present = class_totals > 0
-    if present.all():  # the usual case, where the masks below change nothing
+    if _all_present(class_totals):  # the usual case, where the masks below change nothing
         split = split / split.sum()
         return split / class_totals
+    present = class_totals > 0
     split = np.where(present, split, 0.0)
     split = split / split.sum()
     return np.divide(split, class_totals, out=np.zeros_like(split), where=present)
@@ -134,11 +140,11 @@ def class_risk(value, priors, class_totals, cost):
 
     A class absent from the cases (N_j = 0, possible in a fold) contributes nothing.
     """
-    present = class_totals > 0
-    if present.all():  # the usual case, where the mask changes nothing
+    if _all_present(class_totals):  # the usual case, where the mask changes nothing
         scale = priors / class_totals
     else:
-        scale = np.divide(priors, class_totals, out=np.zeros_like(priors), where=present)
+        scale = np.divide(priors, class_totals, out=np.zeros_like(priors),
+                          where=class_totals > 0)
     p_jt = value * scale  # p(j, t)
     risks = p_jt @ cost   # risks[t, i] = Σ_j p(j, t) C(i|j)
     # R(t), and j*(t) the lowest class within a few ulps of it: compiled, since the eight
