@@ -250,6 +250,10 @@ def _side_of(n_left, n_right):
 
 @jit(borrowed=True)
 def _majority_side(n_cases, left, right, out):
+    """Each node's majority side into ``out`` (int32): 1 when more learning cases went
+    left, 0 right, -1 as many each way; 0 at a leaf (``left`` < 0). ``n_cases`` int64,
+    ``left`` and ``right`` int32, all contiguous (one compiled pass: a small fit's NumPy
+    version made seven calls)."""
     for t in range(left.shape[0]):
         # 0 at a leaf
         out[t] = _side_of(n_cases[left[t]], n_cases[right[t]]) if left[t] >= 0 else 0
@@ -259,7 +263,7 @@ def _majority_side(n_cases, left, right, out):
 def _routing_nodes(inode, node):
     """The held-out descent's node table (:class:`cartjit._predict.Routing`'s ``node``)
     from the grown int32 node table, in one pass: each node's level-set row, its
-    majority side (:func:`majority_side`), its first surrogate row (0 without
+    majority side (:func:`_majority_side`), its first surrogate row (0 without
     surrogates) and its number of surrogates."""
     for t in range(inode.shape[0]):
         node[t, R_LEVEL_ROW] = inode[t, I_LEVEL_ROW]
@@ -277,17 +281,6 @@ def routing_nodes(inode):
     node = np.empty((inode.shape[0], 4), dtype=np.int64)
     _routing_nodes(inode, node)
     return node
-
-
-def majority_side(n_cases, left, right, out=None):
-    """Each node's majority side: 1 when more learning cases went left, 0 right, -1 as
-    many each way; 0 at a leaf (``left`` < 0). ``n_cases`` int64, ``left`` and ``right``
-    int32, all contiguous; written to ``out`` (int32) when given, else returned as a new
-    int32 array (one compiled pass: a small fit's NumPy version made seven calls)."""
-    if out is None:
-        out = np.empty(left.shape[0], dtype=np.int32)
-    _majority_side(n_cases, left, right, out)
-    return out
 
 
 class Grown(NamedTuple):
@@ -352,7 +345,7 @@ def assemble_tree(holder, risk, label):
     n_cases, n_primary = ints[[I_N, I_N_PRIMARY]].astype(np.int64)
     left, n_surrogates, n_competitors = ints[I_LEFT], ints[I_N_SUR], ints[I_N_COMP]
     # the row of n (copied to n_cases) takes each node's majority side
-    majority_side(n_cases, left, ints[I_RIGHT], out=ints[I_N])
+    _majority_side(n_cases, left, ints[I_RIGHT], ints[I_N])
     np.copyto(n_primary, 0, where=left < 0)
     for row, count, any_rows in ((I_SUR_START, n_surrogates, n_sur > 0),
                                  (I_COMP_START, n_competitors, n_comp > 0)):
@@ -3352,11 +3345,12 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
     # at most max_sur surrogates and max_comp competitors per split (n - 1 splits at most)
     sur_cap = max(16, min((n - 1) * max_sur, PREALLOC_ROWS))
     comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))
+    n_sets = 16 if lm else 0  # rows of the level sets, grown like the node tables
     marks = search_marks(tg)  # the scans step 1 compiles in (one set per fit)
     compiled = n_threads == 1 and not mv and COMPILED_DRIVER  # one compiled call grows it
     if compiled:
-        sizes = Sizes(cap, n_val, row, n_lf, n_li, n_present, 16 if lm else 0, n_words,
-                      sur_cap, comp_cap)
+        sizes = Sizes(cap, n_val, row, n_lf, n_li, n_present, n_sets, n_words, sur_cap,
+                      comp_cap)
     if compiled and cap <= SMALL_FIT_ROWS:
         return _grown(*_grow_serial(X, presorted, _EMPTY_NODES, tg, rules, _EMPTY_WORK,
                                     _EMPTY_SETS, _EMPTY_TABLES, sizes,
@@ -3375,7 +3369,7 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
                 np.zeros((n_threads, n_lf), dtype=np.float64),
                 np.zeros((n_threads, n_li), dtype=np.int64),
                 np.zeros((n_threads, n_present), dtype=np.float64))
-    level_sets = np.zeros((16 if lm else 0, 2, n_words), dtype=np.uint64)
+    level_sets = np.zeros((n_sets, 2, n_words), dtype=np.uint64)
     missing = np.zeros((p if mv else 0, -(-X.shape[0] // 8)), dtype=np.uint8)
     # Regression with unit weights: the responses of a pair's present cases are read
     # once, into a row of ``gathered`` (_gathered_best)
