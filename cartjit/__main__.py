@@ -474,16 +474,15 @@ def _plot(est, args, command):
         ax = plot_tree(est)
     except ImportError as exc:
         return _error(command, f"--plot needs matplotlib (pip install matplotlib): {exc}")
-    fig = ax.figure
-    directory = os.path.dirname(os.path.abspath(target))
-    suffix = os.path.splitext(target)[1]
-    tmp = os.path.join(directory, f".{os.path.basename(target)}.{os.getpid()}.tmp{suffix}")
+    from ._atomic import replacing
+    from ._cli_errors import CommandError, describe_os_error
+    fmt = os.path.splitext(target)[1].lower().lstrip(".")
     try:
-        fig.savefig(tmp, bbox_inches="tight")
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        with replacing(target) as tmp:
+            ax.figure.savefig(tmp, bbox_inches="tight", format=fmt)
+    except OSError as exc:
+        raise CommandError(describe_os_error(exc, f"--plot: cannot write {target!r}")) \
+            from None
     print(f"tree drawn into {target}", file=sys.stderr)
     return None
 
@@ -501,6 +500,12 @@ def _output_problem(path, overwrite, suffixes=None):
         return f"{path!r}: the directory {directory!r} does not exist"
     if os.path.isdir(path):
         return f"{path!r} is a directory"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return (f"{path!r}: the directory {directory!r} is not writable (no permission, "
+                "or a read-only file system); choose a directory you may write to")
+    if os.path.exists(path) and not os.path.isfile(path):
+        return (f"{path!r} is not a regular file (a device, a pipe or a socket); name a "
+                "file to write")
     if os.path.exists(path) and not overwrite:
         return f"{path!r} already exists; give --overwrite to replace it"
     return None
@@ -552,10 +557,14 @@ def _cmd_fit(args):
         return fitted
     est, ds, features = fitted
     from ._modelfile import save
+    from ._cli_errors import CommandError, describe_os_error
     try:
         save(est, args.output, overwrite=args.overwrite)
-    except (OSError, ValueError) as exc:
-        return _error("fit", exc)
+    except (FileExistsError, FileNotFoundError, IsADirectoryError, ValueError) as exc:
+        return _error("fit", f"-o: {exc}")
+    except OSError as exc:
+        raise CommandError(describe_os_error(exc, f"-o: cannot write {args.output!r}")) \
+            from None
     if not args.quiet:
         print("\n".join(_data_header(ds, est, features)))
         print()
@@ -629,20 +638,19 @@ def _write_table(frame, path, command):
     """Write ``frame`` to ``path`` (CSV or Parquet by its suffix) atomically."""
     import os
 
-    directory = os.path.dirname(os.path.abspath(path))
+    from ._atomic import replacing
+    from ._cli_errors import CommandError, describe_os_error
     suffix = os.path.splitext(path)[1].lower()
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     try:
-        if suffix == ".parquet":
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False)
-        os.replace(tmp, path)
+        with replacing(path) as tmp:
+            if suffix == ".parquet":
+                frame.to_parquet(tmp, index=False)
+            else:
+                frame.to_csv(tmp, index=False)
     except ImportError as exc:
         return _error(command, f"writing Parquet needs pyarrow (pip install pyarrow): {exc}")
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    except OSError as exc:
+        raise CommandError(describe_os_error(exc, f"-o: cannot write {path!r}")) from None
     print(f"{len(frame)} predictions written to {path}", file=sys.stderr)
     return 0
 
@@ -785,6 +793,13 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 2
+    from ._cli_errors import run_guarded
+    return run_guarded(args.command, lambda: _dispatch(parser, args))
+
+
+def _dispatch(parser, args):
+    """Run the command of ``args``; its exit status (:mod:`cartjit._cli_errors` turns
+    what it raises into one line and a status)."""
     if args.command in ("run", "show", "fit", "predict"):
         _import_without_collections(args.command)
     if args.command == "run":
@@ -795,12 +810,7 @@ def main(argv=None):
         return _cmd_run(args)
     if args.command in ("show", "fit", "predict"):
         command = {"show": _cmd_show, "fit": _cmd_fit, "predict": _cmd_predict}[args.command]
-        try:
-            return command(args)
-        except BrokenPipeError:  # `cartjit show iris | head`: the reader had enough
-            import os
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 1
+        return command(args)
     if args.command == "compile":
         return _cmd_compile(args)
     return _cmd_datasets(args)

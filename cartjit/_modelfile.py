@@ -36,7 +36,6 @@ import math
 import os
 import pathlib
 import struct
-import tempfile
 import zipfile
 import zlib
 
@@ -290,21 +289,28 @@ def _zip_bytes(meta, members):
 
 def _write_atomic(path, data, overwrite):
     """Write ``data`` to a temporary file beside ``path``, flush it to the disk, then
-    move it over ``path`` (or link it there when ``path`` must not exist yet)."""
+    move it over ``path`` (or link it there when ``path`` must not exist yet).
+
+    The temporary file (``.NAME.PID-RANDOM.tmp``, :mod:`cartjit._atomic`) is removed on
+    any exception, and the ones that killed writes left beside ``path`` are removed
+    first. A ``path`` that exists but is not a regular file (a device such as
+    ``/dev/null``, a pipe, a socket) is refused: a rename would replace it."""
+    from ._atomic import create_temp
+
     directory = path.parent
     if not directory.is_dir():
         raise FileNotFoundError(f"cannot save to {str(path)!r}: the directory "
                                 f"{str(directory)!r} does not exist")
     if path.is_dir():
         raise IsADirectoryError(f"cannot save to {str(path)!r}: it is a directory")
+    if path.exists() and not path.is_file():
+        raise ValueError(f"cannot save to {str(path)!r}: it is not a regular file (a "
+                         "device, a pipe or a socket); name a file")
     if path.exists() and not overwrite:
         raise FileExistsError(f"{str(path)!r} already exists; pass overwrite=True to "
                               "replace it")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = create_temp(path)  # mode 0o666 less the umask, as open() gives
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would make the model private
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
