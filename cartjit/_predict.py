@@ -30,6 +30,7 @@ from numba import prange
 
 from ._config import jit, jit_parallel
 from ._simd import prefetch
+from ._team import parallel_entry
 
 __all__ = ["apply", "heldout_losses", "route", "routing_of", "FoldTree", "HeldOut",
            "LossTable", "Routing", "USE_SURROGATE",
@@ -515,7 +516,8 @@ def apply(feature, threshold, left, X, routing=None):
         leaf = int(np.flatnonzero(is_leaf)[0])
         if _blind_walk(step, xs, xs.view(np.uint64), p, out, 0, n, leaf) == 0:
             return out, 0
-    return _apply_streamed(step, kids, feat, thr, routing, X, n_chunks)
+    with parallel_entry():  # one thread at a time under Numba's workqueue layer
+        return _apply_streamed(step, kids, feat, thr, routing, X, n_chunks)
 
 
 @jit

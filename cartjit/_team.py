@@ -33,6 +33,7 @@ route.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numba
@@ -42,7 +43,8 @@ from numba.core.extending import intrinsic
 
 from ._config import PARALLEL, jit, jit_parallel
 
-__all__ = ["LAUNCH", "launch_pool", "launch", "address", "LAUNCHERS", "next_unit"]
+__all__ = ["LAUNCH", "launch_pool", "launch", "address", "LAUNCHERS", "next_unit",
+           "parallel_entry"]
 
 
 @intrinsic
@@ -223,6 +225,46 @@ LAUNCH = _Launch()
 
 _LAYER = threading.Lock()
 _usable = None
+_shared = None
+
+
+def _layer_is_shared():
+    """Whether several Python threads may enter Numba's threading layer at once: the
+    ``omp`` and ``tbb`` layers, not ``workqueue`` (it aborts the process). Starts the
+    layer if no parallel loop has run yet; None where there is no layer."""
+    global _shared
+    if _shared is None:
+        with _LAYER:
+            if _shared is None:
+                try:
+                    try:
+                        layer = numba.threading_layer()
+                    except ValueError:  # no parallel loop has run yet: start them
+                        from numba.np.ufunc.parallel import _launch_threads
+                        _launch_threads()
+                        layer = numba.threading_layer()
+                    _shared = layer in ("omp", "tbb")
+                except Exception:  # noqa: BLE001 - no layer at all
+                    _shared = False
+    return _shared
+
+
+@contextlib.contextmanager
+def parallel_entry():
+    """Around a call of a ``parallel=True`` kernel from code that any Python thread may
+    run (prediction): one thread at a time where the threading layer may not be entered
+    by several at once (``workqueue``), which would abort the process; nothing else
+    where it may, or where ``CARTJIT_PARALLEL=0`` compiled the kernel serially. The
+    launches of the grower never need it (:func:`launch_pool`)."""
+    if not PARALLEL or _layer_is_shared():
+        yield
+        return
+    with _ENTRY:
+        yield
+
+
+#: Held around a parallel kernel where the threading layer is ``workqueue``.
+_ENTRY = threading.Lock()
 
 
 def launch_pool():

@@ -37,6 +37,7 @@ refused as such.
 from __future__ import annotations
 
 import hashlib
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -48,11 +49,16 @@ from .._prepare import CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA
 from .config import ConfigError, canonical_json
 
 __all__ = ["Data", "resolve", "load_frame", "read_table", "infer_task", "table_problem",
-           "check_sweep_size", "CELL_BYTES"]
+           "check_sweep_size", "count_sweep", "CELL_BYTES", "MAX_CELLS"]
 
 #: Bytes a planned cell costs beyond its fold ids (its plan record, its stored result
 #: and its rows of the long table): a deliberately low estimate, for the size check.
 CELL_BYTES = 2048
+
+#: The most cells a sweep may have (all datasets together): each cell is one
+#: cross-validation and one file in the run's ``cells/`` directory, so a larger sweep
+#: is a mistyped list or a job for several configs.
+MAX_CELLS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -199,8 +205,10 @@ def _encode_features(config, spec, frame, features):
     return np.ascontiguousarray(X), categorical
 
 
-def _settings_product(config, spec, task, n_classes):
-    """The concrete tree settings of this dataset: a list of dicts, in sweep order."""
+def _settings_axes(config, spec, task, n_classes):
+    """The options of each tree setting of this dataset, checked against its task and
+    number of classes: ``{key: [options]}``, in sweep order (the product is
+    :func:`_settings_product`)."""
     tree, where = spec.tree, spec.tree_where
     crit_all = tree["criterion"]
     own = where["criterion"].startswith(spec.where + ".")
@@ -249,6 +257,12 @@ def _settings_product(config, spec, task, n_classes):
                                              f"{zero[0]} (true class {zero[0]}) is all zero: "
                                              "every class needs a positive cost of being "
                                              "misclassified")
+    return axes
+
+
+def _settings_product(axes):
+    """The concrete tree settings: one dict per combination of ``axes``, in sweep
+    order (the last key varies fastest)."""
     combos = [{}]
     for key, opts in axes.items():
         combos = [dict(c, **{key: o}) for c in combos for o in opts]
@@ -272,7 +286,9 @@ def _resolve_V(config, spec, n):
     return tuple(sorted(out))
 
 
-def _load_one(config, spec):
+def _load_one(config, spec, plan=True):
+    """The :class:`Data` of one dataset spec; with ``plan=False`` only its number of
+    cells (the data are loaded and checked, the settings are counted, not listed)."""
     frame, target, all_features, task, description = load_frame(config, spec)
     if spec.features is not None:
         if target in spec.features:
@@ -328,15 +344,47 @@ def _load_one(config, spec):
     if cv["stratify"] and task == "regression" and spec.cv_where["stratify"].startswith(spec.where + "."):
         _fail(config, spec.cv_where["stratify"], f"stratify needs class labels, but dataset "
                                                  f"{spec.name!r} is a regression problem")
-    settings = _settings_product(config, spec, task, 0 if classes is None else len(classes))
+    V, n_cells, axes = _plan_size(config, spec, task, 0 if classes is None else len(classes), n)
+    if not plan:
+        return n_cells
+    settings = _settings_product(axes)
     return Data(
         name=spec.name, task=task, X=X, y=y, feature_names=tuple(map(str, features)),
         target=str(target), classes=classes,
         fingerprint=_fingerprint(X, y, features, target, categorical),
-        description=description, V=_resolve_V(config, spec, n), n_repeats=cv["n_repeats"],
+        description=description, V=V, n_repeats=cv["n_repeats"],
         seed=cv["seed"], seeds=None if cv["seeds"] is None else tuple(cv["seeds"]),
         stratify=bool(cv["stratify"]) and task == "classification", settings=settings,
         spec=spec, categorical=categorical)
+
+
+def _plan_size(config, spec, task, n_classes, n):
+    """``(V, cells, axes)`` of one dataset of ``n`` cases: its resolved fold counts, its
+    number of cells (counted, not listed: refused above :data:`MAX_CELLS` or the memory
+    limit) and the options of each tree setting."""
+    axes = _settings_axes(config, spec, task, n_classes)
+    V = _resolve_V(config, spec, n)
+    n_repeats = spec.cv["n_repeats"]
+    n_settings = math.prod(len(opts) for opts in axes.values())
+    per_settings = sum(1 if v == n else n_repeats for v in V)
+    n_cells = per_settings * n_settings
+    what = (f"dataset {spec.name!r}: {n_cells:_} cells (n_repeats={n_repeats:_} x "
+            f"{len(V)} values of V x {n_settings:_} tree settings"
+            + (f": {' x '.join(f'{len(o)} {k}' for k, o in axes.items() if len(o) > 1)}"
+               if n_settings > 1 else "") + ")")
+    if n_cells > MAX_CELLS:
+        widest = max(axes, key=lambda k: len(axes[k]))
+        where = (spec.tree_where[widest].rsplit(".", 1)[0] if n_settings > per_settings
+                 else spec.cv_where["n_repeats"])
+        _fail(config, where, f"{what} is more than the {MAX_CELLS:_} cells a sweep may "
+                                  "have; split it into several configs, or give fewer "
+                                  "repeats, values of V or tree settings")
+    try:
+        check_allocation(n_cells * (8 * n + CELL_BYTES), f"{what} with {n:_} fold ids each",
+                         "lower n_repeats or the number of V values and settings")
+    except MemoryLimitError as exc:
+        _fail(config, spec.cv_where["n_repeats"], str(exc))
+    return V, n_cells, axes
 
 
 def check_sweep_size(config, d):
@@ -344,7 +392,8 @@ def check_sweep_size(config, d):
 
     The estimate is ``cells x (N x 8 bytes of fold ids + CELL_BYTES)``, a lower bound of
     what planning, storing and tabulating the cells needs; it is checked with
-    :func:`cartjit._limits.check_allocation` before any cell is planned.
+    :func:`cartjit._limits.check_allocation` before any cell is planned (by
+    :func:`resolve`, from the counts of the settings, before they are listed).
     """
     per_settings = sum(1 if V == d.n_samples else d.n_repeats for V in d.V)
     n_cells = per_settings * len(d.settings)
@@ -359,9 +408,77 @@ def check_sweep_size(config, d):
     return n_cells
 
 
+def _check_total(config, spec, total):
+    if total > MAX_CELLS:
+        _fail(config, spec.where, f"the sweep has {total:_} cells up to dataset "
+                                  f"{spec.name!r}, more than the {MAX_CELLS:_} cells a "
+                                  "sweep may have; split it into several configs")
+
+
+def _synthetic_width(spec):
+    params = spec.synthetic
+    return params["n_features"] + (params["n_classes"] if params["kind"] == "classification"
+                                   else 1)
+
+
+def _count_synthetic(config, spec):
+    """The number of cells of a synthetic dataset, from its parameters alone (its values
+    are not generated)."""
+    params = spec.synthetic
+    task, n = params["kind"], params["n_samples"]
+    if spec.features is not None:
+        names = [f"x{j}" for j in range(params["n_features"])]
+        bad = [f for f in spec.features if f not in names]
+        if bad:
+            _fail(config, f"{spec.where}.features",
+                  f"{bad[0]!r} is not a feature column of dataset {spec.name!r} "
+                  f"(available: x0 .. x{params['n_features'] - 1})")
+    cv = spec.cv
+    if cv["stratify"] and task == "regression" and \
+            spec.cv_where["stratify"].startswith(spec.where + "."):
+        _fail(config, spec.cv_where["stratify"], f"stratify needs class labels, but dataset "
+                                                 f"{spec.name!r} is a regression problem")
+    return _plan_size(config, spec, task, params.get("n_classes", 0), n)[1]
+
+
+def count_sweep(config):
+    """The number of cells of the sweep of ``config``, counted without listing them.
+
+    What ``cartjit run --dry-run`` reports: bundled and file datasets are loaded and
+    checked as :func:`resolve` does, one at a time; synthetic datasets are checked from
+    their parameters (their values are not generated); the tree settings are counted,
+    never listed. A sweep over :data:`MAX_CELLS` cells, or whose cells would not fit the
+    memory limit, is refused.
+    """
+    total = 0
+    for spec in config.datasets:
+        if spec.source == "synthetic":
+            total += _count_synthetic(config, spec)
+        else:
+            total += _load_one(config, spec, plan=False)
+        _check_total(config, spec, total)
+    return total
+
+
 def resolve(config):
-    """Load every dataset of ``config`` and check what depends on the data."""
-    data = tuple(_load_one(config, spec) for spec in config.datasets)
-    for d in data:
-        check_sweep_size(config, d)
-    return data
+    """Load every dataset of ``config`` and check what depends on the data.
+
+    The sizes come first: the synthetic datasets together must fit the memory limit,
+    and each dataset's cells are counted (and refused above :data:`MAX_CELLS` or the
+    memory limit) before its settings are listed."""
+    synthetic = [spec for spec in config.datasets if spec.source == "synthetic"]
+    if len(synthetic) > 1:
+        nbytes = sum(8 * spec.synthetic["n_samples"] * _synthetic_width(spec)
+                     for spec in synthetic)
+        try:
+            check_allocation(nbytes, f"the {len(synthetic):_} synthetic datasets together",
+                             "ask for fewer or smaller datasets, or split the sweep")
+        except MemoryLimitError as exc:
+            _fail(config, "datasets", str(exc))
+    data, total = [], 0
+    for spec in config.datasets:
+        d = _load_one(config, spec)
+        total += check_sweep_size(config, d)
+        _check_total(config, spec, total)
+        data.append(d)
+    return tuple(data)

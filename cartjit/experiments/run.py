@@ -27,7 +27,7 @@ import numpy as np
 from .backends import BACKENDS, BackendError, check_dask, run_backend
 from .cells import plan_cells, route_cell_warnings
 from .config import ConfigError, read_config, selection_label, sha256_hex
-from .data import resolve
+from .data import count_sweep, resolve
 from .plotter import PlotWorker
 from .reports import group_plot_job, write_reports
 from .store import (CELLS_DIR, CONFIG_COPY, DAMAGED_DIR, FORMAT_VERSION, KEY_FORMAT,
@@ -263,13 +263,14 @@ def run_experiment(config_path, out=None, *, backend="threads", workers=None, sc
         workers = os.cpu_count() or 1
 
     config = read_config(config_path)
+    out = Path(out) if out is not None else default_out_dir(config_path)
+    if dry_run:  # the cells are counted, not listed (data.count_sweep)
+        return RunResult(out, count_sweep(config), [], 0, {},
+                         time.perf_counter() - t_start, 0.0, [])
     data = resolve(config)
     by_name = {d.name: d for d in data}
     cells = plan_cells(data)
     config_doc, config_hash = config_fingerprint(config, data)
-    out = Path(out) if out is not None else default_out_dir(config_path)
-    if dry_run:
-        return RunResult(out, len(cells), [], 0, {}, time.perf_counter() - t_start, 0.0, [])
 
     _check_out(out, resume, config_hash)  # refuse before touching anything
     created = not out.exists()
