@@ -372,18 +372,18 @@ def _plan_size(config, spec, task, n_classes, n):
             f"{len(V)} values of V x {n_settings:_} tree settings"
             + (f": {' x '.join(f'{len(o)} {k}' for k, o in axes.items() if len(o) > 1)}"
                if n_settings > 1 else "") + ")")
-    if n_cells > MAX_CELLS:
-        widest = max(axes, key=lambda k: len(axes[k]))
-        where = (spec.tree_where[widest].rsplit(".", 1)[0] if n_settings > per_settings
-                 else spec.cv_where["n_repeats"])
-        _fail(config, where, f"{what} is more than the {MAX_CELLS:_} cells a sweep may "
-                                  "have; split it into several configs, or give fewer "
-                                  "repeats, values of V or tree settings")
+    widest = max(axes, key=lambda k: len(axes[k]))
+    where = (spec.tree_where[widest].rsplit(".", 1)[0] if n_settings > per_settings
+             else spec.cv_where["n_repeats"])
     try:
         check_allocation(n_cells * (8 * n + CELL_BYTES), f"{what} with {n:_} fold ids each",
                          "lower n_repeats or the number of V values and settings")
     except MemoryLimitError as exc:
-        _fail(config, spec.cv_where["n_repeats"], str(exc))
+        _fail(config, where, str(exc))
+    if n_cells > MAX_CELLS:
+        _fail(config, where, f"{what} is more than the {MAX_CELLS:_} cells a sweep may "
+                             "have; split it into several configs, or give fewer repeats, "
+                             "values of V or tree settings")
     return V, n_cells, axes
 
 
