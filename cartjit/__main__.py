@@ -24,8 +24,12 @@ Subcommands:
 
 Exit status: 0 on success, 1 when a run fails (failed cells, or a store that cannot be
 written, e.g. a full disk), 2 for a bad config, bad options or bad input (a missing file
-or column, a damaged model file, an output that exists without ``--overwrite``), 130 when
-interrupted (finished cells are kept: rerun with ``--resume``).
+or column, a damaged model file, an output that exists without ``--overwrite``) and for
+an output that cannot be used (no permission, a read-only or full file system, not a
+regular file, a failing standard output), 130 when interrupted (finished cells are kept:
+rerun with ``--resume``), 143 when terminated (SIGTERM), 141 with nothing printed when
+standard output is a closed pipe. Each failure is one line on stderr
+(:mod:`cartjit._cli_errors`); files are written atomically (:mod:`cartjit._atomic`).
 """
 from __future__ import annotations
 
