@@ -11,7 +11,7 @@ left as it was.
 
 A process killed outright (SIGKILL, a power loss) cannot remove its temporary file. The
 next write to the same NAME removes the ones it finds whose writer no longer runs: the
-PID in the name is not a process of this machine, or the name carries no PID (a file
+PID in the name is not a running process, or the name carries no PID (a file
 left by an earlier cartjit). A temporary file of a writer that still runs is left alone.
 """
 from __future__ import annotations
