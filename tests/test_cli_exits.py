@@ -331,6 +331,30 @@ def test_sigint_half_way_through_a_fit(work, tmp_path):
     assert temporaries(tmp_path) == []
 
 
+def test_sigterm_during_a_run_keeps_the_finished_cells(tmp_path):
+    import json
+
+    (tmp_path / "kill.toml").write_text('[cv]\nV = [2, 3]\nn_repeats = 60\n'
+                                        '[[datasets]]\nbundled = "iris_petal"\n')
+    out = tmp_path / "o"
+    proc = subprocess.Popen([sys.executable, "-m", "cartjit", "run", "kill.toml", "--out",
+                             out, "--workers", "2", "--quiet"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=child_env())
+    deadline = time.monotonic() + TIMEOUT
+    while not ((out / "cells").is_dir() and len(list((out / "cells").glob("*.json"))) >= 5):
+        assert proc.poll() is None, "the run ended before it could be terminated"
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err and "rerun with --resume" in err
+    assert json.loads((out / "run.json").read_text())["invocations"][-1]["status"] == \
+        "interrupted"
+    assert temporaries(out / "cells") == []
+
+
 # --------------------------------------------------------------------------- settings
 
 @pytest.mark.parametrize("value", ["lots", "-5G"])
