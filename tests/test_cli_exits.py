@@ -424,6 +424,24 @@ def test_a_dry_run_of_a_thousand_synthetic_datasets_generates_none(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_the_bound_on_cells_counts_every_dataset(tmp_path, monkeypatch):
+    from cartjit.experiments.config import ConfigError, read_config
+    from cartjit.experiments.data import MAX_CELLS, count_sweep
+
+    monkeypatch.setenv("CARTJIT_MEMORY_LIMIT", "0")
+    half = MAX_CELLS // 2 + 1  # two datasets of this many repeats: one cell too many
+    cfg = tmp_path / "two.toml"
+    cfg.write_text(f'[cv]\nV = 2\nn_repeats = {half}\n[[datasets]]\nbundled = "iris"\n'
+                   '[[datasets]]\nbundled = "potato_yield"\n')
+    with pytest.raises(ConfigError, match=f"the sweep has {2 * half:_} cells up to dataset "
+                                          "'potato_yield'") as info:
+        count_sweep(read_config(cfg))
+    assert info.value.field == "datasets[2]"
+    cfg.write_text(f'[cv]\nV = 2\nn_repeats = {half - 1}\n[[datasets]]\nbundled = "iris"\n'
+                   '[[datasets]]\nbundled = "potato_yield"\n')
+    assert count_sweep(read_config(cfg)) == 2 * (half - 1) <= MAX_CELLS
+
+
 # --------------------------------------------------------------------------- threads
 
 PREDICT_IN_THREADS = textwrap.dedent("""
