@@ -344,7 +344,8 @@ def _load_one(config, spec, plan=True):
     if cv["stratify"] and task == "regression" and spec.cv_where["stratify"].startswith(spec.where + "."):
         _fail(config, spec.cv_where["stratify"], f"stratify needs class labels, but dataset "
                                                  f"{spec.name!r} is a regression problem")
-    V, n_cells, axes = _plan_size(config, spec, task, 0 if classes is None else len(classes), n)
+    n_classes = 0 if classes is None else len(classes)
+    V, n_cells, axes = _plan_size(config, spec, task, n_classes, n)
     if not plan:
         return n_cells
     settings = _settings_product(axes)
