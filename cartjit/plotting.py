@@ -86,13 +86,19 @@ def style_axes(ax, *, grid=True):
 
 def size_axis(ax, leaves, *, log=None):
     """Tree size on the x axis: logarithmic when a tree has more than 30 leaves (or as
-    ``log`` says), with plain numbers as tick labels. Returns whether it is logarithmic."""
+    ``log`` says), with plain numbers as tick labels, and ticks only at whole numbers of
+    leaves (a close-up on a few sizes would otherwise tick 1.5, 2.5, ...). Returns
+    whether it is logarithmic."""
+    from matplotlib.ticker import MaxNLocator
+
     if log is None:
         log = float(np.max(leaves)) > 30
     if log:
         from matplotlib.ticker import FuncFormatter
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("size of tree (number of leaves $|\\tilde T_k|$)")
     return bool(log)
 

@@ -544,6 +544,24 @@ def test_runner_plot_uses_the_same_look(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize("leaves", [[2, 3], [1, 2, 3, 4, 5], [3, 4, 5, 6, 7, 8], [1, 9, 17]])
+def test_tree_sizes_are_ticked_at_whole_numbers(leaves):
+    """The size axis of plot_cv and of the runner's plots (a close-up on a few sizes
+    ticked 1.5, 2.5, ... before)."""
+    from matplotlib.figure import Figure
+
+    from cartjit.plotting import size_axis
+    ax = Figure().subplots()
+    ax.plot(leaves, np.linspace(0.1, 0.5, len(leaves)))
+    assert size_axis(ax, np.array(leaves, dtype=float)) is False
+    ax.figure.canvas.draw()
+    lo, hi = ax.get_xlim()
+    shown = [t for t in ax.get_xticks() if lo <= t <= hi]
+    assert len(shown) >= 2
+    assert all(float(t).is_integer() for t in shown), shown
+    assert all("." not in t.get_text() for t in ax.get_xticklabels() if t.get_text())
+
+
 # --------------------------------------------------------------------------- bad input
 
 def test_unfitted_estimators_are_refused(iris):
