@@ -620,6 +620,16 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
     keep = np.ones(n, dtype=bool)
     for f in (fi, fj):  # missing, or a level unseen in fit (code -1): not drawn
         keep &= ~np.isnan(Xenc[:, f]) & ((Xenc[:, f] >= 0) | (categories[f] is None))
+    # a categorical feature held at a level cuts a real slice of the cases: only those
+    # at that level lie in the plane drawn (a numeric one held at its median cuts a
+    # slice of no width: every case is drawn, projected onto the plane)
+    sliced = [f for f in range(p) if f not in (fi, fj) and categories[f] is not None
+              and not np.isnan(held[f])]
+    in_slice = np.ones(n, dtype=bool)
+    for f in sliced:
+        in_slice &= Xenc[:, f] == held[f]
+    off_slice = int(np.count_nonzero(keep & ~in_slice))
+    keep &= in_slice
     px, py = Xenc[keep, fi].copy(), Xenc[keep, fj].copy()
     rng = np.random.default_rng(0)
     for coords, f in ((px, fi), (py, fj)):
@@ -660,11 +670,26 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
                           for f in others[:3])
         more = f", … ({len(others) - 3} more)" if len(others) > 3 else ""
         title += f"\nother features held at median / mode: {shown}{more}"
-    if (~keep).any():
-        title += f"\n({int(np.count_nonzero(~keep))} cases missing a plotted feature, or " \
-                 "with a level unseen in fit, not drawn)"
-    ax.set_title(title, fontsize=_TITLE_SIZE)
+    if off_slice:
+        title += (f"\n(cases drawn: those in the slice; {off_slice} at other levels of "
+                  f"{', '.join(names[f] for f in sliced)} not drawn)")
+    unusable = int(np.count_nonzero(~keep)) - off_slice
+    if unusable:
+        title += f"\n({unusable} cases missing a plotted feature, or with a level unseen " \
+                 "in fit, not drawn)"
+    ax.set_title(_wrap_to_axes(ax, title, _TITLE_SIZE), fontsize=_TITLE_SIZE)
     return ax
+
+
+def _wrap_to_axes(ax, text, fontsize):
+    """``text`` with each line wrapped to the width of the figure (a title wider than
+    the figure is clipped at its edge), at about 0.55 em a character."""
+    import textwrap
+
+    width_pt = ax.figure.get_figwidth() * 72.0
+    chars = max(20, int(width_pt / (0.55 * fontsize)) - 4)
+    return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False)
+                     for line in text.split("\n"))
 
 
 def _held_text(value, levels, nominal):

@@ -532,6 +532,40 @@ def test_plot_importance_impurity_and_max_features(iris_tree):
     assert f"({np.count_nonzero(fi) - 2} more features not shown)" in ax.get_title()
 
 
+def _scattered(ax):
+    return sum(c.get_offsets().shape[0] for c in ax.collections
+               if hasattr(c, "get_offsets") and c.get_offsets().shape[0])
+
+
+def test_a_slice_through_a_categorical_feature_draws_its_cases_only():
+    from cartjit.datasets import load_dataset
+    ds = load_dataset("titanic")
+    X, y = ds.frame[list(ds.features)], ds.frame[ds.target]
+    est = CARTClassifier().fit(X, y)
+    ax = plot_partition(est, X, y, features=("class", "sex"))
+    adults = int((X["age"] == "Adult").sum())
+    assert adults < len(X)
+    assert _scattered(ax) == adults
+    assert f"{len(X) - adults} at other levels of age not drawn" in ax.get_title()
+    # on the two features the tree was fitted on, every case is drawn
+    both = CARTClassifier().fit(X[["class", "sex"]], y)
+    ax = plot_partition(both, X[["class", "sex"]], y)
+    assert _scattered(ax) == len(X)
+
+
+def test_a_long_partition_title_stays_inside_the_figure(iris):
+    X, y = iris
+    wide = X.rename(columns={c: f"{c} measured in centimetres at the field station"
+                             for c in X.columns})
+    est = CARTClassifier().fit(wide, y)
+    ax = plot_partition(est, wide, y, features=(2, 3))
+    fig = ax.figure
+    fig.canvas.draw()
+    box = ax.title.get_window_extent()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+    assert "held at median" in ax.get_title()
+
+
 # --------------------------------------------------------------------------- the runner's look
 
 def test_runner_plot_uses_the_same_look(tmp_path):
