@@ -215,7 +215,7 @@ def _split_label(tree, node, names, categories, decimals):
 
 
 def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_depth=None,
-              max_leaves=30, decimals=2, fontsize=None):
+              max_leaves=50, decimals=2, fontsize=None):
     """Draw the fitted tree ``tree_`` as boxes joined by edges.
 
     Every node is a box holding the node's prediction and its number of learning cases;
@@ -236,14 +236,18 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
         Default ``feature_names_in_`` (or ``x0, x1, ...``) and ``classes_``.
     max_depth : int >= 0, optional
         Draw nodes down to this depth only.
-    max_leaves : int >= 1, default 30
+    max_leaves : int >= 1, default 50
         Most terminal boxes drawn. A larger tree is cut at the deepest depth that keeps
         at most this many; a cut branch ends in a dashed box saying how many leaves it
-        hides, and a note in the top left corner says where the tree was cut.
+        hides, and a note in the top left corner says where the tree was cut. The
+        default draws whole the trees cross-validation usually chooses (a new figure
+        grows up to 33 inches wide, the text down to 5 points).
     decimals : int >= 0, default 2
         Decimals of thresholds and means.
     fontsize : float, optional
-        Text size; by default the largest (up to 11 points) whose boxes fit side by side.
+        Text size; by default the largest (up to 11 points) at which neighbouring boxes
+        of each level fit side by side and each level's boxes fit its height. A new
+        figure is sized for 10-point text, within 33 × 14 inches.
 
     Returns
     -------
@@ -283,15 +287,20 @@ def plot_tree(estimator, *, ax=None, feature_names=None, class_names=None, max_d
         labels[node] = "\n".join(lines)
 
     levels = cut + 1
+    layout = (labels, splits, n_boxes, levels, x, tree.depth)
     if ax is None:
-        figsize = (float(np.clip(1.05 * n_boxes + 0.4, 3.0, 33.0)),
-                   float(np.clip(1.15 * levels + 0.5, 1.8, 14.0)))
+        # sized for text of _TREE_FONT points: each dimension grown from one inch a leaf
+        # slot and a level until the text fits it (at most 33 × 14 inches)
+        width, height = 1.05 * n_boxes + 0.4, 1.15 * levels + 0.5
+        by_width, by_height = _font_limits(0.98 * width, 0.98 * height, *layout)
+        figsize = (float(np.clip(width * max(1.0, _TREE_FONT / by_width), 3.0, 33.0)),
+                   float(np.clip(height * max(1.0, _TREE_FONT / by_height), 1.8, 14.0)))
     new = ax is None
     ax = _new_axes(ax, figsize if new else None, layout=None)
     if new:
         ax.figure.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
     if fontsize is None:
-        fontsize = _fit_fontsize(ax, labels, splits, n_boxes, levels)
+        fontsize = _fit_fontsize(ax, *layout)
 
     ax.set_xlim(-0.55, n_boxes - 0.45)
     ax.set_ylim(-cut - 0.55, 0.5)
@@ -345,20 +354,47 @@ def _leaves_below(tree):
     return count
 
 
-def _fit_fontsize(ax, labels, splits, n_boxes, levels):
-    """The largest font size (5 to 11 points) at which the widest text fits in one
-    leaf slot and the tallest box with its split and an edge label in one level."""
-    fig = ax.figure
-    pos = ax.get_position()
-    width = fig.get_figwidth() * pos.width / n_boxes  # inches per leaf slot
-    height = fig.get_figheight() * pos.height / (levels + 0.05)
-    texts = list(labels.values()) + list(splits.values())
-    chars = max(len(line) for text in texts for line in text.split("\n"))
+#: The text size a new figure of plot_tree is sized for (points).
+_TREE_FONT = 10.0
+
+
+def _font_limits(width, height, labels, splits, n_boxes, levels, x, depth):
+    """The largest font sizes (points) that the width and the height of a drawing area
+    of ``width`` × ``height`` inches allow: neighbouring boxes of each level do not
+    overlap (as rpart.plot's ``prp`` sizes its text, each box needs only the room
+    between it and its neighbours, so a wide split under a parent centred over several
+    leaf slots does not shrink every box to one slot), the outermost boxes stay inside
+    the axes, and the tallest box with its split and an edge label fits in one level."""
+    slot = width / (n_boxes + 0.1)  # inches per leaf slot
+    level = height / (levels + 0.05)
+
+    def chars(node):  # widest line of the box and of the split written under it
+        text = labels[node] + ("\n" + splits[node] if node in splits else "")
+        return max(len(line) for line in text.split("\n"))
+
+    by_width = np.inf
+    for d in sorted({int(depth[n]) for n in labels}):
+        row = sorted((float(x[n]), chars(n)) for n in labels if depth[n] == d)
+        # the axes' edges as neighbours of no width, at -0.55 and n_boxes - 0.45
+        row = [(-0.55, 0)] + row + [(n_boxes - 0.45, 0)]
+        for (xa, ca), (xb, cb) in zip(row[:-1], row[1:]):
+            need = 0.5 * (ca + cb) if ca and cb else float(max(ca, cb))
+            room = (xb - xa) * slot * (1.0 if ca and cb else 2.0)
+            by_width = min(by_width, 72.0 * 0.9 * room / (0.58 * need + 1.0))
     rows = max(labels[n].count("\n") + 1 + (splits[n].count("\n") + 1 if n in splits else 0)
                for n in labels) + 1
-    by_width = 72.0 * 0.9 * width / (0.58 * chars + 1.0)
-    by_height = 72.0 * 0.62 * height / (1.25 * rows + 0.8)
-    return float(np.clip(min(by_width, by_height), 5.0, 11.0))
+    by_height = 72.0 * 0.62 * level / (1.25 * rows + 0.8)
+    return by_width, by_height
+
+
+def _fit_fontsize(ax, *layout):
+    """The largest font size (5 to 11 points) that :func:`_font_limits` allows in
+    ``ax``."""
+    fig = ax.figure
+    pos = ax.get_position()
+    limits = _font_limits(fig.get_figwidth() * pos.width, fig.get_figheight() * pos.height,
+                          *layout)
+    return float(np.clip(min(limits), 5.0, 11.0))
 
 
 # --------------------------------------------------------------------------- plot_partition

@@ -179,8 +179,8 @@ def test_plot_tree_regression(iris_regression, tmp_path):
 
 def test_plot_tree_truncates_large_trees(big_tree, tmp_path):
     t = big_tree.tree_
-    assert t.n_leaves > 30
-    ax = plot_tree(big_tree)
+    assert t.n_leaves > 50
+    ax = plot_tree(big_tree, max_leaves=30)
     boxes = node_boxes(ax)
     drawn = np.array(sorted(boxes))
     cut = int(t.depth[drawn].max())
@@ -200,6 +200,49 @@ def test_plot_tree_truncates_large_trees(big_tree, tmp_path):
     assert hidden and all("leaves" in boxes[i] for i in hidden)
     assert sorted(split_texts(ax)) == [i for i in drawn if not leaf[i] and t.depth[i] < cut]
     check_image(ax, "tree_truncated", tmp_path, dpi=25)
+
+
+def test_plot_tree_draws_a_cv_sized_tree_whole():
+    """A 35-leaf tree (the size the CV chose in the first-hour report) is drawn whole by
+    default, with readable text."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(600, 4))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.6 * rng.normal(size=600) > 0).astype(int)
+    full = CARTClassifier().fit(X, y)
+    path = full.cost_complexity_path()
+    fits = path[(path["n_leaves"] > 30) & (path["n_leaves"] <= 50)]
+    assert len(fits), path["n_leaves"].tolist()
+    est = full.prune(float(fits["alpha"].iloc[-1]))  # the smallest: 34 leaves
+    assert 30 < est.tree_.n_leaves <= 50
+    ax = plot_tree(est)
+    assert len(node_boxes(ax)) == est.tree_.n_nodes
+    assert not any(t.get_gid() == "truncation-note" for t in ax.texts)
+    assert min(t.get_fontsize() for t in ax.texts if (t.get_gid() or "").startswith("node-")) >= 5
+
+
+def test_plot_tree_text_fills_a_titanic_sized_figure():
+    """The text is sized to the figure (at least 9 points on the titanic tree, which
+    was drawn at 5-6 points in wide empty margins), and no two boxes of a level
+    overlap."""
+    from cartjit.datasets import load_dataset
+    ds = load_dataset("titanic")
+    est = CARTClassifier().fit(ds.frame[list(ds.features)], ds.frame[ds.target])
+    ax = plot_tree(est)
+    nodes = [t for t in ax.texts if (t.get_gid() or "").startswith("node-")]
+    assert len(nodes) == est.tree_.n_nodes
+    assert min(t.get_fontsize() for t in nodes) >= 9
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    fig = ax.figure
+    FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = {int(t.get_gid()[5:]): t.get_bbox_patch().get_window_extent(renderer)
+             for t in nodes}
+    depth = est.tree_.depth
+    for d in set(depth.tolist()):
+        row = sorted((b.x0, b.x1) for n, b in boxes.items() if depth[n] == d)
+        assert all(a1 <= b0 for (_, a1), (b0, _) in zip(row[:-1], row[1:])), d
+    assert all(b.x0 >= 0 and b.x1 <= fig.bbox.width for b in boxes.values())
 
 
 def test_plot_tree_max_depth_and_max_leaves(iris_tree):
