@@ -718,12 +718,13 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
 
 
 def _wrap_to_axes(ax, text, fontsize):
-    """``text`` with each line wrapped to the width of the figure (a title wider than
-    the figure is clipped at its edge), at about 0.55 em a character."""
+    """``text`` with each line wrapped to the width of the figure less a margin for the
+    axis labels (a title or label wider than the figure is clipped at its edge), at
+    about 0.6 em a character."""
     import textwrap
 
-    width_pt = ax.figure.get_figwidth() * 72.0
-    chars = max(20, int(width_pt / (0.55 * fontsize)) - 4)
+    width_pt = ax.figure.get_figwidth() * 72.0 * 0.85
+    chars = max(20, int(width_pt / (0.6 * fontsize)))
     return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False)
                      for line in text.split("\n"))
 
@@ -916,13 +917,31 @@ def _spaced(ax, leaves, labels, log_x):
 
 # --------------------------------------------------------------------------- plot_importance
 
+def _surrogate_note(estimator):
+    """What rpart's importance of ``estimator`` counts: its surrogate splits, or the
+    primary splits alone and why (no surrogates computed, or none found)."""
+    tree = estimator.tree_
+    if int(tree.n_surrogates.sum()) > 0:
+        return "surrogates included"
+    if int(getattr(estimator, "max_surrogate_", 0)) == 0:
+        asked = getattr(estimator, "max_surrogate", None)
+        why = ("max_surrogate='auto' computes none on complete data; "
+               "max_surrogate=5 as in rpart" if asked == "auto" else "max_surrogate=0")
+        return f"primary splits only: no surrogate splits computed ({why})"
+    return "primary splits only: no surrogate split beats the majority rule"
+
+
+
 def plot_importance(estimator, *, ax=None, kind="rpart", max_features=20):
     """Horizontal bars of the variable importances, the largest on top.
 
     ``kind="rpart"`` draws rpart's ``variable.importance`` (:attr:`variable_importance_`:
     the improvement of each feature's primary splits plus the adjusted agreement times
     the improvement of its surrogate splits), each bar labelled with its share of the
-    total as ``summary.rpart`` prints it; ``kind="impurity"`` scikit-learn's normalised
+    total as ``summary.rpart`` prints it, the axis label saying whether surrogate splits
+    were computed and counted (``max_surrogate="auto"`` computes none on complete data,
+    so only the split features appear: fit with ``max_surrogate=5`` for rpart's
+    figures); ``kind="impurity"`` scikit-learn's normalised
     impurity importance (:attr:`feature_importances_`, primary splits only). Features of
     zero importance are left out; at most ``max_features`` bars (a note counts the rest).
 
@@ -939,7 +958,7 @@ def plot_importance(estimator, *, ax=None, kind="rpart", max_features=20):
         series = estimator.variable_importance_
         names = [str(n) for n in series.index]
         values = series.to_numpy(dtype=float)
-        xlabel = "rpart variable importance (improvement, surrogates included)"
+        xlabel = "rpart variable importance (improvement)\n" + _surrogate_note(estimator)
     else:
         values = np.asarray(estimator.feature_importances_, dtype=float)
         order = np.argsort(-values, kind="stable")
@@ -961,7 +980,7 @@ def plot_importance(estimator, *, ax=None, kind="rpart", max_features=20):
                 f" {100 * v / total:.0f}%" if total > 0 else "", va="center",
                 fontsize=_SMALL_SIZE)
     ax.set_yticks(pos, names)
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(_wrap_to_axes(ax, xlabel, _TITLE_SIZE))
     if len(values):
         ax.set_xlim(0, 1.12 * float(values.max()))
     else:

@@ -566,6 +566,29 @@ def test_plot_importance(iris_cv, tmp_path):
     check_image(ax, "importance_iris", tmp_path)
 
 
+def test_plot_importance_says_whether_surrogates_were_counted(iris):
+    X, y = iris
+    auto = CARTClassifier().fit(X, y)  # complete data: "auto" computes no surrogate
+    assert auto.max_surrogate_ == 0 and auto.tree_.n_surrogates.sum() == 0
+    ax = plot_importance(auto)
+    label = ax.get_xlabel()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg(ax.figure)
+    ax.figure.canvas.draw()
+    box = ax.xaxis.label.get_window_extent()
+    assert box.x0 >= 0 and box.x1 <= ax.figure.bbox.width  # the note is not clipped
+    assert "primary splits only" in label and "surrogates included" not in label
+    assert "max_surrogate='auto'" in " ".join(label.split()) and "max_surrogate=5" in label
+    split_features = {X.columns[f] for f in auto.tree_.feature[auto.tree_.feature >= 0]}
+    assert set(auto.variable_importance_.index) == split_features  # split features only
+    five = CARTClassifier(max_surrogate=5).fit(X, y)
+    assert five.tree_.n_surrogates.sum() > 0
+    assert "surrogates included" in plot_importance(five).get_xlabel()
+    assert len(five.variable_importance_) == 4  # every contributing feature, as rpart
+    none = CARTClassifier(max_surrogate=0).fit(X, y)
+    assert "(max_surrogate=0)" in plot_importance(none).get_xlabel()
+
+
 def test_plot_importance_impurity_and_max_features(iris_tree):
     ax = plot_importance(iris_tree, kind="impurity", max_features=2)
     bars = [p for p in ax.patches if p.get_gid() == "importance-bar"]
@@ -589,7 +612,7 @@ def test_a_slice_through_a_categorical_feature_draws_its_cases_only():
     adults = int((X["age"] == "Adult").sum())
     assert adults < len(X)
     assert _scattered(ax) == adults
-    assert f"{len(X) - adults} at other levels of age not drawn" in ax.get_title()
+    assert f"{len(X) - adults} at other levels of age not drawn" in " ".join(ax.get_title().split())
     # on the two features the tree was fitted on, every case is drawn
     both = CARTClassifier().fit(X[["class", "sex"]], y)
     ax = plot_partition(both, X[["class", "sex"]], y)
