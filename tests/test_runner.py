@@ -956,3 +956,45 @@ def test_the_plot_helper_draws_the_same_bytes(serial_run, tmp_path):
     finally:
         plotter_module.ANSWER_TIMEOUT_S = before
     broken.close()
+
+
+def test_a_tree_settings_sweep_is_summarised_side_by_side(tmp_path):
+    """A sweep over the criterion: one section for the dataset, with the settings in one
+    side-by-side table (their minima equal to those of each setting's own table), then a
+    subsection per setting."""
+    cfg = write(tmp_path, """
+        [cv]
+        V = [5, "loo"]
+        n_repeats = 2
+        seed = 3
+        [[datasets]]
+        bundled = "iris_petal"
+        tree = { criterion = ["gini", "entropy"] }
+    """)
+    run_experiment(cfg, tmp_path / "out", backend="serial", quiet=True, warmup=False)
+    out = tmp_path / "out"
+    md = (out / "summary.md").read_text()
+    lines = md.splitlines()
+    assert lines.count("## iris_petal") == 1
+    assert "### criterion=gini" in lines and "### criterion=entropy" in lines
+    assert not any(line.startswith("## iris_petal (") for line in lines)
+    head = next(i for i, line in enumerate(lines) if line.startswith("| setting |"))
+    rows = {}
+    for line in lines[head + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        rows[cells[0]] = cells
+    assert set(rows) == {"criterion=gini", "criterion=entropy"}
+    for label, slug in (("criterion=gini", "iris_petal__criterion-gini"),
+                        ("criterion=entropy", "iris_petal__criterion-entropy")):
+        table = pd.read_csv(out / "summary" / f"{slug}.csv")
+        assert rows[label][1] == str(len(table))
+        assert rows[label][2] == str(int(table["n_leaves"].iloc[0]))
+        i = int(table["V5_mean"].idxmin())
+        mean = float(rows[label][3].split("±")[0])
+        assert mean == pytest.approx(table["V5_mean"].iloc[i], abs=5e-4)
+        assert rows[label][3].endswith(f"({int(table['n_leaves'].iloc[i])})")
+        j = int(table["V150_loo"].idxmin())
+        assert rows[label][4].endswith(f"({int(table['n_leaves'].iloc[j])})")
+    assert md.index("| setting |") < md.index("### criterion=gini")

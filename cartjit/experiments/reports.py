@@ -266,6 +266,46 @@ def summary_markdown(table, n_repeats, rules=("min", "1se"), max_rows=40):
     return text
 
 
+def settings_markdown(entries):
+    """One dataset's tree settings side by side (a sweep over, say, the criterion):
+    ``entries`` holds ``(settings label, summary table, number of repeats)``; one row a
+    setting with the size of T_1 and the number of trees K of its pruning sequence, then
+    per V the smallest mean R^CV (± sd over the repeats) and the size |T̃_k| of that tree.
+    """
+    Vs = []
+    for _, table, _ in entries:
+        for c in table.columns:
+            if c.startswith("V") and (c.endswith("_mean") or c.endswith("_loo")):
+                key = (int(c[1:].split("_")[0]), c.endswith("_loo"))
+                if key not in Vs:
+                    Vs.append(key)
+    se_values = []
+    for _, table, _ in entries:
+        for V, loo in Vs:
+            col = f"V{V}_loo_se" if loo else f"V{V}_se"
+            if col in table.columns:
+                se_values.extend(table[col].tolist())
+    dec = _decimals(se_values)
+    head = ["setting", "K", "\\|T̃_1\\|"] + [
+        f"V = {V} (LOO): min R^CV (\\|T̃_k\\|)" if loo else f"V = {V}: min R^CV (\\|T̃_k\\|)"
+        for V, loo in Vs]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for label, table, _ in entries:
+        cells = [label or "(defaults)", str(len(table)), str(int(table["n_leaves"].iloc[0]))]
+        for V, loo in Vs:
+            col = f"V{V}_loo" if loo else f"V{V}_mean"
+            if col not in table.columns:
+                cells.append("")
+                continue
+            i = int(np.nanargmin(table[col].to_numpy()))
+            m = float(table[col].iloc[i])
+            s = np.nan if loo else float(table[f"V{V}_std"].iloc[i])
+            value = f"{m:.{dec}f} ± {s:.{dec}f}" if np.isfinite(s) else f"{m:.{dec}f}"
+            cells.append(f"{value} ({int(table['n_leaves'].iloc[i])})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------- plots
 
 def _have_matplotlib():
@@ -438,18 +478,30 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
            "`results.csv`.", ""]
     if not plots:
         md += ["*(matplotlib is not installed: no plots; `pip install \"cartjit[plot]\"`.)*", ""]
+    def n_repeats_of(group):
+        return len({int(v) for v in group.loc[~group["loo"], "repeat"]})
+
+    sweeps = {}  # dataset -> its groups, where a sweep gives it several tree settings
+    for ds, st, group, table, _ in groups:
+        sweeps.setdefault(ds, []).append((st, table, n_repeats_of(group)))
+    sweeps = {ds: entries for ds, entries in sweeps.items() if len(entries) > 1}
     for ds, st, group, table, title in groups:
         cell = first_cell[(ds, st)]
         d = by_name[ds]
         slug = _slug(cell)
         put(f"summary/{slug}.csv", format_csv(table))
-        repeats = sorted({int(v) for v in group.loc[~group["loo"], "repeat"]})
-        n_rep = len(repeats)
-        md += [f"## {title}", "",
-               f"N = {d.n_samples} cases, {d.n_features} features "
-               f"({', '.join(d.feature_names[:8])}{', …' if d.n_features > 8 else ''}"
-               f"{_categorical_text(d)}), "
-               f"{d.task}; {_settings_text(cell)}"
+        n_rep = n_repeats_of(group)
+        facts = (f"N = {d.n_samples} cases, {d.n_features} features "
+                 f"({', '.join(d.feature_names[:8])}{', …' if d.n_features > 8 else ''}"
+                 f"{_categorical_text(d)}), {d.task}")
+        if ds in sweeps and sweeps[ds][0][0] == st:  # the dataset's first setting
+            md += [f"## {ds}", "", facts + f"; {len(sweeps[ds])} tree settings.", "",
+                   "The settings side by side: the number of trees K of each pruning "
+                   "sequence, the size of T_1, and per V the smallest mean R^CV (± sd over "
+                   "the repeats) with the size of that tree. Each setting's own table "
+                   "follows.", "", settings_markdown(sweeps[ds])]
+        md += [f"### {st}" if ds in sweeps else f"## {title}", "",
+               (f"{_settings_text(cell)}" if ds in sweeps else f"{facts}; {_settings_text(cell)}")
                + (f"; {n_rep} repeat{'s' if n_rep != 1 else ''} of each random partition"
                   if n_rep else "") + (", stratified" if cell.stratify else "") + ".", ""]
         md.append(f"R^CV(T_k) per V: mean ± sd over the {n_rep} repeats" if n_rep > 1 else
