@@ -624,9 +624,10 @@ def _cmd_predict(args):
         X = frame.to_numpy()
     _announce_compile()
     try:
-        out = pd.DataFrame({"prediction": est.predict(X)})
+        leaves = est.apply(X)  # X encoded and checked once: each warning is said once
+        out = pd.DataFrame({"prediction": est._predict_leaves(leaves)})
         if args.proba:
-            proba = est.predict_proba(X)
+            proba = est._leaf_proba(leaves)
             for j, label in enumerate(est.classes_):
                 out[f"proba_{label}"] = proba[:, j]
     except (TypeError, ValueError) as exc:
