@@ -691,9 +691,10 @@ def _show_data(args, command="show"):
     if problem is not None:
         return fail(f"--target: {problem}" if args.target not in frame.columns else problem)
     task = args.task or infer_task(frame[args.target])
-    if args.task is None and not getattr(args, "quiet", False):
-        print(f"cartjit {command}: {_task_reason(frame[args.target], args.target, task)}",
-              file=sys.stderr)
+    if args.task is None and frame[args.target].dtype.kind in "biuf" and \
+            not getattr(args, "quiet", False):  # a numeric target: either kind of tree
+        print(f"cartjit {command}: note: "
+              f"{_task_reason(frame[args.target], args.target, task)}", file=sys.stderr)
     features = tuple(c for c in frame.columns if c != args.target)
     if not features:
         return fail(f"{name!r} has no feature columns besides the target {args.target!r}")
@@ -701,8 +702,8 @@ def _show_data(args, command="show"):
 
 
 def _task_reason(column, target, task):
-    """Which kind of tree was inferred from the target ``column``, why, and how to ask
-    for the other (one line)."""
+    """Which kind of tree was inferred from the numeric target ``column``, why, and how
+    to ask for the other (one line)."""
     import numpy as np
 
     present = column.dropna()
@@ -720,12 +721,9 @@ def _task_reason(column, target, task):
             why += f" (written as decimals; {distinct} distinct whole values)"
         return (f"a regression tree, because {why}; give --task classification to "
                 "classify its values instead")
-    kind = {"b": "booleans", "i": "integers", "u": "integers"}.get(column.dtype.kind,
-                                                                     "labels")
-    other = "; give --task regression to predict it as a number" \
-        if column.dtype.kind in "biu" else ""
+    kind = "booleans" if column.dtype.kind == "b" else "integers"
     return (f"a classification tree, because the target {target!r} holds {kind} "
-            f"({distinct} classes){other}")
+            f"({distinct} classes); give --task regression to predict it as a number")
 
 
 def _announce_compile():
