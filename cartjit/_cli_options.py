@@ -261,13 +261,13 @@ OPTIONS = (
          _choice("breiman", "rpart"), default="breiman"),
     _opt("cv", "choose the subtree by V-fold cross-validation (an integer, or 'loo' for "
          "leave-one-out)", _cv, aliases=("--xval",), cv=True, metavar="V", default=10),
-    _opt("stratify", "with --cv: stratified folds", None,
+    _opt("stratify", "stratified folds", None,
          tasks=frozenset((CLASSIFICATION,)), cv=True, default=False),
-    _opt("n_repeats", "with --cv: average the CV risk over this many fold draws", _int(1),
+    _opt("n_repeats", "average the CV risk over this many fold draws", _int(1),
          cv=True, metavar="R", default=1),
-    _opt("selection", "with --cv: the subtree rule, 'min', '1se' or a number m (the "
+    _opt("selection", "the subtree rule: 'min', '1se' or a number m (the "
          "m-SE rule)", _selection, cv=True, metavar="RULE", default="1se"),
-    _opt("random_state", "with --cv: the seed of the folds", _int(0),
+    _opt("random_state", "the seed of the folds", _int(0),
          aliases=("--seed",), cv=True, metavar="SEED", default=0),
 )
 
@@ -362,17 +362,23 @@ DOC_END = "<!-- end: tree options -->"
 
 def markdown():
     """The docs section listing the table (the text between the markers)."""
-    lines = ["| option | parameter | values | for |", "|---|---|---|---|"]
+    lines = ["| option | parameter | values | default | meaning |", "|---|---|---|---|---|"]
     for o in OPTIONS:
         flags = ", ".join(f"`{f}`" for f in o.flags)
-        allowed = "flag" if o.parse is None else f"`{o.parse.allowed}`"
+        if o.parse is None:
+            allowed = "(a flag)"
+        else:
+            forms = [f"`{form}`" for form in o.parse.allowed.split("|")]
+            allowed = forms[0] if len(forms) == 1 else \
+                f"{', '.join(forms[:-1])} or {forms[-1]}"
         where = [] if o.tasks == BOTH else [f"{'/'.join(sorted(o.tasks))} only"]
         if o.cv is True and o.param != "cv":
             where.append("with `--cv`")
         if o.cv is False:
             where.append("without `--cv`")
-        lines.append(f"| {flags} | `{o.param}` | {allowed} | "
-                     f"{'; '.join(where) or 'all'} |")
+        meaning = o.help + (f" ({'; '.join(where)})" if where else "")
+        lines.append(f"| {flags} | `{o.param}` | {allowed} | {_default_text(o)} | "
+                     f"{meaning} |")
     return "\n".join(lines) + "\n"
 
 
