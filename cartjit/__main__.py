@@ -167,7 +167,9 @@ def build_parser():
         epilog="examples:\n  cartjit show iris\n  cartjit show iris_petal --cv 10 "
                "--selection min\n  cartjit show potato_yield --max-depth 2\n"
                "  cartjit show data.csv --target y --max-depth 3\n  cartjit show play_golf "
-               "--criterion entropy\n  cartjit show model.cartjit --rules\n"
+               "--criterion entropy\n  cartjit show iris --cp 0.01 --minsplit 20 --priors equal\n"
+               "  cartjit show iris --cost '0,1,1;5,0,1;1,1,0'\n"
+               "  cartjit show model.cartjit --rules\n"
                "  cartjit show model.cartjit --plot tree.png",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("dataset", metavar="DATASET",

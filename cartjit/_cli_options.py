@@ -295,6 +295,8 @@ def add_options(parser):
         text = o.help + ("" if o.parse is None else f" (default {_default_text(o)})")
         if o.tasks != BOTH:
             text += f"; {'/'.join(sorted(o.tasks))} only"
+        if o.cv is True and o.param != "cv":
+            text += "; needs --cv"
         kw = {"nargs": 0} if o.parse is None else {"metavar": o.metavar}
         parser.add_argument(*o.flags, dest=o.param, action=_Store, default=None,
                             help=text, **kw)
