@@ -7,7 +7,7 @@ versions): the first spelling is the parameter's name with dashes for underscore
 others are aliases (rpart's name for it where docs/rpart.md gives one, or an older
 spelling). The command line converts what is given with the option's parser and hands it
 to the estimator; an option not given leaves the estimator's default. A bad value is an
-error naming the spelling used (``--alpha: must be a number >= 0, got -1``).
+error naming the spelling used (``--alpha: must be a number >= 0, got '-1'``).
 
 ``python -m cartjit._cli_options`` rewrites the generated section of docs/experiments.md
 (between :data:`DOC_BEGIN` and :data:`DOC_END`); ``tests/test_cli_options.py`` checks
