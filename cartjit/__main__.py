@@ -77,43 +77,24 @@ _positive_int = _int_at_least(1)
 _nonneg_int = _int_at_least(0)
 
 
-def _cv_arg(text):
-    if text == "loo":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 2 or 'loo', got {text!r}")
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 2 or 'loo', got {value}")
-    return value
-
-
 def _add_fit_options(parser, command):
-    """The data and tree options shared by ``show`` and ``fit``."""
+    """The data and tree options shared by ``show`` and ``fit``; the tree options come
+    from the table of :mod:`cartjit._cli_options`."""
+    from ._cli_options import add_options
+
     parser.add_argument("--target", metavar="COL",
                         help="with a file: the column to predict (the others are features)")
     parser.add_argument("--task", choices=("classification", "regression"),
                         help="with a file: the kind of tree (default: regression for a "
-                             "float target, classification otherwise)")
+                             "float target, classification otherwise; said on stderr)")
     parser.add_argument("--features", nargs="+", metavar="NAME",
                         help="use only these feature columns")
-    parser.add_argument("--criterion", help="gini, entropy or twoing (classification; "
-                                            "default gini); squared_error (regression)")
-    parser.add_argument("--max-depth", type=_nonneg_int, metavar="D", help="depth limit")
-    parser.add_argument("--min-samples-leaf", type=_positive_int, default=1, metavar="N",
-                        help="minimum cases in a leaf (default 1)")
-    parser.add_argument("--alpha", type=float, metavar="A",
-                        help=("print" if command == "show" else "keep") +
-                             " the pruned subtree T(A) instead of T_max")
-    parser.add_argument("--cv", type=_cv_arg, metavar="V",
-                        help="choose the subtree by V-fold cross-validation (an integer or "
-                             "'loo')")
-    parser.add_argument("--selection", default="1se",
-                        help="with --cv: 'min', '1se' (default) or a number m (m-SE rule)")
-    parser.add_argument("--seed", type=_nonneg_int, default=0, help="with --cv: fold seed")
     parser.add_argument("--decimals", type=_nonneg_int, default=3,
                         help="decimals (default 3)")
+    add_options(parser.add_argument_group(
+        "tree options", "parameters of the estimators, named after them (and rpart's "
+                        "names); an option not given keeps the estimator's default "
+                        "(docs/experiments.md)"))
 
 
 def build_parser():
@@ -186,7 +167,9 @@ def build_parser():
         epilog="examples:\n  cartjit show iris\n  cartjit show iris_petal --cv 10 "
                "--selection min\n  cartjit show potato_yield --max-depth 2\n"
                "  cartjit show data.csv --target y --max-depth 3\n  cartjit show play_golf "
-               "--criterion entropy\n  cartjit show model.cartjit --rules\n"
+               "--criterion entropy\n  cartjit show iris --cp 0.01 --minsplit 20 --priors equal\n"
+               "  cartjit show iris --cost '0,1,1;5,0,1;1,1,0'\n"
+               "  cartjit show model.cartjit --rules\n"
                "  cartjit show model.cartjit --plot tree.png",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("dataset", metavar="DATASET",
@@ -336,35 +319,51 @@ def _fit_from_args(args, command):
     if not classification and y.dtype.kind not in "biuf":
         return _error(command, f"--task regression needs a numeric target, but "
                                f"{ds.target!r} has dtype {y.dtype}")
-    selection = args.selection
-    if selection not in ("min", "1se"):
-        try:
-            selection = float(selection)
-        except ValueError:
-            return _error(command, f"--selection must be 'min', '1se' or a number, got "
-                                   f"{selection!r}")
-    if args.cv is not None and args.alpha is not None:
-        return _error(command, "--alpha and --cv both choose the subtree: give one of them")
-    _announce_compile()
-    criterion = args.criterion or ("gini" if classification else "squared_error")
-    params = dict(max_depth=args.max_depth, min_samples_leaf=args.min_samples_leaf)
+    from ._cli_options import OptionError, estimator_params, option_for_message
     try:
-        if args.cv is not None:
-            cls = CARTClassifierCV if classification else CARTRegressorCV
-            est = cls(criterion, cv=args.cv, selection=selection, random_state=args.seed,
-                      **params).fit(X, y)
-        else:
-            cls = CARTClassifier if classification else CARTRegressor
-            est = cls(criterion, ccp_alpha=args.alpha, **params).fit(X, y)
-    except (TypeError, ValueError) as exc:
+        params = estimator_params(args, ds.task, cv="cv" in _given(args))
+        if "class_weight" in params:
+            params["class_weight"] = _class_weight_labels(params["class_weight"], y,
+                                                          _given(args)["class_weight"])
+    except OptionError as exc:
         return _error(command, exc)
+    _announce_compile()
+    cv = "cv" in params
+    cls = {(True, False): CARTClassifier, (True, True): CARTClassifierCV,
+           (False, False): CARTRegressor, (False, True): CARTRegressorCV}[
+        (classification, cv)]
+    try:
+        est = cls(**params).fit(X, y)
+    except (TypeError, ValueError) as exc:
+        return _error(command, option_for_message(args, exc))
     return est, ds, features
+
+
+def _given(args):
+    """``{parameter: option as given}`` of the tree options on the command line."""
+    from ._cli_options import given
+    return given(args)
+
+
+def _class_weight_labels(weights, y, flag):
+    """``--class-weight`` as the estimator takes it: the labels given as text matched to
+    the labels of ``y`` (read from a file they may be numbers)."""
+    from ._cli_options import OptionError
+
+    if not isinstance(weights, dict):
+        return weights
+    labels = {str(v): v for v in y.dropna().unique()}
+    unknown = [k for k in weights if k not in labels]
+    if unknown:
+        raise OptionError(f"{flag}: {unknown[0]!r} is not a class of the target (classes: "
+                          f"{', '.join(sorted(labels))})")
+    return {labels[k]: w for k, w in weights.items()}
 
 
 def _cmd_show(args):
     if _is_model_file(args.dataset):
-        misplaced = [f"--{name.replace('_', '-')}" for name in _FIT_ONLY
-                     if getattr(args, name) not in (None, False)]
+        misplaced = [f"--{name}" for name in ("target", "task", "features")
+                     if getattr(args, name) is not None] + list(_given(args).values())
         if misplaced:
             return _error("show", f"{misplaced[0]} is for fitting on data; "
                                   f"{args.dataset!r} is a model file, fitted already")
@@ -386,11 +385,6 @@ def _data_header(ds, est, features):
     return [f"{ds.name}: {ds.description}",
             f"N = {len(ds.frame)}, features: {_describe_features(est, features)}; "
             f"target: {ds.target}"]
-
-
-#: Options of ``show`` that fit a tree: meaningless with a model file. (``min_samples_leaf``
-#: and ``selection`` have defaults and are left out.)
-_FIT_ONLY = ("target", "task", "features", "criterion", "max_depth", "alpha", "cv")
 
 
 def _describe_features(est, names):
@@ -457,8 +451,9 @@ def _print_pruning(est, args):
     else:
         table = est.cost_complexity_path()
         alpha = est.ccp_alpha
+        cp = getattr(est, "cp", None)
         note = f"; T(alpha={alpha}) printed above" if alpha is not None else \
-            "; T_max printed above"
+            f"; T(cp={cp}) printed above" if cp is not None else "; T_max printed above"
         print(f"Pruning sequence (weakest link, docs/maths.md §4){note}:")
     with np.printoptions(precision=args.decimals):
         print(table.to_string(index=False,
@@ -624,9 +619,10 @@ def _cmd_predict(args):
         X = frame.to_numpy()
     _announce_compile()
     try:
-        out = pd.DataFrame({"prediction": est.predict(X)})
+        leaves = est.apply(X)  # X encoded and checked once: each warning is said once
+        out = pd.DataFrame({"prediction": est._predict_leaves(leaves)})
         if args.proba:
-            proba = est.predict_proba(X)
+            proba = est._leaf_proba(leaves)
             for j, label in enumerate(est.classes_):
                 out[f"proba_{label}"] = proba[:, j]
     except (TypeError, ValueError) as exc:
@@ -697,10 +693,39 @@ def _show_data(args, command="show"):
     if problem is not None:
         return fail(f"--target: {problem}" if args.target not in frame.columns else problem)
     task = args.task or infer_task(frame[args.target])
+    if args.task is None and frame[args.target].dtype.kind in "biuf" and \
+            not getattr(args, "quiet", False):  # a numeric target: either kind of tree
+        print(f"cartjit {command}: note: "
+              f"{_task_reason(frame[args.target], args.target, task)}", file=sys.stderr)
     features = tuple(c for c in frame.columns if c != args.target)
     if not features:
         return fail(f"{name!r} has no feature columns besides the target {args.target!r}")
     return Dataset(name, frame, args.target, features, task, f"{fmt.upper()} file {name}")
+
+
+def _task_reason(column, target, task):
+    """Which kind of tree was inferred from the numeric target ``column``, why, and how
+    to ask for the other (one line)."""
+    import numpy as np
+
+    present = column.dropna()
+    n_missing = len(column) - len(present)
+    distinct = present.nunique()
+    if task == "regression":
+        whole = len(present) > 0 and bool(np.all(np.mod(present.to_numpy(), 1) == 0))
+        why = f"the target {target!r} holds decimal numbers"
+        if whole and n_missing:
+            cells = "cell makes" if n_missing == 1 else "cells make"
+            why = (f"the target {target!r} is read as decimal numbers: its {distinct} "
+                   f"distinct values are whole numbers, but {n_missing} empty {cells} the "
+                   "column decimal")
+        elif whole:
+            why += f" (written as decimals; {distinct} distinct whole values)"
+        return (f"a regression tree, because {why}; give --task classification to "
+                "classify its values instead")
+    kind = "booleans" if column.dtype.kind == "b" else "integers"
+    return (f"a classification tree, because the target {target!r} holds {kind} "
+            f"({distinct} classes); give --task regression to predict it as a number")
 
 
 def _announce_compile():

@@ -17,6 +17,11 @@
 Standard output is replaced meanwhile by :class:`GuardedOutput`, which raises what
 writing it raises as :class:`OutputError`, so that a failing standard output is told
 apart from a file the command writes.
+
+Warnings are the command's own lines too: each one is said once on stderr as
+``cartjit COMMAND: warning: WHAT`` (:func:`warnings_said`), without the file, line and
+source line Python's default display adds, and a warning whose text was already said
+is not repeated.
 """
 from __future__ import annotations
 
@@ -26,9 +31,10 @@ import io
 import os
 import signal
 import sys
+import warnings
 
 __all__ = ["CommandError", "OutputError", "Terminated", "GuardedOutput", "run_guarded",
-           "describe_os_error", "check_settings", "say"]
+           "describe_os_error", "check_settings", "say", "warnings_said"]
 
 
 class CommandError(Exception):
@@ -86,6 +92,25 @@ def say(line):
         print(" ".join(str(line).split()), file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
+
+
+@contextlib.contextmanager
+def warnings_said(command):
+    """While inside: every warning shown is one line ``cartjit COMMAND: warning: WHAT``
+    on stderr, each distinct text once. The warning filters are left as they are (a
+    warning they ignore stays ignored, one turned into an error still raises)."""
+    said = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        if text in said:
+            return
+        said.add(text)
+        say(f"cartjit {command}: warning: {text}")
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def check_settings():
@@ -180,7 +205,7 @@ def run_guarded(command, body):
     sys.stdout = GuardedOutput(real)
     received = []
     try:
-        with _signals_raised(received):
+        with _signals_raised(received), warnings_said(command):
             try:
                 check_settings()
                 status = body()

@@ -569,8 +569,9 @@ def _warn_unseen(unseen, name, n_rows):
     if any(kind == ORDINAL for *_, kind in unseen):
         what.append("a new level of an ordinal column is placed between its neighbours in "
                     "the column's order")
-    warnings.warn(f"{name} holds levels not seen in fit ({n_rows} rows) in "
-                  f"{'; '.join(parts)}; {' and '.join(what)}",
+    rows = "row" if n_rows == 1 else "rows"
+    warnings.warn(f"{name} holds levels not seen in fit in {'; '.join(parts)} (of its "
+                  f"{n_rows} {rows}); {' and '.join(what)}",
                   UserWarning, stacklevel=V.user_stacklevel())
 
 

@@ -454,7 +454,11 @@ def missing_targets(y, n_samples, name="y"):
         values = getattr(y, "array", y)
         missing = np.asarray(values.isna() if hasattr(values, "isna") else y.isna(),
                              dtype=bool)
-        if missing.any():  # a nullable column (Int64, boolean, string): NA is missing
+        plain = isinstance(getattr(y, "dtype", None), np.dtype) and y.dtype.kind == "f"
+        if missing.any() and not plain:  # a nullable column (Int64, boolean, string):
+            # NA is missing. A NumPy float column keeps its dtype, as a float array
+            # does: its labels stay float64 (an object array of floats could not be
+            # saved in a model file)
             arr = np.asarray(y.to_numpy(dtype=object))
             arr = _as_1d(arr, name, n_samples)
             return arr, missing

@@ -841,7 +841,12 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
     def predict(self, X):
         """Class j*(t) of the node where each row ends (minimum expected cost,
         docs/maths.md §1)."""
-        leaves = self.apply(X)
+        return self._predict_leaves(self.apply(X))
+
+    def _predict_leaves(self, leaves):
+        """:meth:`predict` for the nodes ``leaves`` of :meth:`apply`: with
+        :meth:`_leaf_proba`, labels and probabilities from one encoding of X (whose
+        checks, and warnings, then run once)."""
         return self.classes_[self.tree_.label][leaves]  # one gather over the rows
 
     def predict_proba(self, X):
@@ -904,7 +909,10 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
     def predict(self, X):
         """Weighted mean ȳ(t) of the node where each row ends (a leaf, or where a
         missing value stops it)."""
-        leaves = self.apply(X)
+        return self._predict_leaves(self.apply(X))
+
+    def _predict_leaves(self, leaves):
+        """:meth:`predict` for the nodes ``leaves`` of :meth:`apply`."""
         return self.tree_.value[:, 0][leaves]
 
     def score(self, X, y, sample_weight=None):

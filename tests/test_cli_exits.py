@@ -46,11 +46,14 @@ def cartjit(*args, cwd, stdout=subprocess.PIPE, env=None, timeout=TIMEOUT):
 
 def one_line(proc, command):
     """The one stderr line of a failed command (and no traceback); ``proc`` is a
-    finished :func:`subprocess.run` or the text of a child's stderr."""
+    finished :func:`subprocess.run` or the text of a child's stderr. Notes and
+    warnings the command said before failing are not failures."""
     err = proc if isinstance(proc, str) else proc.stderr
     assert "Traceback" not in err, err
     errors = [line for line in err.strip().splitlines()
-              if line.startswith(f"cartjit {command}: ")]
+              if line.startswith(f"cartjit {command}: ")
+              and not line.startswith((f"cartjit {command}: note: ",
+                                       f"cartjit {command}: warning: "))]
     assert len(errors) == 1, err
     return errors[0]
 
