@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import warnings
 
 import numba
 import numpy as np
@@ -28,7 +29,7 @@ from . import _prepare as P
 from . import _validation as V
 from ._cv import sample_risk, select_index, with_rpart_columns
 from ._fit import fit_tree, rpart_rows, split_factor, with_rpart_rules
-from ._pruning import path_table, prune_tree, pruning_sequence
+from ._pruning import index_by_k, path_table, prune_tree, pruning_sequence
 from ._tree import LEAF
 from ._tree import apply as _apply_tree
 
@@ -201,7 +202,38 @@ class _BaseCART(_Base):
 
     # -- the test-sample estimate ---------------------------------------------------
     #: What :meth:`prune_by_test_sample` records (a new fit or a pruned copy drops it).
-    _TEST_SAMPLE_ATTRS = ("test_results_", "alpha_", "best_index_")
+    _TEST_SAMPLE_ATTRS = ("test_results_", "alpha_", "_best_index")
+
+    @property
+    def best_k_(self):
+        """The book's k of the chosen subtree T_k (after :meth:`prune_by_test_sample`, or
+        of a CV estimator's fit): ``cv_results_.loc[best_k_]`` (``test_results_.loc``)
+        is its row (docs/reading-trees.md, "Numbering")."""
+        table = self.__dict__.get("_cv_results")
+        if table is None:
+            table = self.__dict__.get("test_results_")
+        if table is None or "_best_index" not in self.__dict__:
+            raise AttributeError("best_k_")
+        return int(table["k"].iloc[self.__dict__["_best_index"]])
+
+    @property
+    def best_index_(self):
+        """Deprecated: the 0-based row *position* of the chosen subtree
+        (``cv_results_.iloc[best_index_]``); the tables are indexed by k, so use
+        :attr:`best_k_` (``cv_results_.loc[best_k_]``)."""
+        try:
+            position = self.__dict__["_best_index"]
+        except KeyError:
+            raise AttributeError("best_index_") from None
+        warnings.warn("best_index_ is deprecated: it is the 0-based row position of the "
+                      "chosen subtree (use it with .iloc), while the results tables are "
+                      "indexed by the book's k; use best_k_ (table.loc[best_k_])",
+                      FutureWarning, stacklevel=2)
+        return position
+
+    @best_index_.setter
+    def best_index_(self, position):
+        self.__dict__["_best_index"] = int(position)
 
     def _forget_test_sample(self):
         for name in self._TEST_SAMPLE_ATTRS:
@@ -288,8 +320,8 @@ class _BaseCART(_Base):
         ``selection="min"`` the smallest R^ts (ties: the smaller tree), ``"1se"`` the
         smallest tree with R^ts <= min + SE (of the minimum), a number m the m-SE rule.
         ``tree_`` becomes that T_k (in place; no refit) and ``test_results_`` (the table,
-        with a ``selected`` column), ``alpha_`` (its α_k) and ``best_index_`` (its row)
-        are recorded. The parameters (``ccp_alpha``, ``cp``) are not changed: a new
+        indexed by k, with a ``selected`` column), ``alpha_`` (its α_k) and ``best_k_``
+        (its k) are recorded. The parameters (``ccp_alpha``, ``cp``) are not changed: a new
         ``fit`` grows and prunes as they say and drops these attributes;
         ``prune(est.alpha_)`` on a refitted estimator gives the same tree. Returns
         ``self``.
@@ -337,7 +369,8 @@ class _BaseCART(_Base):
     @property
     def cptable_(self):
         """The pruning sequence in the layout of rpart's ``fit$cptable``: one row per tree,
-        the root first, with the columns ``CP`` (α / R(root)), ``nsplit`` (leaves - 1)
+        the root first, indexed by the book's k of the tree (so decreasing k: row
+        ``loc[k]`` is T_k; rpart's own row labels 1, 2, … count from the root), with the columns ``CP`` (α / R(root)), ``nsplit`` (leaves - 1)
         and ``rel error`` (R(T) / R(root)), and on the CV estimators ``xerror`` and
         ``xstd``. With ``compat="rpart"`` these are rpart's rows (its one-pass
         complexities, down to ``cp``); with ``compat="breiman"`` the exact sequence of
@@ -350,7 +383,8 @@ class _BaseCART(_Base):
         else:
             values, n_leaves, risk = self._sequence()
         table = path_table(values, n_leaves, risk, float(self.tree_max_.risk[0]))
-        out = table[["cp", "n_leaves", "rel_error"]].iloc[::-1].reset_index(drop=True)
+        out = table[["cp", "n_leaves", "rel_error"]].iloc[::-1]
+        out.index.name = "k"
         out.columns = ["CP", "nsplit", "rel error"]
         out["nsplit"] -= 1
         if hasattr(self, "cv_results_"):
@@ -597,7 +631,7 @@ class _CVMixin:
     def cv_results_(self, table):
         if getattr(self, "compat", "breiman") == "rpart":
             table = with_rpart_columns(table)
-        self.__dict__["_cv_results"] = table
+        self.__dict__["_cv_results"] = index_by_k(table)
 
     @property
     def prune_by_test_sample(self):
@@ -607,16 +641,32 @@ class _CVMixin:
             "prune_by_test_sample is a method of CARTClassifier and CARTRegressor "
             "(test_sample_path works here too)")
 
-    def select_k(self, selection):
-        """Row position in ``cv_results_`` of the subtree a selection rule chooses.
+    def select_k(self, selection, *, as_k=None):
+        """The subtree a selection rule chooses among the rows of ``cv_results_``.
 
         ``selection`` is what the ``selection`` parameter takes: ``"min"``, ``"1se"`` or a
         number m (the m-SE rule), applied to the fitted ``cv_risk`` and ``cv_se`` columns;
         ties go to the smaller tree. The fitted tree is the one of ``self.selection``.
+
+        With ``as_k=True`` the answer is the book's k of that tree
+        (``cv_results_.loc[k]`` is its row); with ``as_k=False`` it is its 0-based row
+        position (``cv_results_.iloc[position]``). Not giving ``as_k`` returns the
+        position, as earlier versions did, with a FutureWarning: the default will
+        become k (docs/reading-trees.md, "Numbering").
         """
+        if as_k is None:
+            warnings.warn("select_k(selection) returns a 0-based row position, which is "
+                          "not the tree's k; pass as_k=True for k (cv_results_.loc[k]) or "
+                          "as_k=False to keep the position (cv_results_.iloc[...]): the "
+                          "default will become k", FutureWarning, stacklevel=2)
+            as_k = False
+        elif not isinstance(as_k, (bool, np.bool_)):
+            raise TypeError(f"as_k must be True or False, got {as_k!r}")
         self._check_fitted()
         res = self.cv_results_
-        return select_index(res["cv_risk"].to_numpy(), res["cv_se"].to_numpy(), selection)
+        position = select_index(res["cv_risk"].to_numpy(), res["cv_se"].to_numpy(),
+                                selection)
+        return int(res["k"].iloc[position]) if as_k else position
 
     def _check_cv_params(self):
         return P.check_cv_params(self)
@@ -792,7 +842,8 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
     variable_importance_ : pandas.Series
         rpart's ``variable.importance`` (primary and surrogate splits) of the features
         used by ``tree_``, not normalised, largest first (see the property).
-    test_results_, alpha_, best_index_ : after :meth:`prune_by_test_sample` only
+    test_results_, alpha_, best_k_ : after :meth:`prune_by_test_sample` only
+        (``best_index_``, the 0-based row position, is deprecated)
         The test-sample table of :meth:`test_sample_path` with a ``selected`` column,
         the selected α_k and its row (a new ``fit`` drops them).
 
@@ -958,7 +1009,7 @@ _CV_DOC = """
     Attributes
     ----------
     cv_results_ : pandas.DataFrame
-        One row per k: ``k``, ``alpha`` (α_k), ``alpha_prime`` (α'_k), ``n_leaves``,
+        One row per k, indexed by k (``cv_results_.loc[k]``): ``k``, ``alpha`` (α_k), ``alpha_prime`` (α'_k), ``n_leaves``,
         ``risk`` (R(T_k)), ``cp`` (α_k / R(root)), ``rel_error``, ``cv_risk`` (R^CV mean
         over repeats), ``cv_se`` (its SE, mean over repeats), ``cv_std`` (std of R^CV
         over repeats, NaN with one repeat), ``xerror``/``xstd`` (rpart's scaling by
@@ -969,7 +1020,8 @@ _CV_DOC = """
         those points, and rpart's names ``CP``, ``nsplit`` and ``rel error`` are added.
     cptable_ : pandas.DataFrame, rpart's ``fit$cptable``: ``CP``, ``nsplit``,
         ``rel error``, ``xerror``, ``xstd``, the root first.
-    alpha_, best_index_ : the chosen α_k and its row index; ``tree_`` is T(alpha_).
+    alpha_, best_k_ : the chosen α_k and its k (``cv_results_.loc[best_k_]``); ``tree_``
+        is T(alpha_). ``best_index_``, the 0-based row position, is deprecated.
     folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight or
         missing target).
     fold_alphas_ : list (repeats) of lists (folds) of each fold tree's α sequence.
