@@ -840,7 +840,8 @@ def export_graphviz(estimator, feature_names=None, *, class_names=None, max_dept
     """The fitted tree as Graphviz DOT text (a ``digraph``); no Graphviz install needed
     to make it (``dot -Tpng tree.dot -o tree.png`` draws it).
 
-    One box per node, named by its id in ``tree_``: a split node shows its question
+    One box per node, named by its printed number (as in :func:`export_text`;
+    :func:`node_numbers`): a split node shows its question
     (``petal_length <= 2.45``, or ``colour in {red, blue}`` naming the levels that go
     left), then ``n = ...`` (and the weight when it differs), the class counts and the
     class j*(t) (or ``value = ȳ(t)``). The edge to the left child is labelled ``yes``,
@@ -859,6 +860,7 @@ def export_graphviz(estimator, feature_names=None, *, class_names=None, max_dept
     view = _view(estimator, feature_names, decimals, max_depth, "export_graphviz",
                  class_names)
     tree = view.tree
+    numbers = _rpart_numbers(estimator, tree)
     fmt = lambda x: _number(x, decimals)  # noqa: E731
     order = _preorder(tree, max_depth)
     style = ", ".join(s for s, on in (("filled", filled), ("rounded", rounded)) if on)
@@ -898,15 +900,16 @@ def export_graphviz(estimator, feature_names=None, *, class_names=None, max_dept
                 attrs.append(f'fillcolor="{_blend(VALUE_COLOUR, alpha)}"')
         if leaf:
             attrs.append("peripheries=2")
-        lines.append(f"{node} [label={_dot_string(chr(10).join(label))}"
+        name = numbers[node]
+        lines.append(f"{name} [label={_dot_string(chr(10).join(label))}"
                      + "".join(", " + a for a in attrs) + "] ;")
         if node:
             parent = int(tree.parent[node])
             answer = "yes" if int(tree.left[parent]) == node else "no"
-            lines.append(f'{parent} -> {node} [label="{answer}"] ;')
+            lines.append(f'{numbers[parent]} -> {name} [label="{answer}"] ;')
         if _cut(tree, node, max_depth):
-            lines.append(f'cut{node} [label="(...)", style="dashed"] ;')
-            lines.append(f"{node} -> cut{node} ;")
+            lines.append(f'cut{name} [label="(...)", style="dashed"] ;')
+            lines.append(f"{name} -> cut{name} ;")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
