@@ -384,6 +384,8 @@ class _BaseCART(_Base):
             values, n_leaves, risk = self._sequence()
         table = path_table(values, n_leaves, risk, float(self.tree_max_.risk[0]))
         out = table[["cp", "n_leaves", "rel_error"]].iloc[::-1]
+        if hasattr(self, "cv_results_"):  # its rows may start at k_c > 1 (``cp``)
+            out.index = res.index[::-1]
         out.index.name = "k"
         out.columns = ["CP", "nsplit", "rel error"]
         out["nsplit"] -= 1
