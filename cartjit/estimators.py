@@ -273,7 +273,7 @@ class _BaseCART(_Base):
         §8.5 for regression; docs/rpart.md).
 
         (X_test, y_test) is a sample not used in the fit, optionally weighted. Returns a
-        DataFrame with one row per T_k: the columns of :meth:`cost_complexity_path`
+        DataFrame with one row per T_k, indexed by k: the columns of :meth:`cost_complexity_path`
         (``k``, ``alpha``, ``alpha_prime``, ``n_leaves``, ``risk`` (the resubstitution
         R(T_k)), ``cp``, ``rel_error``) and ``test_risk`` (R^ts(T_k)) and ``test_se``
         (its SE). Classification: with given priors (``priors`` given or ``"equal"``,
@@ -342,7 +342,7 @@ class _BaseCART(_Base):
     def cost_complexity_path(self, risk="cost"):
         """The weakest-link pruning sequence of ``tree_max_`` as a DataFrame (no refit).
 
-        One row per k = 1..K: ``alpha`` (α_k), ``alpha_prime`` (the geometric midpoint
+        One row per k = 1..K, indexed by k (``loc[k]`` is the row of T_k): ``alpha`` (α_k), ``alpha_prime`` (the geometric midpoint
         sqrt(α_k α_{k+1}) used by cross-validation, +inf for k = K), ``n_leaves``
         (|T~_k|), ``risk`` (R(T_k): misclassification cost for classifiers, mean squared
         error for regressors), ``cp`` (rpart's CP = α_k / R(root)) and ``rel_error``
