@@ -19,7 +19,8 @@ __version__ = "0.1.0"
 
 __all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
            "ModelFileError", "NotFittedError", "Tree", "export_graphviz", "export_rules",
-           "export_text", "format_cp", "load", "node_id", "node_numbers", "plot_cv", "plot_importance",
+           "export_text", "format_cp", "load", "node_id", "node_numbers", "plot_cv",
+           "plot_importance",
            "plot_partition", "plot_tree", "print_cp", "save", "summary", "validate",
            "__version__"]
 

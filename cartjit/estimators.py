@@ -273,18 +273,19 @@ class _BaseCART(_Base):
         §8.5 for regression; docs/rpart.md).
 
         (X_test, y_test) is a sample not used in the fit, optionally weighted. Returns a
-        DataFrame with one row per T_k, indexed by k: the columns of :meth:`cost_complexity_path`
-        (``k``, ``alpha``, ``alpha_prime``, ``n_leaves``, ``risk`` (the resubstitution
-        R(T_k)), ``cp``, ``rel_error``) and ``test_risk`` (R^ts(T_k)) and ``test_se``
-        (its SE). Classification: with given priors (``priors`` given or ``"equal"``,
-        or set by ``class_weight``) R^ts = Σ_j π(j) Σ_i C(i|j) N_ij / N_j over the test
-        cases, N_ij the weight of the class-j test cases labelled i, with the
-        class-by-class SE of §11.2, and every class with π(j) > 0 needs a test case;
-        with ``priors="empirical"`` the priors are estimated from the test sample, so
-        R^ts is the mean misclassification cost of the test cases and SE the one of a
-        mean. Regression: the mean squared error of the test cases and the SE of that
-        mean. Weights count as cases in the SE. ``tree_`` is not changed (see
-        :meth:`prune_by_test_sample`); ``ccp_alpha`` and ``cp`` do not restrict the rows.
+        DataFrame with one row per T_k, indexed by k: the columns of
+        :meth:`cost_complexity_path` (``k``, ``alpha``, ``alpha_prime``, ``n_leaves``,
+        ``risk`` (the resubstitution R(T_k)), ``cp``, ``rel_error``) and ``test_risk``
+        (R^ts(T_k)) and ``test_se`` (its SE). Classification: with given priors
+        (``priors`` given or ``"equal"``, or set by ``class_weight``) R^ts = Σ_j π(j)
+        Σ_i C(i|j) N_ij / N_j over the test cases, N_ij the weight of the class-j test
+        cases labelled i, with the class-by-class SE of §11.2, and every class with π(j)
+        > 0 needs a test case; with ``priors="empirical"`` the priors are estimated from
+        the test sample, so R^ts is the mean misclassification cost of the test cases
+        and SE the one of a mean. Regression: the mean squared error of the test cases
+        and the SE of that mean. Weights count as cases in the SE. ``tree_`` is not
+        changed (see :meth:`prune_by_test_sample`); ``ccp_alpha`` and ``cp`` do not
+        restrict the rows.
         """
         X = self._check_predict_X(X_test)
         n = X.shape[0]
@@ -342,14 +343,15 @@ class _BaseCART(_Base):
     def cost_complexity_path(self, risk="cost"):
         """The weakest-link pruning sequence of ``tree_max_`` as a DataFrame (no refit).
 
-        One row per k = 1..K, indexed by k (``loc[k]`` is the row of T_k): ``alpha`` (α_k), ``alpha_prime`` (the geometric midpoint
-        sqrt(α_k α_{k+1}) used by cross-validation, +inf for k = K), ``n_leaves``
-        (|T~_k|), ``risk`` (R(T_k): misclassification cost for classifiers, mean squared
-        error for regressors), ``cp`` (rpart's CP = α_k / R(root)) and ``rel_error``
-        (R(T_k) / R(root)). Any ``alpha`` of this table (or ``cp`` times R(root)) given
-        to :meth:`prune` or ``ccp_alpha`` gives the tree of its row. With
-        ``compat="rpart"`` the rows are rpart's table (``cptable_`` in increasing α),
-        and so are those of :meth:`test_sample_path`.
+        One row per k = 1..K, indexed by k (``loc[k]`` is the row of T_k): ``alpha``
+        (α_k), ``alpha_prime`` (the geometric midpoint sqrt(α_k α_{k+1}) used by
+        cross-validation, +inf for k = K), ``n_leaves`` (|T~_k|), ``risk`` (R(T_k):
+        misclassification cost for classifiers, mean squared error for regressors),
+        ``cp`` (rpart's CP = α_k / R(root)) and ``rel_error`` (R(T_k) / R(root)). Any
+        ``alpha`` of this table (or ``cp`` times R(root)) given to :meth:`prune` or
+        ``ccp_alpha`` gives the tree of its row. With ``compat="rpart"`` the rows are
+        rpart's table (``cptable_`` in increasing α), and so are those of
+        :meth:`test_sample_path`.
 
         ``risk="impurity"`` runs the same weakest-link loop with R(t) = p(t) i(t), the
         impurity-weighted risk that scikit-learn's ``cost_complexity_pruning_path``
@@ -368,12 +370,13 @@ class _BaseCART(_Base):
 
     @property
     def cptable_(self):
-        """The pruning sequence in the layout of rpart's ``fit$cptable``: one row per tree,
-        the root first, indexed by the book's k of the tree (so decreasing k: row
-        ``loc[k]`` is T_k; rpart's own row labels 1, 2, … count from the root), with the columns ``CP`` (α / R(root)), ``nsplit`` (leaves - 1)
-        and ``rel error`` (R(T) / R(root)), and on the CV estimators ``xerror`` and
-        ``xstd``. With ``compat="rpart"`` these are rpart's rows (its one-pass
-        complexities, down to ``cp``); with ``compat="breiman"`` the exact sequence of
+        """The pruning sequence in the layout of rpart's ``fit$cptable``: one row per
+        tree, the root first, indexed by the book's k of the tree (so decreasing k: row
+        ``loc[k]`` is T_k; rpart's own row labels 1, 2, … count from the root), with the
+        columns ``CP`` (α / R(root)), ``nsplit`` (leaves - 1) and ``rel error`` (R(T) /
+        R(root)), and on the CV estimators ``xerror`` and ``xstd``. With
+        ``compat="rpart"`` these are rpart's rows (its one-pass complexities, down to
+        ``cp``); with ``compat="breiman"`` the exact sequence of
         ``cost_complexity_path()`` (docs/rpart-vs-exact.md)."""
         self._check_fitted()
         if hasattr(self, "cv_results_"):
@@ -1011,7 +1014,8 @@ _CV_DOC = """
     Attributes
     ----------
     cv_results_ : pandas.DataFrame
-        One row per k, indexed by k (``cv_results_.loc[k]``): ``k``, ``alpha`` (α_k), ``alpha_prime`` (α'_k), ``n_leaves``,
+        One row per k, indexed by k (``cv_results_.loc[k]``): ``k``, ``alpha`` (α_k),
+        ``alpha_prime`` (α'_k), ``n_leaves``,
         ``risk`` (R(T_k)), ``cp`` (α_k / R(root)), ``rel_error``, ``cv_risk`` (R^CV mean
         over repeats), ``cv_se`` (its SE, mean over repeats), ``cv_std`` (std of R^CV
         over repeats, NaN with one repeat), ``xerror``/``xstd`` (rpart's scaling by

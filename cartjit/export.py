@@ -742,9 +742,10 @@ def export_rules(estimator, feature_names=None, *, decimals=3, max_depth=None,
     as_frame : bool, default False
         Return a pandas DataFrame instead of text, one row per rule: ``node`` (the
         leaf's id in ``tree_``, what :meth:`apply` returns), ``number`` (the leaf's
-        printed number, as in :func:`export_text`; :func:`node_numbers`), ``rule`` (the conditions joined with ``and``; empty for a tree
-        that is only its root), ``n``, ``weight``, ``prediction`` (class name or mean)
-        and, for a classifier, ``share`` (the predicted class's share of the weight).
+        printed number, as in :func:`export_text`; :func:`node_numbers`), ``rule`` (the
+        conditions joined with ``and``; empty for a tree that is only its root), ``n``,
+        ``weight``, ``prediction`` (class name or mean) and, for a classifier, ``share``
+        (the predicted class's share of the weight).
 
     Returns
     -------
@@ -1009,7 +1010,7 @@ def format_cp(cv_estimator, digits=5):
     for i, row in enumerate(rows):
         lines.append(row.ljust(width) + "".join(" " + cells[i].rjust(w)
                                                 for (_, cells), w in zip(columns, widths)))
-    ks = [int(k) for k in table["k"]]  # decreasing and consecutive: row r is T_{k_1 + 1 - r}
+    ks = [int(k) for k in table["k"]]  # decreasing, consecutive: row r is T_{k_1 + 1 - r}
     lines.append("")
     if is_cv:
         chosen = int(np.flatnonzero(table["selected"].to_numpy())[0])
