@@ -189,7 +189,7 @@ class Tree(NamedTuple):
         internal = self.left != LEAF
         used = int(np.unique(self.feature[internal]).shape[0])
         return (f"Tree(n_nodes={self.n_nodes}, n_leaves={self.n_leaves}, "
-                f"depth={self.max_depth}, {task}, features_used={used})")
+                f"max_depth={self.max_depth}, {task}, features_used={used})")
 
     __str__ = __repr__
 

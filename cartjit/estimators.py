@@ -647,24 +647,26 @@ class _CVMixin:
             "(test_sample_path works here too)")
 
     def select_k(self, selection, *, as_k=None):
-        """The subtree a selection rule chooses among the rows of ``cv_results_``.
+        """The book's k of the subtree a selection rule chooses among the rows of
+        ``cv_results_`` (``cv_results_.loc[k]`` is its row).
 
         ``selection`` is what the ``selection`` parameter takes: ``"min"``, ``"1se"`` or a
         number m (the m-SE rule), applied to the fitted ``cv_risk`` and ``cv_se`` columns;
-        ties go to the smaller tree. The fitted tree is the one of ``self.selection``.
+        ties go to the smaller tree. The fitted tree is the one of ``self.selection``
+        (its k is :attr:`best_k_`).
 
-        With ``as_k=True`` the answer is the book's k of that tree
-        (``cv_results_.loc[k]`` is its row); with ``as_k=False`` it is its 0-based row
-        position (``cv_results_.iloc[position]``). Not giving ``as_k`` returns the
-        position, as earlier versions did, with a FutureWarning: the default will
-        become k (docs/reading-trees.md, "Numbering").
+        Earlier versions returned the 0-based row *position* (for ``.iloc``). Not giving
+        ``as_k`` returns k with a FutureWarning saying so, since code that used the
+        answer with ``.iloc`` would now read the wrong row; ``as_k=True`` returns k
+        without it and ``as_k=False`` returns the position (docs/reading-trees.md,
+        "Numbering").
         """
         if as_k is None:
-            warnings.warn("select_k(selection) returns a 0-based row position, which is "
-                          "not the tree's k; pass as_k=True for k (cv_results_.loc[k]) or "
-                          "as_k=False to keep the position (cv_results_.iloc[...]): the "
-                          "default will become k", FutureWarning, stacklevel=2)
-            as_k = False
+            warnings.warn("select_k(selection) now returns the tree's k (the row "
+                          "cv_results_.loc[k]), no longer the 0-based row position: use "
+                          "as_k=False for the position (cv_results_.iloc[...]), as_k=True "
+                          "to silence this warning", FutureWarning, stacklevel=2)
+            as_k = True
         elif not isinstance(as_k, (bool, np.bool_)):
             raise TypeError(f"as_k must be True or False, got {as_k!r}")
         self._check_fitted()

@@ -28,8 +28,8 @@ def iris():
 @pytest.fixture(scope="module")
 def bounded(iris):
     """A CV fit whose rows start at k_c = 3: cp · R(root) = 0.015 × 2/3 = 0.01 lies in
-    [α_3, α_4) = [1/150, 2/150), so positions and k differ by 2 (not by the 1 of a
-    0-based index against a 1-based k)."""
+    [α_3, α_4) = [1/150, 2/150), so k = position + 3 (not the + 1 of a 0-based index
+    against a 1-based k)."""
     X, y = iris
     est = CARTClassifierCV(cv=10, random_state=0, cp=0.015).fit(X, y)
     assert int(est.cv_results_["k"].iloc[0]) == 3
@@ -151,19 +151,21 @@ def test_node_id_refuses_numbers_it_does_not_have(bounded):
     assert cartjit.node_numbers is node_numbers and cartjit.node_id is node_id
 
 
-def test_select_k_without_as_k_keeps_the_position_and_warns(bounded):
+def test_select_k_returns_k_and_warns_without_as_k(bounded):
     est = bounded
     res = est.cv_results_
     for rule in ("min", "1se", 2):
-        with pytest.warns(FutureWarning, match="select_k\\(selection\\) returns a 0-based "
-                                               "row position.*as_k=True"):
-            old = est.select_k(rule)
+        with pytest.warns(FutureWarning, match="select_k\\(selection\\) now returns the "
+                                               "tree's k.*as_k=False for the position"):
+            plain = est.select_k(rule)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             position = est.select_k(rule, as_k=False)
             k = est.select_k(rule, as_k=True)
-        # the old meaning is kept: a position, whose row is T_k
-        assert old == position and int(res["k"].iloc[position]) == k
+        # the new meaning: k, the label of the row; the position reads the same row
+        assert plain == k and int(res["k"].iloc[position]) == k
+        assert res.loc[plain].equals(res.iloc[position])
+        # the bounded fit keeps the rows 3, ..., K: k = position + 3
         assert k - position == 3
     for bad in ("yes", 1, None.__class__):
         with pytest.raises(TypeError, match="as_k must be True or False"):
@@ -217,13 +219,13 @@ def test_tree_repr_is_one_short_line(iris):
     X, y = iris
     stump = CARTClassifier(max_depth=1).fit(X, y).tree_
     # a stump: 3 nodes, 2 leaves, depth 1, iris's 3 classes, one feature split on
-    assert repr(stump) == "Tree(n_nodes=3, n_leaves=2, depth=1, n_classes=3, features_used=1)"
+    assert repr(stump) == "Tree(n_nodes=3, n_leaves=2, max_depth=1, n_classes=3, features_used=1)"
     assert str(stump) == repr(stump)
     big = CARTRegressor().fit(X, np.arange(len(y), dtype=float)).tree_
     text = repr(big)
     assert "\n" not in text and len(text) < 100
     assert text == (f"Tree(n_nodes={len(big.feature)}, n_leaves={int((big.left == -1).sum())}, "
-                    f"depth={int(big.depth.max())}, regression, "
+                    f"max_depth={int(big.depth.max())}, regression, "
                     f"features_used={len(set(big.feature[big.left != -1].tolist()))})")
     assert repr(big._replace(**{f: getattr(big, f)[:0] for f in big.node_fields()})) == \
         "Tree(n_nodes=0)"
