@@ -19,7 +19,8 @@ __version__ = "0.1.0"
 
 __all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
            "ModelFileError", "NotFittedError", "Tree", "export_graphviz", "export_rules",
-           "export_text", "format_cp", "load", "plot_cv", "plot_importance",
+           "export_text", "format_cp", "load", "node_id", "node_numbers", "plot_cv",
+           "plot_importance",
            "plot_partition", "plot_tree", "print_cp", "save", "summary", "validate",
            "__version__"]
 
@@ -27,6 +28,7 @@ _LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
          "CARTRegressor": "estimators", "CARTRegressorCV": "estimators",
          "export_text": "export", "summary": "export", "export_rules": "export",
          "export_graphviz": "export", "format_cp": "export", "print_cp": "export",
+         "node_numbers": "export", "node_id": "export",
          "plot_tree": "plotting", "plot_partition": "plotting", "plot_cv": "plotting",
          "plot_importance": "plotting",
          "save": "_modelfile", "load": "_modelfile", "ModelFileError": "_modelfile"}

@@ -447,7 +447,7 @@ def _print_pruning(est, args):
     if hasattr(est, "cv_results_"):
         table = est.cv_results_.drop(columns=["cv_std"])
         print(f"Pruning sequence with {est.n_folds_}-fold cross-validation "
-              f"(selection {est.selection!r}: k = {est.best_index_ + 1}):")
+              f"(selection {est.selection!r}: k = {est.best_k_}):")
     else:
         table = est.cost_complexity_path()
         alpha = est.ccp_alpha

@@ -53,7 +53,7 @@ from ._cache import notice_once
 from ._fit import fit_fold, fit_tree
 from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
-from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints, path_columns
+from ._pruning import ALPHA_ATOL, ALPHA_RTOL, index_by_k, midpoints, path_columns
 from ._fit import class_priors, fitted_factor, with_rpart_rules
 from ._rpart import (evaluation_points, fold_priors, primary_weights, rpart_default_sides,
                      rpart_improvements, rpart_pruning, rpart_scale)
@@ -218,7 +218,7 @@ def cross_validate(problem, settings, cv, *, selection="1se", stratify=False, n_
     columns["selected"] = np.arange(n_k) == k
     if rpart:
         columns.update(_rpart_columns(columns))
-    table = pd.DataFrame(columns)
+    table = index_by_k(pd.DataFrame(columns))
 
     folds = plan.folds
     if rows is not None:

@@ -238,14 +238,14 @@ def _encode_fitted(est, members):
             if kept == "proba":
                 members["cv_proba"] = est.cv_proba_
         meta["cv"] = {"alpha": _plain(est.alpha_, "alpha_"),
-                      "best_index": int(est.best_index_), "n_folds": int(est.n_folds_),
+                      "best_index": int(est._best_index), "n_folds": int(est.n_folds_),
                       "n_repeats": int(est.n_repeats_), "predictions": kept}
     else:
         meta["test_sample"] = None
         if hasattr(est, "test_results_"):  # prune_by_test_sample's choice
             _table_members(est.test_results_, "test_results", TEST_COLUMNS, members)
             meta["test_sample"] = {"alpha": _plain(est.alpha_, "alpha_"),
-                                   "best_index": int(est.best_index_)}
+                                   "best_index": int(est._best_index)}
     return meta
 
 
@@ -792,7 +792,8 @@ def _set_test_sample(est, choice, arrays, tree_max, where):
     if k < 1 or any(c.shape != (k,) for c in columns.values()):
         _fail(where, "the test_results columns must be 1-d and of one length (at least 1)")
     best, alpha = _check_choice(choice, k, "test_sample", where)
-    est.test_results_ = pd.DataFrame(columns)
+    from ._pruning import index_by_k
+    est.test_results_ = index_by_k(pd.DataFrame(columns))
     est.alpha_ = alpha
     est.best_index_ = best
 

@@ -49,7 +49,8 @@ from ._presort import chunk_pool, run_chunks
 from ._tree import subtree
 
 __all__ = ["ALPHA_RTOL", "ALPHA_ATOL", "weakest_link", "weakest_link_threads", "with_alpha",
-           "pruning_sequence", "keeps_split", "prune_tree", "midpoints", "path_table"]
+           "pruning_sequence", "keeps_split", "prune_tree", "midpoints", "path_table",
+           "index_by_k"]
 
 ALPHA_RTOL = 1e-9
 ALPHA_ATOL = 1e-12
@@ -494,6 +495,16 @@ def path_columns(alphas, n_leaves, risk, root_risk):
 
 def path_table(alphas, n_leaves, risk, root_risk):
     """The pruning sequence as a DataFrame: k, alpha, alpha_prime, n_leaves, risk, cp,
-    rel_error (cp = α_k / R(root) and rel_error = R(T_k) / R(root), rpart's scaling)."""
+    rel_error (cp = α_k / R(root) and rel_error = R(T_k) / R(root), rpart's scaling),
+    indexed by k (:func:`index_by_k`)."""
     import pandas as pd  # imported here: pandas costs ~0.35 s at `import cartjit`
-    return pd.DataFrame(path_columns(alphas, n_leaves, risk, root_risk))
+    return index_by_k(pd.DataFrame(path_columns(alphas, n_leaves, risk, root_risk)))
+
+
+def index_by_k(table):
+    """``table`` (a DataFrame with a ``k`` column) indexed by the book's k, so that
+    ``table.loc[k]`` is the row of T_k (docs/reading-trees.md, "Numbering"). The index
+    is unnamed: a level named like the ``k`` column would make ``"k"`` ambiguous in
+    ``sort_values`` and ``groupby``."""
+    import pandas as pd
+    return table.set_axis(pd.Index(table["k"].to_numpy(), dtype=np.int64), axis=0)

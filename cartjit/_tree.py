@@ -178,6 +178,21 @@ class Tree(NamedTuple):
         """Names of the fields with one row per node."""
         return tuple(name for name in self._fields if name not in TABLE_FIELDS)
 
+    def __repr__(self) -> str:
+        """A one-line summary (the arrays are many kilobytes): the sizes, the task
+        (``n_classes`` for classification, ``regression``) and how many distinct
+        features the splits use."""
+        if not self.n_nodes:
+            return "Tree(n_nodes=0)"
+        task = ("regression" if self.label[0] < 0
+                else f"n_classes={int(self.value.shape[1])}")
+        internal = self.left != LEAF
+        used = int(np.unique(self.feature[internal]).shape[0])
+        return (f"Tree(n_nodes={self.n_nodes}, n_leaves={self.n_leaves}, "
+                f"max_depth={self.max_depth}, {task}, features_used={used})")
+
+    __str__ = __repr__
+
 
 def without_surrogates(n_nodes: int) -> dict:
     """The missing-value fields of a tree of ``n_nodes`` nodes without surrogate or

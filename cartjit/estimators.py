@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import warnings
 
 import numba
 import numpy as np
@@ -28,7 +29,7 @@ from . import _prepare as P
 from . import _validation as V
 from ._cv import sample_risk, select_index, with_rpart_columns
 from ._fit import fit_tree, rpart_rows, split_factor, with_rpart_rules
-from ._pruning import path_table, prune_tree, pruning_sequence
+from ._pruning import index_by_k, path_table, prune_tree, pruning_sequence
 from ._tree import LEAF
 from ._tree import apply as _apply_tree
 
@@ -201,7 +202,38 @@ class _BaseCART(_Base):
 
     # -- the test-sample estimate ---------------------------------------------------
     #: What :meth:`prune_by_test_sample` records (a new fit or a pruned copy drops it).
-    _TEST_SAMPLE_ATTRS = ("test_results_", "alpha_", "best_index_")
+    _TEST_SAMPLE_ATTRS = ("test_results_", "alpha_", "_best_index")
+
+    @property
+    def best_k_(self):
+        """The book's k of the chosen subtree T_k (after :meth:`prune_by_test_sample`, or
+        of a CV estimator's fit): ``cv_results_.loc[best_k_]`` (``test_results_.loc``)
+        is its row (docs/reading-trees.md, "Numbering")."""
+        table = self.__dict__.get("_cv_results")
+        if table is None:
+            table = self.__dict__.get("test_results_")
+        if table is None or "_best_index" not in self.__dict__:
+            raise AttributeError("best_k_")
+        return int(table["k"].iloc[self.__dict__["_best_index"]])
+
+    @property
+    def best_index_(self):
+        """Deprecated: the 0-based row *position* of the chosen subtree
+        (``cv_results_.iloc[best_index_]``); the tables are indexed by k, so use
+        :attr:`best_k_` (``cv_results_.loc[best_k_]``)."""
+        try:
+            position = self.__dict__["_best_index"]
+        except KeyError:
+            raise AttributeError("best_index_") from None
+        warnings.warn("best_index_ is deprecated: it is the 0-based row position of the "
+                      "chosen subtree (use it with .iloc), while the results tables are "
+                      "indexed by the book's k; use best_k_ (table.loc[best_k_])",
+                      FutureWarning, stacklevel=2)
+        return position
+
+    @best_index_.setter
+    def best_index_(self, position):
+        self.__dict__["_best_index"] = int(position)
 
     def _forget_test_sample(self):
         for name in self._TEST_SAMPLE_ATTRS:
@@ -241,18 +273,19 @@ class _BaseCART(_Base):
         §8.5 for regression; docs/rpart.md).
 
         (X_test, y_test) is a sample not used in the fit, optionally weighted. Returns a
-        DataFrame with one row per T_k: the columns of :meth:`cost_complexity_path`
-        (``k``, ``alpha``, ``alpha_prime``, ``n_leaves``, ``risk`` (the resubstitution
-        R(T_k)), ``cp``, ``rel_error``) and ``test_risk`` (R^ts(T_k)) and ``test_se``
-        (its SE). Classification: with given priors (``priors`` given or ``"equal"``,
-        or set by ``class_weight``) R^ts = Σ_j π(j) Σ_i C(i|j) N_ij / N_j over the test
-        cases, N_ij the weight of the class-j test cases labelled i, with the
-        class-by-class SE of §11.2, and every class with π(j) > 0 needs a test case;
-        with ``priors="empirical"`` the priors are estimated from the test sample, so
-        R^ts is the mean misclassification cost of the test cases and SE the one of a
-        mean. Regression: the mean squared error of the test cases and the SE of that
-        mean. Weights count as cases in the SE. ``tree_`` is not changed (see
-        :meth:`prune_by_test_sample`); ``ccp_alpha`` and ``cp`` do not restrict the rows.
+        DataFrame with one row per T_k, indexed by k: the columns of
+        :meth:`cost_complexity_path` (``k``, ``alpha``, ``alpha_prime``, ``n_leaves``,
+        ``risk`` (the resubstitution R(T_k)), ``cp``, ``rel_error``) and ``test_risk``
+        (R^ts(T_k)) and ``test_se`` (its SE). Classification: with given priors
+        (``priors`` given or ``"equal"``, or set by ``class_weight``) R^ts = Σ_j π(j)
+        Σ_i C(i|j) N_ij / N_j over the test cases, N_ij the weight of the class-j test
+        cases labelled i, with the class-by-class SE of §11.2, and every class with π(j)
+        > 0 needs a test case; with ``priors="empirical"`` the priors are estimated from
+        the test sample, so R^ts is the mean misclassification cost of the test cases
+        and SE the one of a mean. Regression: the mean squared error of the test cases
+        and the SE of that mean. Weights count as cases in the SE. ``tree_`` is not
+        changed (see :meth:`prune_by_test_sample`); ``ccp_alpha`` and ``cp`` do not
+        restrict the rows.
         """
         X = self._check_predict_X(X_test)
         n = X.shape[0]
@@ -288,8 +321,8 @@ class _BaseCART(_Base):
         ``selection="min"`` the smallest R^ts (ties: the smaller tree), ``"1se"`` the
         smallest tree with R^ts <= min + SE (of the minimum), a number m the m-SE rule.
         ``tree_`` becomes that T_k (in place; no refit) and ``test_results_`` (the table,
-        with a ``selected`` column), ``alpha_`` (its α_k) and ``best_index_`` (its row)
-        are recorded. The parameters (``ccp_alpha``, ``cp``) are not changed: a new
+        indexed by k, with a ``selected`` column), ``alpha_`` (its α_k) and ``best_k_``
+        (its k) are recorded. The parameters (``ccp_alpha``, ``cp``) are not changed: a new
         ``fit`` grows and prunes as they say and drops these attributes;
         ``prune(est.alpha_)`` on a refitted estimator gives the same tree. Returns
         ``self``.
@@ -310,14 +343,15 @@ class _BaseCART(_Base):
     def cost_complexity_path(self, risk="cost"):
         """The weakest-link pruning sequence of ``tree_max_`` as a DataFrame (no refit).
 
-        One row per k = 1..K: ``alpha`` (α_k), ``alpha_prime`` (the geometric midpoint
-        sqrt(α_k α_{k+1}) used by cross-validation, +inf for k = K), ``n_leaves``
-        (|T~_k|), ``risk`` (R(T_k): misclassification cost for classifiers, mean squared
-        error for regressors), ``cp`` (rpart's CP = α_k / R(root)) and ``rel_error``
-        (R(T_k) / R(root)). Any ``alpha`` of this table (or ``cp`` times R(root)) given
-        to :meth:`prune` or ``ccp_alpha`` gives the tree of its row. With
-        ``compat="rpart"`` the rows are rpart's table (``cptable_`` in increasing α),
-        and so are those of :meth:`test_sample_path`.
+        One row per k = 1..K, indexed by k (``loc[k]`` is the row of T_k): ``alpha``
+        (α_k), ``alpha_prime`` (the geometric midpoint sqrt(α_k α_{k+1}) used by
+        cross-validation, +inf for k = K), ``n_leaves`` (|T~_k|), ``risk`` (R(T_k):
+        misclassification cost for classifiers, mean squared error for regressors),
+        ``cp`` (rpart's CP = α_k / R(root)) and ``rel_error`` (R(T_k) / R(root)). Any
+        ``alpha`` of this table (or ``cp`` times R(root)) given to :meth:`prune` or
+        ``ccp_alpha`` gives the tree of its row. With ``compat="rpart"`` the rows are
+        rpart's table (``cptable_`` in increasing α), and so are those of
+        :meth:`test_sample_path`.
 
         ``risk="impurity"`` runs the same weakest-link loop with R(t) = p(t) i(t), the
         impurity-weighted risk that scikit-learn's ``cost_complexity_pruning_path``
@@ -336,11 +370,13 @@ class _BaseCART(_Base):
 
     @property
     def cptable_(self):
-        """The pruning sequence in the layout of rpart's ``fit$cptable``: one row per tree,
-        the root first, with the columns ``CP`` (α / R(root)), ``nsplit`` (leaves - 1)
-        and ``rel error`` (R(T) / R(root)), and on the CV estimators ``xerror`` and
-        ``xstd``. With ``compat="rpart"`` these are rpart's rows (its one-pass
-        complexities, down to ``cp``); with ``compat="breiman"`` the exact sequence of
+        """The pruning sequence in the layout of rpart's ``fit$cptable``: one row per
+        tree, the root first, indexed by the book's k of the tree (so decreasing k: row
+        ``loc[k]`` is T_k; rpart's own row labels 1, 2, … count from the root), with the
+        columns ``CP`` (α / R(root)), ``nsplit`` (leaves - 1) and ``rel error`` (R(T) /
+        R(root)), and on the CV estimators ``xerror`` and ``xstd``. With
+        ``compat="rpart"`` these are rpart's rows (its one-pass complexities, down to
+        ``cp``); with ``compat="breiman"`` the exact sequence of
         ``cost_complexity_path()`` (docs/rpart-vs-exact.md)."""
         self._check_fitted()
         if hasattr(self, "cv_results_"):
@@ -350,7 +386,10 @@ class _BaseCART(_Base):
         else:
             values, n_leaves, risk = self._sequence()
         table = path_table(values, n_leaves, risk, float(self.tree_max_.risk[0]))
-        out = table[["cp", "n_leaves", "rel_error"]].iloc[::-1].reset_index(drop=True)
+        out = table[["cp", "n_leaves", "rel_error"]].iloc[::-1]
+        if hasattr(self, "cv_results_"):  # its rows may start at k_c > 1 (``cp``)
+            out.index = res.index[::-1]
+        out.index.name = "k"
         out.columns = ["CP", "nsplit", "rel error"]
         out["nsplit"] -= 1
         if hasattr(self, "cv_results_"):
@@ -597,7 +636,7 @@ class _CVMixin:
     def cv_results_(self, table):
         if getattr(self, "compat", "breiman") == "rpart":
             table = with_rpart_columns(table)
-        self.__dict__["_cv_results"] = table
+        self.__dict__["_cv_results"] = index_by_k(table)
 
     @property
     def prune_by_test_sample(self):
@@ -607,16 +646,34 @@ class _CVMixin:
             "prune_by_test_sample is a method of CARTClassifier and CARTRegressor "
             "(test_sample_path works here too)")
 
-    def select_k(self, selection):
-        """Row position in ``cv_results_`` of the subtree a selection rule chooses.
+    def select_k(self, selection, *, as_k=None):
+        """The book's k of the subtree a selection rule chooses among the rows of
+        ``cv_results_`` (``cv_results_.loc[k]`` is its row).
 
         ``selection`` is what the ``selection`` parameter takes: ``"min"``, ``"1se"`` or a
         number m (the m-SE rule), applied to the fitted ``cv_risk`` and ``cv_se`` columns;
-        ties go to the smaller tree. The fitted tree is the one of ``self.selection``.
+        ties go to the smaller tree. The fitted tree is the one of ``self.selection``
+        (its k is :attr:`best_k_`).
+
+        Earlier versions returned the 0-based row *position* (for ``.iloc``). Not giving
+        ``as_k`` returns k with a FutureWarning saying so, since code that used the
+        answer with ``.iloc`` would now read the wrong row; ``as_k=True`` returns k
+        without it and ``as_k=False`` returns the position (docs/reading-trees.md,
+        "Numbering").
         """
+        if as_k is None:
+            warnings.warn("select_k(selection) now returns the tree's k (the row "
+                          "cv_results_.loc[k]), no longer the 0-based row position: use "
+                          "as_k=False for the position (cv_results_.iloc[...]), as_k=True "
+                          "to silence this warning", FutureWarning, stacklevel=2)
+            as_k = True
+        elif not isinstance(as_k, (bool, np.bool_)):
+            raise TypeError(f"as_k must be True or False, got {as_k!r}")
         self._check_fitted()
         res = self.cv_results_
-        return select_index(res["cv_risk"].to_numpy(), res["cv_se"].to_numpy(), selection)
+        position = select_index(res["cv_risk"].to_numpy(), res["cv_se"].to_numpy(),
+                                selection)
+        return int(res["k"].iloc[position]) if as_k else position
 
     def _check_cv_params(self):
         return P.check_cv_params(self)
@@ -792,7 +849,8 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
     variable_importance_ : pandas.Series
         rpart's ``variable.importance`` (primary and surrogate splits) of the features
         used by ``tree_``, not normalised, largest first (see the property).
-    test_results_, alpha_, best_index_ : after :meth:`prune_by_test_sample` only
+    test_results_, alpha_, best_k_ : after :meth:`prune_by_test_sample` only
+        (``best_index_``, the 0-based row position, is deprecated)
         The test-sample table of :meth:`test_sample_path` with a ``selected`` column,
         the selected α_k and its row (a new ``fit`` drops them).
 
@@ -966,7 +1024,8 @@ _CV_DOC = """
     Attributes
     ----------
     cv_results_ : pandas.DataFrame
-        One row per k: ``k``, ``alpha`` (α_k), ``alpha_prime`` (α'_k), ``n_leaves``,
+        One row per k, indexed by k (``cv_results_.loc[k]``): ``k``, ``alpha`` (α_k),
+        ``alpha_prime`` (α'_k), ``n_leaves``,
         ``risk`` (R(T_k)), ``cp`` (α_k / R(root)), ``rel_error``, ``cv_risk`` (R^CV mean
         over repeats), ``cv_se`` (its SE, mean over repeats), ``cv_std`` (std of R^CV
         over repeats, NaN with one repeat), ``xerror``/``xstd`` (rpart's scaling by
@@ -977,7 +1036,8 @@ _CV_DOC = """
         those points, and rpart's names ``CP``, ``nsplit`` and ``rel error`` are added.
     cptable_ : pandas.DataFrame, rpart's ``fit$cptable``: ``CP``, ``nsplit``,
         ``rel error``, ``xerror``, ``xstd``, the root first.
-    alpha_, best_index_ : the chosen α_k and its row index; ``tree_`` is T(alpha_).
+    alpha_, best_k_ : the chosen α_k and its k (``cv_results_.loc[best_k_]``); ``tree_``
+        is T(alpha_). ``best_index_``, the 0-based row position, is deprecated.
     folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight or
         missing target).
     fold_alphas_ : list (repeats) of lists (folds) of each fold tree's α sequence.

@@ -5,13 +5,14 @@
 
 The default layout of :func:`export_text` is close to R's ``print.rpart``, which
 readers of CART output know: one line per node, depth-first with the left child first,
-indented two spaces per level, numbered by the node's id in the flat arrays
-(:mod:`cartjit._tree`), leaves marked with ``*``::
+indented two spaces per level, numbered as rpart numbers nodes (root 1, the children
+of m are 2m and 2m + 1; :func:`node_numbers`, which every text view shares), leaves
+marked with ``*``::
 
     node) split: n, class counts -> class, R(t)      (* leaf)
-    0) root: n=150, counts [50, 50, 50] -> setosa, R=0.667
-      1) petal_length <= 2.45: n=50, counts [50, 0, 0] -> setosa, R=0 *
-      2) petal_length > 2.45: n=100, counts [0, 50, 50] -> versicolor, R=0.333
+    1) root: n=150, counts [50, 50, 50] -> setosa, R=0.667
+      2) petal_length <= 2.45: n=50, counts [50, 0, 0] -> setosa, R=0 *
+      3) petal_length > 2.45: n=100, counts [0, 50, 50] -> versicolor, R=0.333
     ...
 
 For a classifier the counts are the weighted class counts N_j(t) in the order of
@@ -41,7 +42,7 @@ import numpy as np
 from ._tree import LEAF
 
 __all__ = ["export_text", "export_rules", "export_graphviz", "format_cp", "print_cp",
-           "summary", "MAX_LEVELS_SHOWN"]
+           "summary", "node_numbers", "node_id", "MAX_LEVELS_SHOWN"]
 
 #: Levels printed in one set of a categorical split before it is cut short.
 MAX_LEVELS_SHOWN = 8
@@ -185,6 +186,7 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
     if details:
         return summary(estimator, feature_names, decimals=decimals, max_depth=max_depth)
     tree, names = _checked(estimator, feature_names, decimals, max_depth, "export_text")
+    numbers = _rpart_numbers(estimator, tree)
     n_features = int(estimator.n_features_in_)
     classes = getattr(estimator, "classes_", None)
     is_classifier = classes is not None
@@ -221,7 +223,7 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
         node, split = stack.pop()
         depth = int(tree.depth[node])
         leaf = tree.left[node] == LEAF
-        line = f"{'  ' * depth}{node}) {split}: {describe(node)}"
+        line = f"{'  ' * depth}{numbers[node]}) {split}: {describe(node)}"
         if leaf:
             line += " *"
         elif max_depth is not None and depth >= max_depth:
@@ -284,6 +286,43 @@ def _rpart_numbers(estimator, tree):
     return numbers
 
 
+def node_numbers(estimator):
+    """The printed number of every node of the fitted ``tree_``, by node id.
+
+    Every text view of cartjit (:func:`export_text` in both layouts, :func:`summary`,
+    ``export_rules(as_frame=True)``'s ``number``) numbers a node as rpart does (and as
+    Breiman et al. draw t1, t2, t3, …): the root is 1 and the children of node m are
+    2m and 2m + 1, 2m going to the child rpart lists first (the one with the smaller
+    mean: the smaller class index weighted by p(j | child), or the smaller ȳ; ties the
+    right child), which is usually but not always the left child (``x <= c``). The
+    arrays of ``tree_`` and :meth:`apply` use the node *id* instead, the row of the
+    node in those arrays (root 0, parents before children). ``node_numbers(est)[i]`` is
+    the number of the node with id i; :func:`node_id` goes back. Python ints: the
+    numbers of a deep tree outgrow int64 (docs/reading-trees.md, "Numbering").
+
+    Returns
+    -------
+    list of int, one per node id.
+    """
+    tree, _ = _checked(estimator, None, 0, None, "node_numbers")
+    return _rpart_numbers(estimator, tree)
+
+
+def node_id(estimator, number):
+    """The node id (row of ``tree_``'s arrays, as :meth:`apply` returns) of the node
+    that the text views print as ``number`` (:func:`node_numbers`). A number that no
+    node of ``tree_`` has is a ValueError."""
+    if isinstance(number, (bool, np.bool_)) or not isinstance(number, (int, np.integer)):
+        raise TypeError(f"number must be an int (a printed node number), got {number!r}")
+    numbers = node_numbers(estimator)
+    try:
+        return numbers.index(int(number))
+    except ValueError:
+        raise ValueError(f"no node of tree_ is numbered {number!r}: the printed numbers "
+                         f"are 1 (the root) and 2m, 2m + 1 below each split node m "
+                         f"(node_numbers lists them)") from None
+
+
 def _side(low_left):
     return "to the left" if low_left else "to the right"
 
@@ -301,8 +340,8 @@ def summary(estimator, feature_names=None, *, decimals=3, max_depth=None):
 
     After a header, the pruning sequence (with the cross-validated columns for the CV
     estimators) and the variable importance (rpart's, in % of its total), one block per
-    node in the order of the node ids of ``tree_`` (:mod:`cartjit._tree`; rpart's own
-    number, root 1 and children 2k, 2k + 1, is shown beside it):
+    node in the order of the node numbers (rpart's: root 1, children 2m and 2m + 1, as in
+    every text view; :func:`node_numbers`):
 
     * its number of learning cases and their weight; for a split node the α at which
       it is pruned and rpart's CP = α / R(root);
@@ -363,14 +402,14 @@ def summary(estimator, feature_names=None, *, decimals=3, max_depth=None):
         lines.append("")
 
     numbers = _rpart_numbers(estimator, tree)
-    for node in range(tree.n_nodes):
+    for node in sorted(range(tree.n_nodes), key=numbers.__getitem__):
         depth = int(tree.depth[node])
         if max_depth is not None and depth > max_depth:
             continue
         n = int(tree.n_node_samples[node])
         w = float(tree.weighted_n_node_samples[node])
         leaf = tree.left[node] == LEAF
-        head = f"Node {node} (rpart {numbers[node]}): {n} observations"
+        head = f"Node number {numbers[node]}: {n} observations"
         if w != n:
             head += f" (weight {fmt(w)})"
         if not leaf and not np.isnan(tree.alpha[node]):
@@ -391,7 +430,7 @@ def summary(estimator, feature_names=None, *, decimals=3, max_depth=None):
             lines.append(f"  mean={fmt(tree.value[node, 0])}, MSE={risk(tree.impurity[node])}")
         if not leaf:
             lines.extend(_split_lines(tree, node, names, categories, decimals,
-                                      float(improve_scale[node])))
+                                      float(improve_scale[node]), numbers))
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -407,7 +446,7 @@ def _path_lines(estimator, decimals):
             table = estimator.cost_complexity_path()
         except Exception:  # a tree without its T_max (set by hand): no sequence to show
             return []
-        cols = ["alpha", "cp", "n_leaves", "rel_error"]
+        cols = ["k", "alpha", "cp", "n_leaves", "rel_error"]
         title = "Pruning sequence (weakest link):"
     cols = [c for c in cols if c in table.columns]
     text = table[cols].to_string(index=False,
@@ -415,12 +454,13 @@ def _path_lines(estimator, decimals):
     return [title] + ["  " + line for line in text.splitlines()] + [""]
 
 
-def _split_lines(tree, node, names, categories, decimals, improve_scale):
-    """The children, primary and competitor splits, surrogates and majority of a node."""
+def _split_lines(tree, node, names, categories, decimals, improve_scale, numbers):
+    """The children (by their printed ``numbers``), primary and competitor splits,
+    surrogates and majority of a node."""
     n = int(tree.n_node_samples[node])
     lc, rc = int(tree.left[node]), int(tree.right[node])
-    out = [f"  left son={lc} ({int(tree.n_node_samples[lc])} obs) right son={rc} "
-           f"({int(tree.n_node_samples[rc])} obs)"]
+    out = [f"  left son={numbers[lc]} ({int(tree.n_node_samples[lc])} obs) right son="
+           f"{numbers[rc]} ({int(tree.n_node_samples[rc])} obs)"]
     imp = lambda x: _risk(x * improve_scale, decimals)  # noqa: E731
     f = int(tree.feature[node])
     out.append("  Primary splits:")
@@ -700,10 +740,12 @@ def export_rules(estimator, feature_names=None, *, decimals=3, max_depth=None,
     class_names : sequence of str, optional
         Names shown for the classes, one per entry of ``classes_`` (classifiers only).
     as_frame : bool, default False
-        Return a pandas DataFrame instead of text, one row per rule: ``node`` (its id
-        in ``tree_``), ``rule`` (the conditions joined with ``and``; empty for a tree
-        that is only its root), ``n``, ``weight``, ``prediction`` (class name or mean)
-        and, for a classifier, ``share`` (the predicted class's share of the weight).
+        Return a pandas DataFrame instead of text, one row per rule: ``node`` (the
+        leaf's id in ``tree_``, what :meth:`apply` returns), ``number`` (the leaf's
+        printed number, as in :func:`export_text`; :func:`node_numbers`), ``rule`` (the
+        conditions joined with ``and``; empty for a tree that is only its root), ``n``,
+        ``weight``, ``prediction`` (class name or mean) and, for a classifier, ``share``
+        (the predicted class's share of the weight).
 
     Returns
     -------
@@ -714,6 +756,7 @@ def export_rules(estimator, feature_names=None, *, decimals=3, max_depth=None,
     view = _view(estimator, feature_names, decimals, max_depth, "export_rules", class_names)
     tree = view.tree
     fmt = lambda x: _number(x, decimals)  # noqa: E731
+    numbers = _rpart_numbers(estimator, tree)
     rows, lines = [], []
     for rule in _rules(view, max_depth):
         node = rule.node
@@ -721,7 +764,7 @@ def export_rules(estimator, feature_names=None, *, decimals=3, max_depth=None,
                             for f, c in rule.conditions.items())
         n = int(tree.n_node_samples[node])
         w = float(tree.weighted_n_node_samples[node])
-        row = {"node": node, "rule": text, "n": n, "weight": w}
+        row = {"node": node, "number": numbers[node], "rule": text, "n": n, "weight": w}
         if view.classes is not None:
             label = int(tree.label[node])
             count = float(tree.value[node, label])
@@ -798,7 +841,8 @@ def export_graphviz(estimator, feature_names=None, *, class_names=None, max_dept
     """The fitted tree as Graphviz DOT text (a ``digraph``); no Graphviz install needed
     to make it (``dot -Tpng tree.dot -o tree.png`` draws it).
 
-    One box per node, named by its id in ``tree_``: a split node shows its question
+    One box per node, named by its printed number (as in :func:`export_text`;
+    :func:`node_numbers`): a split node shows its question
     (``petal_length <= 2.45``, or ``colour in {red, blue}`` naming the levels that go
     left), then ``n = ...`` (and the weight when it differs), the class counts and the
     class j*(t) (or ``value = ȳ(t)``). The edge to the left child is labelled ``yes``,
@@ -817,6 +861,7 @@ def export_graphviz(estimator, feature_names=None, *, class_names=None, max_dept
     view = _view(estimator, feature_names, decimals, max_depth, "export_graphviz",
                  class_names)
     tree = view.tree
+    numbers = _rpart_numbers(estimator, tree)
     fmt = lambda x: _number(x, decimals)  # noqa: E731
     order = _preorder(tree, max_depth)
     style = ", ".join(s for s, on in (("filled", filled), ("rounded", rounded)) if on)
@@ -856,15 +901,16 @@ def export_graphviz(estimator, feature_names=None, *, class_names=None, max_dept
                 attrs.append(f'fillcolor="{_blend(VALUE_COLOUR, alpha)}"')
         if leaf:
             attrs.append("peripheries=2")
-        lines.append(f"{node} [label={_dot_string(chr(10).join(label))}"
+        name = numbers[node]
+        lines.append(f"{name} [label={_dot_string(chr(10).join(label))}"
                      + "".join(", " + a for a in attrs) + "] ;")
         if node:
             parent = int(tree.parent[node])
             answer = "yes" if int(tree.left[parent]) == node else "no"
-            lines.append(f'{parent} -> {node} [label="{answer}"] ;')
+            lines.append(f'{numbers[parent]} -> {name} [label="{answer}"] ;')
         if _cut(tree, node, max_depth):
-            lines.append(f'cut{node} [label="(...)", style="dashed"] ;')
-            lines.append(f"{node} -> cut{node} ;")
+            lines.append(f'cut{name} [label="(...)", style="dashed"] ;')
+            lines.append(f"{name} -> cut{name} ;")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -909,7 +955,9 @@ def format_cp(cv_estimator, digits=5):
     One row per subtree T_k of the pruning sequence, the root first: CP = α_k / R(root)
     (rpart's complexity parameter), nsplit = |T~_k| - 1, rel error = R(T_k) / R(root)
     and, for the CV estimators, xerror = R^CV(T_k) / R(root) and xstd = SE / R(root)
-    (``cv_results_``); a last line names the row the selection rule chose. The variables
+    (``cv_results_``); a line names the tree T_k and the row the selection rule chose,
+    and a last line how a row's number r gives the book's k of its tree (the rows count
+    from the root as rpart's do, so k = K + 1 - r; docs/reading-trees.md). The variables
     are those split on in T_1, the largest tree of the sequence, sorted; the root node
     error is R(root)
     times the root's weight (rpart's ``dev``: misclassified weight, or the sum of squares)
@@ -962,11 +1010,15 @@ def format_cp(cv_estimator, digits=5):
     for i, row in enumerate(rows):
         lines.append(row.ljust(width) + "".join(" " + cells[i].rjust(w)
                                                 for (_, cells), w in zip(columns, widths)))
+    ks = [int(k) for k in table["k"]]  # decreasing, consecutive: row r is T_{k_1 + 1 - r}
+    lines.append("")
     if is_cv:
         chosen = int(np.flatnonzero(table["selected"].to_numpy())[0])
-        lines += ["", f"Selected by selection={cv_estimator.selection!r}: row {chosen + 1} "
-                      f"(nsplit {columns[1][1][chosen]}, CP "
-                      f"{columns[0][1][chosen].strip()})"]
+        lines.append(f"Selected by selection={cv_estimator.selection!r}: T_{ks[chosen]}, "
+                     f"row {chosen + 1} (nsplit {columns[1][1][chosen]}, CP "
+                     f"{columns[0][1][chosen].strip()})")
+    where = "cv_results_.loc[k] and cptable_.loc[k]" if is_cv else "cptable_.loc[k]"
+    lines.append(f"Row r is T_k with k = {ks[0] + 1} - r ({where} are its rows)")
     return "\n".join(lines) + "\n"
 
 

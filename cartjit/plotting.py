@@ -845,8 +845,9 @@ def plot_cv(cv_estimator, *, ax=None, selection=None):
     table = _cv_table(cv_estimator, "plot_cv")
     if selection is None:
         selection = cv_estimator.selection
-    chosen = cv_estimator.select_k(selection)  # validates selection
-    k_min = cv_estimator.select_k("min")
+    # row positions (the arrays below are read by position)
+    chosen = cv_estimator.select_k(selection, as_k=False)  # validates selection
+    k_min = cv_estimator.select_k("min", as_k=False)
     m = 0.0 if selection == "min" else 1.0 if selection == "1se" else float(selection)
 
     leaves = table["n_leaves"].to_numpy(dtype=float)

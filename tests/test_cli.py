@@ -288,8 +288,8 @@ def test_sigkill_then_resume_loses_nothing_and_computes_nothing_twice(tmp_path):
 def test_show_prints_the_tree_and_the_pruning_table(capsys):
     assert main(["show", "iris"]) == 0
     text = capsys.readouterr().out
-    assert "0) root: n=150, counts [50, 50, 50] -> setosa" in text
-    assert "1) petal_length <= 2.45: n=50, counts [50, 0, 0] -> setosa, R=0 *" in text
+    assert "1) root: n=150, counts [50, 50, 50] -> setosa" in text
+    assert "2) petal_length <= 2.45: n=50, counts [50, 0, 0] -> setosa, R=0 *" in text
     assert text.count(" *\n") == 9  # T_max has 9 leaves (docs/maths.md §6)
     assert "Pruning sequence" in text and "rel_error" in text
 
@@ -331,7 +331,9 @@ def test_show_fits_a_csv_or_parquet_file(tmp_path, capsys):
     assert main(["show", str(tmp_path / "c.csv"), "--target", "label"]) == 0
     text = capsys.readouterr().out
     assert "N = 60, features: x, z; target: label" in text
-    assert "1) x <= " in text  # the label is a threshold on x: the root splits on x
+    # the label is a threshold on x: the root splits on x; its left child holds "lo"
+    # (class index 1), so rpart's number 2 goes to the right child and the left is 3
+    assert "\n  3) x <= " in text and "\n  2) x > " in text
     assert "CARTClassifier" in text and "Pruning sequence" in text
     try:
         import pyarrow  # noqa: F401
@@ -374,7 +376,7 @@ def test_show_play_golf_splits_its_categorical_features(capsys):
     text = capsys.readouterr().out
     assert ("features: temperature (categorical, 2 levels), humidity (categorical, "
             "2 levels); target: play") in text
-    assert "\n  1) humidity " in text and "\n    3) temperature " in text
+    assert "\n  2) humidity " in text and "\n    4) temperature " in text
     assert "Variable importance (rpart's, as % of the total): humidity 60, temperature 40" \
         in text
 
@@ -390,7 +392,7 @@ def test_show_a_file_with_a_string_column(tmp_path, capsys):
     assert main(["show", str(tmp_path / "c.csv"), "--target", "label"]) == 0
     text = capsys.readouterr().out
     assert "features: colour (categorical, 4 levels), x; target: label" in text
-    assert "\n  1) colour " in text
+    assert "\n  2) colour " in text
     assert main(["show", str(tmp_path / "c.csv"), "--target", "label", "--features",
                  "label"]) == 2
     assert "'label' is the target column" in capsys.readouterr().err

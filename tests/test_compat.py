@@ -337,7 +337,7 @@ def test_rpart_improvement_threshold():
     alone = CARTRegressor(compat="rpart", **kw).fit(X[:4], y[:4])
     assert list(alone.cptable_["nsplit"]) == [0, 1]
     ss = float(np.sum((y[:4] - y[:4].mean()) ** 2))
-    np.testing.assert_allclose(alone.cptable_["CP"][0], delta ** 2 / 4 / ss, rtol=1e-4)
+    np.testing.assert_allclose(alone.cptable_["CP"].iloc[0], delta ** 2 / 4 / ss, rtol=1e-4)
     both = CARTRegressor(compat="rpart", **kw).fit(X, y)
     assert list(both.cptable_["nsplit"]) == [0, 1]
     assert both.tree_.n_leaves == 2

@@ -8,7 +8,7 @@ import pytest
 
 from cartjit import (CARTClassifier, CARTClassifierCV, CARTRegressor, NotFittedError)
 from cartjit.datasets import load_iris, load_potato_yield
-from cartjit.export import export_text
+from cartjit.export import export_text, node_id
 
 
 @pytest.fixture(scope="module")
@@ -25,15 +25,19 @@ def test_iris_tree_text(iris_tree):
     text = export_text(iris_tree)
     lines = node_lines(text)
     assert len(lines) == iris_tree.tree_.n_nodes == 17
-    assert lines[0] == "0) root: n=150, counts [50, 50, 50] -> setosa, R=0.667"
-    assert lines[1] == "  1) petal_length <= 2.45: n=50, counts [50, 0, 0] -> setosa, R=0 *"
-    assert lines[2].startswith("  2) petal_length > 2.45: n=100, counts [0, 50, 50] -> versicolor")
+    # rpart's numbers: the root 1, the children of m are 2m and 2m + 1
+    assert lines[0] == "1) root: n=150, counts [50, 50, 50] -> setosa, R=0.667"
+    assert lines[1] == "  2) petal_length <= 2.45: n=50, counts [50, 0, 0] -> setosa, R=0 *"
+    assert lines[2].startswith("  3) petal_length > 2.45: n=100, counts [0, 50, 50] -> versicolor")
     assert sum(line.endswith(" *") for line in lines) == iris_tree.get_n_leaves() == 9
     # indentation is two spaces per level and children follow their parent
     t = iris_tree.tree_
     for line in lines:
-        node = int(line.split(")")[0])
-        assert len(line) - len(line.lstrip()) == 2 * t.depth[node]
+        number = int(line.split(")")[0])
+        node = node_id(iris_tree, number)
+        # a heap number m lies at depth floor(log2 m)
+        assert len(line) - len(line.lstrip()) == 2 * t.depth[node] == \
+            2 * (number.bit_length() - 1)
     assert "classes setosa, versicolor, virginica" in text and text.endswith("\n")
 
 
@@ -50,7 +54,7 @@ def test_feature_names_depth_and_alpha(iris_tree):
     names = ["a", "b", "c", "d"]
     text = export_text(iris_tree, feature_names=names, max_depth=1, show_alpha=True)
     lines = node_lines(text)
-    assert lines[1].startswith("  1) c <= 2.45")
+    assert lines[1].startswith("  2) c <= 2.45")
     assert lines[2].endswith(" ...") and len(lines) == 3
     assert "alpha=0.333" in lines[0]
     with pytest.raises(ValueError, match="feature_names has 2 entries"):
@@ -63,8 +67,8 @@ def test_regressor_and_numpy_input():
     X, y = load_potato_yield(return_X_y=True)
     est = CARTRegressor(max_depth=1).fit(X.to_numpy(), y.to_numpy())
     lines = node_lines(export_text(est))
-    assert lines[0].startswith("0) root: n=15, mean=24.8, R=")
-    assert lines[1].startswith("  1) x0 <= 110: n=2, mean=13.5")
+    assert lines[0].startswith("1) root: n=15, mean=24.8, R=")
+    assert lines[1].startswith("  2) x0 <= 110: n=2, mean=13.5")  # the smaller mean: 2m
     assert len(lines) == 3
 
 
@@ -79,7 +83,7 @@ def test_weighted_counts():
     X, y = load_iris(return_X_y=True)
     w = np.where(y == "setosa", 2.0, 1.0)
     lines = node_lines(export_text(CARTClassifier(max_depth=1).fit(X, y, sample_weight=w)))
-    assert lines[0].startswith("0) root: n=150 (weight 200), counts [100, 50, 50]")
+    assert lines[0].startswith("1) root: n=150 (weight 200), counts [100, 50, 50]")
 
 
 def test_not_fitted():
@@ -93,7 +97,7 @@ def test_export_text_is_importable_from_the_package():
     assert cartjit.export_text is export_text
     X, y = load_iris(return_X_y=True)
     text = cartjit.export_text(CARTClassifier(max_depth=1).fit(X, y))
-    assert text.splitlines()[2].startswith("0) root: n=150, counts [50, 50, 50]")
+    assert text.splitlines()[2].startswith("1) root: n=150, counts [50, 50, 50]")
 
 
 # --------------------------------------------------------------------------- categorical
@@ -108,11 +112,11 @@ def test_play_golf_text_names_the_levels():
     assert text == (
         "CARTClassifier: 5 nodes, 3 leaves, depth 2; classes no, yes\n"
         "node) split: n, class counts -> class, R(t)    (* leaf)\n"
-        "0) root: n=10, counts [4, 6] -> yes, R=0.4\n"
-        "  1) humidity in {high}: n=6, counts [4, 2] -> no, R=0.2\n"
-        "    3) temperature in {high}: n=3, counts [3, 0] -> no, R=0 *\n"
-        "    4) temperature in {normal}: n=3, counts [1, 2] -> yes, R=0.1 *\n"
-        "  2) humidity in {normal}: n=4, counts [0, 4] -> yes, R=0 *\n")
+        "1) root: n=10, counts [4, 6] -> yes, R=0.4\n"
+        "  2) humidity in {high}: n=6, counts [4, 2] -> no, R=0.2\n"
+        "    4) temperature in {high}: n=3, counts [3, 0] -> no, R=0 *\n"
+        "    5) temperature in {normal}: n=3, counts [1, 2] -> yes, R=0.1 *\n"
+        "  3) humidity in {normal}: n=4, counts [0, 4] -> yes, R=0 *\n")
 
 
 def _one_subset_split(left_codes, right_codes, n_levels):
@@ -146,8 +150,8 @@ def _one_subset_split(left_codes, right_codes, n_levels):
 def test_subset_split_lines_from_the_bitsets():
     est = _one_subset_split([0, 3], [1, 2], 4)
     lines = node_lines(export_text(est))
-    assert lines[1] == "  1) grade in {L0, L3}: n=20, counts [18, 2] -> a, R=0.067 *"
-    assert lines[2] == "  2) grade in {L1, L2}: n=10, counts [2, 8] -> b, R=0.067 *"
+    assert lines[1] == "  2) grade in {L0, L3}: n=20, counts [18, 2] -> a, R=0.067 *"
+    assert lines[2] == "  3) grade in {L1, L2}: n=10, counts [2, 8] -> b, R=0.067 *"
 
 
 def test_long_level_sets_are_cut_and_codes_beyond_64_are_read():
@@ -155,9 +159,9 @@ def test_long_level_sets_are_cut_and_codes_beyond_64_are_read():
     right = [1, 65, 129]
     est = _one_subset_split(left, right, 140)
     lines = node_lines(export_text(est))
-    assert lines[1].startswith("  1) grade in {L0, L2, L4, L6, L8, L10, L12, L14, "
+    assert lines[1].startswith("  2) grade in {L0, L2, L4, L6, L8, L10, L12, L14, "
                                "... (+62 more)}: n=20")
-    assert lines[2].startswith("  2) grade in {L1, L65, L129}: n=10")
+    assert lines[2].startswith("  3) grade in {L1, L65, L129}: n=10")
 
 
 def test_ordinal_split_names_the_last_level_on_the_left():
@@ -167,5 +171,6 @@ def test_ordinal_split_names_the_last_level_on_the_left():
     X = pd.DataFrame({"size": size})
     y = np.where(np.asarray(size.codes) <= 1, "small", "big")
     lines = node_lines(export_text(CARTClassifier().fit(X, y)))
-    assert lines[1].startswith("  1) size <= M: n=20, counts [0, 20] -> small")
+    # rpart numbers first (2m) the child with the smaller class index, here the right
+    assert lines[1].startswith("  3) size <= M: n=20, counts [0, 20] -> small")
     assert lines[2].startswith("  2) size > M: n=20, counts [20, 0] -> big")

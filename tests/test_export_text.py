@@ -25,7 +25,7 @@ from cartjit import (CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegres
                      NotFittedError)
 from cartjit.datasets import load_iris, load_play_golf, load_titanic, load_tooth_growth
 from cartjit.export import (export_graphviz, export_rules, export_text, format_cp,
-                            print_cp)
+                            node_numbers, print_cp)
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -478,18 +478,22 @@ def test_dot_parses_back(iris):
     t = est.tree_
     assert len(nodes) == t.n_nodes and len(edges) == t.n_nodes - 1
     tree_text = export_text(est)
+    numbers = node_numbers(est)  # DOT names nodes by the numbers export_text prints
     for node in range(t.n_nodes):
-        label = unquote(nodes[str(node)].get_label())
+        label = unquote(nodes[str(numbers[node])].get_label())
         assert f"n = {t.n_node_samples[node]}" in label
         assert label.endswith(f"class = {est.classes_[t.label[node]]}")
         if t.left[node] != -1:
             split = label.splitlines()[0]
-            assert f"{t.left[node]}) {split}:" in tree_text  # the left child's condition
-            assert nodes[str(node)].get("peripheries") is None
+            # the left child's condition
+            assert f"{numbers[t.left[node]]}) {split}:" in tree_text
+            assert nodes[str(numbers[node])].get("peripheries") is None
         else:
-            assert nodes[str(node)].get("peripheries") == "2"
+            assert nodes[str(numbers[node])].get("peripheries") == "2"
     answers = {(e.get_source(), e.get_destination()): e.get_label() for e in edges}
-    assert answers[("0", "1")].strip('"') == "yes" and answers[("0", "2")].strip('"') == "no"
+    left, right = str(numbers[t.left[0]]), str(numbers[t.right[0]])
+    assert {left, right} == {"2", "3"}
+    assert answers[("1", left)].strip('"') == "yes" and answers[("1", right)].strip('"') == "no"
 
 
 def test_dot_hostile_names_survive(iris):
@@ -509,19 +513,23 @@ def test_dot_hostile_names_survive(iris):
 def test_dot_max_depth_colours_and_options(iris, teeth):
     est = iris[2]
     _, nodes, edges = parse_dot(export_graphviz(est, max_depth=1))
-    assert set(nodes) == {"0", "1", "2", "cut2"} and len(edges) == 3
-    assert unquote(nodes["cut2"].get_label()) == "(...)"
+    # named by the printed numbers: the root 1, its children 2 (setosa, the smaller
+    # class, which rpart lists first) and 3, whose subtree is cut
+    assert set(nodes) == {"1", "2", "3", "cut3"} and len(edges) == 3
+    assert unquote(nodes["cut3"].get_label()) == "(...)"
     text = export_graphviz(est, filled=False, rounded=False)
     assert "fillcolor" not in text and "style" not in text
     # a pure node takes its class colour, the root of three equal classes is white
     _, nodes, _ = parse_dot(export_graphviz(est))
-    assert nodes["0"].get("fillcolor") == '"#ffffff"'
-    assert nodes["1"].get("fillcolor") == '"#1f77b4"'
+    assert nodes["1"].get("fillcolor") == '"#ffffff"'
+    assert nodes["2"].get("fillcolor") == '"#1f77b4"'
     # regression: the larger the mean, the darker (smaller green channel) the fill
     reg = teeth[2]
     _, nodes, _ = parse_dot(export_graphviz(reg))
     mean = reg.tree_.value[:, 0]
-    green = [int(nodes[str(i)].get("fillcolor").strip('"')[3:5], 16) for i in range(len(mean))]
+    numbers = node_numbers(reg)
+    green = [int(nodes[str(numbers[i])].get("fillcolor").strip('"')[3:5], 16)
+             for i in range(len(mean))]
     order = np.argsort(mean, kind="stable")
     assert np.all(np.diff(np.array(green)[order]) <= 0)
 
@@ -530,8 +538,9 @@ def test_dot_surrogate_lines(holes):
     X, y, est = holes
     t = est.tree_
     _, nodes, _ = parse_dot(export_graphviz(est, surrogates=True))
+    numbers = node_numbers(est)
     for node in range(t.n_nodes):
-        label = unquote(nodes[str(node)].get_label())
+        label = unquote(nodes[str(numbers[node])].get_label())
         assert label.count("surrogate: ") == t.n_surrogates[node]
         missing = t.n_node_samples[node] - t.n_primary[node]
         assert (f"missing = {missing}" in label) == (t.left[node] != -1 and missing > 0)
@@ -557,9 +566,13 @@ def test_printcp_columns_from_cv_results(iris_cv):
         assert float(row[4]) == pytest.approx(r["cv_risk"] / (100 / 150), abs=5e-6)
         assert float(row[5]) == pytest.approx(r["cv_se"] / (100 / 150), rel=1e-4)
     assert "Root node error: 100/150 = 0.66667" in text
-    chosen = res.index[res["selected"]][0]
-    assert text.endswith(f"row {len(res) - chosen} (nsplit "
-                         f"{res['n_leaves'][chosen] - 1}, CP 0.010)\n")
+    chosen = int(res.loc[res["selected"], "k"].iloc[0])  # the book's k of the choice
+    assert res.index[res["selected"]][0] == chosen  # cv_results_ is indexed by k
+    # rows count from the root: row r is T_k with k = K + 1 - r (K = 6 here)
+    assert text.endswith(f"T_{chosen}, row {len(res) + 1 - chosen} (nsplit "
+                         f"{res['n_leaves'][chosen] - 1}, CP 0.010)\n"
+                         f"Row r is T_k with k = {len(res) + 1} - r (cv_results_.loc[k] "
+                         "and cptable_.loc[k] are its rows)\n")
 
 
 def test_print_cp_prints_format_cp_and_plain_estimators(iris, iris_cv):

@@ -26,7 +26,7 @@ from cartjit import (CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegres
                      summary)
 from cartjit import _encoding as E
 from cartjit._tree import LEAF
-from cartjit.export import export_text
+from cartjit.export import export_text, node_numbers
 
 ESTIMATORS = [CARTClassifier, CARTRegressor, CARTClassifierCV, CARTRegressorCV]
 MISSING_PARAMS = {"max_surrogate": "auto", "use_surrogate": 2, "surrogate_style": 0,
@@ -421,10 +421,10 @@ def test_variable_importance_without_surrogates_is_unchanged():
 # ------------------------------------------------------------------------ summary
 
 def _blocks(text):
-    """The node blocks of a summary: {node id: its lines}."""
+    """The node blocks of a summary: {printed node number: its lines}, in their order."""
     blocks, current = {}, None
     for line in text.splitlines():
-        m = re.match(r"Node (\d+) \(rpart (\d+)\): (\d+) observations", line)
+        m = re.match(r"Node number (\d+): (\d+) observations", line)
         if m:
             current = int(m.group(1))
             blocks[current] = [line]
@@ -442,33 +442,38 @@ def test_summary_of_a_fitted_classifier_states_its_counts():
     text = summary(est)
     t = est.tree_
     blocks = _blocks(text)
-    assert sorted(blocks) == list(range(t.n_nodes))
+    # rpart numbering, derived here from the counts: the root is 1, the children of
+    # node m are 2m and 2m + 1, 2m the child with the smaller mean class number (rpart's
+    # order of the two sides; on a tie the right child)
+    number = {0: 1}
+    for node in range(t.n_nodes):  # parents come before their children
+        if t.left[node] != LEAF:
+            kids = [int(t.left[node]), int(t.right[node])]
+            means = [float(np.arange(3) @ t.value[k]) / float(t.value[k].sum()) for k in kids]
+            first, second = kids if means[0] < means[1] else kids[::-1]
+            number[first], number[second] = 2 * number[node], 2 * number[node] + 1
+    assert list(blocks) == sorted(number.values())  # every node once, by number
+    assert node_numbers(est) == [number[i] for i in range(t.n_nodes)]
     assert text.startswith("CARTClassifier: 150 cases (weight 150)")
     # class counts by hand from the data
-    root = blocks[0]
-    assert root[0].startswith("Node 0 (rpart 1): 150 observations")
+    root = blocks[1]
+    assert root[0].startswith("Node number 1: 150 observations")
     assert "    class counts: 50 50 50" in root
     assert "   probabilities: 0.333 0.333 0.333" in root
     # the root split: petal length <= 2.45 separates the 50 setosa (Gini improve by hand:
     # 150 (2/3) - 100 (1/2) = 50), no case missing
     assert any(re.fullmatch(r"\s+petal_length <= 2\.45 to the left, improve=50, "
                             r"\(0 missing\)", line) for line in root)
-    assert "  left son=1 (50 obs) right son=2 (100 obs)" in root
+    assert "  left son=2 (50 obs) right son=3 (100 obs)" in root
     assert "  predicted class=setosa  expected loss=0.667  P(node)=1" in root
-    # rpart numbering: the children of rpart node k are 2k and 2k + 1, 2k the child with
-    # the smaller mean class number (rpart's order of the two sides)
-    number = {}
-    for node, lines in blocks.items():
-        number[node] = int(re.match(r"Node \d+ \(rpart (\d+)\)", lines[0]).group(1))
     for node in range(t.n_nodes):
+        head = blocks[number[node]][0]
+        assert head.startswith(f"Node number {number[node]}: "
+                               f"{int(t.n_node_samples[node])} observations")
         if t.left[node] != LEAF:
-            kids = [int(t.left[node]), int(t.right[node])]
-            assert sorted(number[k] for k in kids) == [2 * number[node], 2 * number[node] + 1]
-            means = [float(np.arange(3) @ t.value[k]) / float(t.value[k].sum()) for k in kids]
-            if means[0] != means[1]:
-                smaller = kids[int(np.argmin(means))]
-                assert number[smaller] == 2 * number[node]
-        assert f": {int(t.n_node_samples[node])} observations" in blocks[node][0]
+            lc, rc = int(t.left[node]), int(t.right[node])
+            assert (f"  left son={number[lc]} ({int(t.n_node_samples[lc])} obs) right "
+                    f"son={number[rc]} ({int(t.n_node_samples[rc])} obs)") in blocks[number[node]]
     assert "Variable importance (rpart's, in % of the total):" in text
     assert export_text(est, details=True) == text
     assert len(_blocks(summary(est, max_depth=1))) == 3
@@ -479,7 +484,7 @@ def test_summary_of_a_regressor_gives_mean_and_mse():
     X, y = load_potato_yield(return_X_y=True)
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
     est = CARTRegressor(max_depth=1).fit(X, y)
-    root = _blocks(summary(est, decimals=4))[0]
+    root = _blocks(summary(est, decimals=4))[1]
     m = re.fullmatch(r"  mean=([0-9.]+), MSE=([0-9.]+)", root[1])
     assert float(m.group(1)) == pytest.approx(y.mean(), abs=1e-4)
     assert float(m.group(2)) == pytest.approx(np.mean((y - y.mean()) ** 2), abs=1e-4)
@@ -520,7 +525,7 @@ def test_summary_shows_hand_made_surrogates_competitors_and_missing_counts():
         competitor_level_row=np.array([row], dtype=np.int32),
         competitor_improvement=np.array([0.01]),
         competitor_count=np.array([9], dtype=np.int64))
-    root = _blocks(summary(est))[0]
+    root = _blocks(summary(est))[1]
     other = "ab"[1 - int(t.feature[0])]
     assert f"      {other} <= 4.5 to the right, agree=0.800, adj=0.600, (2 split)" in root
     assert "  Surrogate splits:" in root and "  Primary splits:" in root
@@ -616,7 +621,7 @@ def test_dataframe_with_missing_categorical_values_fits():
     blocks = _blocks(text)
     n_missing = int(np.sum(pd.isna(X["colour"])))
     if est.tree_.feature[0] == 0:
-        assert any(line.endswith(f"({n_missing} missing)") for line in blocks[0])
+        assert any(line.endswith(f"({n_missing} missing)") for line in blocks[1])
 
 
 @engine
@@ -692,5 +697,5 @@ def test_cli_show_summary_on_a_csv_with_empty_cells(tmp_path, capsys):
     # the command says fit's warning as its own line on stderr
     assert ("cartjit show: warning: y is missing on 1 of the 120 rows; that row is "
             "dropped") in captured.err
-    assert "Node 0 (rpart 1): 119 observations" in out
+    assert "Node number 1: 119 observations" in out
     assert "Surrogate splits:" in out and "missing)" in out

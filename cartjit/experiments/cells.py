@@ -187,8 +187,9 @@ def compute_cell(spec, X, y, selection):
     """Run one cell; ``spec`` is the plain dict of :func:`cell_payload`. Pure function.
 
     Returns a dict: the per-k columns of ``cv_results_`` (:data:`CELL_COLUMNS`, as
-    lists), the row k chosen by each selection rule (``select_k``), the number of folds,
-    any warnings, and the wall time of the fit.
+    lists), the 0-based row position chosen by each selection rule (the rule of
+    ``select_k``; the stored results keep positions, the reports print ``columns["k"]``
+    of them), the number of folds, any warnings, and the wall time of the fit.
     """
     est = _estimator(spec["task"], spec["settings"], "loo" if spec["loo"] else spec["V"],
                      spec["stratify"], spec["seed"], spec.get("categorical", ()))

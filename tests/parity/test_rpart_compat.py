@@ -538,7 +538,7 @@ def _check_tree(case, df, feats, rows, res, est, X, weights, where, notes):
     if agree:
         for r, cp in enumerate(table["CP"]):
             a = _rpart_partition(res, float(cp))[complete]
-            b = _cartjit_partition(est, X, float(ours["CP"][r]) * root)[complete]
+            b = _cartjit_partition(est, X, float(ours["CP"].iloc[r]) * root)[complete]
             if not _same_partition(a, b):
                 agree = False
                 break
