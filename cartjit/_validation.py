@@ -30,7 +30,8 @@ __all__ = ["NotFittedError", "as_kernel_array", "check_X", "check_y_class", "che
            "check_sample_weight", "check_int", "check_float", "check_choice",
            "check_priors", "check_cost", "check_class_weight", "check_criterion",
            "check_feature_names", "data_conversion_warning", "not_fitted_error",
-           "user_stacklevel", "missing_targets", "present_targets", "check_max_surrogate", "check_missing_params",
+           "user_stacklevel", "missing_targets", "present_targets", "check_max_surrogate",
+           "check_missing_params",
            "raise_non_finite", "CLASSIFIER_CRITERIA", "REGRESSOR_CRITERIA"]
 
 
