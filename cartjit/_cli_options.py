@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 from dataclasses import dataclass
 
@@ -99,7 +100,12 @@ _priors.allowed = "empirical|equal|P1,P2,..."
 
 
 def _cost(text):
+    """The matrix as text, or the path of a CSV file holding it (one row per line,
+    entries separated by ',', no header): a text ending in ``.csv`` or naming a file is
+    a path."""
     import numpy as np
+    if text.lower().endswith(".csv") or os.path.isfile(text):
+        return _cost_file(text)
     rows = [_numbers(row, "must be rows of numbers separated by ';', e.g. '0,1;2,0'")
             for row in text.split(";")]
     if len({len(row) for row in rows}) != 1 or len(rows) != len(rows[0]):
@@ -110,7 +116,32 @@ def _cost(text):
     return np.asarray(rows, dtype=np.float64)
 
 
-_cost.allowed = "'C11,C12;C21,C22'"
+def _cost_file(path):
+    """The cost matrix of the CSV file ``path``; errors name the file (and the line)."""
+    import csv
+
+    import numpy as np
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            lines = [(n, row) for n, row in enumerate(csv.reader(fh), 1)
+                     if any(cell.strip() for cell in row)]
+    except OSError as exc:
+        raise ValueError(f"cannot read the cost matrix file {path!r}: "
+                         f"{exc.strerror or exc}") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(f"{path!r} is not a CSV file of numbers ({exc})") from None
+    if not lines:
+        raise ValueError(f"the cost matrix file {path!r} is empty")
+    rows = [_numbers(",".join(row), f"{path!r}, line {n}: must hold numbers separated "
+                                    "by ','") for n, row in lines]
+    if len({len(row) for row in rows}) != 1 or len(rows) != len(rows[0]):
+        raise ValueError(f"the cost matrix of {path!r} must be square, one row per line, "
+                         f"but it has {len(rows)} rows of "
+                         f"{'/'.join(str(len(r)) for r in rows)} entries")
+    return np.asarray(rows, dtype=np.float64)
+
+
+_cost.allowed = "'C11,C12;C21,C22'|FILE.csv"
 
 
 def _class_weight(text):
@@ -225,8 +256,9 @@ OPTIONS = (
          "(a class not named has weight 1); not with --priors",
          _class_weight, tasks=frozenset((CLASSIFICATION,)), metavar="W"),
     _opt("cost", "misclassification costs: rows (true class) separated by ';', entries "
-         "(predicted class) by ',', classes in the order of the sorted labels, zero "
-         "diagonal", _cost, tasks=frozenset((CLASSIFICATION,)), metavar="C"),
+         "(predicted class) by ',', or a CSV file of the matrix (one row per line, no "
+         "header); classes in the order of the sorted labels, zero diagonal", _cost,
+         tasks=frozenset((CLASSIFICATION,)), metavar="C"),
     _opt("max_depth", "nodes at this depth are leaves (the root has depth 0)", _int(0),
          aliases=("--maxdepth",), metavar="D"),
     _opt("min_samples_split", "a node with fewer cases is a leaf", _int(2),

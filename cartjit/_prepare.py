@@ -111,6 +111,7 @@ def prepare(est, X, y, sample_weight):
     params = check_params(est)
     X, names, encoding = E.fit_encode(X, est.categorical_features)
     n_rows = X.shape[0]
+    y_dtype = getattr(y, "dtype", None)
     y, y_missing = V.missing_targets(y, n_rows)
     y_all = y
     if sample_weight is None:
@@ -122,7 +123,7 @@ def prepare(est, X, y, sample_weight):
     keep = None  # the rows with a target; None: every row
     if y_missing.any():
         keep = drop_missing_targets(y_missing, n_rows)
-        X, y = np.ascontiguousarray(X[keep]), y[keep]
+        X, y = np.ascontiguousarray(X[keep]), V.present_targets(y[keep], y_dtype)
         if not ones:
             w = w[keep]
             if not np.any(w > 0):

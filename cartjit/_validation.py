@@ -30,7 +30,8 @@ __all__ = ["NotFittedError", "as_kernel_array", "check_X", "check_y_class", "che
            "check_sample_weight", "check_int", "check_float", "check_choice",
            "check_priors", "check_cost", "check_class_weight", "check_criterion",
            "check_feature_names", "data_conversion_warning", "not_fitted_error",
-           "user_stacklevel", "missing_targets", "check_max_surrogate", "check_missing_params",
+           "user_stacklevel", "missing_targets", "present_targets", "check_max_surrogate",
+           "check_missing_params",
            "raise_non_finite", "CLASSIFIER_CRITERIA", "REGRESSOR_CRITERIA"]
 
 
@@ -475,6 +476,19 @@ def missing_targets(y, n_samples, name="y"):
     if kind == "M" or kind == "m":
         return arr, np.isnat(arr)
     return arr, np.zeros(arr.shape[0], dtype=bool)
+
+
+def present_targets(y, dtype):
+    """``y`` (an array from :func:`missing_targets`) with its missing entries dropped,
+    in the NumPy dtype of the nullable pandas column it came from (``dtype``: Int64,
+    UInt8, boolean, Float64, ...): the labels such a column holds without a missing
+    value, not Python objects (which a model file could not save). Anything else is
+    returned as it is."""
+    numpy_dtype = getattr(dtype, "numpy_dtype", None)
+    if y.dtype.kind != "O" or not isinstance(numpy_dtype, np.dtype) or \
+            numpy_dtype.kind not in "biuf":
+        return y
+    return y.astype(numpy_dtype)
 
 
 def check_max_surrogate(value):
