@@ -35,6 +35,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import struct
 import zipfile
 import zlib
@@ -413,22 +414,53 @@ def _read_zip(data, where):
     return meta, arrays
 
 
+#: The header of a version 1.0 ``.npy`` member as NumPy writes it: the dict literal with
+#: its three keys in sorted order, a shape tuple of non-negative integers (``()``,
+#: ``(n,)``, ``(n, m)``, ...), spaces up to the alignment and one final newline. Nothing
+#: else is accepted, and nothing of the header is ever evaluated.
+_NPY_HEADER = re.compile(
+    r"\{'descr': '(?P<descr>[<>|=]?[a-zA-Z][0-9]{0,4})', "
+    r"'fortran_order': (?P<fortran>True|False), "
+    r"'shape': \((?P<shape>|[0-9]{1,19},|[0-9]{1,19}(?:, [0-9]{1,19}){1,31})\), \} *\n")
+
+
+def _npy_header(raw, name, where):
+    """(dtype, fortran_order, shape, data offset) of one ``.npy`` member's bytes, read
+    by the strict grammar of :data:`_NPY_HEADER` (magic, version 1.0, little-endian
+    header length, the header within the member); :class:`ModelFileError` otherwise."""
+    if len(raw) < 10 or raw[:6] != b"\x93NUMPY":
+        _fail(where, f"member {name!r}: not a .npy array (no magic string)")
+    if raw[6:8] != b"\x01\x00":
+        _fail(where, f"member {name!r}: not a version 1.0 .npy array")
+    (length,) = struct.unpack("<H", raw[8:10])
+    if length > _MAX_HEADER or 10 + length > len(raw):
+        _fail(where, f"member {name!r}: its .npy header declares {length} bytes, more "
+                     "than the member holds")
+    try:
+        text = raw[10:10 + length].decode("ascii")
+    except UnicodeDecodeError:
+        _fail(where, f"member {name!r}: its .npy header is not ASCII")
+    found = _NPY_HEADER.fullmatch(text)
+    if found is None:
+        _fail(where, f"member {name!r}: its .npy header is damaged ({_short(text)})")
+    try:
+        got = np.dtype(found["descr"])
+    except TypeError:
+        _fail(where, f"member {name!r}: its .npy header names no dtype "
+                     f"({found['descr']!r})")
+    shape = tuple(int(s) for s in found["shape"].replace(",", " ").split())
+    return got, found["fortran"] == "True", shape, 10 + length
+
+
 def _read_npy(raw, name, dtype, where):
     """The array of one ``.npy`` member: version 1.0 header, exactly ``dtype``, C order,
     and data bytes exactly as many as the shape needs."""
-    buf = io.BytesIO(raw)
-    if np.lib.format.read_magic(buf) != (1, 0):
-        _fail(where, f"member {name!r}: not a version 1.0 .npy array")
-    shape, fortran, got = np.lib.format.read_array_header_1_0(buf,
-                                                              max_header_size=_MAX_HEADER)
+    got, fortran, shape, offset = _npy_header(raw, name, where)
     if got.str != dtype or got.hasobject or got.fields is not None:
         _fail(where, f"member {name!r} has dtype {got.str}; expected {dtype}")
     if fortran:
         _fail(where, f"member {name!r} is in Fortran order; expected C order")
-    if not all(isinstance(s, int) and s >= 0 for s in shape):
-        _fail(where, f"member {name!r} has an invalid shape {shape}")
     count = math.prod(shape)
-    offset = buf.tell()
     if count * got.itemsize != len(raw) - offset:
         _fail(where, f"member {name!r} declares shape {shape} ({count * got.itemsize} "
                      f"bytes) but holds {len(raw) - offset} bytes of data")

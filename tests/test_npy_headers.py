@@ -1,0 +1,137 @@
+"""The ``.npy`` headers of a model file are read by a strict grammar of cartjit's own:
+damaged, garbage or crafted headers (with a valid zip CRC, so the zip layer accepts
+them) end in :class:`cartjit.ModelFileError` naming the file and the member, or in a
+correct load; never in another exception. Depths that contradict the child links are
+refused too."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import cartjit
+from cartjit import CARTClassifier, ModelFileError
+from cartjit._modelfile import _NPY_HEADER
+from cartjit.datasets import load_iris
+
+from modelfiles import array_of, npy, read_members, with_array, zip_members
+
+
+@pytest.fixture(scope="module")
+def iris_file(tmp_path_factory):
+    X, y = load_iris(return_X_y=True)
+    est = CARTClassifier().fit(X.to_numpy(), y)
+    path = tmp_path_factory.mktemp("npy") / "iris.cartjit"
+    cartjit.save(est, path)
+    return est, path, read_members(path)
+
+
+def _write(tmp_path, members, name="edited.cartjit"):
+    path = tmp_path / name
+    path.write_bytes(zip_members(members))
+    return path
+
+
+def _with_member_bytes(members, name, raw):
+    out = dict(members)
+    out[name] = bytes(raw)
+    return out
+
+
+def _header_end(raw):
+    return 10 + int.from_bytes(raw[8:10], "little")
+
+
+def test_numpy_headers_match_the_grammar():
+    for arr in (np.zeros(0, "<f8"), np.arange(17, dtype="<i4"), np.ones((3, 4)),
+                np.zeros((2, 2, 3), "<u8"), np.array(5.0), np.zeros((0, 3), "|b1")):
+        raw = npy(arr)
+        assert _NPY_HEADER.fullmatch(raw[10:_header_end(raw)].decode("ascii"))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda h: h.replace(b"}", b" "), "header is damaged"),
+    (lambda h: h.replace(b"'shape': (", b"'shape': [("), "header is damaged"),
+    (lambda h: h.replace(b"False", b"Fals("), "header is damaged"),
+    (lambda h: h.replace(b"'descr'", b"'descr\""), "header is damaged"),
+    (lambda h: h.replace(b"<i4", b"<q9"), "names no dtype"),
+    (lambda h: h.replace(b"{", b"\xff"), "not ASCII"),
+    (lambda h: h.replace(b"'fortran_order': False", b"'fortran_order': 0    "),
+     "header is damaged"),
+    (lambda h: b"{" + b"(" * (len(h) - 2) + b"\n", "header is damaged"),
+    (lambda h: h.replace(b"False, ", b"__import__('os').system('true'), "[:len(b"False, ")]),
+     "header is damaged"),
+])
+def test_damaged_header_is_a_model_file_error(iris_file, tmp_path, edit, message):
+    _, _, members = iris_file
+    name = "tree_max/left.npy"
+    raw = members[name]
+    end = _header_end(raw)
+    header = edit(raw[10:end])
+    header = header[:end - 10].ljust(end - 10, b" ")
+    path = _write(tmp_path, _with_member_bytes(members, name, raw[:10] + header + raw[end:]))
+    with pytest.raises(ModelFileError) as err:
+        cartjit.load(path)
+    assert str(path) in str(err.value)
+    assert name in str(err.value)
+    assert message in str(err.value)
+
+
+def test_header_length_and_version_are_checked(iris_file, tmp_path):
+    _, _, members = iris_file
+    name = "tree_max/right.npy"
+    raw = bytearray(members[name])
+    longer = raw[:8] + (60000).to_bytes(2, "little") + raw[10:]
+    with pytest.raises(ModelFileError, match="header declares 60000 bytes"):
+        cartjit.load(_write(tmp_path, _with_member_bytes(members, name, longer)))
+    version = raw[:6] + b"\x02\x00" + raw[8:]
+    with pytest.raises(ModelFileError, match="not a version 1.0"):
+        cartjit.load(_write(tmp_path, _with_member_bytes(members, name, version)))
+    with pytest.raises(ModelFileError, match="no magic"):
+        cartjit.load(_write(tmp_path, _with_member_bytes(members, name, b"\x93NUMPX" + raw[6:])))
+
+
+def test_random_header_damage_never_escapes(iris_file, tmp_path):
+    """Bit flips, random bytes and punctuation in the headers of random members: each
+    file either loads, predicting as the original does, or raises ModelFileError."""
+    est, _, members = iris_file
+    X = load_iris(return_X_y=True)[0].to_numpy()
+    expected = est.predict_proba(X)
+    names = [n for n in members if n.endswith(".npy")]
+    rng = random.Random(20261129)
+    outcomes = {"loaded": 0, "refused": 0}
+    for trial in range(400):
+        name = rng.choice(names)
+        raw = bytearray(members[name])
+        end = _header_end(raw)
+        i = rng.randrange(0, end) if trial % 3 == 0 else rng.randrange(10, end)
+        if trial % 3 == 0:
+            raw[i] ^= 1 << rng.randrange(8)
+        elif trial % 3 == 1:
+            raw[i] = rng.randrange(256)
+        else:
+            raw[i] = rng.choice(b"(){}[]'\",:0123456789 \nTFx<>|=")
+        path = _write(tmp_path, _with_member_bytes(members, name, raw))
+        try:
+            loaded = cartjit.load(path)
+        except ModelFileError as exc:
+            assert str(path) in str(exc)
+            outcomes["refused"] += 1
+            continue
+        outcomes["loaded"] += 1
+        np.testing.assert_array_equal(loaded.predict_proba(X), expected)
+    assert outcomes["refused"] > 300
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_depths_must_follow_the_child_links(iris_file, tmp_path, side):
+    _, _, members = iris_file
+    left = array_of(members["tree_max/left.npy"])
+    depth = array_of(members["tree_max/depth.npy"]).copy()
+    internal = np.flatnonzero(left >= 0)
+    child = left[internal[-1]] + (side == "right")
+    depth[child] += 3
+    path = _write(tmp_path, with_array(members, "tree_max/depth.npy", depth))
+    with pytest.raises(ModelFileError, match="depth of a child"):
+        cartjit.load(path)
