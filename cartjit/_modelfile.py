@@ -415,9 +415,9 @@ def _read_zip(data, where):
 
 
 #: The header of a version 1.0 ``.npy`` member as NumPy writes it: the dict literal with
-#: its three keys in sorted order (a comma after the last one optional), a shape tuple of non-negative integers (``()``,
-#: ``(n,)``, ``(n, m)``, ...), spaces up to the alignment and one final newline. Nothing
-#: else is accepted, and nothing of the header is ever evaluated.
+#: its three keys in sorted order (a comma after the last one optional), a shape tuple of
+#: non-negative integers (``()``, ``(n,)``, ``(n, m)``, ...), spaces up to the alignment
+#: and one final newline. Nothing else is accepted, and nothing of it is evaluated.
 _NPY_HEADER = re.compile(
     r"\{'descr': '(?P<descr>[<>|=]?[a-zA-Z][0-9]{0,4})', "
     r"'fortran_order': (?P<fortran>True|False), "
