@@ -97,24 +97,28 @@ def _fail(config, where, message):
 
 
 def read_table(path, fmt):
-    """A CSV or Parquet file as a DataFrame; raises ValueError with a clear message."""
+    """A CSV or Parquet file as a DataFrame; raises ValueError with a clear message that
+    names the file (and, for a CSV, the line where pandas found the problem)."""
+    name = str(path)
     try:
         if fmt == "csv":
             return pd.read_csv(path)
-        try:
-            return pd.read_parquet(path)
-        except ImportError as exc:
-            raise ValueError(f"reading Parquet needs pyarrow (pip install pyarrow): {exc}")
+        return pd.read_parquet(path)
+    except ImportError as exc:
+        raise ValueError(f"reading Parquet ({name!r}) needs pyarrow (pip install "
+                         f"pyarrow): {exc}") from None
     except FileNotFoundError:
-        raise ValueError(f"file {str(path)!r} does not exist") from None
+        raise ValueError(f"file {name!r} does not exist") from None
     except IsADirectoryError:
-        raise ValueError(f"{str(path)!r} is a directory, not a data file") from None
+        raise ValueError(f"{name!r} is a directory, not a data file") from None
     except pd.errors.EmptyDataError:
-        raise ValueError(f"{str(path)!r} is empty (no header, no data rows)") from None
-    except ValueError:
-        raise
-    except Exception as exc:  # parser errors of pandas / pyarrow
-        raise ValueError(f"cannot read {str(path)!r} as {fmt}: {exc}") from None
+        raise ValueError(f"{name!r} is empty (no header, no data rows)") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"cannot read {name!r} as {fmt}: it holds a byte "
+                         f"({exc.object[exc.start]:#04x}) that is not UTF-8; save the file "
+                         "as UTF-8") from None
+    except Exception as exc:  # parser errors of pandas / pyarrow, ragged rows among them
+        raise ValueError(f"cannot read {name!r} as {fmt}: {str(exc).strip()}") from None
 
 
 def infer_task(column):
