@@ -43,7 +43,8 @@ import zlib
 import numpy as np
 
 from ._limits import check_allocation
-from ._tree import COMPETITOR_FIELDS, LEAF, SURROGATE_FIELDS, TABLE_FIELDS, Tree, validate
+from ._tree import (COMPETITOR_FIELDS, LEAF, SURROGATE_FIELDS, TABLE_FIELDS, Tree,
+                    subtree, validate)
 
 __all__ = ["ModelFileError", "save", "load", "FORMAT_NAME", "FORMAT_VERSION"]
 
@@ -722,6 +723,30 @@ def _check_tree(tree, prefix, meta, n_levels, where):
         _fail(where, f"{prefix}: {exc}")
 
 
+def _check_pruned(tree, tree_max, where):
+    """``tree`` must be T(α) of ``tree_max`` for some α, as pruning derives it: the
+    subtree keeping the splits of the m internal nodes with the largest α (m being the
+    stored tree's number of splits, with no tie at the cut), equal column for column."""
+    internal = tree_max.left != LEAF
+    alpha = tree_max.alpha[internal]
+    m = int(np.count_nonzero(tree.left != LEAF))
+    if np.all(np.isnan(tree_max.alpha)) or m > alpha.shape[0]:
+        _fail(where, "tree is not a pruned subtree of tree_max (tree_max has no α, or "
+                     "fewer splits)")
+    ranked = np.sort(alpha)[::-1]
+    cut = ranked[m] if m < ranked.shape[0] else -np.inf
+    keep = internal & (tree_max.alpha > cut)
+    if int(np.count_nonzero(keep)) != m:
+        _fail(where, "tree is not a pruned subtree of tree_max (its number of splits "
+                     "falls between nodes of equal α)")
+    expected = subtree(tree_max, keep)
+    for name in Tree._fields:
+        a, b = getattr(expected, name), getattr(tree, name)
+        if a.shape != b.shape or a.tobytes() != b.tobytes():
+            _fail(where, f"tree/{name} differs from tree_max pruned to the same splits: "
+                         "tree is not T(α) of tree_max")
+
+
 def _build(meta, arrays, where):
     from . import _encoding as E
     from . import estimators
@@ -779,6 +804,8 @@ def _build(meta, arrays, where):
         _check_tree(tree, prefix, meta, n_levels, where)
     tree_max = trees["tree_max"]
     tree = trees.get("tree", tree_max)
+    if tree is not tree_max:
+        _check_pruned(tree, tree_max, where)
     classifier = est._is_classifier
     n_values = tree_max.value.shape[1]
     for prefix, t in trees.items():

@@ -1,8 +1,8 @@
-"""The ``.npy`` headers of a model file are read by a strict grammar of cartjit's own:
-damaged, garbage or crafted headers (with a valid zip CRC, so the zip layer accepts
-them) end in :class:`cartjit.ModelFileError` naming the file and the member, or in a
-correct load; never in another exception. Depths that contradict the child links are
-refused too."""
+"""Model files are read strictly: the ``.npy`` headers by a grammar of cartjit's own
+(damaged, garbage or crafted headers with a valid zip CRC end in
+:class:`cartjit.ModelFileError` naming the file and the member, or in a correct load;
+never in another exception), and every stored column that can be derived from others is
+checked against its derivation (depths from the child links, the pruned tree from T_max)."""
 from __future__ import annotations
 
 import random
@@ -135,3 +135,44 @@ def test_depths_must_follow_the_child_links(iris_file, tmp_path, side):
     path = _write(tmp_path, with_array(members, "tree_max/depth.npy", depth))
     with pytest.raises(ModelFileError, match="depth of a child"):
         cartjit.load(path)
+
+
+@pytest.fixture(scope="module")
+def pruned_file(tmp_path_factory):
+    X, y = load_iris(return_X_y=True)
+    est = CARTClassifier(ccp_alpha=0.01).fit(X.to_numpy(), y)
+    assert est.tree_ is not est.tree_max_ and est.tree_.n_nodes < est.tree_max_.n_nodes
+    path = tmp_path_factory.mktemp("pruned") / "pruned.cartjit"
+    cartjit.save(est, path)
+    return path, read_members(path)
+
+
+def test_the_pruned_tree_is_checked_against_tree_max(pruned_file, tmp_path):
+    path, members = pruned_file
+    cartjit.load(path)  # as written: loads
+    # the label of a leaf changed to another valid class: every invariant of a flat tree
+    # still holds, but the tree is no longer T_max pruned
+    label = array_of(members["tree/label.npy"]).copy()
+    left = array_of(members["tree/left.npy"])
+    leaf = int(np.flatnonzero(left < 0)[0])
+    label[leaf] = (label[leaf] + 1) % 3
+    with pytest.raises(ModelFileError, match="tree/label differs from tree_max pruned"):
+        cartjit.load(_write(tmp_path, with_array(members, "tree/label.npy", label)))
+    # T_max stored as the pruned tree is T(α) for an α below every stored α: it loads
+    swapped = dict(members)
+    for name in members:
+        if name.startswith("tree/"):
+            swapped[name] = members["tree_max/" + name[len("tree/"):]]
+    loaded = cartjit.load(_write(tmp_path, swapped, "swapped.cartjit"))
+    np.testing.assert_array_equal(loaded.tree_.left, loaded.tree_max_.left)
+
+
+def test_a_tree_that_cuts_between_equal_alphas_is_refused(pruned_file, tmp_path):
+    path, members = pruned_file
+    alpha = array_of(members["tree_max/alpha.npy"]).copy()
+    left = array_of(members["tree_max/left.npy"])
+    internal = np.flatnonzero(left >= 0)
+    # every split of T_max gets the same α: no α prunes to the stored tree's splits
+    alpha[internal] = 1.0
+    with pytest.raises(ModelFileError, match="not a pruned subtree"):
+        cartjit.load(_write(tmp_path, with_array(members, "tree_max/alpha.npy", alpha)))
