@@ -22,7 +22,10 @@ Loading never unpickles anything and trusts nothing in the file. In order:
    splits are on categorical features and name only their levels, surrogate and
    competitor tables are in range and used once, class tables match the classes), and
    then every invariant of the flat tree (:func:`cartjit._tree.validate`: children
-   after their parent, hence no cycle, ``right == left + 1``, finite thresholds, ...).
+   after their parent, hence no cycle, ``right == left + 1``, finite thresholds, ...);
+5. the columns derived from others (risks and labels from the class counts, priors and
+   costs or from the impurities, the counts and means of split nodes from their
+   children's, the pruned tree from T_max) must agree with their derivation.
 
 Only then is an estimator built from the arrays; it predicts without refitting. Any
 failure is a :class:`ModelFileError` (a ``ValueError``) saying what is wrong; a file
@@ -723,6 +726,58 @@ def _check_tree(tree, prefix, meta, n_levels, where):
         _fail(where, f"{prefix}: {exc}")
 
 
+#: The relative slack of a derived column: the saved one is the same float64 arithmetic,
+#: so this only leaves room for another summation order (a BLAS product).
+_DERIVED_RTOL = 1e-9
+
+
+def _check_derived(tree, prefix, classifier, where):
+    """The columns that follow from others must agree with them (``validate`` checks
+    the links, depths, parents and the sums of counts and weights): at a split whose
+    children hold all its cases, the class counts add up (classification) or the mean
+    is the weighted mean of the children's (regression); each node's risk R(t) is the
+    one its class counts, the priors and the costs give (classification; docs/maths.md
+    §1) or its impurity times its share of the weight (regression), and its label a
+    class of least risk. ``classifier`` is the estimator with its class tables set, or
+    None for a regression tree."""
+    internal = np.flatnonzero(tree.left != LEAF)
+    lc, rc = tree.left[internal], tree.right[internal]
+    n_s, w = tree.n_node_samples, tree.weighted_n_node_samples
+    held = internal[n_s[lc] + n_s[rc] == n_s[internal]]
+    hl, hr = tree.left[held], tree.right[held]
+    if np.any(np.abs(w[hl] + w[hr] - w[held]) > _DERIVED_RTOL * w[held]):
+        _fail(where, f"{prefix}: weighted_n_node_samples of a split node whose children "
+                     "hold all its cases must be the sum of its children's")
+    value = tree.value
+    if classifier is None:
+        mean = (w[hl] * value[hl, 0] + w[hr] * value[hr, 0]) / (w[hl] + w[hr])
+        scale = np.maximum(np.abs(value[hl, 0]), np.abs(value[hr, 0]))
+        if np.any(np.abs(mean - value[held, 0]) > _DERIVED_RTOL * scale):
+            _fail(where, f"{prefix}/value of a split node whose children hold all its "
+                         "cases must be the weighted mean of its children's")
+        risk = np.maximum(tree.impurity, 0.0) * w / w[0]
+        if np.any(np.abs(risk - tree.risk) > _DERIVED_RTOL * max(float(risk[0]), 1e-300)):
+            _fail(where, f"{prefix}/risk must be each node's impurity times its share of "
+                         "the root's weight")
+        return
+    if np.any(np.abs(value[hl] + value[hr] - value[held])
+              > _DERIVED_RTOL * w[held][:, None]):
+        _fail(where, f"{prefix}/value of a split node whose children hold all its cases "
+                     "must be the sum of its children's class counts")
+    p_jt = value * (classifier.priors_ / classifier.class_weight_totals_)
+    cost = classifier.cost_
+    risks = p_jt @ cost  # risks[t, i] = Σ_j p(j, t) C(i|j)
+    best = risks.min(axis=1)
+    slack = _DERIVED_RTOL * p_jt.sum(axis=1) * max(float(cost.max()), 1e-300)
+    if np.any(np.abs(best - tree.risk) > slack):
+        _fail(where, f"{prefix}/risk must be each node's least misclassification cost "
+                     "under the class counts, priors and costs")
+    chosen = risks[np.arange(risks.shape[0]), tree.label]
+    if np.any(chosen > best + slack):
+        _fail(where, f"{prefix}/label must be a class of least misclassification cost at "
+                     "every node")
+
+
 def _check_pruned(tree, tree_max, where):
     """``tree`` must be T(α) of ``tree_max`` for some α, as pruning derives it: the
     subtree keeping the splits of the m internal nodes with the largest α (m being the
@@ -823,6 +878,8 @@ def _build(meta, arrays, where):
         est.feature_names_in_ = names
     if classifier:
         _set_classes(est, meta, arrays, n_values, where)
+    for prefix, t in trees.items():
+        _check_derived(t, prefix, est if classifier else None, where)
     if meta["estimator"].endswith("CV"):
         _set_cv(est, meta, arrays, tree_max, where)
     elif meta["test_sample"] is not None:

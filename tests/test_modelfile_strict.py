@@ -176,3 +176,63 @@ def test_a_tree_that_cuts_between_equal_alphas_is_refused(pruned_file, tmp_path)
     alpha[internal] = 1.0
     with pytest.raises(ModelFileError, match="not a pruned subtree"):
         cartjit.load(_write(tmp_path, with_array(members, "tree_max/alpha.npy", alpha)))
+
+
+def _edit_classifier(members, edit):
+    """The iris file with ``edit(arrays)`` applied to copies of its tree_max columns."""
+    cols = {n: array_of(members[f"tree_max/{n}.npy"]).copy()
+            for n in ("left", "value", "risk", "label", "n_node_samples")}
+    edit(cols)
+    out = dict(members)
+    for n in ("value", "risk", "label"):
+        out = with_array(out, f"tree_max/{n}.npy", cols[n])
+    return out
+
+
+def _swap_counts_at_root(cols):
+    cols["value"][0, [0, 1]] = cols["value"][0, [1, 0]] + [1.0, -1.0]
+
+
+def _raise_root_risk(cols):
+    cols["risk"][0] *= 1.01
+
+
+def _relabel_a_leaf(cols):
+    leaf = np.flatnonzero((cols["left"] < 0) & (cols["n_node_samples"] > 5))[0]
+    cols["label"][leaf] = (cols["label"][leaf] + 1) % cols["value"].shape[1]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_swap_counts_at_root, "sum of its children's class counts"),
+    (_raise_root_risk, "least misclassification cost under the class counts"),
+    (_relabel_a_leaf, "label must be a class of least misclassification cost"),
+])
+def test_derived_classification_columns_are_checked(iris_file, tmp_path, edit, message):
+    _, _, members = iris_file
+    path = _write(tmp_path, _edit_classifier(members, edit))
+    with pytest.raises(ModelFileError, match=message) as err:
+        cartjit.load(path)
+    assert str(path) in str(err.value)
+
+
+@pytest.fixture(scope="module")
+def regression_file(tmp_path_factory):
+    X = load_iris(return_X_y=True)[0].to_numpy()
+    est = cartjit.CARTRegressor(max_depth=3).fit(X[:, 1:], X[:, 0])
+    path = tmp_path_factory.mktemp("reg") / "sepal.cartjit"
+    cartjit.save(est, path)
+    return read_members(path)
+
+
+@pytest.mark.parametrize("column, message", [
+    ("value", "weighted mean of its children's"),
+    ("risk", "impurity times its share"),
+])
+def test_derived_regression_columns_are_checked(regression_file, tmp_path, column, message):
+    arr = array_of(regression_file[f"tree_max/{column}.npy"]).copy()
+    arr[0] *= 1.01
+    path = _write(tmp_path, with_array(regression_file, f"tree_max/{column}.npy", arr))
+    with pytest.raises(ModelFileError, match=message):
+        cartjit.load(path)
+    # the file as saved loads
+    cartjit.load(_write(tmp_path, regression_file, "as-saved.cartjit"))
