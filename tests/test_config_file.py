@@ -271,7 +271,8 @@ def test_file_column_errors(tmp_path):
 
 @pytest.mark.parametrize("content, words", [
     (b"a,b,y\n1,2,x\n3,4,5,6\n", ["Expected 3 fields in line 3, saw 4"]),
-    (b"a,b,y\n1,2,caf\xe9\n3,4,x\n", ["0xe9", "not UTF-8", "save the file as UTF-8"]),
+    (b"a,b,y\n1,2,x\n1,2,caf\xe9\n3,4,x\n",
+     ["0xe9) on line 3 that is not UTF-8", "save the file as UTF-8"]),
 ])
 def test_unreadable_csv_names_the_file(tmp_path, content, words):
     """Ragged rows and bytes that are not UTF-8: the error names the CSV file, not only

@@ -114,11 +114,28 @@ def read_table(path, fmt):
     except pd.errors.EmptyDataError:
         raise ValueError(f"{name!r} is empty (no header, no data rows)") from None
     except UnicodeDecodeError as exc:
+        line = _first_non_utf8_line(path)
+        at = f" on line {line}" if line else ""
         raise ValueError(f"cannot read {name!r} as {fmt}: it holds a byte "
-                         f"({exc.object[exc.start]:#04x}) that is not UTF-8; save the file "
-                         "as UTF-8") from None
+                         f"({exc.object[exc.start]:#04x}){at} that is not UTF-8; save the "
+                         "file as UTF-8") from None
     except Exception as exc:  # parser errors of pandas / pyarrow, ragged rows among them
         raise ValueError(f"cannot read {name!r} as {fmt}: {str(exc).strip()}") from None
+
+
+def _first_non_utf8_line(path):
+    """The number (from 1) of the first line of ``path`` that is not UTF-8, or None:
+    pandas' decoding error gives an offset in its read buffer, not in the file."""
+    try:
+        with open(path, "rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    return number
+    except OSError:
+        return None
+    return None
 
 
 def infer_task(column):
@@ -292,7 +309,20 @@ def _resolve_V(config, spec, n):
 
 def _load_one(config, spec, plan=True):
     """The :class:`Data` of one dataset spec; with ``plan=False`` only its number of
-    cells (the data are loaded and checked, the settings are counted, not listed)."""
+    cells (the data are loaded and checked, the settings are counted, not listed).
+
+    An error about a dataset read from a file names that file (the config field alone
+    does not say which of two files with the same columns is wrong)."""
+    try:
+        return _load_checked(config, spec, plan)
+    except ConfigError as exc:
+        if spec.source != "file" or spec.path in exc.message:
+            raise
+        raise ConfigError(exc.file, exc.field,
+                          f"{exc.message} (data file {spec.path!r})") from None
+
+
+def _load_checked(config, spec, plan):
     frame, target, all_features, task, description = load_frame(config, spec)
     if spec.features is not None:
         if target in spec.features:
