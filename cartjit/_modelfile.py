@@ -735,47 +735,59 @@ def _check_derived(tree, prefix, classifier, where):
     """The columns that follow from others must agree with them (``validate`` checks
     the links, depths, parents and the sums of counts and weights): at a split whose
     children hold all its cases, the class counts add up (classification) or the mean
-    is the weighted mean of the children's (regression); each node's risk R(t) is the
-    one its class counts, the priors and the costs give (classification; docs/maths.md
-    §1) or its impurity times its share of the weight (regression), and its label a
-    class of least risk. ``classifier`` is the estimator with its class tables set, or
-    None for a regression tree."""
+    is the weighted mean of the children's (regression); the root's class counts are
+    the class weight totals; each node's risk R(t) is the one its class counts, the
+    priors and the costs give (classification; docs/maths.md §1) or its impurity times
+    its share of the weight (regression), and its label a class of least risk.
+    ``classifier`` is the estimator with its class tables set, or None for a regression
+    tree. Every comparison is written so that a NaN (an overflow on crafted numbers)
+    fails it."""
+    with np.errstate(all="ignore"):
+        problem = _derived_problem(tree, classifier)
+    if problem:
+        _fail(where, f"{prefix}{problem}")
+
+
+def _derived_problem(tree, classifier):
     internal = np.flatnonzero(tree.left != LEAF)
     lc, rc = tree.left[internal], tree.right[internal]
     n_s, w = tree.n_node_samples, tree.weighted_n_node_samples
     held = internal[n_s[lc] + n_s[rc] == n_s[internal]]
     hl, hr = tree.left[held], tree.right[held]
-    if np.any(np.abs(w[hl] + w[hr] - w[held]) > _DERIVED_RTOL * w[held]):
-        _fail(where, f"{prefix}: weighted_n_node_samples of a split node whose children "
-                     "hold all its cases must be the sum of its children's")
+    if not np.all(np.abs(w[hl] + w[hr] - w[held]) <= _DERIVED_RTOL * w[held]):
+        return (": weighted_n_node_samples of a split node whose children hold all its "
+                "cases must be the sum of its children's")
     value = tree.value
     if classifier is None:
-        mean = (w[hl] * value[hl, 0] + w[hr] * value[hr, 0]) / (w[hl] + w[hr])
+        share = w[hl] / (w[hl] + w[hr])
+        mean = share * value[hl, 0] + (1.0 - share) * value[hr, 0]
         scale = np.maximum(np.abs(value[hl, 0]), np.abs(value[hr, 0]))
-        if np.any(np.abs(mean - value[held, 0]) > _DERIVED_RTOL * scale):
-            _fail(where, f"{prefix}/value of a split node whose children hold all its "
-                         "cases must be the weighted mean of its children's")
-        risk = np.maximum(tree.impurity, 0.0) * w / w[0]
-        if np.any(np.abs(risk - tree.risk) > _DERIVED_RTOL * max(float(risk[0]), 1e-300)):
-            _fail(where, f"{prefix}/risk must be each node's impurity times its share of "
-                         "the root's weight")
-        return
-    if np.any(np.abs(value[hl] + value[hr] - value[held])
-              > _DERIVED_RTOL * w[held][:, None]):
-        _fail(where, f"{prefix}/value of a split node whose children hold all its cases "
-                     "must be the sum of its children's class counts")
-    p_jt = value * (classifier.priors_ / classifier.class_weight_totals_)
+        if not np.all(np.abs(mean - value[held, 0]) <= _DERIVED_RTOL * scale):
+            return ("/value of a split node whose children hold all its cases must be the "
+                    "weighted mean of its children's")
+        risk = np.maximum(tree.impurity, 0.0) * (w / w[0])
+        if not np.all(np.abs(risk - tree.risk) <= _DERIVED_RTOL * risk[0]):
+            return "/risk must be each node's impurity times its share of the root's weight"
+        return None
+    if not np.all(np.abs(value[hl] + value[hr] - value[held])
+                  <= _DERIVED_RTOL * w[held][:, None]):
+        return ("/value of a split node whose children hold all its cases must be the sum "
+                "of its children's class counts")
+    totals = classifier.class_weight_totals_
+    if not np.all(np.abs(value[0] - totals) <= _DERIVED_RTOL * totals):
+        return "/value of the root must be the class weight totals (class_weight_totals)"
+    p_jt = value * (classifier.priors_ / totals)
     cost = classifier.cost_
     risks = p_jt @ cost  # risks[t, i] = Σ_j p(j, t) C(i|j)
     best = risks.min(axis=1)
-    slack = _DERIVED_RTOL * p_jt.sum(axis=1) * max(float(cost.max()), 1e-300)
-    if np.any(np.abs(best - tree.risk) > slack):
-        _fail(where, f"{prefix}/risk must be each node's least misclassification cost "
-                     "under the class counts, priors and costs")
+    slack = _DERIVED_RTOL * p_jt.sum(axis=1) * float(cost.max())
+    if not np.all(np.abs(best - tree.risk) <= slack):
+        return ("/risk must be each node's least misclassification cost under the class "
+                "counts, priors and costs")
     chosen = risks[np.arange(risks.shape[0]), tree.label]
-    if np.any(chosen > best + slack):
-        _fail(where, f"{prefix}/label must be a class of least misclassification cost at "
-                     "every node")
+    if not np.all(chosen <= best + slack):
+        return "/label must be a class of least misclassification cost at every node"
+    return None
 
 
 def _check_pruned(tree, tree_max, where):

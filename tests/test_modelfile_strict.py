@@ -215,6 +215,14 @@ def test_derived_classification_columns_are_checked(iris_file, tmp_path, edit, m
     assert str(path) in str(err.value)
 
 
+def test_root_counts_must_be_the_class_weight_totals(iris_file, tmp_path):
+    _, _, members = iris_file
+    totals = array_of(members["class_weight_totals.npy"]) * 1e-300
+    path = _write(tmp_path, with_array(members, "class_weight_totals.npy", totals))
+    with pytest.raises(ModelFileError, match="value of the root must be the class weight"):
+        cartjit.load(path)
+
+
 @pytest.fixture(scope="module")
 def regression_file(tmp_path_factory):
     X = load_iris(return_X_y=True)[0].to_numpy()
