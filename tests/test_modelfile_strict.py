@@ -93,7 +93,8 @@ def test_header_length_and_version_are_checked(iris_file, tmp_path):
 
 
 def test_random_header_damage_never_escapes(iris_file, tmp_path):
-    """Bit flips, random bytes and punctuation in the headers of random members: each
+    """Bit flips, random bytes, punctuation and moved characters in the headers of random
+    members (the zip rebuilt around them, so its CRCs are valid): each
     file either loads, predicting as the original does, or raises ModelFileError."""
     est, _, members = iris_file
     X = load_iris(return_X_y=True)[0].to_numpy()
@@ -105,13 +106,16 @@ def test_random_header_damage_never_escapes(iris_file, tmp_path):
         name = rng.choice(names)
         raw = bytearray(members[name])
         end = _header_end(raw)
-        i = rng.randrange(0, end) if trial % 3 == 0 else rng.randrange(10, end)
-        if trial % 3 == 0:
+        i = rng.randrange(0, end) if trial % 4 == 0 else rng.randrange(10, end)
+        if trial % 4 == 0:
             raw[i] ^= 1 << rng.randrange(8)
-        elif trial % 3 == 1:
+        elif trial % 4 == 1:
             raw[i] = rng.randrange(256)
-        else:
+        elif trial % 4 == 2:
             raw[i] = rng.choice(b"(){}[]'\",:0123456789 \nTFx<>|=")
+        else:  # a character moved: the header keeps its length, its text shifts
+            del raw[i]
+            raw.insert(rng.randrange(10, end), rng.choice(b" ,)}"))
         path = _write(tmp_path, _with_member_bytes(members, name, raw))
         try:
             loaded = cartjit.load(path)
