@@ -22,7 +22,10 @@ Loading never unpickles anything and trusts nothing in the file. In order:
    splits are on categorical features and name only their levels, surrogate and
    competitor tables are in range and used once, class tables match the classes), and
    then every invariant of the flat tree (:func:`cartjit._tree.validate`: children
-   after their parent, hence no cycle, ``right == left + 1``, finite thresholds, ...).
+   after their parent, hence no cycle, ``right == left + 1``, finite thresholds, ...);
+5. the columns derived from others (risks and labels from the class counts, priors and
+   costs or from the impurities, the counts and means of split nodes from their
+   children's, the pruned tree from T_max) must agree with their derivation.
 
 Only then is an estimator built from the arrays; it predicts without refitting. Any
 failure is a :class:`ModelFileError` (a ``ValueError``) saying what is wrong; a file
@@ -35,6 +38,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import struct
 import zipfile
 import zlib
@@ -42,7 +46,8 @@ import zlib
 import numpy as np
 
 from ._limits import check_allocation
-from ._tree import COMPETITOR_FIELDS, LEAF, SURROGATE_FIELDS, TABLE_FIELDS, Tree, validate
+from ._tree import (COMPETITOR_FIELDS, LEAF, SURROGATE_FIELDS, TABLE_FIELDS, Tree,
+                    subtree, validate)
 
 __all__ = ["ModelFileError", "save", "load", "FORMAT_NAME", "FORMAT_VERSION"]
 
@@ -413,22 +418,53 @@ def _read_zip(data, where):
     return meta, arrays
 
 
+#: The header of a version 1.0 ``.npy`` member as NumPy writes it: the dict literal with
+#: its three keys in sorted order (a comma after the last one optional), a shape tuple of
+#: non-negative integers (``()``, ``(n,)``, ``(n, m)``, ...), spaces up to the alignment
+#: and one final newline. Nothing else is accepted, and nothing of it is evaluated.
+_NPY_HEADER = re.compile(
+    r"\{'descr': '(?P<descr>[<>|=]?[a-zA-Z][0-9]{0,4})', "
+    r"'fortran_order': (?P<fortran>True|False), "
+    r"'shape': \((?P<shape>|[0-9]{1,19},|[0-9]{1,19}(?:, [0-9]{1,19}){1,31})\)(?:, )?\} *\n")
+
+
+def _npy_header(raw, name, where):
+    """(dtype, fortran_order, shape, data offset) of one ``.npy`` member's bytes, read
+    by the strict grammar of :data:`_NPY_HEADER` (magic, version 1.0, little-endian
+    header length, the header within the member); :class:`ModelFileError` otherwise."""
+    if len(raw) < 10 or raw[:6] != b"\x93NUMPY":
+        _fail(where, f"member {name!r}: not a .npy array (no magic string)")
+    if raw[6:8] != b"\x01\x00":
+        _fail(where, f"member {name!r}: not a version 1.0 .npy array")
+    (length,) = struct.unpack("<H", raw[8:10])
+    if length > _MAX_HEADER or 10 + length > len(raw):
+        _fail(where, f"member {name!r}: its .npy header declares {length} bytes, more "
+                     "than the member holds")
+    try:
+        text = raw[10:10 + length].decode("ascii")
+    except UnicodeDecodeError:
+        _fail(where, f"member {name!r}: its .npy header is not ASCII")
+    found = _NPY_HEADER.fullmatch(text)
+    if found is None:
+        _fail(where, f"member {name!r}: its .npy header is damaged ({_short(text)})")
+    try:
+        got = np.dtype(found["descr"])
+    except TypeError:
+        _fail(where, f"member {name!r}: its .npy header names no dtype "
+                     f"({found['descr']!r})")
+    shape = tuple(int(s) for s in found["shape"].replace(",", " ").split())
+    return got, found["fortran"] == "True", shape, 10 + length
+
+
 def _read_npy(raw, name, dtype, where):
     """The array of one ``.npy`` member: version 1.0 header, exactly ``dtype``, C order,
     and data bytes exactly as many as the shape needs."""
-    buf = io.BytesIO(raw)
-    if np.lib.format.read_magic(buf) != (1, 0):
-        _fail(where, f"member {name!r}: not a version 1.0 .npy array")
-    shape, fortran, got = np.lib.format.read_array_header_1_0(buf,
-                                                              max_header_size=_MAX_HEADER)
+    got, fortran, shape, offset = _npy_header(raw, name, where)
     if got.str != dtype or got.hasobject or got.fields is not None:
         _fail(where, f"member {name!r} has dtype {got.str}; expected {dtype}")
     if fortran:
         _fail(where, f"member {name!r} is in Fortran order; expected C order")
-    if not all(isinstance(s, int) and s >= 0 for s in shape):
-        _fail(where, f"member {name!r} has an invalid shape {shape}")
     count = math.prod(shape)
-    offset = buf.tell()
     if count * got.itemsize != len(raw) - offset:
         _fail(where, f"member {name!r} declares shape {shape} ({count * got.itemsize} "
                      f"bytes) but holds {len(raw) - offset} bytes of data")
@@ -690,6 +726,94 @@ def _check_tree(tree, prefix, meta, n_levels, where):
         _fail(where, f"{prefix}: {exc}")
 
 
+#: The relative slack of a derived column: the saved one is the same float64 arithmetic,
+#: so this only leaves room for another summation order (a BLAS product).
+_DERIVED_RTOL = 1e-9
+
+
+def _check_derived(tree, prefix, classifier, where):
+    """The columns that follow from others must agree with them (``validate`` checks
+    the links, depths, parents and the sums of counts and weights): at a split whose
+    children hold all its cases, the class counts add up (classification) or the mean
+    is the weighted mean of the children's (regression); the root's class counts are
+    the class weight totals; each node's risk R(t) is the one its class counts, the
+    priors and the costs give (classification; docs/maths.md §1) or its impurity times
+    its share of the weight (regression), and its label a class of least risk.
+    ``classifier`` is the estimator with its class tables set, or None for a regression
+    tree. Every comparison is written so that a NaN (an overflow on crafted numbers)
+    fails it."""
+    with np.errstate(all="ignore"):
+        problem = _derived_problem(tree, classifier)
+    if problem:
+        _fail(where, f"{prefix}{problem}")
+
+
+def _derived_problem(tree, classifier):
+    internal = np.flatnonzero(tree.left != LEAF)
+    lc, rc = tree.left[internal], tree.right[internal]
+    n_s, w = tree.n_node_samples, tree.weighted_n_node_samples
+    held = internal[n_s[lc] + n_s[rc] == n_s[internal]]
+    hl, hr = tree.left[held], tree.right[held]
+    if not np.all(np.abs(w[hl] + w[hr] - w[held]) <= _DERIVED_RTOL * w[held]):
+        return (": weighted_n_node_samples of a split node whose children hold all its "
+                "cases must be the sum of its children's")
+    value = tree.value
+    if classifier is None:
+        share = w[hl] / (w[hl] + w[hr])
+        mean = share * value[hl, 0] + (1.0 - share) * value[hr, 0]
+        scale = np.maximum(np.abs(value[hl, 0]), np.abs(value[hr, 0]))
+        if not np.all(np.abs(mean - value[held, 0]) <= _DERIVED_RTOL * scale):
+            return ("/value of a split node whose children hold all its cases must be the "
+                    "weighted mean of its children's")
+        risk = np.maximum(tree.impurity, 0.0) * (w / w[0])
+        if not np.all(np.abs(risk - tree.risk) <= _DERIVED_RTOL * risk[0]):
+            return "/risk must be each node's impurity times its share of the root's weight"
+        return None
+    if not np.all(np.abs(value[hl] + value[hr] - value[held])
+                  <= _DERIVED_RTOL * w[held][:, None]):
+        return ("/value of a split node whose children hold all its cases must be the sum "
+                "of its children's class counts")
+    totals = classifier.class_weight_totals_
+    if not np.all(np.abs(value[0] - totals) <= _DERIVED_RTOL * totals):
+        return "/value of the root must be the class weight totals (class_weight_totals)"
+    p_jt = value * (classifier.priors_ / totals)
+    cost = classifier.cost_
+    risks = p_jt @ cost  # risks[t, i] = Σ_j p(j, t) C(i|j)
+    best = risks.min(axis=1)
+    slack = _DERIVED_RTOL * p_jt.sum(axis=1) * float(cost.max())
+    if not np.all(np.abs(best - tree.risk) <= slack):
+        return ("/risk must be each node's least misclassification cost under the class "
+                "counts, priors and costs")
+    chosen = risks[np.arange(risks.shape[0]), tree.label]
+    if not np.all(chosen <= best + slack):
+        return "/label must be a class of least misclassification cost at every node"
+    return None
+
+
+def _check_pruned(tree, tree_max, where):
+    """``tree`` must be T(α) of ``tree_max`` for some α, as pruning derives it: the
+    subtree keeping the splits of the m internal nodes with the largest α (m being the
+    stored tree's number of splits, with no tie at the cut), equal column for column."""
+    internal = tree_max.left != LEAF
+    alpha = tree_max.alpha[internal]
+    m = int(np.count_nonzero(tree.left != LEAF))
+    if np.all(np.isnan(tree_max.alpha)) or m > alpha.shape[0]:
+        _fail(where, "tree is not a pruned subtree of tree_max (tree_max has no α, or "
+                     "fewer splits)")
+    ranked = np.sort(alpha)[::-1]
+    cut = ranked[m] if m < ranked.shape[0] else -np.inf
+    keep = internal & (tree_max.alpha > cut)
+    if int(np.count_nonzero(keep)) != m:
+        _fail(where, "tree is not a pruned subtree of tree_max (its number of splits "
+                     "falls between nodes of equal α)")
+    expected = subtree(tree_max, keep)
+    for name in Tree._fields:
+        a, b = getattr(expected, name), getattr(tree, name)
+        if a.shape != b.shape or a.tobytes() != b.tobytes():
+            _fail(where, f"tree/{name} differs from tree_max pruned to the same splits: "
+                         "tree is not T(α) of tree_max")
+
+
 def _build(meta, arrays, where):
     from . import _encoding as E
     from . import estimators
@@ -747,6 +871,8 @@ def _build(meta, arrays, where):
         _check_tree(tree, prefix, meta, n_levels, where)
     tree_max = trees["tree_max"]
     tree = trees.get("tree", tree_max)
+    if tree is not tree_max:
+        _check_pruned(tree, tree_max, where)
     classifier = est._is_classifier
     n_values = tree_max.value.shape[1]
     for prefix, t in trees.items():
@@ -764,6 +890,8 @@ def _build(meta, arrays, where):
         est.feature_names_in_ = names
     if classifier:
         _set_classes(est, meta, arrays, n_values, where)
+    for prefix, t in trees.items():
+        _check_derived(t, prefix, est if classifier else None, where)
     if meta["estimator"].endswith("CV"):
         _set_cv(est, meta, arrays, tree_max, where)
     elif meta["test_sample"] is not None:

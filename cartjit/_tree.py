@@ -252,7 +252,8 @@ def validate(tree: Tree, *, rtol: float = 1e-9) -> None:
         raise ValueError("children must have larger ids than their parent, with right == left + 1")
     if np.any(tree.parent[lc] != internal) or np.any(tree.parent[rc] != internal):
         raise ValueError("parent must point back from each child to its parent")
-    if np.any(tree.depth[lc] != tree.depth[internal] + 1):
+    if np.any(tree.depth[lc] != tree.depth[internal] + 1) or \
+            np.any(tree.depth[rc] != tree.depth[internal] + 1):
         raise ValueError("depth of a child must be its parent's depth + 1")
     child_count = np.zeros(n, dtype=np.int64)
     np.add.at(child_count, lc, 1)

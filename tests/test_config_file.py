@@ -269,6 +269,24 @@ def test_file_column_errors(tmp_path):
     assert err.field == "datasets[1].path" and "format" in str(err)
 
 
+@pytest.mark.parametrize("content, words", [
+    (b"a,b,y\n1,2,x\n3,4,5,6\n", ["Expected 3 fields in line 3, saw 4"]),
+    (b"a,b,y\n1,2,x\n1,2,caf\xe9\n3,4,x\n",
+     ["0xe9) on line 3 that is not UTF-8", "save the file as UTF-8"]),
+])
+def test_unreadable_csv_names_the_file(tmp_path, content, words):
+    """Ragged rows and bytes that are not UTF-8: the error names the CSV file, not only
+    the config field."""
+    (tmp_path / "bad.csv").write_bytes(content)
+    err = error(tmp_path, "[cv]\nV = 2\n[[datasets]]\nname = 'f'\npath = 'bad.csv'\n"
+                          "target = 'y'\n")
+    assert err.field == "datasets[1].path"
+    assert str(tmp_path / "bad.csv") in str(err)
+    for word in words:
+        assert word in str(err)
+    assert not str(err).endswith("\n")
+
+
 def test_missing_file_is_reported(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         read_config(tmp_path / "absent.toml")

@@ -22,9 +22,13 @@ dropped, running ones finish, and the exception propagates.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
+import signal
 import socket
+import threading
 import time
 import traceback
 import uuid
@@ -212,7 +216,6 @@ def _check_processes(client, where):
 
 def _start_dask(workers, scheduler):
     check_dask()
-    import logging
 
     from distributed import Client, LocalCluster
     if scheduler:
@@ -224,10 +227,67 @@ def _start_dask(workers, scheduler):
                                               "is `dask scheduler` running there, and is the "
                                               "address right (e.g. tcp://host:8786)?")
         return client, None
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR,
-                           env={"NUMBA_NUM_THREADS": "1"})
+    # The worker processes start with SIGINT ignored (a disposition they inherit): a
+    # Ctrl-C at the terminal reaches the whole process group, and this process alone
+    # should answer it, by closing the cluster (see _quiet_interrupt).
+    with _sigint_ignored():
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR,
+                               env={"NUMBA_NUM_THREADS": "1"})
     return Client(cluster), cluster
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """SIGINT ignored while the block runs, in the main thread only (elsewhere a no-op:
+    signal handlers belong to the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+#: The loggers that report a cluster's teardown: after a Ctrl-C their closed
+#: connections, cancelled tasks and lost data are the interruption itself, not news.
+_TEARDOWN_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
+def _silence_teardown():
+    """Raise the teardown loggers of this process, and those below them (dask gives
+    some their own level), above CRITICAL."""
+    names = [n for n in list(logging.root.manager.loggerDict)
+             if n.split(".", 1)[0] in _TEARDOWN_LOGGERS]
+    for name in {*_TEARDOWN_LOGGERS, *names}:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def _quiet_interrupt(client, cluster):
+    """Close the client and the local cluster after a Ctrl-C without a word: the
+    teardown loggers are silenced first (their messages would be hundreds of lines of
+    tracebacks about connections closed on purpose), SIGINT is ignored while closing
+    (a second Ctrl-C does not interrupt the teardown half-way), and the run's own
+    one-line message follows from the KeyboardInterrupt raised again by the caller."""
+    _silence_teardown()
+    with _sigint_ignored():
+        if cluster is not None:  # our own workers: silenced too before they lose us
+            try:
+                client.run(_silence_teardown)
+            except Exception:  # noqa: BLE001 - workers already gone say nothing anyway
+                pass
+        try:
+            client.close(timeout=10)
+        except Exception:  # noqa: BLE001 - a connection the interrupt cut half-way
+            # closed for good: the client's finaliser would otherwise wait for it again
+            client.status = "closed"
+        if cluster is not None:
+            try:
+                cluster.close(timeout=10)
+            except Exception:  # noqa: BLE001 - the worker processes end with this one
+                pass
 
 
 #: The error of a cell the cluster dropped: a dataset is shipped, not recomputable.
@@ -291,8 +351,13 @@ def run_dask(pending, data, selection, on_result, on_error, workers, scheduler=N
                 on_result(cell, result)
             fut.release()
         return _dask_record(where, facts, warm, warm_s, pending, data, scattered, copies, ran)
+    except KeyboardInterrupt:
+        _quiet_interrupt(client, cluster)
+        client = cluster = None
+        raise
     finally:
-        client.close()
+        if client is not None:
+            client.close()
         if cluster is not None:
             cluster.close()
 

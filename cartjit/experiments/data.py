@@ -97,24 +97,45 @@ def _fail(config, where, message):
 
 
 def read_table(path, fmt):
-    """A CSV or Parquet file as a DataFrame; raises ValueError with a clear message."""
+    """A CSV or Parquet file as a DataFrame; raises ValueError with a clear message that
+    names the file (and, for a CSV, the line where pandas found the problem)."""
+    name = str(path)
     try:
         if fmt == "csv":
             return pd.read_csv(path)
-        try:
-            return pd.read_parquet(path)
-        except ImportError as exc:
-            raise ValueError(f"reading Parquet needs pyarrow (pip install pyarrow): {exc}")
+        return pd.read_parquet(path)
+    except ImportError as exc:
+        raise ValueError(f"reading Parquet ({name!r}) needs pyarrow (pip install "
+                         f"pyarrow): {exc}") from None
     except FileNotFoundError:
-        raise ValueError(f"file {str(path)!r} does not exist") from None
+        raise ValueError(f"file {name!r} does not exist") from None
     except IsADirectoryError:
-        raise ValueError(f"{str(path)!r} is a directory, not a data file") from None
+        raise ValueError(f"{name!r} is a directory, not a data file") from None
     except pd.errors.EmptyDataError:
-        raise ValueError(f"{str(path)!r} is empty (no header, no data rows)") from None
-    except ValueError:
-        raise
-    except Exception as exc:  # parser errors of pandas / pyarrow
-        raise ValueError(f"cannot read {str(path)!r} as {fmt}: {exc}") from None
+        raise ValueError(f"{name!r} is empty (no header, no data rows)") from None
+    except UnicodeDecodeError as exc:
+        line = _first_non_utf8_line(path)
+        at = f" on line {line}" if line else ""
+        raise ValueError(f"cannot read {name!r} as {fmt}: it holds a byte "
+                         f"({exc.object[exc.start]:#04x}){at} that is not UTF-8; save the "
+                         "file as UTF-8") from None
+    except Exception as exc:  # parser errors of pandas / pyarrow, ragged rows among them
+        raise ValueError(f"cannot read {name!r} as {fmt}: {str(exc).strip()}") from None
+
+
+def _first_non_utf8_line(path):
+    """The number (from 1) of the first line of ``path`` that is not UTF-8, or None:
+    pandas' decoding error gives an offset in its read buffer, not in the file."""
+    try:
+        with open(path, "rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    return number
+    except OSError:
+        return None
+    return None
 
 
 def infer_task(column):
@@ -288,7 +309,20 @@ def _resolve_V(config, spec, n):
 
 def _load_one(config, spec, plan=True):
     """The :class:`Data` of one dataset spec; with ``plan=False`` only its number of
-    cells (the data are loaded and checked, the settings are counted, not listed)."""
+    cells (the data are loaded and checked, the settings are counted, not listed).
+
+    An error about a dataset read from a file names that file (the config field alone
+    does not say which of two files with the same columns is wrong)."""
+    try:
+        return _load_checked(config, spec, plan)
+    except ConfigError as exc:
+        if spec.source != "file" or spec.path in exc.message:
+            raise
+        raise ConfigError(exc.file, exc.field,
+                          f"{exc.message} (data file {spec.path!r})") from None
+
+
+def _load_checked(config, spec, plan):
     frame, target, all_features, task, description = load_frame(config, spec)
     if spec.features is not None:
         if target in spec.features:
