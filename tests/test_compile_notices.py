@@ -30,6 +30,7 @@ SESSION = textwrap.dedent("""\
         print("@@ " + name, file=sys.stderr, flush=True)
 
     X, y = load_iris(return_X_y=True)
+    X, y = np.asarray(X, dtype=float), np.asarray(y)
     step("numeric classification")
     cartjit.CARTClassifier().fit(X, y)
     step("numeric classification again")
