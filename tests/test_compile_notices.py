@@ -49,7 +49,7 @@ SESSION = textwrap.dedent("""\
 
 KINDS = {
     "numeric classification": "the kernels of classification trees (gini) on numeric features",
-    "regression": "the kernels of regression trees (mse) on numeric features",
+    "regression": "the kernels of regression trees (squared_error) on numeric features",
     "categorical cross-validation":
         "the kernels of cross-validated classification trees (gini) on categorical features",
     "missing-value cross-validation":
