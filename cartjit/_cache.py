@@ -129,8 +129,17 @@ def describe_fit(is_classification, criterion, categorical, missing, cv):
 
 def doing(kind):
     """Declare what the process does next (a fit of some kind, prediction): the notice
-    names it if it compiles. An entry point calls this before its kernels run."""
-    _state["kind"] = kind
+    names it if it compiles. An entry point calls this before its kernels run.
+
+    ``None``: an operation whose kind is not known yet (a fit whose data are being
+    checked, which may compile a checking kernel); a compile then waits for the next
+    call, which names the kind and says it at once if it is new.
+    """
+    with _LOCK:
+        _state["kind"] = kind
+        pending = kind is not None and _state.pop("pending", False)
+    if pending:
+        _announce()
 
 
 def notice_once(say=None):
@@ -169,6 +178,9 @@ def _announce():
                 first(compiling_message(cache_dir()))
             return
         kind = _state["kind"]
+        if kind is None:  # said when the kind is named (:func:`doing`)
+            _state["pending"] = True
+            return
         if kind in _state["told"]:
             return
         _state["told"].add(kind)

@@ -108,7 +108,20 @@ def check_params(est):
 
 
 def prepare(est, X, y, sample_weight):
-    """Check the parameters and the data; return a :class:`_Prepared`."""
+    """Check the parameters and the data; return a :class:`_Prepared`.
+
+    The kind of fit (:mod:`cartjit._cache`) is named once the data are checked; a
+    checking kernel that compiles before that is announced under it.
+    """
+    _cache.doing(None)
+    try:
+        return _checked(est, X, y, sample_weight)
+    except BaseException:
+        _cache.doing("the kernels")
+        raise
+
+
+def _checked(est, X, y, sample_weight):
     params = check_params(est)
     X, names, encoding = E.fit_encode(X, est.categorical_features)
     n_rows = X.shape[0]

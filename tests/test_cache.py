@@ -15,6 +15,7 @@ def fresh(tmp_path, monkeypatch):
     monkeypatch.setitem(_cache._state, "told", set())
     monkeypatch.setitem(_cache._state, "say", said.append)
     monkeypatch.setitem(_cache._state, "kind", "the kernels")
+    monkeypatch.setitem(_cache._state, "pending", False)
     monkeypatch.setattr(_cache, "cache_dir", lambda: str(tmp_path))
     return said
 
@@ -59,6 +60,35 @@ def test_the_compiled_functions_are_counted_callees_included(fresh):
     assert outer(4) == 9
     assert _cache.compiled_count() - before == 2
     assert len(fresh) == 1  # the outermost compile says it, once
+
+
+def test_a_compile_before_the_kind_is_known_is_said_under_that_kind(fresh):
+    """A fit's data checks may compile before the fit's kind is named: the notice waits
+    for the name, then names it."""
+    f = _plus_one()
+    _cache.doing(None)
+    f(1)
+    assert fresh == []
+    _cache.doing("the kernels of kind P")
+    assert len(fresh) == 1 and "kind P" in fresh[0]
+    _cache.doing(None)
+    f(1.5)
+    _cache.doing("the kernels of kind P")  # said already
+    assert len(fresh) == 1
+
+
+def test_a_fit_checks_its_data_under_its_kind(fresh, monkeypatch):
+    """The data checks of a fit run before its kind is known (prepare's kernels)."""
+    from cartjit import _prepare
+    from cartjit.estimators import CARTClassifier
+
+    def checks(est, X, y, sample_weight):
+        _plus_one()(1)  # a checking kernel that compiles
+        _cache.doing("the kernels of kind Q")
+
+    monkeypatch.setattr(_prepare, "_checked", checks)
+    _prepare.prepare(CARTClassifier(), None, None, None)
+    assert len(fresh) == 1 and "kind Q" in fresh[0]
 
 
 def test_quiet_hands_the_first_notice_to_its_caller(fresh):
