@@ -246,9 +246,10 @@ def build_parser():
         "compile", help="compile every kernel ahead (Numba's on-disk cache)",
         description="Compile every Numba kernel ahead by fitting and cross-validating tiny "
                     "problems of every kind (classification with each criterion, priors, "
-                    "costs, case weights, regression), and say how long it took and where "
-                    "the cache is. The first fit after installing otherwise compiles them "
-                    "(up to a minute or two); later processes load them from the cache.")
+                    "costs, case weights, regression), reporting each step that compiled, "
+                    "and say how long it took and where the cache is. The first fit of each "
+                    "kind otherwise compiles its kernels; later processes load them from "
+                    "the cache.")
     return parser
 
 
@@ -737,12 +738,38 @@ def _announce_compile():
 
 
 def _cmd_compile(args):
+    import time
+
+    from . import _cache
     from .experiments.warmup import cache_state, warm_up
 
+    def err(text):
+        print(text, file=sys.stderr, flush=True)
+
     before = cache_state()
-    report = warm_up(announce=lambda m: print(m, file=sys.stderr, flush=True))
+    t0 = time.perf_counter()
+    done = {"step": None, "count": _cache.compiled_count()}
+
+    def step_done():
+        """One line per step that compiled something (none when all is cached)."""
+        if done["step"] is None:
+            return
+        i, n, label = done["step"]
+        count = _cache.compiled_count()
+        if count > done["count"]:
+            err(f"cartjit compile: [{i}/{n}] {label}: {count - done['count']} function(s) "
+                f"compiled, {time.perf_counter() - t0:.1f} s elapsed")
+        done["count"] = count
+
+    def progress(i, n, label):
+        step_done()
+        done["step"] = (i, n, label)
+
+    report = warm_up(announce=err, progress=progress)
+    step_done()
     if report.compiled:
-        print(f"cartjit compile: compiled {report.n_compiled} kernel signature(s) in "
+        print(f"cartjit compile: compiled {report.n_compiled} kernel signature(s) "
+              f"({report.n_functions} functions with the NumPy helpers they call) in "
               f"{report.seconds:.1f} s; cached in {report.cache_dir}")
     else:
         print(f"cartjit compile: every kernel was already compiled (cache {before}); loading "

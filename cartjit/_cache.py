@@ -1,25 +1,46 @@
 """Numba's on-disk cache of the kernels: where it is, what it holds, and saying so.
 
-The first fit after installing (or upgrading) cartjit compiles the kernels, which takes
-up to a minute or two; Numba writes them to its on-disk cache (``CARTJIT_CACHE``, docs/design.md), and
-later processes load them in a fraction of a second. :func:`notice_once` tells the user
-once per process, through the ``cartjit`` logger (shown on stderr unless logging is set
-up otherwise), when a fit is about to compile: the cache holds no index file of the
-kernels, or one older than its source. ``cartjit compile`` compiles everything ahead.
+A kind of fit (classification or regression, with each criterion, on numeric or
+categorical features, with or without missing values, cross-validated or not) runs its
+own set of kernels, and the first fit of each kind after installing (or upgrading)
+cartjit compiles its set: seconds to tens of seconds (docs/benchmarks.md). Numba writes
+them to its on-disk cache (``CARTJIT_CACHE``, docs/design.md), and later processes load
+them in a fraction of a second; ``cartjit compile`` compiles every kind ahead.
+
+Nothing compiles silently: a listener of Numba's ``numba:compile`` event sees every
+function Numba is about to compile (a cache miss; loading from the cache is no event).
+The first one during a kind of operation not yet announced in this process says, through
+the ``cartjit`` logger (shown on stderr unless logging is set up otherwise, or the
+sink given to :func:`notice_once`), what is compiling, that it happens once, and that
+``cartjit compile`` does it ahead. The kind is declared by the entry points
+(:func:`doing`): the estimators' data check and prediction. :func:`quiet` hands the
+notice to a caller that reports compilation its own way (``cartjit compile``, the
+runner's warm-up). :func:`compiled_count` counts the functions compiled in this process.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import threading
 
+from numba.core import event as _event
+
 from . import _config
 
-__all__ = ["dispatchers", "cache_dir", "cache_state", "notice_once", "compiling_message"]
+__all__ = ["dispatchers", "cache_dir", "cache_state", "notice_once", "compiling_message",
+           "doing", "quiet", "compiled_count", "describe_fit"]
 
-_NOTICE = threading.Lock()
-_TOLD = threading.Event()
+_LOCK = threading.RLock()
+_state = {
+    "kind": "the kernels",   # what the process is doing now (:func:`doing`)
+    "told": set(),           # kinds announced in this process
+    "say": None,             # where notices go; None: the ``cartjit`` logger's warning
+    "quiet": [],             # stack of the :func:`quiet` callers' ``first`` callbacks
+    "count": 0,              # functions compiled in this process (numba:compile events)
+    "depth": 0,              # nesting of the compile events now open
+}
 
 
 def dispatchers():
@@ -88,33 +109,99 @@ def cache_state(directory=None):
     return "present"
 
 
-def compiling_message(directory):
+def compiling_message(directory, kind="the kernels"):
+    """The notice that ``kind`` is compiling (cached in ``directory``)."""
     if not _config.CACHE:
-        return ("cartjit: compiling the kernels (CARTJIT_CACHE=0: every new process "
-                "compiles them, up to a minute or two) ...")
-    return (f"cartjit: compiling the kernels into {directory} (once after installing or "
-            "upgrading cartjit, up to a minute or two; 'cartjit compile' does it ahead) ...")
+        return (f"cartjit: compiling {kind} (CARTJIT_CACHE=0: every new process compiles "
+                "them again; seconds to tens of seconds for each kind of fit) ...")
+    return (f"cartjit: compiling {kind} into {directory} (once: later processes load them "
+            "from there; 'cartjit compile' compiles every kind ahead) ...")
+
+
+def describe_fit(is_classification, criterion, categorical, missing, cv):
+    """What a fit is, in the words of the notice, e.g. "the kernels of cross-validated
+    classification trees (gini) on categorical features with missing values"."""
+    task = "classification" if is_classification else "regression"
+    return (f"the kernels of {'cross-validated ' if cv else ''}{task} trees ({criterion}) "
+            f"on {'categorical' if categorical else 'numeric'} features"
+            f"{' with missing values' if missing else ''}")
+
+
+def doing(kind):
+    """Declare what the process does next (a fit of some kind, prediction): the notice
+    names it if it compiles. An entry point calls this before its kernels run.
+
+    ``None``: an operation whose kind is not known yet (a fit whose data are being
+    checked, which may compile a checking kernel); a compile then waits for the next
+    call, which names the kind and says it at once if it is new.
+    """
+    with _LOCK:
+        _state["kind"] = kind
+        pending = kind is not None and _state.pop("pending", False)
+    if pending:
+        _announce()
 
 
 def notice_once(say=None):
-    """Say, once per process, that kernels are about to compile, if they are.
-
-    ``say(text)`` defaults to a warning of the ``cartjit`` logger. Returns whether this
-    call said it. Later calls (any thread) return ``False`` at the cost of one check.
-    """
-    if _TOLD.is_set():
-        return False
-    with _NOTICE:
-        if _TOLD.is_set():
-            return False
-        _TOLD.set()
-        directory = cache_dir()
-        if cache_state(directory) == "present":
-            return False
-        (say or logging.getLogger("cartjit").warning)(compiling_message(directory))
-        return True
+    """Send the compile notices of this process to ``say(text)`` (default: a warning of
+    the ``cartjit`` logger). Each kind of operation is announced once, when it first
+    compiles (see the module docstring)."""
+    _state["say"] = say
 
 
-def mark_told():
-    """Record that the user has been told (by a caller that said it its own way)."""
-    _TOLD.set()
+def compiled_count():
+    """How many functions Numba compiled in this process (cartjit's kernels and the
+    NumPy helpers they call; loading from the cache does not count)."""
+    return _state["count"]
+
+
+@contextlib.contextmanager
+def quiet(first=None):
+    """No per-kind notice inside the block; ``first(text)``, if given, is called with
+    the notice at the block's first compile instead (once)."""
+    entry = [first]
+    with _LOCK:
+        _state["quiet"].append(entry)
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _state["quiet"].remove(entry)
+
+
+def _announce():
+    with _LOCK:
+        if _state["quiet"]:
+            entry = _state["quiet"][-1]
+            if entry[0] is not None:
+                first, entry[0] = entry[0], None
+                first(compiling_message(cache_dir()))
+            return
+        kind = _state["kind"]
+        if kind is None:  # said when the kind is named (:func:`doing`)
+            _state["pending"] = True
+            return
+        if kind in _state["told"]:
+            return
+        _state["told"].add(kind)
+        say = _state["say"] or logging.getLogger("cartjit").warning
+    say(compiling_message(cache_dir(), kind))
+
+
+class _Listener(_event.Listener):
+    """Counts Numba's compiles; the outermost one of a kind not yet announced says so."""
+
+    def on_start(self, event):
+        _state["count"] += 1
+        _state["depth"] += 1
+        if _state["depth"] == 1:
+            try:
+                _announce()
+            except Exception:  # noqa: BLE001 - a notice never breaks a fit
+                pass
+
+    def on_end(self, event):
+        _state["depth"] -= 1
+
+
+_event.register("numba:compile", _Listener())

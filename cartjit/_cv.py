@@ -49,7 +49,6 @@ import numpy as np
 
 from ._builder import grow_setup
 from ._presort import presort, subset_keys
-from ._cache import notice_once
 from ._fit import fit_fold, fit_tree
 from ._limits import check_allocation
 from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
@@ -639,7 +638,6 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     lean = (lean and fold_settings is None and rpart_alpha is None and not rpart_growth
             and settings.max_leaf_nodes is None)
     if lean:
-        notice_once()
         norm_problem, norm_base, scale = normalise(problem, base)
         setup = grow_setup(norm_problem, norm_base, keys.n_levels)  # the same for every fold
 

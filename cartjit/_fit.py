@@ -25,7 +25,6 @@ import numpy as np
 from ._builder import (I_FEATURE, I_LEFT, I_LEVEL_ROW, I_PARENT, I_RIGHT, F_THRESHOLD,
                        S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT, S_THRESHOLD, assemble_tree, grow,
                        routing_nodes)
-from ._cache import notice_once
 from ._presort import presort
 from ._criteria import SQUARED_ERROR, min_risk_labels
 from ._predict import FoldTree, Routing
@@ -221,7 +220,6 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
     (:func:`cartjit._scaling.check_class_tables`, a function of ``problem`` and
     ``settings`` alone), for a caller that made it once for many trees.
     """
-    notice_once()  # the first fit of a process says if the kernels are about to compile
     problem, settings, scale = normalise(problem, settings)
     if check and problem.is_classification:
         check_class_tables(problem.X.shape[0], problem.n_classes, settings)

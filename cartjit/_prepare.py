@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import _cache
 from . import _encoding as E
 from . import _validation as V
 from ._cv import CV_PREDICTIONS, cross_validate, select_index
@@ -107,7 +108,20 @@ def check_params(est):
 
 
 def prepare(est, X, y, sample_weight):
-    """Check the parameters and the data; return a :class:`_Prepared`."""
+    """Check the parameters and the data; return a :class:`_Prepared`.
+
+    The kind of fit (:mod:`cartjit._cache`) is named once the data are checked; a
+    checking kernel that compiles before that is announced under it.
+    """
+    _cache.doing(None)
+    try:
+        return _checked(est, X, y, sample_weight)
+    except BaseException:
+        _cache.doing("the kernels")
+        raise
+
+
+def _checked(est, X, y, sample_weight):
     params = check_params(est)
     X, names, encoding = E.fit_encode(X, est.categorical_features)
     n_rows = X.shape[0]
@@ -184,6 +198,8 @@ def prepare(est, X, y, sample_weight):
                         surrogate_style=surrogate_style, max_competitor=max_competitor)
     E.warn_target_in_features(problem.X if rows is None else X_all, encoding, y_given,
                               names)
+    _cache.doing(_cache.describe_fit(est._is_classifier, est.criterion,
+                                     problem.n_levels.any(), n_missing > 0, hasattr(est, "cv")))
     if keep is not None:  # rows: over the caller's rows, as cv fold ids are
         full = np.zeros(n_rows, dtype=bool)
         full[np.flatnonzero(keep)[rows] if rows is not None else keep] = True

@@ -24,6 +24,7 @@ import warnings
 import numba
 import numpy as np
 
+from . import _cache
 from . import _encoding as E
 from . import _prepare as P
 from . import _validation as V
@@ -467,6 +468,7 @@ class _BaseCART(_Base):
         can route it, and ``use_surrogate`` < 2 or the children are tied)."""
         # first: it raises NotFittedError before fit; infinity is counted by the kernel
         X = self._check_predict_X(X, check_finite=False)
+        _cache.doing("the kernels of prediction")
         return _apply_tree(self.tree_, X, use_surrogate=self._use_surrogate)
 
     def decision_path(self, X):

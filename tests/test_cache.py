@@ -1,56 +1,145 @@
-"""The once-per-process notice that the kernels are about to compile."""
+"""The notices that kernels are compiling (one per kind of fit) and the cache's state."""
 import os
 
 import numba
+import pytest
 
 import cartjit._builder  # noqa: F401  (an engine module whose index files are faked)
 from cartjit import _cache
 
 
-def _fresh(monkeypatch, directory):
-    monkeypatch.setattr(_cache, "_TOLD", _cache.threading.Event())
-    monkeypatch.setattr(_cache, "cache_dir", lambda: str(directory))
-
-
-def test_says_once_when_the_cache_is_empty(tmp_path, monkeypatch):
-    _fresh(monkeypatch, tmp_path)
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    """A process that has announced nothing yet, its notices collected in a list."""
     said = []
-    assert _cache.notice_once(said.append) is True
-    assert _cache.notice_once(said.append) is False
-    assert len(said) == 1
-    assert "compiling the kernels" in said[0] and str(tmp_path) in said[0]
+    monkeypatch.setitem(_cache._state, "told", set())
+    monkeypatch.setitem(_cache._state, "say", said.append)
+    monkeypatch.setitem(_cache._state, "kind", "the kernels")
+    monkeypatch.setitem(_cache._state, "pending", False)
+    monkeypatch.setattr(_cache, "cache_dir", lambda: str(tmp_path))
+    return said
 
 
-def test_says_nothing_when_the_kernels_are_cached(tmp_path, monkeypatch):
-    _fresh(monkeypatch, tmp_path)
+def _plus_one():
+    """A function Numba has not compiled for any type yet (compiled on first call)."""
+    return numba.njit(lambda x: x + 1)
+
+
+def test_each_kind_is_announced_when_it_first_compiles(fresh, tmp_path):
+    f = _plus_one()
+    _cache.doing("the kernels of kind A")
+    f(1)
+    assert len(fresh) == 1
+    assert "compiling the kernels of kind A" in fresh[0] and str(tmp_path) in fresh[0]
+    assert "once" in fresh[0] and "'cartjit compile'" in fresh[0]
+    f(1.5)  # another signature of the same kind: already said
+    assert len(fresh) == 1
+    _cache.doing("the kernels of kind B")
+    f(1j)
+    assert len(fresh) == 2 and "kind B" in fresh[1]
+    _cache.doing("the kernels of kind A")
+    f(True)
+    assert len(fresh) == 2
+
+
+def test_nothing_is_said_when_nothing_compiles(fresh):
+    f = _plus_one()
+    f(1)
+    fresh.clear()
+    _cache.doing("the kernels of kind C")
+    assert f(2) == 3  # compiled already: no compile event
+    assert fresh == []
+
+
+def test_the_compiled_functions_are_counted_callees_included(fresh):
+    inner = numba.njit(lambda x: x * 2)
+    outer = numba.njit(lambda x: inner(x) + 1)
+    before = _cache.compiled_count()
+    assert outer(3) == 7
+    assert _cache.compiled_count() - before == 2
+    assert outer(4) == 9
+    assert _cache.compiled_count() - before == 2
+    assert len(fresh) == 1  # the outermost compile says it, once
+
+
+def test_a_compile_before_the_kind_is_known_is_said_under_that_kind(fresh):
+    """A fit's data checks may compile before the fit's kind is named: the notice waits
+    for the name, then names it."""
+    f = _plus_one()
+    _cache.doing(None)
+    f(1)
+    assert fresh == []
+    _cache.doing("the kernels of kind P")
+    assert len(fresh) == 1 and "kind P" in fresh[0]
+    _cache.doing(None)
+    f(1.5)
+    _cache.doing("the kernels of kind P")  # said already
+    assert len(fresh) == 1
+
+
+def test_a_fit_checks_its_data_under_its_kind(fresh, monkeypatch):
+    """The data checks of a fit run before its kind is known (prepare's kernels)."""
+    from cartjit import _prepare
+    from cartjit.estimators import CARTClassifier
+
+    def checks(est, X, y, sample_weight):
+        _plus_one()(1)  # a checking kernel that compiles
+        _cache.doing("the kernels of kind Q")
+
+    monkeypatch.setattr(_prepare, "_checked", checks)
+    _prepare.prepare(CARTClassifier(), None, None, None)
+    assert len(fresh) == 1 and "kind Q" in fresh[0]
+
+
+def test_quiet_hands_the_first_notice_to_its_caller(fresh):
+    f = _plus_one()
+    first = []
+    _cache.doing("the kernels of kind D")
+    with _cache.quiet(first.append):
+        f(1)
+        f(1.5)
+    assert fresh == [] and len(first) == 1 and "compiling the kernels" in first[0]
+    with _cache.quiet():
+        f(1j)
+    assert fresh == []
+
+
+def test_without_the_cache_the_notice_says_every_process_compiles(fresh, monkeypatch):
+    monkeypatch.setattr(_cache._config, "CACHE", False)
+    _cache.doing("the kernels of kind E")
+    _plus_one()(1)
+    assert "CARTJIT_CACHE=0" in fresh[0] and "every new process" in fresh[0]
+
+
+def test_the_fits_name_their_kind():
+    describe = _cache.describe_fit
+    assert describe(True, "gini", False, False, False) == (
+        "the kernels of classification trees (gini) on numeric features")
+    assert describe(False, "mse", True, True, True) == (
+        "the kernels of cross-validated regression trees (mse) on categorical features "
+        "with missing values")
+
+
+def test_an_empty_directory_is_empty(tmp_path):
+    assert _cache.cache_state(str(tmp_path)) == "empty"
+
+
+def test_an_index_newer_than_its_source_is_present(tmp_path):
     (tmp_path / "_builder.grow-1.py311.nbi").write_bytes(b"")
-    said = []
-    assert _cache.notice_once(said.append) is False
-    assert said == []
+    assert _cache.cache_state(str(tmp_path)) == "present"
 
 
-def test_a_stale_index_counts_as_compiling(tmp_path, monkeypatch):
-    _fresh(monkeypatch, tmp_path)
+def test_a_stale_index_counts_as_compiling(tmp_path):
     index = tmp_path / "_builder.grow-1.py311.nbi"
     index.write_bytes(b"")
     old = os.path.getmtime(cartjit._builder.__file__) - 100
     os.utime(index, (old, old))
     assert _cache.cache_state(str(tmp_path)) == "stale"
-    said = []
-    assert _cache.notice_once(said.append) is True
 
 
-def test_marked_as_told_says_nothing(tmp_path, monkeypatch):
-    _fresh(monkeypatch, tmp_path)
-    _cache.mark_told()
-    said = []
-    assert _cache.notice_once(said.append) is False and said == []
-
-
-def test_an_index_left_behind_by_an_edit_is_not_stale(tmp_path, monkeypatch):
+def test_an_index_left_behind_by_an_edit_is_not_stale(tmp_path):
     """After an edit moves a kernel to another line, its old index file stays behind,
     older than the source; the module's newer index of the recompiled kernel counts."""
-    _fresh(monkeypatch, tmp_path)
     src_mtime = os.path.getmtime(cartjit._builder.__file__)
     old = tmp_path / "_builder.grow-10.py311.nbi"
     old.write_bytes(b"")
@@ -59,8 +148,6 @@ def test_an_index_left_behind_by_an_edit_is_not_stale(tmp_path, monkeypatch):
     new.write_bytes(b"")
     os.utime(new, (src_mtime + 100, src_mtime + 100))
     assert _cache.cache_state(str(tmp_path)) == "present"
-    said = []
-    assert _cache.notice_once(said.append) is False and said == []
 
 
 def _import_engine(cache):

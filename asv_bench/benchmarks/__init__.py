@@ -6,7 +6,8 @@
 ``predict``    batch prediction of 10^6 rows by a tree grown on 10^5.
 ``coldstart``  ``timeraw_``: import + first fit in a fresh interpreter, with an empty,
                a populated and a disabled Numba cache (compile time is a cost users
-               pay).
+               pay), and ``track_`` of the functions the first fit of each kind
+               compiles.
 ``memory``     ``peakmem_`` of a fit, and ``track_`` of the fit's own peak RSS increase.
 ``runner``     the wall time of ``cartjit run`` on the monograph sweep, new process per
                sample, warm kernel cache, serial and threads backends.

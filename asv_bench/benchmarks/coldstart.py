@@ -110,3 +110,40 @@ class Import:
 
     def timeraw_import(self):
         return _STATEMENT["import"], f"import sys; sys.path.insert(0, {cartjit_root()!r})"
+
+
+def _counts_module():
+    """asv_bench/coldstart_counts.py (outside this package), loaded by its path."""
+    import importlib.util
+
+    path = os.path.join(cartjit_root(), "asv_bench", "coldstart_counts.py")
+    spec = importlib.util.spec_from_file_location("cartjit_coldstart_counts", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class CompiledFunctions:
+    """How many functions the first fit of each kind compiles (Numba's ``numba:compile``
+    events: cartjit's kernels and the NumPy helpers compiled for them), in a fresh
+    interpreter with an empty cache, alone or after a first numeric classification fit
+    (asv_bench/coldstart_counts.py, which also times them). A count that grows is
+    compile time every new user pays."""
+
+    params = [["numeric", "regression", "categorical_cv", "missing_cv"],
+              ["first", "after_numeric"]]
+    param_names = ["kind", "in_process"]
+    number = 1
+    repeat = 1
+    rounds = 1
+    timeout = 1200.0
+
+    def setup(self, kind, in_process):
+        if kind == "numeric" and in_process == "after_numeric":
+            raise NotImplementedError  # the same as "first"
+
+    def track_functions(self, kind, in_process):
+        sample = _counts_module().measure_kind(kind, in_process == "after_numeric")
+        return sample["functions"]
+
+    track_functions.unit = "functions"

@@ -14,14 +14,14 @@ cells' (``compile`` in ``run.json`` and ``timings.md``), so the first cells are 
 for the compilation.
 
 Whether anything was compiled is read from the dispatchers' own statistics
-(``Dispatcher.stats.cache_misses``) after the warm-up. Whether compilation is *about* to
-happen is guessed beforehand from the cache directory (:func:`cache_state`): no index
-file of cartjit's kernels there, or one older than its source file, means compiling.
+(``Dispatcher.stats.cache_misses``) after the warm-up. Compilation is announced when
+Numba starts it (its ``numba:compile`` event, :mod:`cartjit._cache`), so a warm-up
+that only loads from the cache says nothing.
 """
 from __future__ import annotations
 
+import functools
 import json
-import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -43,6 +43,7 @@ class CompileReport:
     n_compiled: int
     cache_dir: str
     announced: bool = False
+    n_functions: int = 0  # every function Numba compiled, the NumPy helpers included
 
     def as_dict(self):
         return {"seconds": round(self.seconds, 4), "compiled": self.compiled,
@@ -70,8 +71,21 @@ def _misses():
     return sum(sum(d.stats.cache_misses.values()) for d in _dispatchers())
 
 
-def compile_kernels():
-    """Fit tiny problems of every kind so that every kernel is compiled and cached."""
+def compile_kernels(progress=None):
+    """Fit tiny problems of every kind so that every kernel is compiled and cached.
+
+    ``progress(i, n, label)`` is called before each of the ``n`` steps (``i`` from 1).
+    """
+    steps = kernel_steps()
+    for i, (label, step) in enumerate(steps, 1):
+        if progress is not None:
+            progress(i, len(steps), label)
+        step()
+
+
+def kernel_steps():
+    """The steps of :func:`compile_kernels`: ``(label, function)`` pairs, one per
+    criterion of each task, then the larger fits."""
     from ..estimators import (CARTClassifier, CARTClassifierCV, CARTRegressor,
                               CARTRegressorCV, CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA)
     rng = np.random.default_rng(0)
@@ -90,10 +104,13 @@ def compile_kernels():
     Xm[2::6, 2] = np.nan
     every = np.isnan(Xm).all(axis=1)
     Xm[every, 2] = X[every, 2]  # no case misses every feature (that would warn)
-    for criterion in CLASSIFIER_CRITERIA:
+
+    def classification_missing(criterion):
         CARTClassifier(criterion).fit(Xm, y3, sample_weight=w).predict(X)
         CARTClassifier(criterion, categorical_features=[2], use_surrogate=1).fit(Xm, y2)
         CARTClassifierCV(criterion, cv=3, random_state=0).fit(Xm, y3)
+
+    def classification(criterion):
         for y in (y2, y3):
             est = CARTClassifier(criterion).fit(X, y)
             est.predict(X)
@@ -112,6 +129,8 @@ def compile_kernels():
         CARTClassifierCV(criterion, cv=3, n_repeats=2, random_state=1).fit(
             X, y3, sample_weight=w)
         CARTClassifierCV(criterion, cv="loo").fit(X[:20], y3[:20])
+
+    def classification_categorical(criterion):
         # categorical features: subset splits (two classes: ordered scan; three:
         # exhaustive search, and the heuristic order beyond max_categories_exhaustive)
         for y in (y2, y3):
@@ -119,10 +138,13 @@ def compile_kernels():
         CARTClassifier(criterion, categorical_features=[2], max_categories_exhaustive=2,
                        ccp_alpha=0.01).fit(X, y3, sample_weight=w)
         CARTClassifierCV(criterion, categorical_features=[2], cv=3, random_state=0).fit(X, y3)
-    for criterion in REGRESSOR_CRITERIA:
+
+    def regression_missing(criterion):
         CARTRegressor(criterion, surrogate_style=1).fit(Xm, yr).predict(X)
         CARTRegressor(criterion, categorical_features=[2]).fit(Xm, yr, sample_weight=w)
         CARTRegressorCV(criterion, cv=3, random_state=0).fit(Xm, yr)
+
+    def regression(criterion):
         est = CARTRegressor(criterion).fit(X, yr)
         est.predict(X)
         est.cost_complexity_path()
@@ -131,14 +153,31 @@ def compile_kernels():
         CARTRegressorCV(criterion, cv=3, n_repeats=2, random_state=1).fit(
             X, yr, sample_weight=w)
         CARTRegressorCV(criterion, cv="loo").fit(X[:20], yr[:20])
+
+    def regression_categorical(criterion):
         CARTRegressor(criterion, categorical_features=[2]).fit(X, yr).predict(X)
         CARTRegressorCV(criterion, categorical_features=[2], cv=3, random_state=0).fit(
             X, yr, sample_weight=w)
-    # complete regression data with a segment of GATHER_MIN cases or more (the gathered
-    # scan of the serial growth)
-    Xb = np.ascontiguousarray(rng.standard_normal((1100, 2)))
-    CARTRegressor(max_depth=2).fit(Xb, Xb[:, 0] + np.sin(Xb[:, 1]))
-    _compile_threaded(CARTClassifier, CARTRegressor)
+
+    def large():
+        # complete regression data with a segment of GATHER_MIN cases or more (the gathered
+        # scan of the serial growth)
+        Xb = np.ascontiguousarray(rng.standard_normal((1100, 2)))
+        CARTRegressor(max_depth=2).fit(Xb, Xb[:, 0] + np.sin(Xb[:, 1]))
+        _compile_threaded(CARTClassifier, CARTRegressor)
+
+    steps = []
+    for task, criteria, parts in (
+            ("classification", CLASSIFIER_CRITERIA,
+             (classification, classification_categorical, classification_missing)),
+            ("regression", REGRESSOR_CRITERIA,
+             (regression, regression_categorical, regression_missing))):
+        for c in criteria:
+            for what, part in zip(("numeric features", "categorical features",
+                                   "missing values"), parts):
+                steps.append((f"{task} ({c}), {what}", functools.partial(part, c)))
+    steps.append(("larger fits (the gathered scan, several threads)", large))
+    return steps
 
 
 def _compile_threaded(classifier, regressor):
@@ -207,40 +246,26 @@ def compile_for_cells(cells):
                 pass
 
 
-def warm_up(announce=None, delay=3.0, work=None):
+def warm_up(announce=None, work=None, progress=None):
     """Compile (or load) the kernels now; returns a :class:`CompileReport`.
 
-    ``work`` is what to run (default :func:`compile_kernels`, every kernel).
-
-    ``announce(text)`` (e.g. a print to stderr) is called once when compilation is
-    expected (:func:`cache_state` is not ``present``), or after ``delay`` seconds of a
-    warm-up that was expected to load from the cache but is still going.
+    ``work`` is what to run (default :func:`compile_kernels`, every kernel, which calls
+    ``progress(i, n, label)`` before each step). ``announce(text)`` (e.g. a print to
+    stderr) is called once, when Numba starts compiling the first function (nothing is
+    said when everything loads from the cache); the fits' own per-kind notices
+    (:mod:`cartjit._cache`) are held back meanwhile.
     """
     directory = cache_dir()
-    state = _cache.cache_state(directory)
-    said = threading.Event()
-    message = _cache.compiling_message(directory)
-    _cache.mark_told()  # the fits below need not say it again
-
-    def say():
-        if announce is not None and not said.is_set():
-            said.set()
-            announce(message)
-
-    timer = None
-    if state != "present":
-        say()
-    elif announce is not None:
-        timer = threading.Timer(delay, say)
-        timer.daemon = True
-        timer.start()
     before = _misses()
+    functions = _cache.compiled_count()
     t0 = time.perf_counter()
-    try:
-        (work or compile_kernels)()
-    finally:
-        if timer is not None:
-            timer.cancel()
+    with _cache.quiet(announce):
+        if work is None:
+            compile_kernels(progress)
+        else:
+            work()
     seconds = time.perf_counter() - t0
     n = _misses() - before
-    return CompileReport(seconds, n > 0, n, directory, said.is_set())
+    functions = _cache.compiled_count() - functions
+    return CompileReport(seconds, n > 0 or functions > 0, n, directory, functions > 0,
+                         functions)
