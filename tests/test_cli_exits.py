@@ -230,7 +230,9 @@ def test_a_closed_pipe_ends_quietly_as_unix_tools_do(work, tmp_path):
         err = proc.stderr.read().decode()
         proc.wait(timeout=TIMEOUT)
         assert proc.returncode == 141, (args, err)
-        assert err == "", err
+        # nothing but, on a cold kernel cache, the notice that kernels compile
+        assert [line for line in err.splitlines()
+                if not line.startswith("cartjit: compiling ")] == [], err
     # and the shell's own pipe into head
     proc = subprocess.run(["bash", "-c", f"'{sys.executable}' -m cartjit show iris | head -1"],
                           cwd=work, capture_output=True, text=True, env=child_env(),
