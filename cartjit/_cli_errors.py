@@ -116,7 +116,12 @@ def warnings_said(command):
 def check_settings():
     """Read the settings of the environment the commands use; a bad one is a
     :class:`CommandError` naming the variable and its allowed forms."""
+    from ._config import check_settings as check_flags
     from ._limits import memory_limit
+    try:
+        check_flags()
+    except ValueError as exc:
+        raise CommandError(f"{exc} (unset it for the default)") from None
     try:
         memory_limit()
     except ValueError as exc:

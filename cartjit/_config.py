@@ -66,8 +66,30 @@ def _target_has_avx512() -> bool:
         return False
 
 
-CACHE: bool = _env_flag("CARTJIT_CACHE", True)
-PARALLEL: bool = _env_flag("CARTJIT_PARALLEL", True)
+#: The messages of the CARTJIT_* variables that could not be read, each naming the
+#: variable and its allowed values. A bad value does not fail ``import cartjit`` (the
+#: command line could then only print a traceback): the flag takes its default, and
+#: every fit and every command refuses to run with the message (:func:`check_settings`).
+_SETTING_ERRORS: list = []
+
+
+def _read_setting(read, *args, default):
+    """``read(*args)``, or ``default`` with its error kept for :func:`check_settings`."""
+    try:
+        return read(*args)
+    except ValueError as exc:
+        _SETTING_ERRORS.append(str(exc))
+        return default
+
+
+def check_settings():
+    """Raise ``ValueError`` naming the first CARTJIT_* variable that could not be read."""
+    if _SETTING_ERRORS:
+        raise ValueError(_SETTING_ERRORS[0])
+
+
+CACHE: bool = _read_setting(_env_flag, "CARTJIT_CACHE", True, default=True)
+PARALLEL: bool = _read_setting(_env_flag, "CARTJIT_PARALLEL", True, default=True)
 
 
 #: Whether Numba compiles for a CPU with AVX-512F (asked once, at import).
@@ -91,7 +113,7 @@ def _simd_flag(raw, has_avx512=AVX512) -> bool:
     return on
 
 
-SIMD: bool = _simd_flag(os.environ.get("CARTJIT_SIMD"))
+SIMD: bool = _read_setting(_simd_flag, os.environ.get("CARTJIT_SIMD"), default=AVX512)
 
 _COMMON = dict(cache=CACHE, nogil=True, fastmath=False, error_model="numpy")
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _cache
+from . import _cache, _config
 from . import _encoding as E
 from . import _validation as V
 from ._cv import CV_PREDICTIONS, cross_validate, select_index
@@ -113,6 +113,7 @@ def prepare(est, X, y, sample_weight):
     The kind of fit (:mod:`cartjit._cache`) is named once the data are checked; a
     checking kernel that compiles before that is announced under it.
     """
+    _config.check_settings()  # a CARTJIT_* variable that could not be read
     _cache.doing(None)
     try:
         return _checked(est, X, y, sample_weight)

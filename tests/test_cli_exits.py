@@ -377,6 +377,35 @@ def test_a_bad_memory_limit(work, value, args):
     assert not (work / "x.cartjit").exists()
 
 
+@pytest.mark.parametrize("variable, value, allowed", [
+    ("CARTJIT_CACHE", "lots", "0 or 1"), ("CARTJIT_PARALLEL", "2", "0 or 1"),
+    ("CARTJIT_SIMD", "maybe", "auto, 0 or 1")])
+@pytest.mark.parametrize("args", [["show", "iris"],
+                                  ["fit", "iris.csv", "--target", "species", "-o", "x.cartjit"]],
+                         ids=["show", "fit"])
+def test_a_bad_jit_flag(work, variable, value, allowed, args):
+    """A CARTJIT_* flag that cannot be read does not fail ``import cartjit`` (which would
+    leave the command a traceback): the command refuses in one line."""
+    proc = cartjit(*args, cwd=work, env=child_env(**{variable: value}))
+    assert proc.returncode == 2
+    line = one_line(proc, args[0])
+    assert f"environment variable {variable} must be {allowed}, got {value!r}" in line
+    assert not (work / "x.cartjit").exists()
+
+
+def test_a_bad_jit_flag_refuses_every_fit(tmp_path):
+    code = ("import cartjit\nfrom cartjit.datasets import load_iris\n"
+            "X, y = load_iris(return_X_y=True)\n"
+            "try:\n    cartjit.CARTClassifier().fit(X, y)\n"
+            "except ValueError as exc:\n    print('refused:', exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, env=child_env(CARTJIT_PARALLEL="sometimes"),
+                          timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert ("refused: environment variable CARTJIT_PARALLEL must be 0 or 1, got "
+            "'sometimes'") in proc.stdout
+
+
 # --------------------------------------------------------------------------- dry runs
 
 def options(start, stop, scale=1):
