@@ -224,7 +224,6 @@ class _Launch:
 LAUNCH = _Launch()
 
 _LAYER = threading.Lock()
-_usable = None
 _shared = None
 
 
@@ -268,23 +267,8 @@ _ENTRY = threading.Lock()
 
 
 def launch_pool():
-    """:data:`LAUNCH` where chunks may run as parallel loops (``CARTJIT_PARALLEL`` on and
-    a threading layer that several Python threads may enter at once), else None."""
-    global _usable
-    if _usable is None:
-        with _LAYER:
-            if _usable is None:
-                ok = False
-                if PARALLEL and numba.config.NUMBA_NUM_THREADS > 1:
-                    try:
-                        try:
-                            layer = numba.threading_layer()
-                        except ValueError:  # no parallel loop has run yet: start them
-                            from numba.np.ufunc.parallel import _launch_threads
-                            _launch_threads()
-                            layer = numba.threading_layer()
-                        ok = layer in ("omp", "tbb")
-                    except Exception:  # noqa: BLE001 - no layer: the thread pool
-                        ok = False
-                _usable = ok
-    return LAUNCH if _usable else None
+    """:data:`LAUNCH` where chunks may run as parallel loops (``CARTJIT_PARALLEL`` on,
+    more than one Numba thread, and a threading layer that several Python threads may
+    enter at once: :func:`_layer_is_shared`), else None."""
+    usable = PARALLEL and numba.config.NUMBA_NUM_THREADS > 1 and _layer_is_shared()
+    return LAUNCH if usable else None

@@ -148,7 +148,7 @@ def test_a_tree_is_the_same_by_launch_by_pool_and_on_one_thread(regression, monk
                         None if regression else "empirical", cost, True, 12, 5, 2, 0, 4)
     one = fit_tree(problem, settings, None, 1).tree
     by_launch = fit_tree(problem, settings, None, 2).tree
-    monkeypatch.setattr(_team, "_usable", False)  # as without a suitable threading layer
+    monkeypatch.setattr(_team, "_shared", False)  # as without a suitable threading layer
     assert _team.launch_pool() is None
     by_pool = fit_tree(problem, settings, None, 2).tree
     assert one.n_nodes > 100
@@ -160,7 +160,7 @@ def test_a_tree_is_the_same_by_launch_by_pool_and_on_one_thread(regression, monk
 
 
 def test_launch_is_offered_only_with_a_layer_that_several_threads_may_enter(monkeypatch):
-    monkeypatch.setattr(_team, "_usable", None)
+    monkeypatch.setattr(_team, "_shared", None)
     offered = _team.launch_pool()
     layer = numba.threading_layer()
     if layer in ("omp", "tbb") and _team.PARALLEL and numba.config.NUMBA_NUM_THREADS > 1:
