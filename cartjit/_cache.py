@@ -137,6 +137,8 @@ def doing(kind):
     """
     with _LOCK:
         _state["kind"] = kind
+        if kind is not None and _state.pop("pending_quiet", False):
+            _state["told"].add(kind)  # compiled under a quiet block's one notice
         pending = kind is not None and _state.pop("pending", False)
     if pending:
         _announce()
@@ -158,7 +160,8 @@ def compiled_count():
 @contextlib.contextmanager
 def quiet(first=None):
     """No per-kind notice inside the block; ``first(text)``, if given, is called with
-    the notice at the block's first compile instead (once)."""
+    the notice at the block's first compile instead (once). The kinds that compile in
+    the block count as announced."""
     entry = [first]
     with _LOCK:
         _state["quiet"].append(entry)
@@ -176,6 +179,12 @@ def _announce():
             if entry[0] is not None:
                 first, entry[0] = entry[0], None
                 first(compiling_message(cache_dir()))
+            # the block's notice covers the kinds compiled inside it: a later compile
+            # of one of them (a signature the block's fits did not reach) is not news
+            if _state["kind"] is None:
+                _state["pending_quiet"] = True
+            else:
+                _state["told"].add(_state["kind"])
             return
         kind = _state["kind"]
         if kind is None:  # said when the kind is named (:func:`doing`)
