@@ -51,12 +51,18 @@ def _int(low, high=None):
     return parse
 
 
-def _number(text):
+def _finite_nonnegative(text):
+    """``text`` as a finite number >= 0, or None."""
     try:
         value = float(text)
     except ValueError:
-        value = math.nan
-    if not value >= 0 or math.isinf(value):
+        return None
+    return value if value >= 0 and math.isfinite(value) else None
+
+
+def _number(text):
+    value = _finite_nonnegative(text)
+    if value is None:
         raise ValueError(f"must be a number >= 0, got {text!r}")
     return value
 
@@ -153,11 +159,8 @@ def _class_weight(text):
         if not sep or not label:
             raise ValueError(f"must be 'balanced' or LABEL:WEIGHT pairs separated by ',' "
                              f"(e.g. yes:2,no:1), got {text!r}")
-        try:
-            value = float(weight)
-        except ValueError:
-            value = math.nan
-        if not (value >= 0 and math.isfinite(value)):
+        value = _finite_nonnegative(weight)
+        if value is None:
             raise ValueError(f"the weight of {label!r} must be a finite number >= 0, got "
                              f"{weight!r}")
         weights[label] = value
@@ -201,11 +204,8 @@ _cv.allowed = "integer >= 2|loo"
 def _selection(text):
     if text in ("min", "1se"):
         return text
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value >= 0 and math.isfinite(value)):
+    value = _finite_nonnegative(text)
+    if value is None:
         raise ValueError(f"must be 'min', '1se' or a number m >= 0 (the m-SE rule), got "
                          f"{text!r}")
     return value
