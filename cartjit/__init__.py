@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-from ._tree import Tree, validate
+from .engine.tree import Tree, validate
 from ._validation import NotFittedError
 
 __version__ = "0.1.0"

@@ -732,7 +732,7 @@ def _task_reason(column, target, task):
 def _announce_compile():
     """Say on stderr, once, that the kernels are being compiled (only when they are)."""
     from . import estimators
-    from ._cache import notice_once
+    from .engine.cache import notice_once
     assert estimators  # imported for the engine's modules, whose cache is checked
     notice_once(lambda message: print(message, file=sys.stderr, flush=True))
 
@@ -740,7 +740,7 @@ def _announce_compile():
 def _cmd_compile(args):
     import time
 
-    from . import _cache
+    from .engine import cache as _cache
     from .experiments.warmup import cache_state, warm_up
 
     def err(text):

@@ -698,8 +698,8 @@ def warn_missing(X, names):
     n, p = X.shape
     if not has_missing(X):
         return 0
-    from ._builder import missing_tally  # the kernel: one pass over the rows
-    from ._presort import as_kernel_array
+    from .engine.missing import missing_tally  # the kernel: one pass over the rows
+    from .engine.presort import as_kernel_array
 
     per_column = np.zeros(p, dtype=np.int64)
     n_every = int(missing_tally(as_kernel_array(X, np.float64), per_column))

@@ -8,7 +8,7 @@ fitted scalars). docs/model-files.md documents every member, dtype, shape and ke
 
 Loading never unpickles anything and trusts nothing in the file. In order:
 
-1. the file's size is checked against the memory limit (:mod:`cartjit._limits`) before
+1. the file's size is checked against the memory limit (:mod:`cartjit.engine.limits`) before
    it is read; the zip directory must list exactly the expected members, stored
    (uncompressed), whose sizes add up to no more than the file: a member cannot expand
    beyond the bytes on disk (no zip bomb), and each member's CRC is checked;
@@ -21,7 +21,7 @@ Loading never unpickles anything and trusts nothing in the file. In order:
    the number of nodes, feature indices are below the number of features, subset
    splits are on categorical features and name only their levels, surrogate and
    competitor tables are in range and used once, class tables match the classes), and
-   then every invariant of the flat tree (:func:`cartjit._tree.validate`: children
+   then every invariant of the flat tree (:func:`cartjit.engine.tree.validate`: children
    after their parent, hence no cycle, ``right == left + 1``, finite thresholds, ...);
 5. the columns derived from others (risks and labels from the class counts, priors and
    costs or from the impurities, the counts and means of split nodes from their
@@ -45,8 +45,8 @@ import zlib
 
 import numpy as np
 
-from ._limits import check_allocation
-from ._tree import (COMPETITOR_FIELDS, LEAF, SURROGATE_FIELDS, TABLE_FIELDS, Tree,
+from .engine.limits import check_allocation
+from .engine.tree import (COMPETITOR_FIELDS, LEAF, SURROGATE_FIELDS, TABLE_FIELDS, Tree,
                     subtree, validate)
 
 __all__ = ["ModelFileError", "save", "load", "FORMAT_NAME", "FORMAT_VERSION"]
@@ -259,7 +259,7 @@ def _table_members(table, prefix, columns, members):
     ``prefix/column``; a table with other columns cannot be saved. rpart's column names
     that ``compat="rpart"`` adds are copies of stored columns: they are not written, and
     the CV estimators add them back when the table is set."""
-    from ._cv import RPART_COLUMNS
+    from .engine.cv import RPART_COLUMNS
     table = table.drop(columns=[c for c in RPART_COLUMNS if c in table.columns])
     if list(table.columns) != list(columns):
         raise ValueError(f"cannot save {prefix}_ with columns {list(table.columns)}; "
@@ -658,7 +658,7 @@ def _tree_of(arrays, prefix, where):
 
 
 def _check_tree(tree, prefix, meta, n_levels, where):
-    """What :func:`cartjit._tree.validate` cannot know (the features, their levels,
+    """What :func:`cartjit.engine.tree.validate` cannot know (the features, their levels,
     bounds that keep its own work proportional to the file) and then validate."""
     p = meta["n_features_in"]
     internal = tree.left != LEAF
@@ -920,7 +920,7 @@ def _set_test_sample(est, choice, arrays, tree_max, where):
     if k < 1 or any(c.shape != (k,) for c in columns.values()):
         _fail(where, "the test_results columns must be 1-d and of one length (at least 1)")
     best, alpha = _check_choice(choice, k, "test_sample", where)
-    from ._pruning import index_by_k
+    from .engine.pruning import index_by_k
     est.test_results_ = index_by_k(pd.DataFrame(columns))
     est.alpha_ = alpha
     est.best_index_ = best

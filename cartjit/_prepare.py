@@ -14,11 +14,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _cache, _config
+from .engine import cache as _cache, config as _config
 from . import _encoding as E
 from . import _validation as V
-from ._cv import CV_PREDICTIONS, cross_validate, select_index
-from ._fit import Problem, Settings, check_compat
+from .engine.cv import CV_PREDICTIONS, cross_validate, select_index
+from .engine.fit import Problem, Settings, check_compat
 
 __all__ = ["AUTO_SURROGATES", "MAX_EXHAUSTIVE", "CVParams", "check_params", "prepare",
            "check_cv_params", "cross_validate_params", "drop_missing_targets",
@@ -110,7 +110,7 @@ def check_params(est):
 def prepare(est, X, y, sample_weight):
     """Check the parameters and the data; return a :class:`_Prepared`.
 
-    The kind of fit (:mod:`cartjit._cache`) is named once the data are checked; a
+    The kind of fit (:mod:`cartjit.engine.cache`) is named once the data are checked; a
     checking kernel that compiles before that is announced under it.
     """
     _config.check_settings()  # a CARTJIT_* variable that could not be read
@@ -317,7 +317,7 @@ def cross_validate_params(est, X, y, sample_weight=None, n_threads=1):
     """``CARTClassifierCV.fit``/``CARTRegressorCV.fit`` up to the fitted attributes:
     checks ``est``'s parameters and the data, grows T_max and cross-validates its
     pruning sequence. Returns ``(prepared, result)``: :func:`prepare`'s record and
-    :func:`cartjit._cv.cross_validate`'s."""
+    :func:`cartjit.engine.cv.cross_validate`'s."""
     keep = check_cv_params(est)
     prep = prepare(est, X, y, sample_weight)
     res = cross_validate(

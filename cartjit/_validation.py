@@ -16,11 +16,11 @@ import warnings
 
 import numpy as np
 
-from ._limits import check_allocation
-from ._presort import as_kernel_array  # the engine's own (the engine never imports this module)
-from ._scaling import (MAX_COST_RANGE, MAX_PRIOR_RANGE, MAX_WEIGHT_RANGE, MAX_Y_SPREAD,
+from .engine.limits import check_allocation
+from .engine.presort import as_kernel_array  # the engine's own (the engine never imports this module)
+from .engine.scaling import (MAX_COST_RANGE, MAX_PRIOR_RANGE, MAX_WEIGHT_RANGE, MAX_Y_SPREAD,
                        MIN_COST, MIN_Y_SPREAD, power_of_two)
-from ._criteria import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
+from .engine.impurity import CLASSIFICATION_CRITERIA, REGRESSION_CRITERIA
 
 #: The criterion names each kind of tree accepts (the ``criterion`` parameter).
 CLASSIFIER_CRITERIA = tuple(CLASSIFICATION_CRITERIA)
@@ -356,7 +356,7 @@ def check_y_reg(y, n_samples, name="y"):
     if arr.size:
         with np.errstate(over="ignore"):
             spread = float(np.max(arr) - np.min(arr))
-        # The kernels see y divided by a power of two (cartjit._scaling); what must stay
+        # The kernels see y divided by a power of two (cartjit.engine.scaling); what must stay
         # in float64's range are the reported squared errors: R(t), α, the CV risks.
         if spread > MAX_Y_SPREAD or max(np.max(arr), -np.min(arr)) > MAX_Y_SPREAD:
             raise ValueError(
@@ -377,7 +377,7 @@ def check_sample_weight(sample_weight, n_samples, *, for_fit=True):
     """Return ``(weights float64, all_ones)``; weights must be finite and >= 0, not all 0.
 
     ``for_fit`` also refuses what the tree kernels cannot carry exactly (see
-    :mod:`cartjit._scaling`): subnormal weights, and weights below 1/``MAX_WEIGHT_RANGE``
+    :mod:`cartjit.engine.scaling`): subnormal weights, and weights below 1/``MAX_WEIGHT_RANGE``
     of the total. A total that overflows float64 is always refused.
     """
     if sample_weight is None:
@@ -419,7 +419,7 @@ def check_sample_weight(sample_weight, n_samples, *, for_fit=True):
 
 
 def _check_weight_range(w, for_fit):
-    """Refuse weights the kernels cannot carry exactly once rescaled (cartjit._scaling)."""
+    """Refuse weights the kernels cannot carry exactly once rescaled (cartjit.engine.scaling)."""
     positive = w[w > 0]
     w_min, w_max = float(positive.min()), float(positive.max())
     if for_fit and w_min < np.finfo(np.float64).tiny:

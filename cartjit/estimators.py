@@ -3,10 +3,10 @@ their cross-validated variants :class:`CARTClassifierCV` and :class:`CARTRegress
 
 Thin Python over a few modules: ``fit`` checks the parameters and the data
 (:mod:`cartjit._prepare`, without scikit-learn, which the experiment runner calls
-directly) and hands them to :func:`cartjit._fit.fit_tree` (which presorts, grows T_max,
+directly) and hands them to :func:`cartjit.engine.fit.fit_tree` (which presorts, grows T_max,
 computes the risks R(t), the labels and the weakest-link sequence) or to
-:func:`cartjit._cv.cross_validate`; pruning is :mod:`cartjit._pruning`.
-The fitted flat tree is kept as ``tree_`` (:mod:`cartjit._tree`). No Numba code lives
+:func:`cartjit.engine.cv.cross_validate`; pruning is :mod:`cartjit.engine.pruning`.
+The fitted flat tree is kept as ``tree_`` (:mod:`cartjit.engine.tree`). No Numba code lives
 here, and no kernel is called from here.
 
 When scikit-learn is installed the estimators are scikit-learn estimators: they derive
@@ -24,15 +24,15 @@ import warnings
 import numba
 import numpy as np
 
-from . import _cache
+from .engine import cache as _cache
 from . import _encoding as E
 from . import _prepare as P
 from . import _validation as V
-from ._cv import sample_risk, select_index, with_rpart_columns
-from ._fit import fit_tree, rpart_rows, split_factor, with_rpart_rules
-from ._pruning import index_by_k, path_table, prune_tree, pruning_sequence
-from ._tree import LEAF
-from ._tree import apply as _apply_tree
+from .engine.cv import sample_risk, select_index, with_rpart_columns
+from .engine.fit import fit_tree, rpart_rows, split_factor, with_rpart_rules
+from .engine.pruning import index_by_k, path_table, prune_tree, pruning_sequence
+from .engine.tree import LEAF
+from .engine.tree import apply as _apply_tree
 
 try:  # scikit-learn is optional: a run-time dependency only if the user has it
     from sklearn.base import BaseEstimator as _Base
@@ -616,7 +616,7 @@ class _BaseCART(_Base):
 
 class _CVMixin:
     """V-fold cross-validation of the pruning sequence (docs/maths.md §5), shared by the
-    CV estimators; the work is :func:`cartjit._cv.cross_validate`."""
+    CV estimators; the work is :func:`cartjit.engine.cv.cross_validate`."""
 
     ccp_alpha = None  # the CV estimators choose α themselves
 
@@ -828,7 +828,7 @@ class CARTClassifier(_ClassifierMixin, _BaseCART):
     Attributes
     ----------
     tree_ : Tree
-        The fitted flat tree (see :mod:`cartjit._tree`).
+        The fitted flat tree (see :mod:`cartjit.engine.tree`).
     tree_max_ : Tree
         T_max (after ``max_leaf_nodes``) with its pruning sequence, before ``ccp_alpha``
         (with ``compat="rpart"``, rpart's complexity of each node that splits in

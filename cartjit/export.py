@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._tree import LEAF
+from .engine.tree import LEAF
 
 __all__ = ["export_text", "export_rules", "export_graphviz", "format_cp", "print_cp",
            "summary", "node_numbers", "node_id", "MAX_LEVELS_SHOWN"]
@@ -257,7 +257,7 @@ def _first_is_left(estimator, tree):
     else:
         priors = getattr(estimator, "priors_", None)
         if priors is not None:
-            from ._fit import split_factor
+            from .engine.fit import split_factor
             factor = split_factor(priors, estimator.class_weight_totals_, estimator.cost_,
                                   getattr(estimator, "_split_cost_default", True))
         else:  # an estimator without its priors: the counts as they are

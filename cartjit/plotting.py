@@ -28,7 +28,7 @@ import numbers
 
 import numpy as np
 
-from ._tree import LEAF
+from .engine.tree import LEAF
 from .export import CLASS_COLOURS, _blend, _checked, _conditions, _number
 
 __all__ = ["plot_tree", "plot_partition", "plot_cv", "plot_importance", "CLASS_COLORS",
@@ -526,7 +526,7 @@ def _cells(tree, node, held, box, axes, use_surrogate):
 def _nodes_at(tree, held, axes, xs, ys, use_surrogate, chunk=1 << 16):
     """Node reached by every point (xs[i], ys[j]) with the other features held:
     an array (len(xs), len(ys)), computed a chunk of points at a time."""
-    from ._tree import apply as apply_tree
+    from .engine.tree import apply as apply_tree
     fi, fj = axes[0][0], axes[1][0]
     out = np.empty(xs.size * ys.size, dtype=np.int64)
     for start in range(0, out.size, chunk):

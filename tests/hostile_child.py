@@ -23,8 +23,8 @@ import traceback
 import numpy as np
 
 from cartjit import ModelFileError, load
-from cartjit._tree import apply as apply_tree
-from cartjit._tree import validate
+from cartjit.engine.tree import apply as apply_tree
+from cartjit.engine.tree import validate
 
 
 def random_codes(est, rng, n=97):

@@ -844,11 +844,11 @@ def naive_to_flat(root: NaiveNode):
     """The naive tree as a cartjit flat ``Tree`` (children allocated in pairs, alpha NaN).
 
     Lets the naive grower be checked against the flat-tree contract with
-    ``cartjit._tree.validate`` and lets ``assert_same_tree`` be tested on itself. Subset
+    ``cartjit.engine.tree.validate`` and lets ``assert_same_tree`` be tested on itself. Subset
     splits get one ``level_sets`` row each, in preorder, with as many 64-bit words as the
     largest level code of a subset split needs.
     """
-    from cartjit._tree import LEAF, Tree, without_surrogates
+    from cartjit.engine.tree import LEAF, Tree, without_surrogates
 
     order = []  # (node, parent id)
     ids = {}

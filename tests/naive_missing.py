@@ -30,7 +30,7 @@ The work at a node t holding the cases ``idx`` (R. rpart's rules, written from s
       best starts at max(wL, wR) of these cases; at each cut "goes right" is kept if
       strictly better than best, else "goes left" if strictly better; the first cut that
       reaches the final best is the surrogate. Its threshold is the midpoint
-      (``cartjit._splitter.threshold_between``) of the cut's lower value a and the next
+      (``cartjit.engine.scans.threshold_between``) of the cut's lower value a and the next
       value b' of f among ALL the node's cases with f present, those missing the primary
       feature included, as rpart computes it (rpart walks the node's cases sorted by f
       and takes the midpoint with the previous value seen); b' can be smaller than the
@@ -88,7 +88,7 @@ except ImportError:  # tests/ imported as a package
     from tests.naive import (NEAR_TIE_REL, TOL_FACTOR, NaiveNode, _Problem,
                              assert_same_tree, level_set, naive_to_preorder)
 
-from cartjit._splitter import threshold_between
+from cartjit.engine.scans import threshold_between
 
 __all__ = ["Surrogate", "Competitor", "MissingNode", "naive_grow_missing", "node_work",
            "surrogates_given", "route", "assert_same_missing_tree", "naive_predict_missing",

@@ -18,7 +18,7 @@ R(t) as :class:`fractions.Fraction` (see :func:`class_node_risks`,
 * :func:`smallest_minimiser` is T(α) by the bottom-up rule "collapse t whenever
   R(t) + α <= best value of its branch" (exact ties collapse, giving the smallest).
 * :func:`subtree_from_alpha` reads T(α) from per-node collapse α values by the
-  contract of cartjit/_tree.py, independently of cartjit's own code.
+  contract of cartjit/engine/tree.py, independently of cartjit's own code.
 * :func:`heap_weakest_link` is the earlier floating-point weakest-link loop (an indexed
   binary heap of g(t), every ancestor re-sifted after a collapse), in plain Python: the
   kernel that replaced it must give the same per-node α and sequence bit for bit.

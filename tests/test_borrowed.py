@@ -14,9 +14,10 @@ import pytest
 from numba import types
 from numba.core.registry import CPUDispatcher
 
-from cartjit import CARTClassifier, CARTRegressor, _config
+from cartjit import CARTClassifier, CARTRegressor
+from cartjit.engine import config as _config
 
-ENGINE = [importlib.import_module(f"cartjit.{name}") for name in _config.ENGINE_MODULES]
+ENGINE = [importlib.import_module(f"cartjit.engine.{name}") for name in _config.ENGINE_MODULES]
 
 
 def _borrowed_kernels():
@@ -38,7 +39,7 @@ def _has_array(ty):
 
 
 def _fit_everything():
-    from cartjit import _builder
+    from cartjit.engine import grow as _builder
     Xs = np.random.default_rng(1).normal(size=(40, 4))
     Xs[:, 3] = np.arange(40) % 5
     _builder.COMPILED_DRIVER = False  # the kernels called from Python, as with threads
@@ -62,9 +63,9 @@ def test_borrowed_kernels_return_no_array():
     _fit_everything()
     kernels = _borrowed_kernels()
     names = {name for name, _ in kernels}
-    assert {"cartjit._builder._search", "cartjit._builder._partition",
-            "cartjit._splitter.best_split_gini_runs",
-            "cartjit._subsets.best_subset_classification"} <= names
+    assert {"cartjit.engine.search._search", "cartjit.engine.children._partition",
+            "cartjit.engine.scans.best_split_gini_runs",
+            "cartjit.engine.subsets.best_subset_classification"} <= names
     checked = set()
     for name, disp in kernels:
         for sig in disp.signatures:
@@ -74,9 +75,9 @@ def test_borrowed_kernels_return_no_array():
     # Kernels loaded from Numba's cache carry their callees compiled in, so a callee has
     # signatures to check only where this process compiled it (an empty cache); the
     # kernels the grower calls from Python always have theirs.
-    assert {"cartjit._builder._search_gini", "cartjit._builder._search_subsets",
-            "cartjit._builder._partition", "cartjit._builder._children",
-            "cartjit._builder._choose"} <= checked
+    assert {"cartjit.engine.search._search_gini", "cartjit.engine.subsets._search_subsets",
+            "cartjit.engine.children._partition", "cartjit.engine.children._children",
+            "cartjit.engine.choose._choose"} <= checked
 
 
 def test_every_kernel_sets_reference_counting_explicitly():

@@ -4,8 +4,8 @@ import os
 import numba
 import pytest
 
-import cartjit._builder  # noqa: F401  (an engine module whose index files are faked)
-from cartjit import _cache
+import cartjit.engine.grow  # noqa: F401  (an engine module whose index files are faked)
+from cartjit.engine import cache as _cache
 
 
 @pytest.fixture
@@ -125,14 +125,14 @@ def test_an_empty_directory_is_empty(tmp_path):
 
 
 def test_an_index_newer_than_its_source_is_present(tmp_path):
-    (tmp_path / "_builder.grow-1.py311.nbi").write_bytes(b"")
+    (tmp_path / "grow.grow-1.py311.nbi").write_bytes(b"")
     assert _cache.cache_state(str(tmp_path)) == "present"
 
 
 def test_a_stale_index_counts_as_compiling(tmp_path):
-    index = tmp_path / "_builder.grow-1.py311.nbi"
+    index = tmp_path / "grow.grow-1.py311.nbi"
     index.write_bytes(b"")
-    old = os.path.getmtime(cartjit._builder.__file__) - 100
+    old = os.path.getmtime(cartjit.engine.grow.__file__) - 100
     os.utime(index, (old, old))
     assert _cache.cache_state(str(tmp_path)) == "stale"
 
@@ -140,7 +140,7 @@ def test_a_stale_index_counts_as_compiling(tmp_path):
 def test_an_index_left_behind_by_an_edit_is_not_stale(tmp_path):
     """After an edit moves a kernel to another line, its old index file stays behind,
     older than the source; the module's newer index of the recompiled kernel counts."""
-    src_mtime = os.path.getmtime(cartjit._builder.__file__)
+    src_mtime = os.path.getmtime(cartjit.engine.grow.__file__)
     old = tmp_path / "_builder.grow-10.py311.nbi"
     old.write_bytes(b"")
     os.utime(old, (src_mtime - 100, src_mtime - 100))
@@ -155,10 +155,10 @@ def _import_engine(cache):
     import sys
     from pathlib import Path
 
-    root = Path(cartjit._builder.__file__).resolve().parent.parent
+    root = Path(cartjit.engine.grow.__file__).resolve().parent.parent
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), CARTJIT_CACHE="1")
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
-    subprocess.run([sys.executable, "-c", "import cartjit._config"], check=True, env=env)
+    subprocess.run([sys.executable, "-c", "import cartjit.engine.config"], check=True, env=env)
 
 
 def test_a_changed_engine_drops_every_module_s_cached_kernels(tmp_path):
@@ -174,7 +174,7 @@ def test_a_changed_engine_drops_every_module_s_cached_kernels(tmp_path):
     assert not stale.exists() and not data.exists()
     assert foreign.exists()  # another package's kernels are left alone
     stamp = (tmp_path / "cartjit-engine.stamp").read_text()
-    assert "_subsets.py" in stamp and "_builder.py" in stamp
+    assert "subsets.py" in stamp and "grow.py" in stamp
     # the same engine again: the cache is kept
     stale.write_text("x")
     _import_engine(tmp_path)
@@ -186,12 +186,12 @@ def test_a_missing_engine_module_leaves_the_cache_and_raises_nothing(tmp_path, m
     """A partial install (an engine module missing) is not stamped and drops nothing:
     the stamp step returns quietly and the module's own import reports what is missing
     (it raised UnboundLocalError from inside the stamp step before)."""
-    from cartjit import _config
+    from cartjit.engine import config as _config
 
-    cached = tmp_path / "_builder._search-1.py311.nbi"
+    cached = tmp_path / "grow._search-1.py311.nbi"
     cached.write_text("x")
     monkeypatch.setattr(_config, "CACHE", True)
-    monkeypatch.setattr(_config, "ENGINE_MODULES", _config.ENGINE_MODULES + ("_gone",))
+    monkeypatch.setattr(_config, "ENGINE_MODULES", _config.ENGINE_MODULES + ("gone",))
     monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
     _config.drop_stale_kernels()
     assert cached.exists()
@@ -202,7 +202,7 @@ def test_a_cache_directory_that_does_not_exist_yet_is_made_and_stamped(tmp_path,
     """The first process with a new cache directory makes it and stamps it, so that the
     kernels it compiles stay for the next process (unstamped, the next one emptied the
     cache and compiled everything again)."""
-    from cartjit import _config
+    from cartjit.engine import config as _config
 
     directory = tmp_path / "new" / "cache"
     monkeypatch.setattr(_config, "CACHE", True)
@@ -211,7 +211,7 @@ def test_a_cache_directory_that_does_not_exist_yet_is_made_and_stamped(tmp_path,
     stamp = directory / "cartjit-engine.stamp"
     assert stamp.read_text() == _config._engine_stamp(
         os.path.dirname(os.path.abspath(_config.__file__)))
-    kept = directory / "_builder._search-1.py311.nbi"
+    kept = directory / "grow._search-1.py311.nbi"
     kept.write_text("x")
     _config.drop_stale_kernels()  # the next process: same engine, nothing dropped
     assert kept.exists()
@@ -224,21 +224,21 @@ def test_the_engine_stamp_covers_every_module_a_kernel_carries():
     import re
     from pathlib import Path
 
-    from cartjit._config import ENGINE_MODULES
+    from cartjit.engine.config import ENGINE_MODULES
 
-    package = Path(cartjit._config.__file__).resolve().parent
-    sources = {p.stem: p.read_text(encoding="utf-8") for p in package.glob("_*.py")
-               if p.stem not in ("__init__", "__main__")}
+    package = Path(cartjit.engine.config.__file__).resolve().parent
+    sources = {p.stem: p.read_text(encoding="utf-8") for p in package.glob("*.py")
+               if p.stem != "__init__"}
 
     def imported(source):
-        names = set(re.findall(r"^\s*from \.(_\w+) import", source, re.M))
+        names = set(re.findall(r"^\s*from \.(\w+) import", source, re.M))
         for group in re.findall(r"^\s*from \. import ([\w, ]+)", source, re.M):
-            names |= {n.strip() for n in group.split(",")}
+            names |= {n.split()[0] for n in group.split(",")}
         return names & set(sources)
 
     kernels = {m for m, src in sources.items()
                if re.search(r"^@(jit|intrinsic|overload)\b", src, re.M)}
-    assert {"_builder", "_splitter", "_predict"} <= kernels  # the scan finds them
+    assert {"grow", "scans", "predict"} <= kernels  # the scan finds them
     needed, todo = set(kernels), list(kernels)
     while todo:
         for m in imported(sources[todo.pop()]) - needed:
@@ -246,4 +246,4 @@ def test_the_engine_stamp_covers_every_module_a_kernel_carries():
             todo.append(m)
     assert needed <= set(ENGINE_MODULES), sorted(needed - set(ENGINE_MODULES))
     assert set(ENGINE_MODULES) <= set(sources)
-    assert "_modelfile" not in ENGINE_MODULES and "_encoding" not in ENGINE_MODULES
+    assert "cache" not in ENGINE_MODULES and "cv" not in ENGINE_MODULES

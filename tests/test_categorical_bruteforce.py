@@ -32,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from cartjit._tree import validate
+from cartjit.engine.tree import validate
 
 try:
     from strategies import class_tables

@@ -77,7 +77,7 @@ _NO_BLAS_SCRIPT = """
 import sys
 import numpy as np
 from cartjit.__main__ import _load_numba_without_blas
-from cartjit._presort import presort
+from cartjit.engine.presort import presort
 _load_numba_without_blas()
 keys = presort(np.array([[2.0, 1.0], [0.5, 3.0], [1.0, 2.0]])).keys
 linalg_before = "scipy.linalg" in sys.modules

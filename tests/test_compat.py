@@ -1,5 +1,5 @@
 """``compat``: the exact weakest-link sequence ("breiman", the default) or rpart's rules
-("rpart", cartjit/_rpart.py, docs/rpart-vs-exact.md).
+("rpart", cartjit/engine/rpart.py, docs/rpart-vs-exact.md).
 
 Here without R: parameter checks, the default left as it was, rpart's one-pass rule on a
 tree worked by hand where its table is not the exact sequence, rpart's fold priors and its
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
-from cartjit._pruning import weakest_link
-from cartjit._rpart import (fold_priors, one_pass, primary_weights, rpart_default_sides,
+from cartjit.engine.pruning import weakest_link
+from cartjit.engine.rpart import (fold_priors, one_pass, primary_weights, rpart_default_sides,
                             rpart_pruning)
 from cartjit.datasets import load_iris
 
@@ -307,7 +307,7 @@ def test_rpart_default_sides():
     """Where rpart's cross-validation sends a case nothing can route: the child with
     more weight, the second child (rpart's order: the larger mean second) on a tie,
     always the second without surrogates."""
-    from cartjit._rpart import rpart_default_sides
+    from cartjit.engine.rpart import rpart_default_sides
 
     left = np.array([1, 3, -1, -1, -1])
     right = np.array([2, 4, -1, -1, -1])

@@ -13,7 +13,7 @@ from pathlib import Path
 import numba
 import pytest
 
-from cartjit import _cache
+from cartjit.engine import cache as _cache
 from cartjit.__main__ import main
 from cartjit.experiments import warmup
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from cartjit import CARTClassifierCV, CARTRegressorCV
-from cartjit._cv import FOLD_THREADS_MIN_VALUES, grow_cv_trees, make_folds, score_fold_trees
+from cartjit.engine.cv import FOLD_THREADS_MIN_VALUES, grow_cv_trees, make_folds, score_fold_trees
 from cartjit._prepare import cross_validate_params
-from cartjit._presort import presort
+from cartjit.engine.presort import presort
 
 
 def _data(regression, seed=0, n=1500, p=12):

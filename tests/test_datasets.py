@@ -520,7 +520,7 @@ def test_entropy_helper_sanity():
 ])
 def test_generators_refuse_sizes_over_the_memory_limit(monkeypatch, gen, kwargs):
     import cartjit.datasets as ds
-    from cartjit._limits import MemoryLimitError
+    from cartjit.engine.limits import MemoryLimitError
 
     monkeypatch.setenv("CARTJIT_MEMORY_LIMIT", "8G")
     with pytest.raises(MemoryLimitError, match="n_samples=.*memory limit"):

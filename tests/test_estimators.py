@@ -32,7 +32,7 @@ import pytest
 
 from cartjit import (CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV,
                      NotFittedError)
-from cartjit._tree import LEAF, Tree, validate
+from cartjit.engine.tree import LEAF, Tree, validate
 from cartjit.datasets import load_iris, make_classification, make_regression
 
 try:
@@ -751,7 +751,7 @@ def _same_tree_arrays(a, b):
 def test_search_in_batches_grows_the_same_tree(monkeypatch, est_cls):
     """Frontier nodes searched a few at a time (as the widest levels of large fits are)
     give the same tree, node ids included."""
-    from cartjit import _builder
+    from cartjit.engine import grow as _builder
     if est_cls is CARTClassifier:
         X, y = make_classification(3000, 6, 3, random_state=4)
     else:

@@ -123,7 +123,7 @@ def _one_subset_split(left_codes, right_codes, n_levels):
     """A hand-built three-node tree whose root splits feature 0 by level subsets."""
     from types import SimpleNamespace
 
-    from cartjit._tree import Tree, validate, without_surrogates
+    from cartjit.engine.tree import Tree, validate, without_surrogates
 
     n_words = (n_levels + 63) // 64
     sets = np.zeros((1, 2, n_words), dtype=np.uint64)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cartjit._criteria import GINI, SQUARED_ERROR
-from cartjit._fit import Problem, Settings, fit_tree
-from cartjit._predict import (FoldTree, HeldOut, LossTable, _first_at_least,
+from cartjit.engine.impurity import GINI, SQUARED_ERROR
+from cartjit.engine.fit import Problem, Settings, fit_tree
+from cartjit.engine.predict import (FoldTree, HeldOut, LossTable, _first_at_least,
                               heldout_losses, routing_of)
-from cartjit._tree import LEAF, apply, subtree
+from cartjit.engine.tree import LEAF, apply, subtree
 
 
 def _first_by_scan(alphas, a):

@@ -1,8 +1,8 @@
-"""The cross-validation's lean fold trees (:func:`cartjit._fit.fit_fold`) against the
-full path: :func:`cartjit._fit.fit_tree` on the same fold keys, turned into the
-held-out descent's arrays by :func:`cartjit._cv.fold_tree_arrays`. Every array must be
+"""The cross-validation's lean fold trees (:func:`cartjit.engine.fit.fit_fold`) against the
+full path: :func:`cartjit.engine.fit.fit_tree` on the same fold keys, turned into the
+held-out descent's arrays by :func:`cartjit.engine.cv.fold_tree_arrays`. Every array must be
 the same, bit for bit, and so must the sequence, whether the fold makes its own
-:func:`cartjit._builder.grow_setup` or takes one made once for every fold, as the
+:func:`cartjit.engine.grow.grow_setup` or takes one made once for every fold, as the
 cross-validation does; the data have ties, and some cases
 miss values, some features are categorical, weights and costs leave the kernels'
 units (so the units are restored), and responses are large or tiny."""
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from cartjit import _prepare as P
-from cartjit._builder import grow_setup
-from cartjit._cv import fold_tree_arrays, make_folds
-from cartjit._fit import fit_fold, fit_tree
-from cartjit._presort import presort, subset_keys
-from cartjit._scaling import normalise
+from cartjit.engine.grow import grow_setup
+from cartjit.engine.cv import fold_tree_arrays, make_folds
+from cartjit.engine.fit import fit_fold, fit_tree
+from cartjit.engine.presort import presort, subset_keys
+from cartjit.engine.scaling import normalise
 
 
 def _data(seed, classification, n=120):

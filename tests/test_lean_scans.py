@@ -9,12 +9,12 @@ exactly, and equal factors up to an ulp (empirical priors).
 """
 import numpy as np
 
-from cartjit._criteria import ENTROPY, GINI, TWOING, impurity_from_counts, xlogx_table
-from cartjit._simd import LANES
-from cartjit._splitter import (Segment, Targets, best_split_class_runs,
+from cartjit.engine.impurity import ENTROPY, GINI, TWOING, impurity_from_counts, xlogx_table
+from cartjit.engine.simd import LANES
+from cartjit.engine.scans import (Segment, Targets, best_split_class_runs,
                                best_split_classification, best_split_regression,
                                best_split_regression_unit)
-from cartjit._criteria import tie_tolerance
+from cartjit.engine.impurity import tie_tolerance
 
 
 def _labels(rng, n, k, trial):

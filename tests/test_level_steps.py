@@ -5,9 +5,12 @@ tolerance, values at the floor and nodes that do not split."""
 import numpy as np
 import pytest
 
-from cartjit import _builder as B
-from cartjit._criteria import tie_tolerance
-from cartjit._presort import Presorted
+from cartjit.engine import grow as B
+from cartjit.engine.children import _mark_sides, _number_splits
+from cartjit.engine.choose import _choose, _pick_competitors, _rank_competitors
+from cartjit.engine.records import C_COUNT, C_FEATURE, C_IMPROVEMENT, F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, Frontier, I_COMP_START, I_FEATURE, I_LEFT, I_N_COMP, I_RIGHT, Nodes, Pairs, Rules, Tables
+from cartjit.engine.impurity import tie_tolerance
+from cartjit.engine.presort import Presorted
 
 
 def _ranked(delta, f0, tol, max_comp):
@@ -40,14 +43,14 @@ def _batch(rng, m, p):
         elif kind == 3:  # at and below the floor
             delta[j, rng.integers(0, p, p // 2)] = tol[j]
             delta[j, rng.integers(0, p, 2)] = -np.inf
-    fr = B.Frontier(np.arange(m, dtype=np.int64), np.zeros(m, np.int64),
+    fr = Frontier(np.arange(m, dtype=np.int64), np.zeros(m, np.int64),
                     rng.integers(2, 50, m).astype(np.int64), np.zeros(m), np.zeros(m))
     fnode = np.zeros((m, 4))
-    fnode[:, B.F_IMPURITY] = imp
-    nodes = B.Nodes(np.zeros((m, 12), np.int32), fnode, np.zeros((m, 1)))
+    fnode[:, F_IMPURITY] = imp
+    nodes = Nodes(np.zeros((m, 12), np.int32), fnode, np.zeros((m, 1)))
     splits = B._level_splits(m)
     splits.feat[:] = rng.integers(-1, p, m)
-    pairs = B.Pairs(delta.ravel().copy(), np.zeros(m * p, np.int64), np.zeros(0, np.int64),
+    pairs = Pairs(delta.ravel().copy(), np.zeros(m * p, np.int64), np.zeros(0, np.int64),
                     np.zeros(0, np.uint64), np.zeros(0, np.uint64))
     return fr, nodes, splits, pairs, tol, delta
 
@@ -58,18 +61,18 @@ def test_competitor_picks_and_rows_match_repeated_scan(p, max_comp, n_chunks):
     rng = np.random.default_rng(p * 100 + max_comp)
     m = 300
     fr, nodes, splits, pairs, tol, delta = _batch(rng, m, p)
-    rules = B.Rules(-1, 2, 1, 0.0, 1.0, True, 12, 0, 2, 0, max_comp)
+    rules = Rules(-1, 2, 1, 0.0, 1.0, True, 12, 0, 2, 0, max_comp)
     picks = np.full((m, max_comp), -7, dtype=np.int64)
     for c in range(n_chunks):
-        B._pick_competitors(fr, nodes, rules, splits, pairs, picks, c, n_chunks)
-    tables = B.Tables(np.zeros((16, 4), np.int64), np.zeros((16, 3)),
+        _pick_competitors(fr, nodes, rules, splits, pairs, picks, c, n_chunks)
+    tables = Tables(np.zeros((16, 4), np.int64), np.zeros((16, 3)),
                       np.zeros((m * max_comp + 5, 3), np.int64),
                       np.zeros((m * max_comp + 5, 2)), np.array([0, 5, 0], np.int64))
     n_levels = np.zeros(p, dtype=np.int64)
     # only the number of features (rows of keys) and n_levels are read
     ps = Presorted(np.zeros((p, 1), np.int32), np.zeros((0, 1), np.int32),
                    np.full(p, -1, np.int64), n_levels, np.zeros((0, 1), np.uint16))
-    B._rank_competitors(ps, fr, nodes, rules, splits, pairs, False, tables, picks)
+    _rank_competitors(ps, fr, nodes, rules, splits, pairs, False, tables, picks)
     row = 5
     n_ties = 0
     for j in range(m):
@@ -82,12 +85,12 @@ def test_competitor_picks_and_rows_match_repeated_scan(p, max_comp, n_chunks):
         assert got == want, j
         if len(want) < max_comp:
             assert picks[j, len(want)] == -1
-        assert nodes.inode[node, B.I_COMP_START] == row
-        assert nodes.inode[node, B.I_N_COMP] == len(want)
+        assert nodes.inode[node, I_COMP_START] == row
+        assert nodes.inode[node, I_N_COMP] == len(want)
         for r, f in enumerate(want):
-            assert tables.comp_i[row + r, B.C_FEATURE] == f
-            assert tables.comp_i[row + r, B.C_COUNT] == fr.end[j] - fr.start[j]
-            assert tables.comp_f[row + r, B.C_IMPROVEMENT] == delta[j, f]
+            assert tables.comp_i[row + r, C_FEATURE] == f
+            assert tables.comp_i[row + r, C_COUNT] == fr.end[j] - fr.start[j]
+            assert tables.comp_f[row + r, C_IMPROVEMENT] == delta[j, f]
         row += len(want)
     assert tables.rows[1] == row
     assert p == 1 or n_ties > 0
@@ -121,7 +124,7 @@ def test_choose_in_chunks_matches_reference(n_chunks):
             keys[f, s:e] = seg[np.argsort(X[seg, f], kind="stable")]
     fr, nodes, _, pairs, tol, delta = _batch(rng, m, p)
     fr = fr._replace(start=starts.astype(np.int64), end=ends.astype(np.int64))
-    nodes.fnode[:, B.F_WEIGHT] = sizes
+    nodes.fnode[:, F_WEIGHT] = sizes
     pos = np.where(rng.random((m, p)) < 0.8,
                    starts[:, None] + rng.integers(1, 1000, (m, p)) % (sizes[:, None] - 1) + 1,
                    -1)
@@ -129,18 +132,18 @@ def test_choose_in_chunks_matches_reference(n_chunks):
     n_levels = np.zeros(p, dtype=np.int64)
     ps = Presorted(keys, np.zeros((0, n), np.int32), np.full(p, -1, np.int64), n_levels,
                    np.zeros((0, n), np.uint16))
-    from cartjit._splitter import Targets
-    from cartjit._criteria import SQUARED_ERROR
+    from cartjit.engine.scans import Targets
+    from cartjit.engine.impurity import SQUARED_ERROR
     tg = Targets(np.zeros(0, np.int32), np.zeros(n), np.zeros(0), True, True, np.zeros(0),
                  SQUARED_ERROR, 0, 0)
-    rules = B.Rules(-1, 2, 1, 0.0, float(sizes.sum()), True, 12, 0, 2, 0, 4)
+    rules = Rules(-1, 2, 1, 0.0, float(sizes.sum()), True, 12, 0, 2, 0, 4)
     splits = B._level_splits(m)
     marks = np.full(n + 3, 7, dtype=np.uint8)
     for c in range(n_chunks):
-        B._choose(X, ps, fr, nodes, tg, rules, pairs, splits, c, n_chunks)
+        _choose(X, ps, fr, nodes, tg, rules, pairs, splits, c, n_chunks)
     assert (marks == 7).all()  # choosing marks nothing
-    B._mark_sides(ps, fr, splits, 0, marks)
-    n_split, n_rows = B._number_splits(ps, fr, nodes, splits, 1000, np.int64(0))
+    _mark_sides(ps, fr, splits, 0, marks)
+    n_split, n_rows = _number_splits(ps, fr, nodes, splits, 1000, np.int64(0))
     assert n_rows == 0
     child = 1000
     for j in range(m):
@@ -151,11 +154,11 @@ def test_choose_in_chunks_matches_reference(n_chunks):
         q = pos[j, bf]
         assert splits.pos[j] == q and splits.stop[j] == ends[j]
         assert splits.child_base[j] == child
-        assert nodes.inode[j, B.I_LEFT] == child and nodes.inode[j, B.I_RIGHT] == child + 1
-        assert nodes.inode[j, B.I_FEATURE] == bf
-        assert nodes.fnode[j, B.F_IMPROVEMENT] == delta[j, bf]
+        assert nodes.inode[j, I_LEFT] == child and nodes.inode[j, I_RIGHT] == child + 1
+        assert nodes.inode[j, I_FEATURE] == bf
+        assert nodes.fnode[j, F_IMPROVEMENT] == delta[j, bf]
         a, b = X[keys[bf, q - 1], bf], X[keys[bf, q], bf]
-        assert a <= nodes.fnode[j, B.F_THRESHOLD] < b or (a == b)
+        assert a <= nodes.fnode[j, F_THRESHOLD] < b or (a == b)
         assert (marks[keys[bf, starts[j]:q]] == 1).all()
         assert (marks[keys[bf, q:ends[j]]] == 0).all()
         child += 2

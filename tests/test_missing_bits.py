@@ -5,7 +5,7 @@ one the cases past them)."""
 import numpy as np
 import pytest
 
-from cartjit._builder import _missing_bits
+from cartjit.engine.missing import _missing_bits
 
 
 @pytest.mark.parametrize("n_chunks", [1, 2, 3])

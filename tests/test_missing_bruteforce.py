@@ -52,9 +52,9 @@ except ImportError:  # tests/ imported as a package
 # Imported unconditionally: an import error is a defect to report, never a reason to skip.
 from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor
 from cartjit import _validation as V
-from cartjit._cv import cross_validate
-from cartjit._fit import Problem, Settings, fit_tree
-from cartjit._tree import Tree, validate
+from cartjit.engine.cv import cross_validate
+from cartjit.engine.fit import Problem, Settings, fit_tree
+from cartjit.engine.tree import Tree, validate
 
 nan = np.nan
 #: Multiplies every max_examples below (e.g. CARTJIT_HYPOTHESIS_SCALE=20 for a long hunt).
@@ -386,7 +386,7 @@ def problem_and_settings(prob, stop, sur):
 
 
 def fit_engine(prob, stop, sur) -> Tree:
-    """cartjit's tree (``cartjit._fit.fit_tree``) of the problem, zero weights dropped."""
+    """cartjit's tree (``cartjit.engine.fit.fit_tree``) of the problem, zero weights dropped."""
     return fit_tree(*problem_and_settings(prob, stop, sur), None, 1).tree
 
 
@@ -647,7 +647,7 @@ def test_estimators_ask_for_surrogates_only_with_holes(prob, stop):
 @given(missing_problem(n_rows=(12, 40)), missing_stopping(), surrogate_settings())
 def test_complete_data_cv_tables_do_not_depend_on_surrogates(prob, stop, sur):
     """No hole, ordered features: the cross-validation tables
-    (``cartjit._cv.cross_validate``, 3 folds) are the same with and without surrogates
+    (``cartjit.engine.cv.cross_validate``, 3 folds) are the same with and without surrogates
     and competitors, to the last bit. (A categorical level that a fold tree's node never
     saw is missing there: surrogates route it, so with categorical features the tables
     may differ.)"""

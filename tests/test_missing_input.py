@@ -25,7 +25,7 @@ import cartjit
 from cartjit import (CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV,
                      summary)
 from cartjit import _encoding as E
-from cartjit._tree import LEAF
+from cartjit.engine.tree import LEAF
 from cartjit.export import export_text, node_numbers
 
 ESTIMATORS = [CARTClassifier, CARTRegressor, CARTClassifierCV, CARTRegressorCV]
@@ -35,8 +35,8 @@ MISSING_PARAMS = {"max_surrogate": "auto", "use_surrogate": 2, "surrogate_style"
 def _has_engine():
     import inspect
 
-    from cartjit._tree import apply
-    return (importlib.util.find_spec("cartjit._surrogates") is not None
+    from cartjit.engine.tree import apply
+    return (importlib.util.find_spec("cartjit.engine.surrogates") is not None
             and "use_surrogate" in inspect.signature(apply).parameters)
 
 

@@ -13,13 +13,14 @@ counts of a classification pair (``_label_counts``).
 import numpy as np
 from numba import njit
 
-from cartjit._builder import (_SCAN_SKIP, _block_top, _gathered_best, _gathered_proxy,
-                              _gathered_subset, _label_counts, _precise_two, _reg_moments,
-                              _side_bits)
-from cartjit._criteria import SQUARED_ERROR, tie_tolerance
-from cartjit._splitter import (Segment, Targets, _precise_reg_delta, best_split_regression_unit,
+from cartjit.engine.gathered import (_SCAN_SKIP, _block_top, _gathered_best, _gathered_proxy, _gathered_subset, _precise_two)
+from cartjit.engine.missing import _label_counts
+from cartjit.engine.children import _reg_moments
+from cartjit.engine.subsets import _side_bits
+from cartjit.engine.impurity import SQUARED_ERROR, tie_tolerance
+from cartjit.engine.scans import (Segment, Targets, _precise_reg_delta, best_split_regression_unit,
                                class_counts)
-from cartjit._subsets import (SCAN_CASES, best_subset_regression, float_scratch_size,
+from cartjit.engine.subsets import (SCAN_CASES, best_subset_regression, float_scratch_size,
                               int_scratch_size, left_levels_bits)
 
 

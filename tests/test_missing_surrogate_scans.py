@@ -12,7 +12,7 @@ every code, on random segments grouped by level, with few of many levels present
 import numpy as np
 from numba import njit
 
-from cartjit._surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, _ordered_scan_counts,
+from cartjit.engine.surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, _ordered_scan_counts,
                                  _ordered_scan_distinct, categorical_surrogate)
 
 

@@ -5,15 +5,15 @@ The per-node steps of a level with missing values (marking the cases, ranking th
 surrogates and competitors, sending the cases missing the split feature, the
 competitors' thresholds and level sets) run in chunks of nodes on the thread pool, with
 the table rows laid out in node order by a serial pass first; these fits are large
-enough for growth to use threads (cartjit._presort.PARALLEL_MIN_KEYS).
+enough for growth to use threads (cartjit.engine.presort.PARALLEL_MIN_KEYS).
 """
 import numpy as np
 import pytest
 
-from cartjit._criteria import GINI, SQUARED_ERROR
-from cartjit._fit import Problem, Settings, fit_tree
-from cartjit._presort import PARALLEL_MIN_KEYS
-from cartjit._tree import TABLE_FIELDS
+from cartjit.engine.impurity import GINI, SQUARED_ERROR
+from cartjit.engine.fit import Problem, Settings, fit_tree
+from cartjit.engine.presort import PARALLEL_MIN_KEYS
+from cartjit.engine.tree import TABLE_FIELDS
 
 N = 20_000
 #: levels of the categorical columns: few, more than a packed side word holds (31),
@@ -80,7 +80,7 @@ def test_no_unwritten_table_row_is_read(monkeypatch, regression, n_threads):
     """The surrogate and competitor tables are allocated without clearing (their worst
     case is large): filled with a sentinel instead, the trees and tables come out the
     same, so every row kept was written before it was read."""
-    from cartjit import _builder
+    from cartjit.engine import grow as _builder
 
     X, score = _data(5, 0.1)
     problem = _problem(X, score, regression, False)

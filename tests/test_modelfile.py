@@ -15,7 +15,7 @@ import pytest
 import cartjit
 from cartjit import ModelFileError, load, save
 from cartjit._modelfile import FORMAT_VERSION
-from cartjit._tree import Tree
+from cartjit.engine.tree import Tree
 from cartjit.export import export_text
 
 from modelfiles import (array_of, fitted_estimators, meta_of, read_members, with_array,

@@ -6,7 +6,7 @@ fractional case weights (zeros included), priors, cost matrices, every criterion
 stopping parameters; the fitted flat tree must equal the naive tree node by node
 (features, exact thresholds, node sizes, class counts / means, impurity, risk, label).
 Invariance properties (integer weights = duplicated rows, monotone transforms of a
-feature) and ``cartjit._tree.validate`` are checked on every fitted tree.
+feature) and ``cartjit.engine.tree.validate`` are checked on every fitted tree.
 
 The naive grower is itself checked first, without cartjit: the worked examples of docs/maths.md §6,
 agreement with scikit-learn on data without ties, and the flat-tree contract.
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cartjit._tree import validate
+from cartjit.engine.tree import validate
 
 try:
     from strategies import class_tables
@@ -519,7 +519,7 @@ def test_scan_by_class_runs_same_tree_as_naive(prob):
 def test_labels_looked_up_same_tree_as_packed(prob):
     """Labels packed into the keys and labels looked up by case (the path for more
     classes than the keys have room for) grow the same tree."""
-    from cartjit import _builder
+    from cartjit.engine import grow as _builder
     packed = fit_classifier(prob)
     _builder.PACK_LABELS = False
     try:
@@ -532,9 +532,9 @@ def test_labels_looked_up_same_tree_as_packed(prob):
 @settings(max_examples=examples(200), **SETTINGS)
 @given(st.one_of(classification_problem(), tie_free_classification_problem()))
 def test_blocks_of_16_same_tree_as_scalar(prob):
-    """The 16-key compress blocks of the search and the partition (cartjit._simd) and
+    """The 16-key compress blocks of the search and the partition (cartjit.engine.simd) and
     the scalar loops grow the same tree."""
-    from cartjit import _config
+    from cartjit.engine import config as _config
     saved = _config.SIMD
     try:
         _config.SIMD = True
@@ -547,7 +547,7 @@ def test_blocks_of_16_same_tree_as_scalar(prob):
 
 
 def test_label_bits():
-    from cartjit._builder import label_bits
+    from cartjit.engine.grow import label_bits
     assert label_bits(0, 10) == 0  # regression
     assert label_bits(2, 10) == 1
     assert label_bits(3, 10) == 2

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
-from cartjit._limits import MemoryLimitError
+from cartjit.engine.limits import MemoryLimitError
 
 SCALE = float(os.environ.get("CARTJIT_HYPOTHESIS_SCALE", "1"))
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow],

@@ -22,11 +22,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cartjit._criteria import GINI, SQUARED_ERROR
-from cartjit._cv import cross_validate
-from cartjit._fit import Problem, Settings, fit_tree
-from cartjit._predict import FoldTree, HeldOut, LossTable, heldout_losses, routing_of
-from cartjit._tree import (COMPETITOR_FIELDS, LEAF, SURROGATE_FIELDS, Tree, apply, subtree,
+from cartjit.engine.impurity import GINI, SQUARED_ERROR
+from cartjit.engine.cv import cross_validate
+from cartjit.engine.fit import Problem, Settings, fit_tree
+from cartjit.engine.predict import FoldTree, HeldOut, LossTable, heldout_losses, routing_of
+from cartjit.engine.tree import (COMPETITOR_FIELDS, LEAF, SURROGATE_FIELDS, Tree, apply, subtree,
                            validate, without_surrogates)
 
 nan = np.nan
@@ -226,7 +226,7 @@ def test_the_descent_counts_every_infinite_entry(n_rows):
     whatever the rows' NaN, where the infinities sit, the number of rows against the
     slots and chunks, and the memory order of X (which the kernel makes C-contiguous);
     the nodes reached by the rows without infinity are those of a one-row walk."""
-    from cartjit._predict import apply as nodes_of
+    from cartjit.engine.predict import apply as nodes_of
 
     tree = _tree()
     rng = np.random.default_rng(n_rows)
@@ -400,7 +400,7 @@ def test_many_rows_in_many_chunks_route_as_one_row_at_a_time():
     and surrogates, end where a walk of one row at a time ends (every use_surrogate),
     whatever the order of the rows."""
     from cartjit import CARTClassifier
-    from cartjit._predict import CHUNK_ROWS
+    from cartjit.engine.predict import CHUNK_ROWS
 
     try:
         from naive_missing import flat_apply_missing
@@ -438,8 +438,8 @@ def test_blind_walk_leaves_every_row_with_a_hole_to_the_careful_walk(hole_share)
     reads, end where a walk of one row at a time ends (every use_surrogate); the
     infinities of rows in both walks are counted."""
     from cartjit import CARTRegressor
-    from cartjit._predict import BLIND_SLOTS, CHUNK_ROWS
-    from cartjit._predict import apply as nodes_of
+    from cartjit.engine.predict import BLIND_SLOTS, CHUNK_ROWS
+    from cartjit.engine.predict import apply as nodes_of
 
     try:
         from naive_missing import flat_apply_missing

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import cartjit
-from cartjit._predict import CHUNK_ROWS, PREFETCH_ROWS, SLOTS
-from cartjit._tree import apply
+from cartjit.engine.predict import CHUNK_ROWS, PREFETCH_ROWS, SLOTS
+from cartjit.engine.tree import apply
 from naive import flat_apply
 
 

@@ -6,7 +6,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from cartjit._presort import (PARALLEL_MIN_KEYS, SMALL_RADIX_CASES, presort,
+from cartjit.engine.presort import (PARALLEL_MIN_KEYS, SMALL_RADIX_CASES, presort,
                               release_free_memory, subset_keys)
 
 

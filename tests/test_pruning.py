@@ -6,7 +6,7 @@ The expectations come from outside cartjit:
   (rational arithmetic, :mod:`pruning_reference`), never read from cartjit's arrays;
 * the exact sequence 0 = α_1 < … < α_K, |T~_k|, R(T_k) comes from enumerating EVERY
   pruned subtree of T_max (small trees) — T(α) read from cartjit's stored per-node α by
-  the contract of cartjit/_tree.py must be a minimiser of R(T) + α|T~| and the smallest
+  the contract of cartjit/engine/tree.py must be a minimiser of R(T) + α|T~| and the smallest
   one, at each α_k, between them, just below them and above α_K;
 * scikit-learn's ``cost_complexity_pruning_path`` for the impurity-weighted mode;
 * docs/maths.md §6's iris sequences as fractions.
@@ -330,7 +330,7 @@ def _step_of(path, alpha, est):
     """The row k of ``path`` whose tree T(alpha) is: α_k <= alpha < α_{k+1}, where an
     alpha within ``keeps_split``'s slack below α_{k+1} counts as α_{k+1} (an alpha of
     frac · α_K can land 1e-17 under a step)."""
-    from cartjit._pruning import ALPHA_ATOL
+    from cartjit.engine.pruning import ALPHA_ATOL
     bound = alpha + ALPHA_RTOL * alpha + ALPHA_ATOL * abs(float(est.tree_max_.risk[0]))
     return int(np.searchsorted(path["alpha"].to_numpy(), bound, side="right")) - 1
 
@@ -575,7 +575,7 @@ def test_prune_tolerance_is_relative():
 def _kernel_vs_heap(tree):
     """cartjit's weakest-link kernel against the earlier heap loop
     (pruning_reference.heap_weakest_link): the same floats, bit for bit."""
-    from cartjit._pruning import weakest_link
+    from cartjit.engine.pruning import weakest_link
     from pruning_reference import heap_weakest_link
     args = (tree.left, tree.right, tree.parent, tree.risk)
     got = weakest_link(*args)
@@ -606,7 +606,7 @@ def test_weakest_link_matches_heap_loop(seed):
 def test_weakest_link_matches_heap_loop_on_other_risks():
     """The impurity mode's node risks (pruning_sequence's ``risk``) and a chain-shaped
     tree (depth n / 2)."""
-    from cartjit._pruning import weakest_link
+    from cartjit.engine.pruning import weakest_link
     from pruning_reference import heap_weakest_link
     rng = np.random.default_rng(7)
     X = rng.normal(size=(600, 3))
@@ -687,7 +687,7 @@ def _bfs_tree(rng, n_splits, top_gain=None, zero_gain=0.0, integer=False):
 
 
 def _threads_vs_loop(left, right, parent, risk, n_threads):
-    from cartjit._pruning import weakest_link, weakest_link_threads
+    from cartjit.engine.pruning import weakest_link, weakest_link_threads
     want = weakest_link(left, right, parent, risk)
     got = weakest_link_threads(left, right, parent, risk, n_threads)
     for a, b in zip(got, want):
@@ -703,7 +703,7 @@ def test_weakest_link_by_branches_is_the_loop(monkeypatch, n_threads, per_thread
     classification with zero-gain splits), random trees with exact ties of g across
     branches, zero gains, and tiny gains at the top (the nodes above the branches then
     collapse while their branches have collapses left, which those nodes' α cut off)."""
-    import cartjit._pruning as pruning
+    import cartjit.engine.pruning as pruning
     monkeypatch.setattr(pruning, "THREADED_MIN_SPLITS", 20)
     monkeypatch.setattr(pruning, "BRANCHES_PER_THREAD", per_thread)
     rng = np.random.default_rng(10 * n_threads + per_thread)
@@ -734,7 +734,7 @@ def test_weakest_link_by_branches_is_the_loop(monkeypatch, n_threads, per_thread
 def test_weakest_link_by_branches_small_and_single(monkeypatch):
     """Below the threshold, with one thread, and where T_1 has too few splits to share
     out (a root whose split T_1 prunes), the one loop runs."""
-    import cartjit._pruning as pruning
+    import cartjit.engine.pruning as pruning
     rng = np.random.default_rng(3)
     left, right, parent, risk = _bfs_tree(rng, 200)
     _threads_vs_loop(left, right, parent, risk, 2)
@@ -751,7 +751,7 @@ def test_weakest_link_by_branches_small_and_single(monkeypatch):
 def _numpy_risk_labels(value, priors, class_totals, cost):
     """R(t) and j*(t) as whole-array NumPy expressions: the min over classes, and the
     first class whose risk is within LABEL_TIE_ULPS ulps (scaled) of it."""
-    from cartjit._fit import _EPS, LABEL_TIE_ULPS
+    from cartjit.engine.fit import _EPS, LABEL_TIE_ULPS
 
     scale = np.divide(priors, class_totals, out=np.zeros_like(priors),
                       where=class_totals > 0)
@@ -767,7 +767,7 @@ def test_class_risk_is_the_numpy_expression(seed):
     """class_risk's compiled minimum and label give the doubles and classes of the
     NumPy expression, with exact ties, near ties within the tolerance, an absent class,
     unequal priors and costs, and a NaN row."""
-    from cartjit._fit import class_risk
+    from cartjit.engine.fit import class_risk
 
     rng = np.random.default_rng(seed)
     n_classes = 2 + seed % 4

@@ -372,8 +372,8 @@ def test_runner_layout_has_no_cycle_and_engine_never_imports_it():
     # and the CV estimators' fit steps without scikit-learn (_prepare)
     engine_used = {m for deps in runner.values() for m in deps
                    if m.startswith("cartjit.") and not m.startswith("cartjit.experiments")}
-    assert engine_used <= {"cartjit.estimators", "cartjit.datasets", "cartjit._limits",
-                           "cartjit._cache", "cartjit._encoding", "cartjit.plotting",
+    assert engine_used <= {"cartjit.estimators", "cartjit.datasets", "cartjit.engine.limits",
+                           "cartjit.engine.cache", "cartjit._encoding", "cartjit.plotting",
                            "cartjit._prepare", "cartjit.__version__"}, engine_used
     # no cycle among the runner's modules
     graph = {m: {d for d in deps if d in runner} for m, deps in runner.items()}
@@ -704,7 +704,7 @@ def test_the_warm_up_is_timed_apart_from_the_cells(tiny_run):
 def test_cache_state_reads_the_cache_directory(tmp_path, monkeypatch):
     import os
 
-    import cartjit._builder  # noqa: F401  (the engine module whose index files we fake)
+    import cartjit.engine.grow  # noqa: F401  (the engine module whose index files we fake)
     from cartjit.experiments import warmup
 
     monkeypatch.setattr(warmup, "cache_dir", lambda: str(tmp_path))
@@ -712,7 +712,7 @@ def test_cache_state_reads_the_cache_directory(tmp_path, monkeypatch):
     index = tmp_path / "_builder.some_kernel-10.py311.nbi"
     index.write_bytes(b"")
     assert warmup.cache_state() == "present"
-    old = os.path.getmtime(cartjit._builder.__file__) - 100
+    old = os.path.getmtime(cartjit.engine.grow.__file__) - 100
     os.utime(index, (old, old))
     assert warmup.cache_state() == "stale"
 

@@ -2,10 +2,10 @@
 plain reference.
 
 The loops run on every key at every depth level: the listing of the positions where the
-class changes (:func:`cartjit._splitter.list_class_changes`), the lean Gini scan over that
-list (:func:`cartjit._splitter.best_split_gini_runs`, whose hot loop only looks for the
+class changes (:func:`cartjit.engine.scans.list_class_changes`), the lean Gini scan over that
+list (:func:`cartjit.engine.scans.best_split_gini_runs`, whose hot loop only looks for the
 next candidate in the near-tie band) and the stable partition of the split nodes'
-segments (:func:`cartjit._builder._partition`), which packs only the continuing child's
+segments (:func:`cartjit.engine.children._partition`), which packs only the continuing child's
 cases when the other child is a leaf. Random inputs, and the edge cases: empty ranges,
 one class throughout, lengths that are not multiples of 16.
 """
@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 from numba import njit
 
-from cartjit._builder import Frontier, Splits, Work, _partition, step_counters
-from cartjit._criteria import GINI
-from cartjit._simd import LANES
-from cartjit._splitter import Segment, Targets, list_class_changes
+from cartjit.engine.records import Frontier, Splits, Work
+from cartjit.engine.children import _partition
+from cartjit.engine.team import step_counters
+from cartjit.engine.impurity import GINI
+from cartjit.engine.simd import LANES
+from cartjit.engine.scans import Segment, Targets, list_class_changes
 from test_simd import _both_scans  # the lean Gini scan beside the general one
 
 

@@ -1,4 +1,4 @@
-"""Step 1 compiles only the scans a fit can reach (``cartjit._builder.search_marks``),
+"""Step 1 compiles only the scans a fit can reach (``cartjit.engine.search.search_marks``),
 and the tree is the one grown with every scan compiled in."""
 import json
 import os
@@ -10,9 +10,11 @@ import numba
 import numpy as np
 import pytest
 
-from cartjit import CARTClassifier, _builder
-from cartjit._criteria import ENTROPY, GINI, SQUARED_ERROR, TWOING
-from cartjit._splitter import EQUAL_FACTORS_RTOL, Targets
+from cartjit import CARTClassifier
+from cartjit.engine import grow as _builder
+from cartjit.engine.search import SEARCH_KERNELS, _search, _search_runs, search_marks
+from cartjit.engine.impurity import ENTROPY, GINI, SQUARED_ERROR, TWOING
+from cartjit.engine.scans import EQUAL_FACTORS_RTOL, Targets
 
 EVERY_CLASS_SCAN = (None, True, True, True)
 
@@ -25,27 +27,27 @@ def _targets(criterion, factor, unit_weights=True, shift=2):
 
 def test_marks_by_kind_of_fit():
     third = 1.0 / 3.0
-    assert _builder.search_marks(_targets(SQUARED_ERROR, [])) == (True, None, None, None)
+    assert search_marks(_targets(SQUARED_ERROR, [])) == (True, None, None, None)
     # Gini, unit weights, one factor: the lean scan and the general one
-    assert _builder.search_marks(_targets(GINI, [third] * 3)) == (None, True, True, None)
+    assert search_marks(_targets(GINI, [third] * 3)) == (None, True, True, None)
     # factors an ulp apart (empirical priors) still share one factor
-    assert _builder.search_marks(
+    assert search_marks(
         _targets(GINI, [third, np.nextafter(third, 1.0), third])) == (None, True, True, None)
     # factors further apart than the tolerance: the scan by runs as well
     apart = third * (1.0 + 4.0 * EQUAL_FACTORS_RTOL)
-    assert _builder.search_marks(_targets(GINI, [third, apart])) == EVERY_CLASS_SCAN
-    assert _builder.search_marks(_targets(GINI, [0.0, 0.5])) == EVERY_CLASS_SCAN
+    assert search_marks(_targets(GINI, [third, apart])) == EVERY_CLASS_SCAN
+    assert search_marks(_targets(GINI, [0.0, 0.5])) == EVERY_CLASS_SCAN
     for odd in ([0.5, np.nan], [np.nan, 0.5], [np.nan, np.nan], [0.5, np.inf]):
-        assert _builder.search_marks(_targets(GINI, odd)) == EVERY_CLASS_SCAN, odd
+        assert search_marks(_targets(GINI, odd)) == EVERY_CLASS_SCAN, odd
     # the lean Gini scan needs unit weights and labels in the keys
-    assert _builder.search_marks(_targets(GINI, [0.5, 0.5], unit_weights=False)) == (
+    assert search_marks(_targets(GINI, [0.5, 0.5], unit_weights=False)) == (
         None, True, None, True)
-    assert _builder.search_marks(_targets(GINI, [0.5, 0.5], shift=0)) == (
+    assert search_marks(_targets(GINI, [0.5, 0.5], shift=0)) == (
         None, True, None, True)
     for criterion in (ENTROPY, TWOING):
-        assert _builder.search_marks(_targets(criterion, [0.5, 0.5])) == (None, True, None,
+        assert search_marks(_targets(criterion, [0.5, 0.5])) == (None, True, None,
                                                                          True)
-    assert set(_builder.SEARCH_KERNELS) >= {_builder.search_marks(_targets(c, [0.5, 0.5]))
+    assert set(SEARCH_KERNELS) >= {search_marks(_targets(c, [0.5, 0.5]))
                                            for c in (GINI, ENTROPY, SQUARED_ERROR)}
 
 
@@ -89,7 +91,8 @@ def test_the_tree_is_the_one_grown_with_every_scan(monkeypatch, n, name, make, w
 _COLD_SCRIPT = """
 import json
 import numpy as np
-from cartjit import CARTClassifier, CARTRegressor, _splitter
+from cartjit import CARTClassifier, CARTRegressor
+from cartjit.engine import scans as _splitter
 from cartjit.datasets import load_iris
 
 X, y = load_iris(return_X_y=True)
@@ -123,12 +126,12 @@ def test_a_gini_fit_compiles_no_other_scan(tmp_path):
 def test_threads_are_used_by_the_threaded_cases():
     if numba.get_num_threads() < 2:
         pytest.skip("one Numba thread: the threaded cases grow serially")
-    from cartjit import _team
+    from cartjit.engine import team as _team
     if _team.launch_pool() is None:
         pytest.skip("no threading layer for launches")
     X, y, _ = _problem(20_000, 5)
     CARTClassifier("entropy", max_depth=3).fit(X, y)
-    assert len(_builder._search_runs.signatures) >= 1
+    assert len(_search_runs.signatures) >= 1
 
 
 def test_cartjit_compile_covers_every_set_of_scan_marks():
@@ -138,7 +141,7 @@ def test_cartjit_compile_covers_every_set_of_scan_marks():
     from cartjit.experiments.warmup import compile_kernels
 
     compile_kernels()
-    kernels = [_builder._grow_serial, _builder._search]
+    kernels = [_builder._grow_serial, _search]
 
     def count():
         return [len(k.signatures) for k in kernels]

@@ -3,7 +3,9 @@ level loop grows: every array of the fitted tree is equal, bit for bit."""
 import numpy as np
 import pytest
 
-from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, _builder
+from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor
+from cartjit.engine import grow as _builder
+from cartjit.engine.choose import _fill_competitors
 from cartjit.datasets import load_iris
 
 
@@ -92,12 +94,12 @@ def test_numeric_fit_compiles_no_subset_code():
     driver = _globals_left(_builder._grow_serial, "cat")
     assert "_search" in driver and "_fill_competitors" in driver
     assert not driver & SUBSET_KERNELS
-    competitors = _globals_left(_builder._fill_competitors, "level_sets")
+    competitors = _globals_left(_fill_competitors, "level_sets")
     assert "threshold_between" in competitors
     assert not competitors & SUBSET_KERNELS
     assert {"_search_subsets", "_record_subsets"} <= _globals_left(_builder._grow_serial, "")
     assert {"_level_sets_of_pair", "_level_sets_from_bits"} <= _globals_left(
-        _builder._fill_competitors, "")
+        _fill_competitors, "")
 
 
 @pytest.mark.parametrize("name,make,weighted", CASES[:3] + CASES[5:6],

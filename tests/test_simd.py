@@ -1,4 +1,4 @@
-"""The 16-key blocks (cartjit._simd) and the lean Gini scan give what the scalar code gives.
+"""The 16-key blocks (cartjit.engine.simd) and the lean Gini scan give what the scalar code gives.
 
 Both paths are compiled on every machine: on a CPU without AVX-512, LLVM expands the
 compress-store intrinsics lane by lane, so these tests check the block logic there too.
@@ -9,12 +9,15 @@ import numpy as np
 import pytest
 from numba import njit
 
-from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, _config
-from cartjit._builder import Frontier, Splits, Work, _partition, step_counters
-from cartjit._config import _simd_flag
-from cartjit._simd import LANES
-from cartjit._criteria import GINI, impurity_from_counts
-from cartjit._splitter import (Segment, Targets, best_split_classification,
+from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor
+from cartjit.engine import config as _config
+from cartjit.engine.records import Frontier, Splits, Work
+from cartjit.engine.children import _partition
+from cartjit.engine.team import step_counters
+from cartjit.engine.config import _simd_flag
+from cartjit.engine.simd import LANES
+from cartjit.engine.impurity import GINI, impurity_from_counts
+from cartjit.engine.scans import (Segment, Targets, best_split_classification,
                                best_split_gini_runs, list_class_changes)
 
 
@@ -227,7 +230,7 @@ print(json.dumps(counts))
 #: search, choice, children and partition kernels itself.
 _REACHED = ("_presort._sort_features", "_presort._dense_ranks", "_presort._subset_rows",
             "_predict.heldout_losses")
-#: Kernels compiled once per set of scan marks (``cartjit._builder.search_marks``), so
+#: Kernels compiled once per set of scan marks (``cartjit.engine.search.search_marks``), so
 #: that a fit compiles only the scans it can reach: the fits above use three sets (Gini
 #: with one class factor; the other criteria; regression).
 _PER_MARKS = {"_builder._grow_serial": 3, "_builder._search": 3}
@@ -251,4 +254,4 @@ def test_each_kernel_compiles_one_signature():
     assert more == {}, more
     for name in _REACHED:
         assert counts.get("cartjit." + name) == 1, (name, counts.get("cartjit." + name))
-    assert counts.get("cartjit._builder._grow_serial") == 3
+    assert counts.get("cartjit.engine.grow._grow_serial") == 3

@@ -38,7 +38,7 @@ import pytest
 sklearn_tree = pytest.importorskip("sklearn.tree")
 
 from cartjit import CARTClassifier, CARTRegressor  # noqa: E402
-from cartjit._tree import validate  # noqa: E402
+from cartjit.engine.tree import validate  # noqa: E402
 
 DecisionTreeClassifier = sklearn_tree.DecisionTreeClassifier
 DecisionTreeRegressor = sklearn_tree.DecisionTreeRegressor

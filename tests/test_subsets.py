@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cartjit import _builder
-from cartjit._criteria import ENTROPY, GINI, SQUARED_ERROR, TWOING
-from cartjit._cv import cross_validate
-from cartjit._fit import Problem, Settings, fit_tree
-from cartjit._pruning import prune_tree
-from cartjit._tree import LEAF, apply, subtree, validate
+from cartjit.engine import grow as _builder
+from cartjit.engine.impurity import ENTROPY, GINI, SQUARED_ERROR, TWOING
+from cartjit.engine.cv import cross_validate
+from cartjit.engine.fit import Problem, Settings, fit_tree
+from cartjit.engine.pruning import prune_tree
+from cartjit.engine.tree import LEAF, apply, subtree, validate
 
 
 def _problem(X, y, n_levels, *, n_classes=None, w=None):
@@ -279,19 +279,19 @@ _sort_levels_kernel = None
 
 
 def _sort_levels(score, stats, by_odds, n_lv, lm=32):
-    """``cartjit._subsets._sort_levels`` through a small kernel (it is inlined in the
+    """``cartjit.engine.subsets._sort_levels`` through a small kernel (it is inlined in the
     engine): returns (order, rank) as lists."""
     global _sort_levels_kernel
     if _sort_levels_kernel is None:
         from numba import njit
-        from cartjit import _subsets
+        from cartjit.engine import subsets as _subsets
 
         @njit
         def kernel(score, stats, by_odds, n_lv, ints, lm):
             _subsets._sort_levels(score, stats, by_odds, n_lv, ints, lm)
 
         _sort_levels_kernel = kernel
-    from cartjit._subsets import RANK, SIDE
+    from cartjit.engine.subsets import RANK, SIDE
     ints = np.full(4 * lm, -1, dtype=np.int64)
     _sort_levels_kernel(np.asarray(score, np.float64), np.asarray(stats, np.float64),
                         by_odds, n_lv, ints, lm)

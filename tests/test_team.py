@@ -1,4 +1,4 @@
-"""Chunked kernels launched as one parallel loop (cartjit._team) against the same chunks
+"""Chunked kernels launched as one parallel loop (cartjit.engine.team) against the same chunks
 run one after the other and on a thread pool: every chunk runs once, with its own index,
 the kernel's writes are the same, a chunk that raises is reported, and a grown tree does
 not depend on the route the chunks took."""
@@ -8,11 +8,11 @@ import numba
 import numpy as np
 import pytest
 
-from cartjit import _team
-from cartjit._criteria import GINI, SQUARED_ERROR
-from cartjit._fit import Problem, Settings, fit_tree
-from cartjit._builder import _take_block, step_counters
-from cartjit._presort import run_chunks
+from cartjit.engine import team as _team
+from cartjit.engine.impurity import GINI, SQUARED_ERROR
+from cartjit.engine.fit import Problem, Settings, fit_tree
+from cartjit.engine.team import _take_block, step_counters
+from cartjit.engine.presort import run_chunks
 
 # The launchers are cached kernels: a signature with a type defined here (a NamedTuple of
 # this module) would go into their cache index, which another process without this

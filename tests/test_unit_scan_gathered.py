@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cartjit import _builder as B
-from cartjit._criteria import SQUARED_ERROR, tie_tolerance
-from cartjit._splitter import Targets, best_split_regression_unit
+from cartjit.engine import grow as B
+from cartjit.engine.gathered import GATHER_MIN, _SCAN_SKIP, _unit_scan_gathered
+from cartjit.engine.impurity import SQUARED_ERROR, tie_tolerance
+from cartjit.engine.scans import Targets, best_split_regression_unit
 
 
 def _responses(kind, n, rng):
@@ -24,7 +25,7 @@ def _responses(kind, n, rng):
 
 
 @pytest.mark.parametrize("kind", ["normal", "three values", "rising", "large"])
-@pytest.mark.parametrize("n", [B.GATHER_MIN, 1500, 5000])
+@pytest.mark.parametrize("n", [GATHER_MIN, 1500, 5000])
 def test_gathered_scan_equals_the_scan_on_the_keys(kind, n):
     rng = np.random.default_rng(n + len(kind))
     y = _responses(kind, n, rng)
@@ -38,12 +39,12 @@ def test_gathered_scan_equals_the_scan_on_the_keys(kind, n):
     imp = float(y.var())
     tg = Targets(np.zeros(0, np.int32), y, np.zeros(0), True, True, np.zeros(0),
                  SQUARED_ERROR, 0, 0)
-    g_row = np.full(2 * n + B._SCAN_SKIP, np.nan)
+    g_row = np.full(2 * n + _SCAN_SKIP, np.nan)
     iota = np.arange(n, dtype=np.int32)
     for min_leaf in (1, 7, 300, n // 2, n // 2 + 1):
         want = best_split_regression_unit(keys, start, end, y, mean, s_total, imp,
                                           tie_tolerance(imp), min_leaf)
-        got = B._unit_scan_gathered(keys, start, end, tg, mean, s_total, imp, min_leaf,
+        got = _unit_scan_gathered(keys, start, end, tg, mean, s_total, imp, min_leaf,
                                     g_row, iota)
         assert got[1] == want[1]
         assert np.float64(got[0]).tobytes() == np.float64(want[0]).tobytes()
@@ -58,11 +59,11 @@ def test_a_fit_with_large_segments_equals_the_reference_tree():
     from naive import assert_same_tree, naive_grow
 
     rng = np.random.default_rng(5)
-    n = 2 * B.GATHER_MIN + 100
+    n = 2 * GATHER_MIN + 100
     X = rng.normal(size=(n, 2))  # no ties: the lean scans
     y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.2 * rng.normal(size=n)
     tree = cartjit.CARTRegressor(max_depth=3).fit(X, y).tree_
-    assert tree.n_node_samples[1] >= B.GATHER_MIN or tree.n_node_samples[2] >= B.GATHER_MIN
+    assert tree.n_node_samples[1] >= GATHER_MIN or tree.n_node_samples[2] >= GATHER_MIN
     assert_same_tree(tree, naive_grow(X, y, task="regression", max_depth=3))
 
 

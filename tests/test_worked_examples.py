@@ -4,7 +4,7 @@ Every expected number here comes from docs/maths.md §6 (or is recomputed in the
 brute force), never from a run of cartjit.
 
 Reading the pruning sequence. ``tree_.alpha[t]`` is the α at which node t becomes a leaf
-(docs/maths.md §4, the contract in ``cartjit._tree``): the α_k are 0 and the distinct
+(docs/maths.md §4, the contract in ``cartjit.engine.tree``): the α_k are 0 and the distinct
 values of alpha at the internal nodes; node t is in T(α) when every strict ancestor a has
 alpha[a] > α, and is a leaf of T(α) when it is in T(α) and alpha[t] <= α.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from cartjit import CARTClassifier, CARTRegressor
-from cartjit._tree import validate
+from cartjit.engine.tree import validate
 from cartjit.datasets import load_iris, load_play_golf, load_potato_yield
 
 # ----------------------------------------------------------------------------- helpers

@@ -22,8 +22,8 @@ Both generators validate their arguments before drawing anything: a bad argument
 a ``TypeError`` (wrong kind of value) or a ``ValueError`` (value out of range) naming
 the argument, the value given and what is allowed. A request whose arrays would not fit
 the memory limit (``CARTJIT_MEMORY_LIMIT``, half the physical memory by default; see
-:func:`cartjit._limits.check_allocation`) is refused up front with a
-:class:`~cartjit._limits.MemoryLimitError` (a ``ValueError``): 9e12 rows, or a million
+:func:`cartjit.engine.limits.check_allocation`) is refused up front with a
+:class:`~cartjit.engine.limits.MemoryLimitError` (a ``ValueError``): 9e12 rows, or a million
 classes, fail at once instead of swapping the machine.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ import numbers
 
 import numpy as np
 
-from .._limits import check_allocation
+from ..engine.limits import check_allocation
 
 __all__ = ["make_classification", "make_regression"]
 

@@ -36,7 +36,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from .._limits import MemoryLimitError, check_allocation
+from ..engine.limits import MemoryLimitError, check_allocation
 from .._prepare import CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA
 
 __all__ = ["ConfigError", "DatasetSpec", "ExperimentConfig", "read_config", "canonical_json",

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._limits import MemoryLimitError, check_allocation
+from ..engine.limits import MemoryLimitError, check_allocation
 from .._prepare import CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA
 from .config import ConfigError, canonical_json
 
@@ -427,7 +427,7 @@ def check_sweep_size(config, d):
 
     The estimate is ``cells x (N x 8 bytes of fold ids + CELL_BYTES)``, a lower bound of
     what planning, storing and tabulating the cells needs; it is checked with
-    :func:`cartjit._limits.check_allocation` before any cell is planned (by
+    :func:`cartjit.engine.limits.check_allocation` before any cell is planned (by
     :func:`resolve`, from the counts of the settings, before they are listed).
     """
     per_settings = sum(1 if V == d.n_samples else d.n_repeats for V in d.V)

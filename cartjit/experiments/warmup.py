@@ -15,7 +15,7 @@ for the compilation.
 
 Whether anything was compiled is read from the dispatchers' own statistics
 (``Dispatcher.stats.cache_misses``) after the warm-up. Compilation is announced when
-Numba starts it (its ``numba:compile`` event, :mod:`cartjit._cache`), so a warm-up
+Numba starts it (its ``numba:compile`` event, :mod:`cartjit.engine.cache`), so a warm-up
 that only loads from the cache says nothing.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _cache
+from ..engine import cache as _cache
 
 __all__ = ["CompileReport", "compile_kernels", "compile_for_cells", "cache_dir", "cache_state",
            "warm_up"]
@@ -63,7 +63,7 @@ def cache_dir():
 
 
 def cache_state():
-    """``"empty"``, ``"stale"`` or ``"present"`` (:func:`cartjit._cache.cache_state`)."""
+    """``"empty"``, ``"stale"`` or ``"present"`` (:func:`cartjit.engine.cache.cache_state`)."""
     return _cache.cache_state(cache_dir())
 
 
@@ -182,7 +182,7 @@ def kernel_steps():
 
 def _compile_threaded(classifier, regressor):
     """Fits large enough to grow on several threads (80,000 cells, above the engine's
-    threshold of 65,536): the launchers of the chunked steps (cartjit._team) are
+    threshold of 65,536): the launchers of the chunked steps (cartjit.engine.team) are
     compiled per signature, and a regression tree grown to purity runs the weakest-link
     loop by branches. Nothing to do on one thread."""
     import numba
@@ -202,7 +202,7 @@ def _compile_threaded(classifier, regressor):
         for cat in ([], [3]):
             classifier(max_depth=3, categorical_features=cat).fit(Xi, y2)
             regressor(max_depth=3, categorical_features=cat).fit(Xi, yr)
-    # the other kernels of step 1 (cartjit._builder.SEARCH_KERNELS): without the lean
+    # the other kernels of step 1 (cartjit.engine.search.SEARCH_KERNELS): without the lean
     # Gini scan, and with every classification scan (class factors that differ)
     classifier("entropy", max_depth=3).fit(X, y2)
     classifier(max_depth=3, priors=[0.3, 0.7]).fit(X, y2)
@@ -253,7 +253,7 @@ def warm_up(announce=None, work=None, progress=None):
     ``progress(i, n, label)`` before each step). ``announce(text)`` (e.g. a print to
     stderr) is called once, when Numba starts compiling the first function (nothing is
     said when everything loads from the cache); the fits' own per-kind notices
-    (:mod:`cartjit._cache`) are held back meanwhile.
+    (:mod:`cartjit.engine.cache`) are held back meanwhile.
     """
     directory = cache_dir()
     before = _misses()

@@ -35,7 +35,7 @@ Exceptions, each detected and printed, never assumed:
   then not compared.
 * **Tied complexities.** rpart lists complexities that are equal in exact arithmetic
   but differ in their last bits as separate rows; cartjit merges them
-  (cartjit/_rpart.py). Consecutive rpart rows within 1e-9 of each other are merged
+  (cartjit/engine/rpart.py). Consecutive rpart rows within 1e-9 of each other are merged
   here, and the exact complexities (rational node risks, rpart's one-pass rule as
   ``rpart_rules`` states it, children in rpart's order) must show them equal.
 * **Held-out cases through a tie.** rpart grows its fold trees inside its
@@ -292,7 +292,7 @@ def _node_sets(est, X):
     """Frozen sets of the learning cases of every node of cartjit's ``tree_max_`` that
     rpart's tree uses (the splits with a positive stored complexity and their
     children)."""
-    from cartjit._tree import apply as apply_tree
+    from cartjit.engine.tree import apply as apply_tree
     t = est.tree_max_
     leaf = apply_tree(t, est._check_predict_X(X), est._use_surrogate)
     members: dict[int, list[int]] = {}
@@ -503,7 +503,7 @@ def _exact_row_count(case, df, est, X):
         yv = _decimal(df[case.target])
         ones = [Fraction(1)] * len(yv)
         risk = [_ss(members.get(node, []), yv, ones) for node in range(t.n_nodes)]
-    from cartjit._rpart import rpart_order
+    from cartjit.engine.rpart import rpart_order
     first, second = rpart_order(t, _float_factors(est) if case.method == "class" else None)
     return len(rules.cp_rows(first, second, risk))
 
@@ -511,7 +511,7 @@ def _exact_row_count(case, df, est, X):
 def _float_factors(est):
     """The split-search class factors of a fitted classifier (they order its children
     for rpart)."""
-    from cartjit._fit import split_factor
+    from cartjit.engine.fit import split_factor
     return split_factor(est.priors_, est.class_weight_totals_, est.cost_,
                         est._split_cost_default)
 
@@ -603,7 +603,7 @@ def test_rpart_compat_parity(case):
 
 
 def _explain_predictions(case, df, feats, est, folds, fold_fits, rp, table, w, bad, notes):
-    from cartjit._tree import apply as apply_tree
+    from cartjit.engine.tree import apply as apply_tree
     X = df[feats]
     K = len(table)
     ours = est.cv_predictions_[:, ::-1]

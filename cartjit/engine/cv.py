@@ -9,9 +9,9 @@ presorts, grows the trees, scores them, selects k* and returns a :class:`CVResul
    stratified by class; user-given fold ids; V = N is leave-one-out).
 3. For each fold v, T_max^(v) is grown on L - L_v *without sorting again*: the full
    sample's presorted keys are filtered by fold membership in one pass per feature
-   (:func:`cartjit._presort.subset_keys`). Its own pruning sequence is computed, and
+   (:func:`cartjit.engine.presort.subset_keys`). Its own pruning sequence is computed, and
    every held-out case is dropped down it once, scoring T^(v)(α'_k) for all k at once
-   (:func:`cartjit._predict.heldout_losses`); a case missing a split feature is routed
+   (:func:`cartjit.engine.predict.heldout_losses`); a case missing a split feature is routed
    by the fold tree's surrogates and majority as ``use_surrogate`` says, or stops at the
    node, which then predicts it for every α'_k.
 4. R^CV(T_k) = Σ_j π(j) Σ_i C(i|j) N_ij(k) / N_j: each held-out case of class j adds
@@ -47,17 +47,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._builder import grow_setup
-from ._presort import presort, subset_keys
-from ._fit import fit_fold, fit_tree
-from ._limits import check_allocation
-from ._predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
-from ._pruning import ALPHA_ATOL, ALPHA_RTOL, index_by_k, midpoints, path_columns
-from ._fit import class_priors, fitted_factor, with_rpart_rules
-from ._rpart import (evaluation_points, fold_priors, primary_weights, rpart_default_sides,
+from .grow import grow_setup
+from .presort import presort, subset_keys
+from .fit import fit_fold, fit_tree
+from .limits import check_allocation
+from .predict import routing_of, FoldTree, HeldOut, LossTable, heldout_losses
+from .pruning import ALPHA_ATOL, ALPHA_RTOL, index_by_k, midpoints, path_columns
+from .fit import class_priors, fitted_factor, with_rpart_rules
+from .rpart import (evaluation_points, fold_priors, primary_weights, rpart_default_sides,
                      rpart_improvements, rpart_pruning, rpart_scale)
-from ._scaling import check_class_tables, normalise
-from ._tree import apply as apply_tree
+from .scaling import check_class_tables, normalise
+from .tree import apply as apply_tree
 
 __all__ = ["cross_validate", "CVResult", "make_folds", "FoldPlan", "grow_cv_trees",
            "score_fold_trees", "fold_scoring", "select_index", "first_candidate", "heldout_nodes",
@@ -88,7 +88,7 @@ FOLD_TREE_MIN_BYTES = 1024
 class CVResult(NamedTuple):
     """What :func:`cross_validate` computes (the CV estimators' fitted attributes)."""
 
-    fitted: object           # cartjit._fit.Fitted: T_max on every case, with its sequence
+    fitted: object           # cartjit.engine.fit.Fitted: T_max on every case, with its sequence
     table: object            # pandas.DataFrame, one row per k (``cv_results_``)
     cv_risk: np.ndarray      # (n_repeats, K): R^CV(T_k) of each repeat
     cv_se: np.ndarray        # (n_repeats, K): its standard error
@@ -255,7 +255,7 @@ def _rpart_columns(columns):
 
 def _rpart_folds(problem, settings, plan):
     """rpart's fold set-up: the settings each fold tree is grown with, and the factor
-    from the full sample's risk units to each fold tree's (:func:`cartjit._rpart.
+    from the full sample's risk units to each fold tree's (:func:`cartjit.engine.rpart.
     fold_priors`; 1 for regression and for priors estimated from the data, where a fold
     tree's own proportions are rpart's)."""
     tasks = [(r, v) for r in range(plan.folds.shape[0]) for v in range(plan.n_folds)]
@@ -285,8 +285,8 @@ def _rpart_sequences(fitted, fold_fits, fold_scale, cp, settings, done=False,
     each row: ``(fitted, fold_fits, points, fold_points)`` (``done``: the trees carry
     rpart's complexities already, grown with α_c = 0). The fold trees route their
     held-out cases as rpart does (:func:`strict_thresholds`,
-    :func:`cartjit._rpart.rpart_default_sides`). The points are in the full
-    sample's units (:func:`cartjit._rpart.evaluation_points`) and, one row per fold
+    :func:`cartjit.engine.rpart.rpart_default_sides`). The points are in the full
+    sample's units (:func:`cartjit.engine.rpart.evaluation_points`) and, one row per fold
     tree, in its own (times the fold's factor). ``problem`` and ``plan`` (the cases and
     the folds) give each fold tree's learning cases, whose weights sent by each split
     set rpart's default direction where some of them miss the split variable."""
@@ -362,7 +362,7 @@ def strict_thresholds(tree):
 def first_candidate(alphas, alpha, root_risk):
     """Row index k_c (0-based) of T(alpha) in the sequence ``alphas`` (α_1 = 0 < α_2 <
     …): the last α_k at most ``alpha (1 + ALPHA_RTOL) + ALPHA_ATOL R(root)``, the
-    tolerance of :func:`cartjit._pruning.keeps_split`, so that T_{k_c} is the tree
+    tolerance of :func:`cartjit.engine.pruning.keeps_split`, so that T_{k_c} is the tree
     ``prune(alpha)`` gives (a node collapses at its α_k, stored as the same double)."""
     bound = alpha + ALPHA_RTOL * alpha + ALPHA_ATOL * abs(root_risk)
     return int(np.searchsorted(alphas, bound, side="right")) - 1
@@ -384,12 +384,12 @@ def heldout_nodes(tree, X, use_surrogate, points):
     collapse α) where each row of X ends in T(α) for every α of ``points`` (increasing),
     as an int32 array (rows, K).
 
-    Each row is dropped once down T_max^(v) (:func:`cartjit._tree.apply`: its leaf, or
+    Each row is dropped once down T_max^(v) (:func:`cartjit.engine.tree.apply`: its leaf, or
     the internal node where a missing value stops it, which then stands for every α).
     Going up from there, the per-node α never decreases (a node collapses no earlier
     than its descendants), and an ancestor a is the row's end node for the α from
     alpha[a] up to its parent's collapse: the rule of rpart's ``rundown`` and of
-    :func:`cartjit._predict.heldout_losses`. Each node of the path marks the first
+    :func:`cartjit.engine.predict.heldout_losses`. Each node of the path marks the first
     column of its range (shallower nodes written last), and a running maximum over the
     columns carries the marks forward; O(depth + K) per row, in NumPy.
     """
@@ -414,7 +414,7 @@ def heldout_nodes(tree, X, use_surrogate, points):
 
 
 def fold_tree_arrays(tree, use_surrogate, value=None):
-    """The :class:`cartjit._predict.FoldTree` of a fitted tree (``value``: its node values
+    """The :class:`cartjit.engine.predict.FoldTree` of a fitted tree (``value``: its node values
     in the kernels' units for regression; default the tree's own)."""
     label = tree.label if value is None else np.empty(0, dtype=np.int32)
     return FoldTree(tree.feature, tree.threshold, tree.left, tree.alpha, label,
@@ -612,17 +612,17 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
     tree (with the per-node collapse α) and its pruning sequence. Fold trees are grown
     with the surrogate settings of the full tree (their surrogates route the held-out
     cases, as in rpart's cross-validation) but without competitors. ``keys``
-    (the full sample's :func:`cartjit._presort.presort`) are never written while other
+    (the full sample's :func:`cartjit.engine.presort.presort`) are never written while other
     trees read them: each fold grows from its own filtered copy, and the full tree
     either consumes them last (one thread) or grows from a copy of its own. On threads
     the full tree, the largest task, is started first and runs beside the folds, so no
     thread idles while it grows. ``fold_settings`` (one per fold, in that order) replaces
     the full tree's settings for the folds (rpart's fold priors); ``rpart_alpha`` and
-    ``rpart_growth`` are :func:`cartjit._fit.fit_tree`'s, for every tree.
+    ``rpart_growth`` are :func:`cartjit.engine.fit.fit_tree`'s, for every tree.
 
     ``lean=True`` asks only for what :func:`score_fold_trees` reads: the folds are then
-    :func:`cartjit._fit.fit_fold`'s records (the same α, labels and means, without the
-    :class:`cartjit._tree.Tree`; the units are set once for every fold) wherever the
+    :func:`cartjit.engine.fit.fit_fold`'s records (the same α, labels and means, without the
+    :class:`cartjit.engine.tree.Tree`; the units are set once for every fold) wherever the
     fold trees follow Breiman's rules without ``max_leaf_nodes``.
 
     ``scoring`` (None: ``scores`` is None) scores the fold trees in the same pool:
@@ -698,8 +698,8 @@ def score_fold_trees(problem, settings, fold_trees, plan, full_alpha_seq, *, pri
                      class_totals=None, n_threads=1, points=None, transpose_cost=False):
     """Cross-validated risk of every T_k for every repeat.
 
-    ``fold_trees`` are fitted trees (:class:`cartjit._tree.Tree`) or the arrays of
-    :func:`cartjit._fit.fit_fold` (:class:`cartjit._predict.FoldTree`), in (repeat,
+    ``fold_trees`` are fitted trees (:class:`cartjit.engine.tree.Tree`) or the arrays of
+    :func:`cartjit.engine.fit.fit_fold` (:class:`cartjit.engine.predict.FoldTree`), in (repeat,
     fold) order. ``full_alpha_seq`` is α_1..α_K of the full tree; ``priors`` and
     ``class_totals`` its π and N_j (classification). Returns ``(cv_risk, cv_se)``,
     each of shape (n_repeats, K). Fold trees are scored at the midpoints α'_k, or at ``points``
@@ -724,7 +724,7 @@ def fold_scoring(problem, settings, plan, full_alpha_seq, *, priors=None, class_
     every task is scored, adds them up in task order and returns ``(cv_risk, cv_se)``.
     """
     alpha_prime = midpoints(np.asarray(full_alpha_seq, dtype=np.float64))
-    # Losses are summed (and squared) in the kernels' units, see cartjit._scaling.
+    # Losses are summed (and squared) in the kernels' units, see cartjit.engine.scaling.
     problem, settings, scale = normalise(problem, settings, uniform=False)
     if class_totals is not None:
         class_totals = class_totals / scale.weight
@@ -754,7 +754,7 @@ def fold_scoring(problem, settings, plan, full_alpha_seq, *, priors=None, class_
 
     def score(i, t):
         rows, out_sum, out_sq = held[i], sums[i], squares[i]
-        if isinstance(t, FoldTree):  # cartjit._fit.fit_fold's arrays, ȳ(t) in user units
+        if isinstance(t, FoldTree):  # cartjit.engine.fit.fit_fold's arrays, ȳ(t) in user units
             arrays = t if problem.is_classification else t._replace(value=t.value / scale.y)
         else:
             arrays = fold_tree_arrays(t, settings.use_surrogate,

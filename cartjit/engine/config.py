@@ -11,10 +11,10 @@ environment variables read once, at import time:
 ``CARTJIT_PARALLEL``
     ``1`` (default) compiles the ``prange`` loops of the parallel kernels as parallel
     loops; ``0`` compiles them serially (``prange`` becomes ``range``), and a fit on
-    several threads hands its chunks to a Python thread pool (:mod:`cartjit._team`).
+    several threads hands its chunks to a Python thread pool (:mod:`cartjit.engine.team`).
 ``CARTJIT_SIMD``
     ``auto`` (default) lets the split search and the partition handle 16 keys per
-    instruction (:mod:`cartjit._simd`) when Numba compiles for a CPU with AVX-512F;
+    instruction (:mod:`cartjit.engine.simd`) when Numba compiles for a CPU with AVX-512F;
     ``1`` forces those blocks on any CPU (LLVM then expands them lane by lane: correct,
     slower; the tests use it), ``0`` forces the scalar loops. Results are identical.
 
@@ -140,8 +140,9 @@ if _NRT_OPTION:
 #: they import from (constants and record types are compiled in). tests/test_cache.py
 #: derives this set from the sources and checks it is listed here. Editing another
 #: module (the estimators, the model files, the input checks) keeps the cached kernels.
-ENGINE_MODULES = ("_builder", "_config", "_criteria", "_predict", "_presort", "_pruning",
-                  "_rpart", "_simd", "_splitter", "_subsets", "_surrogates", "_team", "_tree")
+ENGINE_MODULES = ("assembly", "children", "choose", "config", "gathered", "grow", "impurity",
+                  "missing", "predict", "presort", "pruning", "records", "rpart", "scans",
+                  "search", "simd", "subsets", "surrogates", "team", "tree")
 
 
 def _engine_stamp(package_dir):

@@ -1,7 +1,7 @@
 """Chunked kernels on Numba's own threads: one parallel launch per step.
 
 The grower cuts each step of a level into chunks c = 0 .. n - 1 of one kernel,
-``fn(*args, c, n)`` (:func:`cartjit._presort.run_chunks`). Handed to a Python thread
+``fn(*args, c, n)`` (:func:`cartjit.engine.presort.run_chunks`). Handed to a Python thread
 pool, a chunk reaches its worker through a queue and a lock, and the caller waits for
 the result on another: on the machines measured that costs about 50 µs a call (a
 worker woken from sleep), as much as a whole chunk of many steps of a deep tree, and a
@@ -27,7 +27,7 @@ take blocks of (node, feature) pairs so), so that a chunk on a slower core takes
 The launch is used only where the threading layer may be entered from several Python
 threads at once (``omp``, ``tbb``; the ``workqueue`` layer would abort the process,
 docs/design.md), and with ``CARTJIT_PARALLEL`` on: :func:`launch_pool` says so, and
-:func:`cartjit._presort.run_chunks` falls back to a thread pool otherwise. Chunk c
+:func:`cartjit.engine.presort.run_chunks` falls back to a thread pool otherwise. Chunk c
 writes the same memory whichever thread runs it, so results do not depend on the
 route.
 """
@@ -41,7 +41,8 @@ import numpy as np
 from numba import _dispatcher, prange, types
 from numba.core.extending import intrinsic
 
-from ._config import PARALLEL, jit, jit_parallel
+from .config import PARALLEL, jit, jit_parallel
+from .config import jit
 
 __all__ = ["LAUNCH", "launch_pool", "launch", "address", "LAUNCHERS", "next_unit",
            "parallel_entry"]
@@ -213,14 +214,14 @@ def launch(n_chunks, fn, *args):
 
 
 class _Launch:
-    """The ``pool`` of :func:`cartjit._presort.run_chunks` that launches chunks as one
+    """The ``pool`` of :func:`cartjit.engine.presort.run_chunks` that launches chunks as one
     parallel loop (:func:`launch`); nothing to shut down."""
 
     def shutdown(self, wait=True):
         pass
 
 
-#: The pool value for :func:`cartjit._presort.run_chunks` that means :func:`launch`.
+#: The pool value for :func:`cartjit.engine.presort.run_chunks` that means :func:`launch`.
 LAUNCH = _Launch()
 
 _LAYER = threading.Lock()
@@ -272,3 +273,126 @@ def launch_pool():
     enter at once: :func:`_layer_is_shared`), else None."""
     usable = PARALLEL and numba.config.NUMBA_NUM_THREADS > 1 and _layer_is_shared()
     return LAUNCH if usable else None
+
+# --------------------------------------------------------------------------- level steps
+
+@jit(inline="always")
+def _block(m, c, n_chunks):
+    """Rows ``[j0, j1)`` of chunk c when ``m`` rows are cut into ``n_chunks``
+    consecutive blocks of nearly equal size. Loop over them as ``for j in range(j1)``,
+    skipping ``j < j0``: a loop from 0 lets the compiler drop the checks for negative
+    indices at every access by ``j`` (a loop from ``j0`` made step 2 half as slow
+    again)."""
+    return m * c // n_chunks, m * (c + 1) // n_chunks
+
+
+#: Blocks of a feature's rows per chunk in a step whose chunks share the (row, feature)
+#: pairs out as they go (:func:`_take_block`): enough for a fast chunk to take over a
+#: slow one's share, few enough that a block is long.
+BLOCKS_PER_CHUNK = 4
+
+#: int64 slots per chunk in a step's counters (:func:`_take_block`): one cache line each.
+COUNTER_STRIDE = 8
+
+
+#: Cases per block of a level's search (:func:`_case_blocks`): each chunk searches its
+#: features over one block of nodes before the next, so the responses of the block's
+#: cases (a cache line each: cases are scattered over y) are read from memory by the
+#: first of those features and from the core's cache by the others.
+CASE_BLOCK = 8192
+
+
+@jit
+def _case_blocks(start, end, per_block):
+    """Bounds of the blocks of a frontier's rows for :func:`_take_case_block`: rows
+    ``[bounds[b], bounds[b + 1])``, consecutive rows holding about ``per_block`` cases
+    together (a larger node alone)."""
+    m = start.shape[0]
+    bounds = np.empty(m + 1, dtype=np.int64)
+    bounds[0] = 0
+    n_blk = 0
+    held = 0
+    for j in range(m):
+        if held >= per_block:
+            n_blk += 1
+            bounds[n_blk] = j
+            held = 0
+        held += end[j] - start[j]
+    n_blk += 1
+    bounds[n_blk] = m
+    return bounds[:n_blk + 1]
+
+
+@jit
+def step_counters(n_chunks):
+    """The counters of one step shared out by :func:`_take_block` (zero; a kernel, so
+    that the one-thread driver makes them too)."""
+    return np.zeros(max(1, n_chunks) * COUNTER_STRIDE, dtype=np.int64)
+
+
+@jit(inline="always")
+def _take_block(counters, c, n_chunks, p, n_rows):
+    """The next block of (row, feature) pairs for chunk c of a step whose chunks share
+    the pairs out as they go: ``(f, j0, j1)``, rows ``[j0, j1)`` of feature f, or
+    ``(-1, 0, 0)`` when none is left.
+
+    Feature f belongs to chunk f mod n_chunks, and each feature's rows are cut into
+    about :data:`BLOCKS_PER_CHUNK` × n_chunks consecutive blocks. A chunk takes the
+    blocks of its own features first, then those left of the other chunks' (one counter
+    each, ``counters[k * COUNTER_STRIDE]``, :func:`cartjit.engine.team.next_unit`): a chunk on
+    a slower core leaves some of its blocks to the others instead of holding up the
+    step, and otherwise the searches and partitions of a feature run on the same thread
+    level after level, so its keys stay in that core's caches (when the two cores of a
+    virtual machine sit on different core complexes, a cache line written by one and
+    read by the other crosses between them)."""
+    n_blk = max(1, min(n_rows, BLOCKS_PER_CHUNK * n_chunks))
+    own, n_feat, u = _next_own_unit(counters, c, n_chunks, p, n_blk)
+    if u < 0:
+        return np.int64(-1), np.int64(0), np.int64(0)
+    fi = u // n_blk
+    b = u - fi * n_blk
+    return own + fi * n_chunks, n_rows * b // n_blk, n_rows * (b + 1) // n_blk
+
+
+@jit(inline="always")
+def _take_case_block(counters, c, n_chunks, p, bounds):
+    """:func:`_take_block` over the blocks of rows ``bounds`` (:func:`_case_blocks`),
+    block by block: a chunk takes each of its own features on a block before the next
+    block (then, as there, the blocks left of the other chunks' features)."""
+    n_blk = bounds.shape[0] - 1
+    own, n_feat, u = _next_own_unit(counters, c, n_chunks, p, n_blk)
+    if u < 0:
+        return np.int64(-1), np.int64(0), np.int64(0)
+    b = u // n_feat
+    fi = u - b * n_feat
+    return own + fi * n_chunks, bounds[b], bounds[b + 1]
+
+
+@jit(inline="always")
+def _next_own_unit(counters, c, n_chunks, p, n_blk):
+    """The next unit of :func:`_take_block` or :func:`_take_case_block` for chunk c,
+    ``n_blk`` blocks a feature: ``(owner, its number of features, unit)``, the owner
+    the chunk whose features the unit is of (c's own first), or ``(-1, 0, -1)``."""
+    for k in range(n_chunks):
+        own = c + k
+        if own >= n_chunks:
+            own -= n_chunks
+        n_feat = (p - own + n_chunks - 1) // n_chunks
+        u = next_unit(counters[own * COUNTER_STRIDE:], n_feat * n_blk)
+        if u >= 0:
+            return np.int64(own), np.int64(n_feat), u
+    return np.int64(-1), np.int64(0), np.int64(-1)
+
+
+@jit(inline="always")
+def _chunk_walk(f, p, c, n_chunks):
+    """Feature-by-feature walks of a level's (node, feature) pairs ``k = t * p + f``,
+    chunk c taking those with k ≡ c (mod n_chunks): the first node index t of feature
+    ``f`` in chunk c (``n_chunks`` when there is none) and the step between them."""
+    step = 1
+    while (step * p) % n_chunks != 0:
+        step += 1
+    t = 0
+    while t < n_chunks and (t * p + f) % n_chunks != c:
+        t += 1
+    return t, step

@@ -505,7 +505,7 @@ def apply(tree: Tree, X: np.ndarray, use_surrogate: int = 2) -> np.ndarray:
     surrogates, then the majority (``majority_left``). Raises ``ValueError`` if X holds
     infinity (checked while the rows are read).
     """
-    from ._predict import apply as nodes_of, routing_of  # the batch kernels
+    from .predict import apply as nodes_of, routing_of  # the batch kernels
 
     routing = routing_of(tree, use_surrogate)
     nodes, n_inf = nodes_of(tree.feature, tree.threshold, tree.left, X, routing)

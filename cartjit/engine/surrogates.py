@@ -37,7 +37,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._config import jit
+from .config import jit
+from .predict import _level_side
+from .records import (I_N_SUR, I_SUR_START, LEFT, MISSING, RANK_TIE, RIGHT, S_ADJ, S_AGREE,
+                      S_COUNT, S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT, S_THRESHOLD)
+from .scans import threshold_between
+from .team import _take_block
 
 __all__ = ["ordered_surrogate", "categorical_surrogate", "LEVEL_LEFT", "LEVEL_RIGHT",
            "LEVEL_NONE", "MIN_ADJ", "MARK_PACK"]
@@ -411,3 +416,403 @@ def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes,
     if not (n_agree > 1 and n_disagree > 1):
         return 0.0, 0.0
     return _fractions(agree, majority, sum_l + sum_r, w_left, w_right, style)
+
+@jit(borrowed=True)
+def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, units, c,
+                       n_chunks):
+    """Step 2 (surrogates): the best surrogate split of every (split node, other feature)
+    pair (:mod:`cartjit.engine.surrogates`), on the marks of :func:`_mark_mv`.
+
+    The pairs are shared out as the chunks go, a block of one feature's split nodes at
+    a time, like :func:`_search_mv`'s (``units`` the step's counters).
+
+    Parameters
+    ----------
+    X, ps, fr, tg, rules, splits, pairs : as :func:`_mark_mv`.
+    sp : int64 batch rows of the split nodes.
+    work : :class:`Work`.
+    sur : :class:`SurrogatePairs` output, pair (j, f) at ``j * p + f``.
+    units : the step's counters (:func:`step_counters`).
+    c, n_chunks : this chunk (its scratch) and the number of chunks.
+    """
+    p = ps.keys.shape[0]
+    lm = work.level_i.shape[1] // 4
+    lw = work.level_f[c]
+    ints = work.level_i[c]
+    side = ints[3 * lm:4 * lm]
+    level_counts = ints[:3 * lm]
+    high = work.present[c][:3]
+    marks = work.goes_left
+    shift = tg.shift
+    style = rules.surrogate_style
+    n_sp = sp.shape[0]
+    while True:
+        f, t, t_end = _take_block(units, c, n_chunks, p, n_sp)
+        if f < 0:
+            break
+        row = ps.keys[f]
+        n_levels = ps.n_levels[f]
+        rk = ps.ranks[ps.rank_row[f]] if ps.rank_row[f] >= 0 else work.no_ranks
+        while t < t_end:
+            j = sp[t]
+            t += 1
+            kk = j * p + f
+            sur.agree[kk] = 0.0
+            sur.adj[kk] = 0.0
+            f0 = splits.feat[j]
+            if f == f0:
+                continue
+            start = fr.start[j]
+            end = fr.end[j]
+            pend = start + pairs.present[kk]
+            if pend - start < 2:
+                continue
+            if n_levels > 0:
+                # the codes' uint16 row (half the cache footprint of their ranks)
+                a, adj = categorical_surrogate(row, start, pend, shift, marks, tg.w,
+                                               tg.unit_weights,
+                                               ps.codes[ps.rank_row[f]], n_levels,
+                                               splits.w_left[j], splits.w_right[j], style,
+                                               splits.tie_left[j], lw, side, level_counts)
+                pos = np.int64(-1)
+                low = _pack_sides(side, n_levels) if n_levels <= SIDE_BITS else 1
+            else:
+                # the marked cases with f present: the node's, less those missing f
+                # (summed directly when weights could round)
+                _marked_totals(row, start, pend, end, tg, marks, splits.w_left[j],
+                               splits.w_right[j], pairs.present[j * p + f0], high)
+                a, adj, pos, low = ordered_surrogate(row, start, pend, shift, marks, tg.w,
+                                                     tg.unit_weights, rk, high,
+                                                     splits.w_left[j], splits.w_right[j],
+                                                     style)
+            # a surrogate no better than the majority is never kept
+            sur.agree[kk] = a if adj > MIN_ADJ else 0.0
+            sur.adj[kk] = adj
+            sur.pos[kk] = pos
+            sur.low_left[kk] = low
+
+
+#: Categorical surrogates of at most this many levels keep their sides from the search
+#: (SurrogatePairs.low_left), so that _write_surrogates need not search the pair again.
+SIDE_BITS = 31
+
+
+@jit(inline="always")
+def _pack_sides(side, n_levels):
+    """The sides of a categorical surrogate's levels (``side[c]``, LEVEL_NONE, LEVEL_LEFT
+    or LEVEL_RIGHT, c < ``n_levels`` <= SIDE_BITS) as one int64: bit c set for a level
+    going left, bit c + 32 for one going right."""
+    packed = np.int64(0)
+    for c in range(n_levels):
+        if side[c] == LEVEL_LEFT:
+            packed |= np.int64(1) << np.int64(c)
+        elif side[c] == LEVEL_RIGHT:
+            packed |= np.int64(1) << np.int64(c + 32)
+    return packed
+
+
+@jit(inline="always")
+def _unpack_sides(packed, n_levels, side):
+    """:func:`_pack_sides` undone into ``side[:n_levels]``."""
+    for c in range(n_levels):
+        if (packed >> np.int64(c)) & 1:
+            side[c] = LEVEL_LEFT
+        elif (packed >> np.int64(c + 32)) & 1:
+            side[c] = LEVEL_RIGHT
+        else:
+            side[c] = LEVEL_NONE
+
+
+@jit(inline="always")
+def _marked_totals(row, start, pend, end, tg, marks, w_left, w_right, n_marked, out):
+    """Surrogates: weight of the marked cases (split feature present) going left and
+    right among ``row[start:pend]``, and their number, into ``out[:3]``.
+
+    With exact sums (unit or integer weights) they are the node's totals (``w_left``,
+    ``w_right``, ``n_marked``) less the missing tail ``row[pend:end]``; otherwise summed
+    directly.
+    """
+    shift = tg.shift
+    if tg.unit_weights:
+        # the tail's marked-left and marked cases counted without a branch a case
+        packed = np.int64(0)
+        ushift = np.uint32(shift)
+        for i in range(np.uint64(pend), np.uint64(end)):
+            packed += MARK_PACK[np.uint64(marks[np.uint64(np.uint32(row[i]) >> ushift)])]
+        n_l = packed & np.int64(0xFFFFFFFF)
+        n_m = packed >> np.int64(32)
+        out[0] = w_left - np.float64(n_l)
+        out[1] = w_right - np.float64(n_m - n_l)
+        out[2] = n_marked - n_m
+        return
+    if tg.exact_sums:
+        hl = w_left
+        hr = w_right
+        n = n_marked
+        lo = pend
+        hi = end
+        sign = -1.0
+    else:
+        hl = 0.0
+        hr = 0.0
+        n = 0
+        lo = start
+        hi = pend
+        sign = 1.0
+    for i in range(lo, hi):
+        case = row[i] >> shift
+        m = marks[case]
+        if m == 2:
+            continue
+        wi = 1.0 if tg.unit_weights else tg.w[case]
+        if m == 1:
+            hl += sign * wi
+        else:
+            hr += sign * wi
+        n += 1 if sign > 0 else -1
+    out[0] = hl
+    out[1] = hr
+    out[2] = n
+
+
+# Inlined into _send_missing (a call per case missing the split feature), which like the
+# other kernels of missing values that run in chunks is compiled borrowed, so that the
+# threads do not contend for the reference counts of the tables they share: the two
+# together took _send_missing from about 19 to 9 ms of CPU time in a two-thread fit of
+# 10^5 rows with 10 % of the cells missing (AMD EPYC).
+@jit(inline="always")
+def _surrogate_goes(X, case, f, tables, r, level_sets, is_cat):
+    """Routing by surrogate row ``r``: LEFT, RIGHT, or MISSING when it cannot route."""
+    x = X[case, f]
+    if is_cat:  # the level's side, as prediction reads it
+        side = _level_side(x, tables.sur_i[r, S_LEVEL_ROW], level_sets)
+        return MISSING if side < 0 else (LEFT if side == 0 else RIGHT)
+    if np.isnan(x):
+        return MISSING
+    low = tables.sur_i[r, S_LOW_LEFT]
+    if x <= tables.sur_f[r, S_THRESHOLD]:
+        return LEFT if low == 1 else RIGHT
+    return RIGHT if low == 1 else LEFT
+
+
+@jit(inline="always")
+def _best_untaken(score, base, p, picks, first, n_taken, tol, floor):
+    """Ranking of the surrogates: the feature f not yet taken (in
+    ``picks[first:first + n_taken]``, at most ``max_surrogate`` of them) with the largest
+    ``score[base + f]`` above ``floor``; a later feature must beat the best so far by
+    more than ``tol``, so values equal up to rounding keep feature order. -1 when none
+    is left."""
+    best = -np.inf
+    bf = np.int64(-1)
+    for f in range(p):
+        v = score[base + f]
+        if v > floor and v > best + tol:
+            taken = False
+            for r in range(first, first + n_taken):
+                taken |= picks[r] == f
+            if not taken:
+                best = v
+                bf = f
+    return bf
+
+
+@jit(borrowed=True)
+def _pick_surrogates(p, fr, rules, splits, sur, c, n_chunks):
+    """Step 2 (surrogates), after :func:`_search_surrogates`: for each split node of the
+    batch, the surrogates it keeps, best first (agreement first, feature order on ties
+    to within RANK_TIE, agreement above 0: adjusted agreement above MIN_ADJ), into
+    ``sur.pick[j * max_surrogate:]``, -1 after the last when fewer.
+
+    Chunk c takes the batch rows c, c + n_chunks, ...: each writes only its own picks.
+    (Run serially with the writing of the table rows, this took 3-4 % of a two-thread
+    10^5-row fit with holes, AMD EPYC.)
+
+    Parameters
+    ----------
+    p : the number of features.
+    fr, rules, splits : as :func:`_search_surrogates`.
+    sur : :class:`SurrogatePairs` (``agree`` filled in).
+    c, n_chunks : this chunk and the number of chunks.
+    """
+    m = rules.max_surrogate
+    for j in range(c, fr.node.shape[0], n_chunks):
+        first = j * m
+        n_sur = 0
+        if splits.feat[j] >= 0:
+            while n_sur < m:
+                bf = _best_untaken(sur.agree, j * p, p, sur.pick, first, n_sur, RANK_TIE,
+                                   0.0)
+                if bf < 0:
+                    break
+                sur.pick[first + n_sur] = bf
+                n_sur += 1
+        if n_sur < m:
+            sur.pick[first + n_sur] = -1
+
+
+@jit(borrowed=True)
+def _number_surrogates(ps, fr, nodes, rules, splits, sur, tables):
+    """Step 2 (surrogates), serial, after :func:`_pick_surrogates`: give each split node's
+    surrogates their rows of the surrogate table, in node order (``I_SUR_START``,
+    ``I_N_SUR``), and its categorical surrogates their rows of the level sets, in the
+    same order (from ``sur.level_row[j]``), advancing ``tables.rows[0]`` and
+    ``tables.rows[2]``; :func:`_send_missing` writes the rows.
+
+    Parameters as :func:`_pick_surrogates`, with ``ps`` the presort (the features'
+    numbers of levels), ``nodes`` the node tables and ``tables`` the surrogate table.
+    """
+    m = rules.max_surrogate
+    row = tables.rows[0]
+    level_row = tables.rows[2]
+    for j in range(fr.node.shape[0]):
+        sur.level_row[j] = level_row
+        if splits.feat[j] < 0:
+            continue
+        n_sur = 0
+        while n_sur < m and sur.pick[j * m + n_sur] >= 0:
+            level_row += ps.n_levels[sur.pick[j * m + n_sur]] > 0
+            n_sur += 1
+        node = fr.node[j]
+        nodes.inode[node, I_SUR_START] = row
+        nodes.inode[node, I_N_SUR] = n_sur
+        row += n_sur
+    tables.rows[0] = row
+    tables.rows[2] = level_row
+
+
+@jit(inline="always")
+def _write_surrogates(X, ps, j, p, start, tg, rules, splits, pairs, sur, work, c,
+                      level_sets, tables, first, n_sur):
+    """:func:`_send_missing`, one split node (batch row j): write its surrogates' rows of
+    the surrogate table (from ``first``; feature, agreements, threshold or level-set
+    row, direction, count 0) and its categorical surrogates' level sets (rows from
+    ``sur.level_row[j]``), in the order :func:`_pick_surrogates` ranked them. The sides
+    of a categorical surrogate come from ``sur.low_left`` (at most SIDE_BITS levels), or
+    from searching the pair again with chunk c's scratch."""
+    lm = work.level_i.shape[1] // 4
+    shift = tg.shift
+    lrow = sur.level_row[j]
+    for r in range(n_sur):
+        bf = sur.pick[j * rules.max_surrogate + r]
+        kk = j * p + bf
+        row_s = first + r
+        tables.sur_i[row_s, S_FEATURE] = bf
+        tables.sur_i[row_s, S_COUNT] = 0
+        tables.sur_f[row_s, S_AGREE] = sur.agree[kk]
+        tables.sur_f[row_s, S_ADJ] = sur.adj[kk]
+        n_levels = ps.n_levels[bf]
+        if n_levels > 0:
+            side = work.level_i[c][3 * lm:4 * lm]
+            if n_levels <= SIDE_BITS:  # kept by the search
+                _unpack_sides(sur.low_left[kk], n_levels, side)
+            else:
+                categorical_surrogate(ps.keys[bf], start, start + pairs.present[kk],
+                                      shift, work.goes_left, tg.w, tg.unit_weights,
+                                      ps.ranks[ps.rank_row[bf]], n_levels,
+                                      splits.w_left[j], splits.w_right[j],
+                                      rules.surrogate_style, splits.tie_left[j],
+                                      work.level_f[c], side, work.level_i[c][:3 * lm])
+            for s in range(2):
+                for wd in range(level_sets.shape[2]):
+                    level_sets[lrow, s, wd] = 0
+            for code in range(n_levels):
+                if side[code] != LEVEL_NONE:
+                    s = 0 if side[code] == LEVEL_LEFT else 1
+                    level_sets[lrow, s, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+            tables.sur_i[row_s, S_LEVEL_ROW] = lrow
+            tables.sur_i[row_s, S_LOW_LEFT] = 1
+            tables.sur_f[row_s, S_THRESHOLD] = np.nan
+            lrow += 1
+        else:
+            keys_s = ps.keys[bf]
+            pos = sur.pos[kk]
+            tables.sur_i[row_s, S_LEVEL_ROW] = -1
+            tables.sur_i[row_s, S_LOW_LEFT] = sur.low_left[kk]
+            tables.sur_f[row_s, S_THRESHOLD] = threshold_between(
+                X[keys_s[pos - 1] >> shift, bf], X[keys_s[pos] >> shift, bf])
+
+
+@jit(borrowed=True)
+def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets,
+                  tables, c, n_chunks):
+    """Step 2 (missing values), after :func:`_number_surrogates`: write each split
+    node's surrogate rows (:func:`_write_surrogates`), then send its cases missing the
+    split feature down by its surrogates (``use_surrogate`` >= 1,
+    counting the cases each surrogate sends) and then by the majority
+    (``use_surrogate`` == 2); a case still unsent stays in the node. Sets the children's
+    ranges (``splits.pos``, ``splits.stop``).
+
+    Chunk c takes the batch rows c, c + n_chunks, ...: each node writes, reads and
+    counts only its own surrogate and level-set rows and marks only its own cases, so
+    the result does not depend on the chunks.
+
+    Parameters
+    ----------
+    X, ps, fr, nodes, tg, rules, splits, pairs : as :func:`_mark_mv`.
+    sur : :class:`SurrogatePairs` (picked and numbered).
+    work : :class:`Work`; chunk c's scratch serves here.
+    level_sets, tables : the level sets and the surrogate table (rows reserved by
+        :func:`_number_surrogates`).
+    c, n_chunks : this chunk and the number of chunks.
+    """
+    p = ps.keys.shape[0]
+    marks = work.goes_left
+    shift = tg.shift
+    for j in range(c, fr.node.shape[0], n_chunks):
+        f0 = splits.feat[j]
+        if f0 < 0:
+            continue
+        node = fr.node[j]
+        start = fr.start[j]
+        end = fr.end[j]
+        pend = start + pairs.present[j * p + f0]
+        first = nodes.inode[node, I_SUR_START]
+        n_sur = nodes.inode[node, I_N_SUR]
+        _write_surrogates(X, ps, j, p, start, tg, rules, splits, pairs, sur, work, c,
+                          level_sets, tables, first, n_sur)
+        # the cases missing the split feature end its segment
+        row = ps.keys[f0]
+        w_left = splits.w_left[j]
+        w_right = splits.w_right[j]
+        # the present cases, counted by _mark_mv; then those sent here
+        n_left = splits.pos[j] - start
+        n_right = pend - start - n_left
+        # The first surrogate routes most of these cases: its sides are found first for
+        # all of them, in a loop of independent look-ups of X (scattered rows, which the
+        # CPU overlaps), into this chunk's buffer; the other surrogates serve the rest.
+        by_first = rules.use_surrogate > 0 and n_sur > 0
+        first_go = work.buffers[c]
+        n_first = 0
+        if by_first:
+            fs = tables.sur_i[first, S_FEATURE]
+            is_cat = ps.n_levels[fs] > 0
+            for i in range(pend, end):
+                first_go[i - pend] = _surrogate_goes(X, row[i] >> shift, fs, tables, first,
+                                                     level_sets, is_cat)
+        for i in range(pend, end):
+            case = row[i] >> shift
+            go = MISSING
+            if by_first:
+                go = first_go[i - pend]
+                if go != MISSING:
+                    n_first += 1
+                else:
+                    for r in range(first + 1, first + n_sur):
+                        fs = tables.sur_i[r, S_FEATURE]
+                        go = _surrogate_goes(X, case, fs, tables, r, level_sets,
+                                             ps.n_levels[fs] > 0)
+                        if go != MISSING:
+                            tables.sur_i[r, S_COUNT] += 1
+                            break
+            if go == MISSING and rules.use_surrogate == 2:
+                if w_left > w_right:
+                    go = LEFT
+                elif w_right > w_left:
+                    go = RIGHT
+            marks[case] = go
+            n_left += go == LEFT
+            n_right += go == RIGHT
+        if by_first:
+            tables.sur_i[first, S_COUNT] += n_first
+        splits.pos[j] = start + n_left
+        splits.stop[j] = start + n_left + n_right

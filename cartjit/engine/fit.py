@@ -7,11 +7,11 @@ the full tree:
 1. class set-up (docs/maths.md §1–2): priors π ("empirical" from the cases given, "equal", or
    fixed values), altered priors π'(j) ∝ π(j) Σ_i C(i|j) for the split search when
    the cost is not 0-1, and the per-class factors c_j = π'(j)/N_j of the kernels;
-2. growing T_max (:func:`cartjit._builder.grow`) on the presorted keys;
+2. growing T_max (:func:`cartjit.engine.grow.grow`) on the presorted keys;
 3. R(t) and the node labels j*(t) with the true π and C (docs/maths.md §1), or R(t) =
    Σ w (y - ȳ)² / W for regression (docs/maths.md §3);
 4. best-first truncation for ``max_leaf_nodes``;
-5. the per-node collapse α of the weakest-link sequence (:mod:`cartjit._pruning`).
+5. the per-node collapse α of the weakest-link sequence (:mod:`cartjit.engine.pruning`).
 
 Nothing here is jitted.
 """
@@ -22,16 +22,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._builder import (I_FEATURE, I_LEFT, I_LEVEL_ROW, I_PARENT, I_RIGHT, F_THRESHOLD,
-                       S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT, S_THRESHOLD, assemble_tree, grow,
-                       routing_nodes)
-from ._presort import presort
-from ._criteria import SQUARED_ERROR, min_risk_labels
-from ._predict import FoldTree, Routing
-from ._pruning import weakest_link, with_alpha
-from ._rpart import check_compat, cp_table_rows, rpart_pruning
-from ._scaling import check_class_tables, normalise, power_of_two, restore
-from ._tree import LEAF, Tree, subtree
+from .records import (I_FEATURE, I_LEFT, I_LEVEL_ROW, I_PARENT, I_RIGHT, F_THRESHOLD, S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT, S_THRESHOLD)
+from .assembly import assemble_tree, routing_nodes
+from .grow import grow
+from .presort import presort
+from .impurity import SQUARED_ERROR, min_risk_labels
+from .predict import FoldTree, Routing
+from .pruning import weakest_link, with_alpha
+from .rpart import check_compat, cp_table_rows, rpart_pruning
+from .scaling import check_class_tables, normalise, power_of_two, restore
+from .tree import LEAF, Tree, subtree
 
 __all__ = ["Problem", "Settings", "Fitted", "FoldFit", "fit_tree", "fit_fold",
            "split_factor", "class_risk", "with_alpha", "with_rpart_rules", "rpart_rows",
@@ -202,14 +202,14 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
              rpart_growth=False, check=True):
     """Grow, score and prune-sequence a tree on the cases listed in ``presorted``.
 
-    ``presorted`` is :func:`cartjit._presort.presort`'s result, or a fold's
-    :func:`cartjit._presort.subset_keys`; its keys are consumed. ``None`` presorts all
+    ``presorted`` is :func:`cartjit.engine.presort.presort`'s result, or a fold's
+    :func:`cartjit.engine.presort.subset_keys`; its keys are consumed. ``None`` presorts all
     of ``problem.X`` here, so that the keys can be freed as soon as the tree is grown.
     Class totals, empirical priors and the root weight are those of these cases.
 
     Weights, costs and responses reach the kernels divided by a power of two that keeps
     them in float64's comfortable range, and the results are scaled back, exactly
-    (:mod:`cartjit._scaling`).
+    (:mod:`cartjit.engine.scaling`).
 
     ``rpart_alpha`` (α_c, in the units of the fitted risks) replaces step 5 by rpart's
     rules (:func:`with_rpart_rules`, here on the kernels' units, which only scales the
@@ -217,7 +217,7 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
     (``compat="rpart"``): without surrogates (``max_surrogate`` 0) a case missing the
     split variable stays in the node, as rpart sets no default direction then.
     ``check=False`` skips the up-front size check of the class tables
-    (:func:`cartjit._scaling.check_class_tables`, a function of ``problem`` and
+    (:func:`cartjit.engine.scaling.check_class_tables`, a function of ``problem`` and
     ``settings`` alone), for a caller that made it once for many trees.
     """
     problem, settings, scale = normalise(problem, settings)
@@ -284,18 +284,18 @@ _NO_THRESHOLDS = np.zeros(0, dtype=np.float64)
 def fit_fold(problem, settings, scale, presorted, setup=None):
     """A fold tree T_max^(v) and its sequence, only as far as the cross-validation reads
     them: :func:`fit_tree`'s tree on the cases of ``presorted`` (a fold's
-    :func:`cartjit._presort.subset_keys`, consumed), without ``max_leaf_nodes`` nor
+    :func:`cartjit.engine.presort.subset_keys`, consumed), without ``max_leaf_nodes`` nor
     rpart's rules, returned as a :class:`FoldFit`.
 
     ``problem`` and ``settings`` are in the kernels' units already and ``scale`` is
-    their :class:`cartjit._scaling.Scale` (:func:`cartjit._scaling.normalise`, made
+    their :class:`cartjit.engine.scaling.Scale` (:func:`cartjit.engine.scaling.normalise`, made
     once for every fold). The steps and the arithmetic are :func:`fit_tree`'s (class
     totals, priors and factors of the fold's cases, R(t) and j*(t), the weakest-link
-    pass, the units restored as :func:`cartjit._scaling.restore` does), so α, the labels
-    and the means are the same doubles; only the :class:`cartjit._tree.Tree` is never
-    assembled: the columns the held-out descent reads (:class:`cartjit._predict.FoldTree`,
-    :func:`cartjit._predict.routing_of`'s routing) are taken from the grown node tables.
-    ``setup`` is :func:`cartjit._builder.grow_setup`'s record for ``problem`` and
+    pass, the units restored as :func:`cartjit.engine.scaling.restore` does), so α, the labels
+    and the means are the same doubles; only the :class:`cartjit.engine.tree.Tree` is never
+    assembled: the columns the held-out descent reads (:class:`cartjit.engine.predict.FoldTree`,
+    :func:`cartjit.engine.predict.routing_of`'s routing) are taken from the grown node tables.
+    ``setup`` is :func:`cartjit.engine.grow.grow_setup`'s record for ``problem`` and
     ``settings``, made once for every fold (None: made here).
     """
     is_class = problem.is_classification
@@ -348,7 +348,7 @@ def fit_fold(problem, settings, scale, presorted, setup=None):
 
 def fitted_factor(fitted, settings):
     """The split-search class factors c_j of a fitted classification tree (None for
-    regression): they order its children for rpart (:func:`cartjit._rpart.rpart_order`)."""
+    regression): they order its children for rpart (:func:`cartjit.engine.rpart.rpart_order`)."""
     if fitted.priors is None:
         return None
     return split_factor(fitted.priors, fitted.class_totals, settings.cost,
@@ -357,7 +357,7 @@ def fitted_factor(fitted, settings):
 
 def with_rpart_rules(fitted, settings, alpha_c):
     """``fitted`` with rpart's per-node complexities and table in place of the exact
-    sequence (``compat="rpart"``, :mod:`cartjit._rpart`), for the growth bound
+    sequence (``compat="rpart"``, :mod:`cartjit.engine.rpart`), for the growth bound
     ``alpha_c`` (absolute: cp · R(root))."""
     tree, path = rpart_pruning(fitted.tree, alpha_c, fitted_factor(fitted, settings))
     return fitted._replace(tree=tree, path=path)

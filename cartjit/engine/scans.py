@@ -11,7 +11,7 @@ and a boundary counts only where the rank changes. ``ranks`` is empty for featur
 without ties.
 
 At each candidate both children must hold at least ``min_leaf`` cases; the proxy P(s) of
-:mod:`cartjit._criteria` is compared with the best so far of this feature, and replaces
+:mod:`cartjit.engine.impurity` is compared with the best so far of this feature, and replaces
 it only when larger by more than the tie tolerance, so that the lowest threshold wins a
 tie. The result is returned as Δi together with the split position ``pos`` (the left
 child is the segment's first ``pos - start`` cases) and ``-inf`` when no candidate
@@ -23,9 +23,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._config import jit
-from ._criteria import ENTROPY, GINI, tie_tolerance, xlogx
-from ._simd import LANES, compress_class_changes, prefetch
+from .config import jit
+from .impurity import ENTROPY, GINI, tie_tolerance, xlogx
+from .simd import LANES, compress_class_changes, prefetch
 
 __all__ = ["Targets", "Segment", "threshold_between", "class_counts", "list_class_changes",
            "equal_factors", "best_split_gini_runs", "best_split_class_runs",
@@ -47,7 +47,7 @@ class Targets(NamedTuple):
     unit_weights: bool     # every weight is 1
     exact_sums: bool       # integer weights, totals below 2**53: running sums are exact
     factor: np.ndarray     # float64 per-class factors c_j (empty for regression)
-    criterion: int         # a code of cartjit._criteria
+    criterion: int         # a code of cartjit.engine.impurity
     shift: int             # bits of the class label in a key (0: not packed)
     mask: int              # 2**shift - 1
     xlogx: np.ndarray = np.empty(0)  # float64 k log2 k for k = 0..n (entropy with unit
@@ -82,7 +82,7 @@ def threshold_between(a, b):
 #: Candidates whose proxies agree to this relative width are near-ties, decided on Δi.
 NEAR_TIE = 1e-11
 
-#: Cases ahead whose response the regression scans ask for (:func:`cartjit._simd.prefetch`):
+#: Cases ahead whose response the regression scans ask for (:func:`cartjit.engine.simd.prefetch`):
 #: the keys are cases scattered over y, and where y outgrows the caches (10^7 cases, 80
 #: MB) each read would otherwise wait for memory in turn (AMD EPYC, a loop of the lean
 #: scan's shape: 12 ns a case, 3.4 with the lines asked for 64 cases ahead; the scan of
@@ -268,7 +268,7 @@ def list_class_changes(keys, lo, hi, y, mask, simd, cand):
     A class change at i means the cases at i - 1 and i differ in class. Branch-free:
     every position is written and only a change advances the count. With ``simd`` and
     labels in the keys, blocks of 16 positions are compared and packed at once
-    (:func:`cartjit._simd.compress_class_changes`); the scalar loop finishes the tail.
+    (:func:`cartjit.engine.simd.compress_class_changes`); the scalar loop finishes the tail.
 
     Parameters
     ----------
@@ -669,7 +669,7 @@ def best_split_classification(seg, tg, total, node_impurity, min_leaf, by_runs, 
     Candidates are the positions ``pos`` with at least ``min_leaf`` cases on each side
     (and, where ``seg.ranks`` is given, a change of value between ``pos - 1`` and
     ``pos``), visited in increasing order. They are ranked by the proxy P(s) of
-    :mod:`cartjit._criteria`, compared by cross-multiplication so that the loop does no
+    :mod:`cartjit.engine.impurity`, compared by cross-multiplication so that the loop does no
     division. A candidate whose proxy exceeds the best by more than the relative width
     ``NEAR_TIE`` replaces it; one within that width is a near-tie, settled on the
     precise Δi of :func:`_precise_class_delta` with the tie tolerance (so the lower

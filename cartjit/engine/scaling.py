@@ -134,7 +134,7 @@ def normalise(problem, settings, *, uniform=True):
 
 
 def restore(fitted, scale):
-    """A :class:`cartjit._fit.Fitted` in the user's units (exact for powers of two)."""
+    """A :class:`cartjit.engine.fit.Fitted` in the user's units (exact for powers of two)."""
     if scale.identity:
         return fitted
     tree = fitted.tree
@@ -173,7 +173,7 @@ def check_class_tables(n_cases, n_classes, settings):
     and ``min_samples_leaf``: at least one leaf per class present (at most one per
     ``min_samples_leaf`` cases), so 2 L - 1 nodes of J float64 values per table.
     """
-    from ._limits import check_allocation
+    from .limits import check_allocation
 
     if n_classes <= 1:
         return

@@ -3,7 +3,7 @@
 For a tree T and α >= 0, R_α(T) = R(T) + α |T~|. The sequence of smallest minimising
 subtrees T_1 > T_2 > … > T_K = {root} and the thresholds 0 = α_1 < α_2 < … < α_K are
 computed once, and stored as one number per node, ``alpha[t]``: the α at which t
-becomes a leaf (see :mod:`cartjit._tree`). T(α) for any α is then a mask, never a refit.
+becomes a leaf (see :mod:`cartjit.engine.tree`). T(α) for any α is then a mask, never a refit.
 
 Everything about pruning is here:
 
@@ -44,9 +44,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._config import jit
-from ._presort import chunk_pool, run_chunks
-from ._tree import subtree
+from .config import jit
+from .presort import chunk_pool, run_chunks
+from .tree import subtree
 
 __all__ = ["ALPHA_RTOL", "ALPHA_ATOL", "weakest_link", "weakest_link_threads", "with_alpha",
            "pruning_sequence", "keeps_split", "prune_tree", "midpoints", "path_table",

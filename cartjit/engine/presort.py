@@ -3,8 +3,8 @@
 For every feature m the learning cases are sorted once by x_m and stored as int32 case
 indices, one row of a ``(n_features, n_cases)`` *keys* array per feature
 (:func:`presort`); features with tied values also get a row of dense ranks by case, so
-that the split search can tell equal values apart (see :mod:`cartjit._splitter`). The
-grower (:mod:`cartjit._builder`) then keeps every node's cases as one position range of
+that the split search can tell equal values apart (see :mod:`cartjit.engine.scans`). The
+grower (:mod:`cartjit.engine.grow`) then keeps every node's cases as one position range of
 every row, and never sorts again. A cross-validation fold is grown on the same order,
 restricted to its cases (:func:`subset_keys`).
 
@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._config import jit
-from ._team import LAUNCH, launch, launch_pool
+from .config import jit
+from .team import LAUNCH, launch, launch_pool
 
 __all__ = ["Presorted", "presort", "subset_keys", "release_free_memory", "as_kernel_array",
            "run_chunks", "chunk_pool", "PARALLEL_MIN_KEYS"]
@@ -46,8 +46,8 @@ def run_chunks(pool, n_chunks, fn, *args):
     """Run ``fn(*args, c, n_chunks)`` for every chunk c, in the pool when there is one
     (:func:`chunk_pool`).
 
-    ``pool`` :data:`cartjit._team.LAUNCH`: the chunks run as one parallel loop of Numba's
-    threads (:func:`cartjit._team.launch`, a few microseconds a call). A thread pool: the
+    ``pool`` :data:`cartjit.engine.team.LAUNCH`: the chunks run as one parallel loop of Numba's
+    threads (:func:`cartjit.engine.team.launch`, a few microseconds a call). A thread pool: the
     calling thread runs chunk 0 itself while the pool runs the others: a pool of
     ``n - 1`` workers keeps n threads busy, and the wake-up of a worker overlaps the
     caller's own chunk instead of adding to every call (a level of the growth makes about
@@ -73,7 +73,7 @@ def run_chunks(pool, n_chunks, fn, *args):
 def chunk_pool(n_threads):
     """The ``pool`` argument of :func:`run_chunks` for ``n_threads`` threads: None for
     one; chunks launched as one parallel loop where the threading layer allows
-    (:func:`cartjit._team.launch_pool`); else a thread pool of ``n_threads - 1`` workers
+    (:func:`cartjit.engine.team.launch_pool`); else a thread pool of ``n_threads - 1`` workers
     (the caller runs a chunk too), which the caller shuts down."""
     if n_threads <= 1:
         return None

@@ -6,7 +6,7 @@ child by what its parent can still reach. This module applies those rules as a p
 over cartjit's T_max, which holds every split rpart could grow (the split chosen at a
 node depends on the node's cases only; a node rpart does not grow is a node the pass
 does not enter). The result is the same per-node α that cartjit stores for the exact
-sequence (:mod:`cartjit._tree`): the tree of a row is a mask, and the cross-validation,
+sequence (:mod:`cartjit.engine.tree`): the tree of a row is a mask, and the cross-validation,
 the predictions and ``prune`` read it as they read the exact one.
 
 With α_c the growth bound (rpart's ``cp`` times R(root); 0 keeps the whole table):
@@ -23,7 +23,7 @@ With α_c the growth bound (rpart's ``cp`` times R(root); 0 keeps the whole tabl
    ``IMPROVE_RTOL`` times the largest improvement met so far in the run, that node's
    included: rpart's guard against improvements that are rounding noise. The run is the
    full tree, then the fold trees in the order of their fold ids, as rpart grows them
-   (:func:`cartjit._cv` hands the largest value on).
+   (:func:`cartjit.engine.cv` hands the largest value on).
 2. **Complexity of a node**: g(t) = (R(t) - R(kept branches)) / (1 + their splits).
    The child of smaller complexity (the right one on equality) is collapsed first when
    g(t) exceeds it, then the other when the recomputed g(t) still exceeds it; the final
@@ -37,20 +37,20 @@ With α_c the growth bound (rpart's ``cp`` times R(root); 0 keeps the whole tabl
 
 rpart merges only bit-identical complexities, so a value that two nodes reach in exact
 arithmetic can come out as two rows a few ulps apart there; here values within the
-tolerance of the weakest-link loop (:data:`cartjit._pruning.ALPHA_RTOL`,
-:data:`~cartjit._pruning.ALPHA_ATOL`) are one row, and every node of it stores the
+tolerance of the weakest-link loop (:data:`cartjit.engine.pruning.ALPHA_RTOL`,
+:data:`~cartjit.engine.pruning.ALPHA_ATOL`) are one row, and every node of it stores the
 row's value (the largest of the group). The same tolerance decides "g(t) <= α_c", so a
 split whose complexity is rounding noise above α_c is removed, as in exact arithmetic.
 
 The cross-validation of this mode (:func:`evaluation_points`, :func:`fold_problem`) is
-in :mod:`cartjit._cv`; docs/rpart.md and docs/rpart-vs-exact.md describe the mode.
+in :mod:`cartjit.engine.cv`; docs/rpart.md and docs/rpart-vs-exact.md describe the mode.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ._config import jit
-from ._pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints
+from .config import jit
+from .pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints
 
 __all__ = ["COMPAT", "check_compat", "one_pass", "rpart_pruning", "cp_table_rows",
            "evaluation_points", "ROOT_POINT_FACTOR", "fold_priors", "rpart_order",
@@ -219,7 +219,7 @@ def rpart_order(tree, factor=None):
     rpart sends to its first child the side whose mean is smaller: the mean response
     for regression, and for classification the mean class index Σ_j j p(j | child)
     under the split-search priors (``factor``: the per-class c_j = π'(j)/N_j of
-    :func:`cartjit._fit.split_factor`). On equal means an ordered split sends the
+    :func:`cartjit.engine.fit.split_factor`). On equal means an ordered split sends the
     side of the larger values first. The first child's branch is grown before the
     second's bound is set, and on equal complexities the second collapses first.
     """
@@ -247,7 +247,7 @@ def rpart_improvements(tree, factor=None):
     factor common to the trees of one fit: for regression the share of the node's sum
     of squares that the split removes, G(t) / Var(t); for classification the split's
     impurity decrease times the node's weight under the split-search priors,
-    G(t) Σ_j c_j N_j(t) (``factor``: the c_j of :func:`cartjit._fit.split_factor`;
+    G(t) Σ_j c_j N_j(t) (``factor``: the c_j of :func:`cartjit.engine.fit.split_factor`;
     give the full sample's to a fold tree, so that its units are the full tree's).
     G(t) is ``tree.improvement``, the decrease on the cases that have the split
     variable scaled by their share of the node (docs/maths.md §8)."""
@@ -264,7 +264,7 @@ def rpart_pruning(tree, alpha_c, factor=None, *, iscale=0.0, improve=None):
     """``tree`` (T_max) with ``alpha`` set to rpart's per-node complexities for the growth
     bound ``alpha_c`` (absolute, in the units of ``tree.risk``), and rpart's table as a
     path ``(values, n_leaves, risk)`` in increasing order of complexity, the layout of
-    :func:`cartjit._pruning.with_alpha`'s sequence (``values[0]`` is α_c, the last value
+    :func:`cartjit.engine.pruning.with_alpha`'s sequence (``values[0]`` is α_c, the last value
     the root's complexity).
 
     A node that splits in rpart's tree stores its capped complexity (merged with the
@@ -365,7 +365,7 @@ def primary_weights(tree, X, w):
     (the split, its surrogates, the majority); at a node it counts for the side its own
     value of the split variable gives, and for neither when that value is missing or a
     level the node's split does not list."""
-    from ._tree import apply as apply_tree
+    from .tree import apply as apply_tree
 
     X = np.ascontiguousarray(X, dtype=np.float64)
     end = apply_tree(tree, X, 2).astype(np.int64)

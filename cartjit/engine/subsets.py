@@ -40,10 +40,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._config import jit
-from ._criteria import GINI, tie_tolerance
-from ._splitter import (GINI_SCREEN_MARGIN, delta_from_counts, equal_factors,
+from .config import jit
+from .impurity import GINI, tie_tolerance
+from .scans import (GINI_SCREEN_MARGIN, delta_from_counts, equal_factors,
                         gini_certainly_below)
+from .impurity import SQUARED_ERROR
+from .records import F_IMPURITY
+from .scans import Segment
+from .team import _chunk_walk
 
 __all__ = ["best_subset_classification", "best_subset_regression", "subset_regression_scan",
            "level_run_end",
@@ -187,8 +191,8 @@ def _class_level_stats(seg, tg, n_classes, stats, ints, lm):
 
     Parameters
     ----------
-    seg : :class:`cartjit._splitter.Segment` whose ``ranks`` hold the codes by case.
-    tg : :class:`cartjit._splitter.Targets`.
+    seg : :class:`cartjit.engine.scans.Segment` whose ``ranks`` hold the codes by case.
+    tg : :class:`cartjit.engine.scans.Targets`.
     n_classes : J.
     stats : float64 scratch, receives L J counts.
     ints : int64 scratch (blocks of ``lm``).
@@ -276,7 +280,7 @@ def _reg_level_stats(seg, y, w, unit, mean, stats, ints, lm):
 
     Parameters
     ----------
-    seg : :class:`cartjit._splitter.Segment` whose ``ranks`` hold the codes by case.
+    seg : :class:`cartjit.engine.scans.Segment` whose ``ranks`` hold the codes by case.
     y, w, unit : responses, weights, unit weights.
     mean : ȳ(t).
     stats : float64 scratch, receives 2 L values.
@@ -645,7 +649,7 @@ def _class_exhaustive(stats, n_lv, n_classes, ints, lm, left, right, total, tg,
     ``sq_l Q_R + sq_r Q_L`` with ``B Q_L Q_R``, B set at each new best: no division per
     candidate. Every product is of integers or off by a few ulps, far inside
     :data:`GINI_SCREEN_MARGIN`; other problems screen with
-    :func:`cartjit._splitter.gini_certainly_below`. Screened candidates cannot change
+    :func:`cartjit.engine.scans.gini_certainly_below`. Screened candidates cannot change
     the result, so both screens give the same split.
     """
     J = n_classes
@@ -734,8 +738,8 @@ def best_subset_classification(seg, tg, total, node_impurity, min_leaf, max_exha
 
     Parameters
     ----------
-    seg : :class:`cartjit._splitter.Segment` (``ranks``: the codes by case).
-    tg : :class:`cartjit._splitter.Targets`.
+    seg : :class:`cartjit.engine.scans.Segment` (``ranks``: the codes by case).
+    tg : :class:`cartjit.engine.scans.Targets`.
     total : float64 (J,) N_j(t).
     node_impurity : i(t), which sets the tie tolerance.
     min_leaf : least number of cases in a child.
@@ -788,7 +792,7 @@ def best_subset_regression(seg, y, w, unit, mean, node_impurity, min_leaf, fs, i
 
     Parameters
     ----------
-    seg : :class:`cartjit._splitter.Segment` (``ranks``: the codes by case).
+    seg : :class:`cartjit.engine.scans.Segment` (``ranks``: the codes by case).
     y, w, unit : responses, weights and unit weights (``Targets`` fields).
     mean : ȳ(t).
     node_impurity : Var(t), which sets the tie tolerance.
@@ -846,3 +850,128 @@ def subset_regression_scan(n_lv, n_node, node_impurity, min_leaf, fs, ints, lm):
     if best_k < 0:
         return -np.inf, np.int64(-1)
     return best, np.int64(_set_sides_from_prefix(ints, lm, n_lv, best_k))
+
+@jit(borrowed=True)
+def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
+    """Step 1, search, categorical features: the best subset split of every (frontier
+    node, categorical feature) pair in chunk c.
+
+    A kernel of its own, run only when some feature is categorical, so that fits
+    without categorical features never compile the subset search. The codes are read
+    from ``ps.codes`` (uint16, half the cache footprint of their int32 row of
+    ``ps.ranks``).
+
+    Parameters
+    ----------
+    ps, fr, nodes, tg, rules, work : as :func:`_search`.
+    pairs : :class:`Pairs` output; the pairs of categorical features are written.
+    cat : int64 the categorical features.
+    c, n_chunks : this chunk (pairs c, c + n_chunks, ... of the node × ``cat`` pairs).
+    """
+    p = ps.keys.shape[0]
+    n_cat = cat.shape[0]
+    n_fr = fr.node.shape[0]
+    lm = work.level_i.shape[1] // 4
+    # Feature by feature, with this chunk's scratch and the feature's rows taken once:
+    # taking an array out of a record is an atomic reference count, which threads
+    # taking the same array contend for, and small pairs cost little more than that.
+    level_f = work.level_f[c]
+    level_i = work.level_i[c]
+    value = nodes.value
+    fnode = nodes.fnode
+    keep_bits = pairs.left_bits.shape[0] > 0
+    for fi in range(n_cat):
+        f = cat[fi]
+        seg_keys = ps.keys[f]
+        codes = ps.codes[ps.rank_row[f]]
+        j, step = _chunk_walk(fi, n_cat, c, n_chunks)
+        if j == n_chunks:
+            continue
+        while j < n_fr:
+            start = fr.start[j]
+            end = fr.end[j]
+            k = j * p + f
+            pos = np.int64(-1)
+            d = -np.inf
+            if end - start >= 2:
+                node = fr.node[j]
+                d, pos = _subset_pair(Segment(seg_keys, codes, start, end), tg, rules,
+                                      value[node], fnode[node, F_IMPURITY], fr.mean[j],
+                                      level_f, level_i, lm)
+            pairs.delta[k] = d
+            pairs.pos[k] = pos
+            if pos >= 0 and keep_bits:
+                pairs.left_bits[k], pairs.level_bits[k] = _side_bits(level_i, lm,
+                                                                     end - start)
+            j += step
+
+
+@jit(inline="always")
+def _subset_pair(seg, tg, rules, total, imp, mean, level_f, level_i, lm):
+    """Step 1, one (node, categorical feature) pair: the best subset split of ``seg``;
+    returns ``(Δi, pos)`` (``(-inf, -1)`` when none) and leaves its sides in
+    ``level_i``.
+
+    Parameters
+    ----------
+    seg : :class:`cartjit.engine.scans.Segment` of the cases searched (``ranks``: codes).
+    tg, rules : :class:`cartjit.engine.scans.Targets`, :class:`Rules`.
+    total : float64 (J,) class counts of those cases (classification).
+    imp : their impurity.
+    mean : their ȳ (regression).
+    level_f, level_i, lm : this thread's level scratch and its block length.
+    """
+    if tg.criterion != SQUARED_ERROR:
+        d, n_left = best_subset_classification(seg, tg, total, imp, rules.min_samples_leaf,
+                                               rules.max_exhaustive, level_f, level_i, lm)
+    else:
+        d, n_left = best_subset_regression(seg, tg.y_reg, tg.w, tg.unit_weights, mean, imp,
+                                           rules.min_samples_leaf, level_f, level_i, lm)
+    if n_left < 0:
+        return -np.inf, np.int64(-1)
+    return d, seg.start + n_left
+
+
+@jit(borrowed=True)
+def _write_level_sets(keys, start, end, shift, codes, from_bits, bits, level_i, lm,
+                      level_sets, row):
+    """Step 2, a subset split: write the level sets of row ``row``. A level goes left
+    when its code's bit is set in ``bits`` (``from_bits``), or when the search left it
+    in S in ``level_i``: ``keys[start:end]`` lists the cases grouped by level, levels in
+    code order, so the k-th run of equal codes is present level k."""
+    for side in range(2):
+        for wd in range(level_sets.shape[2]):
+            level_sets[row, side, wd] = 0
+    ushift = np.uint64(shift)
+    k = 0
+    i = start
+    while i < end:
+        code = codes[np.uint64(keys[np.uint64(i)]) >> ushift]
+        if from_bits:
+            go = np.int64((bits >> np.uint64(code)) & np.uint64(1))
+        else:
+            go = level_i[SIDE * lm + k]
+        level_sets[row, 1 - go, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+        k += 1
+        i = level_run_end(keys, codes, ushift, i, end, code)
+
+
+@jit(inline="always")
+def _side_bits(ints, lm, n_cases):
+    """Step 1, a subset split just found: the codes of the levels in S (the side the
+    search left in :data:`cartjit.engine.subsets.SIDE`) and those of every level searched,
+    as two bitsets (code c is bit c; every code below :data:`BITSET_LEVELS`), from one
+    walk over the levels (as :func:`cartjit.engine.subsets.left_levels_bits`); ``n_cases``
+    is the number of cases searched, which the levels' counts add up to."""
+    bits = np.uint64(0)
+    present = np.uint64(0)
+    seen = 0
+    lvl = 0
+    while seen < n_cases:
+        seen += ints[NCASE * lm + lvl]
+        code_bit = np.uint64(1) << np.uint64(ints[CODE * lm + lvl])
+        present |= code_bit
+        if ints[SIDE * lm + lvl]:
+            bits |= code_bit
+        lvl += 1
+    return bits, present

@@ -27,7 +27,7 @@ import threading
 
 from numba.core import event as _event
 
-from . import _config
+from . import config as _config
 
 __all__ = ["dispatchers", "cache_dir", "cache_state", "notice_once", "compiling_message",
            "doing", "quiet", "compiled_count", "describe_fit"]
@@ -87,7 +87,7 @@ def cache_state(directory=None):
         return "empty"
     sources = {}
     for name, module in list(sys.modules.items()):
-        if name.startswith("cartjit.") and getattr(module, "__file__", None):
+        if name.startswith("cartjit.engine.") and getattr(module, "__file__", None):
             sources[name.rsplit(".", 1)[1]] = module.__file__
     newest = {}  # module -> mtime of its newest index file
     for n in names:

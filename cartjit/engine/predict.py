@@ -28,9 +28,9 @@ import numba
 import numpy as np
 from numba import prange
 
-from ._config import jit, jit_parallel
-from ._simd import prefetch
-from ._team import parallel_entry
+from .config import jit, jit_parallel
+from .simd import prefetch
+from .team import parallel_entry
 
 __all__ = ["apply", "heldout_losses", "route", "routing_of", "FoldTree", "HeldOut",
            "LossTable", "Routing", "USE_SURROGATE",
@@ -49,7 +49,7 @@ S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT = 0, 1, 2
 
 class Routing(NamedTuple):
     """How a tree routes a case that a threshold alone cannot: subset splits, missing
-    values, surrogate splits and the majority (see :mod:`cartjit._tree`).
+    values, surrogate splits and the majority (see :mod:`cartjit.engine.tree`).
 
     The per-node and per-surrogate integers travel as two tables (few arrays keep the
     parallel kernel quick to compile); every array is contiguous and of the dtype below
@@ -462,7 +462,7 @@ def check_use_surrogate(use_surrogate):
 
 
 def routing_of(tree, use_surrogate=2):
-    """The :class:`Routing` record of a :class:`cartjit._tree.Tree`."""
+    """The :class:`Routing` record of a :class:`cartjit.engine.tree.Tree`."""
     node = np.column_stack([tree.level_row, tree.majority_left, tree.surrogate_start,
                             tree.n_surrogates]).astype(np.int64)
     sur = np.column_stack([tree.surrogate_feature, tree.surrogate_level_row,

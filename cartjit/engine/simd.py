@@ -1,8 +1,8 @@
 """Sixteen keys at a time: the compress-store steps of the split search and the partition.
 
 Two loops touch every presorted key at every depth level: the listing of the positions
-where the class changes (:mod:`cartjit._splitter`, scan by runs) and the stable
-partition of a split node's segments (:mod:`cartjit._builder`). Both keep some of a
+where the class changes (:mod:`cartjit.engine.scans`, scan by runs) and the stable
+partition of a split node's segments (:mod:`cartjit.engine.grow`). Both keep some of a
 block of keys and pack them to the front of an output, a *compress*. Scalar code does
 that one key at a time with a data-dependent write pointer; CPUs with AVX-512 do it for
 sixteen 32-bit keys in one instruction (``vpcompressd``). The keys are packed in a
@@ -14,7 +14,7 @@ below are written as :func:`numba.core.extending.intrinsic` functions that build
 LLVM IR directly; kernels call them on whole blocks of 16 and finish the tail with the
 scalar loop.
 
-They are used only when :data:`cartjit._config.SIMD` is on (by default: when Numba
+They are used only when :data:`cartjit.engine.config.SIMD` is on (by default: when Numba
 compiles for a CPU with AVX-512F). On other targets (the tests force them on) LLVM
 expands the portable intrinsics into a loop per lane, correct but slower than the
 scalar code. Either way the
@@ -31,7 +31,7 @@ from numba import types
 from numba.core import cgutils
 from numba.core.extending import intrinsic
 
-from . import _config
+from . import config as _config
 
 __all__ = ["LANES", "compress_class_changes", "compress_partition", "prefetch"]
 
