@@ -116,7 +116,7 @@ def warnings_said(command):
 def check_settings():
     """Read the settings of the environment the commands use; a bad one is a
     :class:`CommandError` naming the variable and its allowed forms."""
-    from .engine.config import check_settings as check_flags
+    from .engine.speed import check_settings as check_flags
     from .engine.limits import memory_limit
     try:
         check_flags()

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .engine import cache as _cache, config as _config
+from .engine import cache as _cache, speed as _config
 from . import _encoding as E
 from . import _validation as V
 from .engine.cv import CV_PREDICTIONS, cross_validate, select_index

@@ -15,7 +15,7 @@ from numba import types
 from numba.core.registry import CPUDispatcher
 
 from cartjit import CARTClassifier, CARTRegressor
-from cartjit.engine import config as _config
+from cartjit.engine import speed as _config
 
 ENGINE = [importlib.import_module(f"cartjit.engine.{name}") for name in _config.ENGINE_MODULES]
 

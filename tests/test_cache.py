@@ -141,10 +141,10 @@ def test_an_index_left_behind_by_an_edit_is_not_stale(tmp_path):
     """After an edit moves a kernel to another line, its old index file stays behind,
     older than the source; the module's newer index of the recompiled kernel counts."""
     src_mtime = os.path.getmtime(cartjit.engine.grow.__file__)
-    old = tmp_path / "_builder.grow-10.py311.nbi"
+    old = tmp_path / "grow.grow-10.py311.nbi"
     old.write_bytes(b"")
     os.utime(old, (src_mtime - 100, src_mtime - 100))
-    new = tmp_path / "_builder.grow-12.py311.nbi"
+    new = tmp_path / "grow.grow-12.py311.nbi"
     new.write_bytes(b"")
     os.utime(new, (src_mtime + 100, src_mtime + 100))
     assert _cache.cache_state(str(tmp_path)) == "present"
@@ -158,14 +158,14 @@ def _import_engine(cache):
     root = Path(cartjit.engine.grow.__file__).resolve().parent.parent
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), CARTJIT_CACHE="1")
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
-    subprocess.run([sys.executable, "-c", "import cartjit.engine.config"], check=True, env=env)
+    subprocess.run([sys.executable, "-c", "import cartjit.engine.speed"], check=True, env=env)
 
 
 def test_a_changed_engine_drops_every_module_s_cached_kernels(tmp_path):
     """A kernel carries the code of the kernels it calls in other modules, so a change
     to any engine module must drop the cached kernels of all of them, not only its own."""
-    stale = tmp_path / "_builder._search_subsets-321.py311.nbi"
-    data = tmp_path / "_builder._search_subsets-321.py311.1.nbc"
+    stale = tmp_path / "grow._search_subsets-321.py311.nbi"
+    data = tmp_path / "grow._search_subsets-321.py311.1.nbc"
     foreign = tmp_path / "othermodule.f-1.py311.nbi"
     for f in (stale, data, foreign):
         f.write_text("x")
@@ -186,7 +186,7 @@ def test_a_missing_engine_module_leaves_the_cache_and_raises_nothing(tmp_path, m
     """A partial install (an engine module missing) is not stamped and drops nothing:
     the stamp step returns quietly and the module's own import reports what is missing
     (it raised UnboundLocalError from inside the stamp step before)."""
-    from cartjit.engine import config as _config
+    from cartjit.engine import speed as _config
 
     cached = tmp_path / "grow._search-1.py311.nbi"
     cached.write_text("x")
@@ -202,7 +202,7 @@ def test_a_cache_directory_that_does_not_exist_yet_is_made_and_stamped(tmp_path,
     """The first process with a new cache directory makes it and stamps it, so that the
     kernels it compiles stay for the next process (unstamped, the next one emptied the
     cache and compiled everything again)."""
-    from cartjit.engine import config as _config
+    from cartjit.engine import speed as _config
 
     directory = tmp_path / "new" / "cache"
     monkeypatch.setattr(_config, "CACHE", True)
@@ -224,9 +224,9 @@ def test_the_engine_stamp_covers_every_module_a_kernel_carries():
     import re
     from pathlib import Path
 
-    from cartjit.engine.config import ENGINE_MODULES
+    from cartjit.engine.speed import ENGINE_MODULES
 
-    package = Path(cartjit.engine.config.__file__).resolve().parent
+    package = Path(cartjit.engine.speed.__file__).resolve().parent
     sources = {p.stem: p.read_text(encoding="utf-8") for p in package.glob("*.py")
                if p.stem != "__init__"}
 

@@ -10,7 +10,7 @@ exactly, and equal factors up to an ulp (empirical priors).
 import numpy as np
 
 from cartjit.engine.impurity import ENTROPY, GINI, TWOING, impurity_from_counts, xlogx_table
-from cartjit.engine.simd import LANES
+from cartjit.engine.speed import LANES
 from cartjit.engine.scans import (Segment, Targets, best_split_class_runs,
                                best_split_classification, best_split_regression,
                                best_split_regression_unit)

@@ -532,9 +532,9 @@ def test_labels_looked_up_same_tree_as_packed(prob):
 @settings(max_examples=examples(200), **SETTINGS)
 @given(st.one_of(classification_problem(), tie_free_classification_problem()))
 def test_blocks_of_16_same_tree_as_scalar(prob):
-    """The 16-key compress blocks of the search and the partition (cartjit.engine.simd) and
+    """The 16-key compress blocks of the search and the partition (cartjit.engine.speed) and
     the scalar loops grow the same tree."""
-    from cartjit.engine import config as _config
+    from cartjit.engine import speed as _config
     saved = _config.SIMD
     try:
         _config.SIMD = True

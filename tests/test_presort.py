@@ -6,8 +6,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from cartjit.engine.presort import (PARALLEL_MIN_KEYS, SMALL_RADIX_CASES, presort,
-                              release_free_memory, subset_keys)
+from cartjit.engine.presort import (PARALLEL_MIN_KEYS, SMALL_RADIX_CASES, presort, release_free_memory, subset_keys)
 
 
 def _check(X, ps):

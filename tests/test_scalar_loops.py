@@ -17,9 +17,9 @@ from numba import njit
 
 from cartjit.engine.records import Frontier, Splits, Work
 from cartjit.engine.children import _partition
-from cartjit.engine.team import step_counters
+from cartjit.engine.speed import step_counters
 from cartjit.engine.impurity import GINI
-from cartjit.engine.simd import LANES
+from cartjit.engine.speed import LANES
 from cartjit.engine.scans import Segment, Targets, list_class_changes
 from test_simd import _both_scans  # the lean Gini scan beside the general one
 

@@ -126,7 +126,7 @@ def test_a_gini_fit_compiles_no_other_scan(tmp_path):
 def test_threads_are_used_by_the_threaded_cases():
     if numba.get_num_threads() < 2:
         pytest.skip("one Numba thread: the threaded cases grow serially")
-    from cartjit.engine import team as _team
+    from cartjit.engine import speed as _team
     if _team.launch_pool() is None:
         pytest.skip("no threading layer for launches")
     X, y, _ = _problem(20_000, 5)

@@ -1,4 +1,4 @@
-"""The 16-key blocks (cartjit.engine.simd) and the lean Gini scan give what the scalar code gives.
+"""The 16-key blocks (cartjit.engine.speed) and the lean Gini scan give what the scalar code gives.
 
 Both paths are compiled on every machine: on a CPU without AVX-512, LLVM expands the
 compress-store intrinsics lane by lane, so these tests check the block logic there too.
@@ -10,12 +10,12 @@ import pytest
 from numba import njit
 
 from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor
-from cartjit.engine import config as _config
+from cartjit.engine import speed as _config
 from cartjit.engine.records import Frontier, Splits, Work
 from cartjit.engine.children import _partition
-from cartjit.engine.team import step_counters
-from cartjit.engine.config import _simd_flag
-from cartjit.engine.simd import LANES
+from cartjit.engine.speed import step_counters
+from cartjit.engine.speed import _simd_flag
+from cartjit.engine.speed import LANES
 from cartjit.engine.impurity import GINI, impurity_from_counts
 from cartjit.engine.scans import (Segment, Targets, best_split_classification,
                                best_split_gini_runs, list_class_changes)

@@ -1,4 +1,4 @@
-"""Chunked kernels launched as one parallel loop (cartjit.engine.team) against the same chunks
+"""Chunked kernels launched as one parallel loop (cartjit.engine.speed) against the same chunks
 run one after the other and on a thread pool: every chunk runs once, with its own index,
 the kernel's writes are the same, a chunk that raises is reported, and a grown tree does
 not depend on the route the chunks took."""
@@ -8,11 +8,11 @@ import numba
 import numpy as np
 import pytest
 
-from cartjit.engine import team as _team
+from cartjit.engine import speed as _team
 from cartjit.engine.impurity import GINI, SQUARED_ERROR
 from cartjit.engine.fit import Problem, Settings, fit_tree
-from cartjit.engine.team import _take_block, step_counters
-from cartjit.engine.presort import run_chunks
+from cartjit.engine.speed import _take_block, step_counters
+from cartjit.engine.speed import run_chunks
 
 # The launchers are cached kernels: a signature with a type defined here (a NamedTuple of
 # this module) would go into their cache index, which another process without this
@@ -178,8 +178,8 @@ def test_cartjit_compile_compiles_the_launchers_of_threaded_fits():
     if numba.get_num_threads() < 2 or _team.launch_pool() is None:
         pytest.skip("one Numba thread, or no threading layer for launches: nothing to compile")
     warmup._compile_threaded(CARTClassifier, CARTRegressor)
-    before = {n: len(f.signatures) for n, f in _team.LAUNCHERS.items()}
-    assert sum(before.values()) >= 8  # the steps of complete and missing-value fits
+    before = len(_team._launch.signatures)
+    assert before >= 8  # the steps of complete and missing-value fits
     rng = np.random.default_rng(2)
     n = 20_000
     X = rng.standard_normal((n, 5))
@@ -188,7 +188,7 @@ def test_cartjit_compile_compiles_the_launchers_of_threaded_fits():
     y = (np.nan_to_num(X[:, 0]) > 0).astype(int)
     CARTClassifier(max_depth=4, categorical_features=[4]).fit(X, y)
     CARTRegressor(max_depth=4).fit(X, np.nan_to_num(X[:, 1]))
-    assert {n: len(f.signatures) for n, f in _team.LAUNCHERS.items()} == before
+    assert len(_team._launch.signatures) == before
 
 
 def test_fits_launching_from_several_python_threads_at_once_are_right():

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 from typing import NamedTuple
 
-from .config import jit
+from .speed import jit
 from .predict import R_LEVEL_ROW, R_MAJORITY, R_N_SUR, R_SUR_START
 from .records import (C_COUNT, C_FEATURE, C_IMPROVEMENT, C_LEVEL_ROW, C_THRESHOLD,
                       F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, I_COMP_START,

@@ -27,7 +27,7 @@ import threading
 
 from numba.core import event as _event
 
-from . import config as _config
+from . import speed
 
 __all__ = ["dispatchers", "cache_dir", "cache_state", "notice_once", "compiling_message",
            "doing", "quiet", "compiled_count", "describe_fit"]
@@ -78,7 +78,7 @@ def cache_state(directory=None):
     counts, because index files of kernels that moved to other lines of an edited
     module stay behind, older than the source, for good.
     """
-    if not _config.CACHE:
+    if not speed.CACHE:
         return "empty"
     directory = cache_dir() if directory is None else directory
     try:
@@ -111,7 +111,7 @@ def cache_state(directory=None):
 
 def compiling_message(directory, kind="the kernels"):
     """The notice that ``kind`` is compiling (cached in ``directory``)."""
-    if not _config.CACHE:
+    if not speed.CACHE:
         return (f"cartjit: compiling {kind} (CARTJIT_CACHE=0: every new process compiles "
                 "them again; seconds to tens of seconds for each kind of fit) ...")
     return (f"cartjit: compiling {kind} into {directory} (once: later processes load them "

@@ -2,15 +2,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import jit
+from .speed import jit
 from .impurity import SQUARED_ERROR, impurity_from_counts
 from .predict import _level_side
 from .records import (F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, I_DEPTH, I_FEATURE,
                       I_LEFT, I_LEVEL_ROW, I_N, I_PARENT, I_RIGHT, LEFT, RIGHT, _N_INT)
 from .scans import _AHEAD, class_counts
-from .simd import LANES, compress_partition, prefetch
+from .speed import LANES, compress_partition, prefetch
 from .subsets import level_run_end
-from .team import _take_block
+from .speed import _take_block
 
 
 # --------------------------------------------------------------------------- node statistics
@@ -333,7 +333,7 @@ def _partition(keys, shift, part_index, sides, splits, fr, work, simd, units, c,
     holding whatever the packing left there; nothing reads them again.
 
     With ``simd``, blocks of 16 keys are split at once
-    (:func:`cartjit.engine.simd.compress_partition`; ``goes_left`` is padded for it).
+    (:func:`cartjit.engine.speed.compress_partition`; ``goes_left`` is padded for it).
 
     Parameters
     ----------

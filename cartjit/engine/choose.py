@@ -3,14 +3,14 @@ from __future__ import annotations
 import numpy as np
 
 from .children import _partition_split_feature
-from .config import jit
+from .speed import jit
 from .impurity import SQUARED_ERROR, tie_tolerance
 from .missing import _level_sets_from_bits, _level_sets_of_pair
 from .records import (C_COUNT, C_FEATURE, C_IMPROVEMENT, C_LEVEL_ROW, C_THRESHOLD,
                       F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, I_COMP_START,
                       I_FEATURE, I_LEVEL_ROW, I_N_COMP, I_N_PRIMARY)
 from .scans import threshold_between
-from .team import _block
+from .speed import _block
 
 
 @jit(borrowed=True)

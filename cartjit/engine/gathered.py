@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import jit
+from .speed import jit
 from .impurity import tie_tolerance
 from .scans import NEAR_TIE, _precise_reg_delta
 from .subsets import CODE, NCASE, SCAN_CASES, level_run_end, subset_regression_scan

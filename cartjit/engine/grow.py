@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from . import config as _config
+from . import speed
 import numpy as np
 from typing import NamedTuple
 
@@ -9,23 +9,24 @@ from .children import (_children, _mark_sides, _node_stats, _number_splits, _par
                        _partition_mv)
 from .choose import (_choose, _fill_competitors, _pick_competitors, _rank_competitors,
                      _record_subsets)
-from .config import jit
+from .speed import jit
 from .gathered import GATHER_MAX, GATHER_MIN, _SCAN_SKIP
 from .impurity import ENTROPY, SQUARED_ERROR, xlogx_table
 from .missing import _mark_mv, _missing_bits, _search_mv
-from .presort import PARALLEL_MIN_KEYS, as_kernel_array, chunk_pool, run_chunks
+from .presort import PARALLEL_MIN_KEYS, as_kernel_array
+from .speed import chunk_pool, run_chunks
 from .records import (Children, F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, Frontier,
                       I_DEPTH, I_FEATURE, I_LEFT, I_LEVEL_ROW, I_N, I_PARENT, I_RIGHT,
                       Nodes, Pairs, Rules, SEARCH_BATCH, Sizes, Splits, SurrogatePairs,
                       Tables, Work, _N_FLOAT, _N_INT)
 from .scans import Targets
 from .search import SEARCH_KERNELS, _search, search_marks
-from .simd import LANES
+from .speed import LANES
 from .subsets import BITSET_LEVELS, float_scratch_size, int_scratch_size
 from .subsets import _search_subsets
 from .surrogates import (_number_surrogates, _pick_surrogates, _search_surrogates,
                          _send_missing)
-from .team import CASE_BLOCK, _case_blocks, step_counters
+from .speed import CASE_BLOCK, _case_blocks, step_counters
 #: The splits are chosen and the competitors ranked in chunks from this many nodes in a
 #: batch; a smaller batch is one call (a fraction of a microsecond of work a node: less
 #: than handing chunks to the threads costs).
@@ -402,7 +403,7 @@ def grow_setup(problem, settings, n_levels, factor=None):
     bitsets = 0 < lm <= BITSET_LEVELS  # see Pairs.left_bits
     max_sur = int(settings.max_surrogate)
     rules = Rules(int(max_depth), int(min_samples_split), int(min_samples_leaf),
-                  float(settings.min_impurity_decrease), 0.0, bool(_config.SIMD),
+                  float(settings.min_impurity_decrease), 0.0, bool(speed.SIMD),
                   int(settings.max_categories_exhaustive), max_sur,
                   int(settings.use_surrogate), int(settings.surrogate_style),
                   int(settings.max_competitor))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import jit
+from .speed import jit
 
 __all__ = ["GINI", "ENTROPY", "TWOING", "SQUARED_ERROR", "CLASSIFICATION_CRITERIA",
            "REGRESSION_CRITERIA", "TIE_ULPS", "xlogx_table"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 
 from .children import _reg_moments
-from .config import jit
+from .speed import jit
 from .gathered import (_SCAN_SKIP, _gathered_best, _gathered_moments_two, _gathered_subset,
                        _gathered_walk, _precise_two, _scaled)
 from .impurity import SQUARED_ERROR, impurity_from_counts
@@ -13,7 +13,7 @@ from .scans import Segment, class_counts
 from .search import _ordered_best
 from .subsets import level_run_end
 from .subsets import _side_bits, _subset_pair, _write_level_sets
-from .team import _take_block
+from .speed import _take_block
 
 
 @jit(borrowed=True)

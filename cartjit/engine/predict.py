@@ -28,9 +28,9 @@ import numba
 import numpy as np
 from numba import prange
 
-from .config import jit, jit_parallel
-from .simd import prefetch
-from .team import parallel_entry
+from .speed import jit, jit_parallel
+from .speed import prefetch
+from .speed import parallel_entry
 
 __all__ = ["apply", "heldout_losses", "route", "routing_of", "FoldTree", "HeldOut",
            "LossTable", "Routing", "USE_SURROGATE",

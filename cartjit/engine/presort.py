@@ -13,16 +13,15 @@ handing freed memory back to the operating system (:func:`release_free_memory`).
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 
-from .config import jit
-from .team import LAUNCH, launch, launch_pool
+from .speed import jit
+from .speed import chunk_pool, run_chunks
 
 __all__ = ["Presorted", "presort", "subset_keys", "release_free_memory", "as_kernel_array",
-           "run_chunks", "chunk_pool", "PARALLEL_MIN_KEYS"]
+           "PARALLEL_MIN_KEYS"]
 
 #: Below this many (case, feature) keys a fit runs on the calling thread only: a thread
 #: pool's start-up and hand-offs cost more than they save on small data.
@@ -42,42 +41,8 @@ def as_kernel_array(arr, dtype):
     return np.require(arr, dtype=dtype, requirements=("C", "W", "A"))
 
 
-def run_chunks(pool, n_chunks, fn, *args):
-    """Run ``fn(*args, c, n_chunks)`` for every chunk c, in the pool when there is one
-    (:func:`chunk_pool`).
-
-    ``pool`` :data:`cartjit.engine.team.LAUNCH`: the chunks run as one parallel loop of Numba's
-    threads (:func:`cartjit.engine.team.launch`, a few microseconds a call). A thread pool: the
-    calling thread runs chunk 0 itself while the pool runs the others: a pool of
-    ``n - 1`` workers keeps n threads busy, and the wake-up of a worker overlaps the
-    caller's own chunk instead of adding to every call (a level of the growth makes about
-    ten such calls; handing every chunk to the pool cost ~60 µs a call, ~9 % of a
-    1e5-row fit with surrogates). Every chunk has ended when this returns, also when one
-    raises (the kernels write into shared arrays).
-    """
-    if pool is None or n_chunks <= 1:
-        for c in range(n_chunks):
-            fn(*args, c, n_chunks)
-        return
-    if pool is LAUNCH:
-        launch(n_chunks, fn, *args)
-        return
-    futures = [pool.submit(fn, *args, c, n_chunks) for c in range(1, n_chunks)]
-    try:
-        fn(*args, 0, n_chunks)
-    finally:
-        for fut in futures:
-            fut.result()
 
 
-def chunk_pool(n_threads):
-    """The ``pool`` argument of :func:`run_chunks` for ``n_threads`` threads: None for
-    one; chunks launched as one parallel loop where the threading layer allows
-    (:func:`cartjit.engine.team.launch_pool`); else a thread pool of ``n_threads - 1`` workers
-    (the caller runs a chunk too), which the caller shuts down."""
-    if n_threads <= 1:
-        return None
-    return launch_pool() or ThreadPoolExecutor(n_threads - 1)
 
 
 class Presorted(NamedTuple):

@@ -44,8 +44,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .config import jit
-from .presort import chunk_pool, run_chunks
+from .speed import jit
+from .speed import chunk_pool, run_chunks
 from .tree import subtree
 
 __all__ = ["ALPHA_RTOL", "ALPHA_ATOL", "weakest_link", "weakest_link_threads", "with_alpha",

@@ -78,7 +78,7 @@ class Rules(NamedTuple):
     min_samples_leaf: int
     min_impurity_decrease: float   # on p(t) Δi
     q_root: float                  # Q(root) (or W(root)): p(t) = Q(t) / q_root
-    simd: bool                     # 16-key blocks (cartjit.engine.simd)
+    simd: bool                     # 16-key blocks (cartjit.engine.speed)
     max_exhaustive: int            # subset search over all subsets up to this many levels
     max_surrogate: int             # surrogate splits kept per node
     use_surrogate: int             # 0, 1, 2: how cases missing the split feature go down

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import jit
+from .speed import jit
 from .pruning import ALPHA_ATOL, ALPHA_RTOL, midpoints
 
 __all__ = ["COMPAT", "check_compat", "one_pass", "rpart_pruning", "cp_table_rows",

@@ -23,9 +23,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .config import jit
+from .speed import jit
 from .impurity import ENTROPY, GINI, tie_tolerance, xlogx
-from .simd import LANES, compress_class_changes, prefetch
+from .speed import LANES, compress_class_changes, prefetch
 
 __all__ = ["Targets", "Segment", "threshold_between", "class_counts", "list_class_changes",
            "equal_factors", "best_split_gini_runs", "best_split_class_runs",
@@ -82,7 +82,7 @@ def threshold_between(a, b):
 #: Candidates whose proxies agree to this relative width are near-ties, decided on Δi.
 NEAR_TIE = 1e-11
 
-#: Cases ahead whose response the regression scans ask for (:func:`cartjit.engine.simd.prefetch`):
+#: Cases ahead whose response the regression scans ask for (:func:`cartjit.engine.speed.prefetch`):
 #: the keys are cases scattered over y, and where y outgrows the caches (10^7 cases, 80
 #: MB) each read would otherwise wait for memory in turn (AMD EPYC, a loop of the lean
 #: scan's shape: 12 ns a case, 3.4 with the lines asked for 64 cases ahead; the scan of
@@ -268,7 +268,7 @@ def list_class_changes(keys, lo, hi, y, mask, simd, cand):
     A class change at i means the cases at i - 1 and i differ in class. Branch-free:
     every position is written and only a change advances the count. With ``simd`` and
     labels in the keys, blocks of 16 positions are compared and packed at once
-    (:func:`cartjit.engine.simd.compress_class_changes`); the scalar loop finishes the tail.
+    (:func:`cartjit.engine.speed.compress_class_changes`); the scalar loop finishes the tail.
 
     Parameters
     ----------

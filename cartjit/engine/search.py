@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import jit
+from .speed import jit
 from .gathered import GATHER_MIN, _SCAN_SKIP, _unit_scan_gathered
 from .impurity import ENTROPY, GINI, SQUARED_ERROR, tie_tolerance
 from .records import F_IMPURITY, F_WEIGHT
 from .scans import (EQUAL_FACTORS_RTOL, Segment, best_split_class_runs,
                     best_split_classification, best_split_gini_runs, best_split_regression,
                     best_split_regression_unit, equal_factors)
-from .team import _take_case_block
+from .speed import _take_case_block
 
 
 @jit(borrowed=True)

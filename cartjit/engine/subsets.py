@@ -40,14 +40,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import jit
+from .speed import jit
 from .impurity import GINI, tie_tolerance
 from .scans import (GINI_SCREEN_MARGIN, delta_from_counts, equal_factors,
                         gini_certainly_below)
 from .impurity import SQUARED_ERROR
 from .records import F_IMPURITY
 from .scans import Segment
-from .team import _chunk_walk
+from .speed import _chunk_walk
 
 __all__ = ["best_subset_classification", "best_subset_regression", "subset_regression_scan",
            "level_run_end",

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import jit
+from .speed import jit
 from .predict import _level_side
 from .records import (I_N_SUR, I_SUR_START, LEFT, MISSING, RANK_TIE, RIGHT, S_ADJ, S_AGREE,
                       S_COUNT, S_FEATURE, S_LEVEL_ROW, S_LOW_LEFT, S_THRESHOLD)
 from .scans import threshold_between
-from .team import _take_block
+from .speed import _take_block
 
 __all__ = ["ordered_surrogate", "categorical_surrogate", "LEVEL_LEFT", "LEVEL_RIGHT",
            "LEVEL_NONE", "MIN_ADJ", "MARK_PACK"]

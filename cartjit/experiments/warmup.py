@@ -182,7 +182,7 @@ def kernel_steps():
 
 def _compile_threaded(classifier, regressor):
     """Fits large enough to grow on several threads (80,000 cells, above the engine's
-    threshold of 65,536): the launchers of the chunked steps (cartjit.engine.team) are
+    threshold of 65,536): the launchers of the chunked steps (cartjit.engine.speed) are
     compiled per signature, and a regression tree grown to purity runs the weakest-link
     loop by branches. Nothing to do on one thread."""
     import numba
