@@ -519,7 +519,7 @@ def quality_lines(results, args):
 # --------------------------------------------------------------------------- main
 
 def _header(args, argv):
-    import cartjit.engine.config as config
+    import cartjit.engine.speed as config
 
     lines = peers.header("cartjit subset splits vs rpart and one-hot scikit-learn", argv)
     lines += [

@@ -105,7 +105,7 @@ def test_quiet_hands_the_first_notice_to_its_caller(fresh):
 
 
 def test_without_the_cache_the_notice_says_every_process_compiles(fresh, monkeypatch):
-    monkeypatch.setattr(_cache._config, "CACHE", False)
+    monkeypatch.setattr(_cache.speed, "CACHE", False)
     _cache.doing("the kernels of kind E")
     _plus_one()(1)
     assert "CARTJIT_CACHE=0" in fresh[0] and "every new process" in fresh[0]

@@ -228,12 +228,12 @@ print(json.dumps(counts))
 #: cache, so for them only "not more than one" can be checked.)
 #: Small fits on one thread grow in one compiled call (``_grow_serial``), which calls the
 #: search, choice, children and partition kernels itself.
-_REACHED = ("_presort._sort_features", "_presort._dense_ranks", "_presort._subset_rows",
-            "_predict.heldout_losses")
+_REACHED = ("engine.presort._sort_features", "engine.presort._dense_ranks",
+            "engine.presort._subset_rows", "engine.predict.heldout_losses")
 #: Kernels compiled once per set of scan marks (``cartjit.engine.search.search_marks``), so
 #: that a fit compiles only the scans it can reach: the fits above use three sets (Gini
 #: with one class factor; the other criteria; regression).
-_PER_MARKS = {"_builder._grow_serial": 3, "_builder._search": 3}
+_PER_MARKS = {"engine.grow._grow_serial": 3, "engine.search._search": 3}
 
 
 def test_each_kernel_compiles_one_signature():

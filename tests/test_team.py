@@ -178,8 +178,8 @@ def test_cartjit_compile_compiles_the_launchers_of_threaded_fits():
     if numba.get_num_threads() < 2 or _team.launch_pool() is None:
         pytest.skip("one Numba thread, or no threading layer for launches: nothing to compile")
     warmup._compile_threaded(CARTClassifier, CARTRegressor)
-    before = len(_team._launch.signatures)
-    assert before >= 8  # the steps of complete and missing-value fits
+    before = {n: len(f.signatures) for n, f in _team.LAUNCHERS.items()}
+    assert sum(before.values()) >= 8  # the steps of complete and missing-value fits
     rng = np.random.default_rng(2)
     n = 20_000
     X = rng.standard_normal((n, 5))
@@ -188,7 +188,7 @@ def test_cartjit_compile_compiles_the_launchers_of_threaded_fits():
     y = (np.nan_to_num(X[:, 0]) > 0).astype(int)
     CARTClassifier(max_depth=4, categorical_features=[4]).fit(X, y)
     CARTRegressor(max_depth=4).fit(X, np.nan_to_num(X[:, 1]))
-    assert len(_team._launch.signatures) == before
+    assert {n: len(f.signatures) for n, f in _team.LAUNCHERS.items()} == before
 
 
 def test_fits_launching_from_several_python_threads_at_once_are_right():

@@ -70,7 +70,7 @@ from numba import _dispatcher, njit, prange, types
 from numba.core import cgutils
 from numba.core.extending import intrinsic
 
-__all__ = ['CACHE', 'LANES', 'LAUNCH', 'PARALLEL', 'SIMD', 'address', 'chunk_pool', 'compress_class_changes', 'compress_partition', 'jit', 'jit_parallel', 'launch', 'launch_pool', 'next_unit', 'parallel_entry', 'prefetch', 'run_chunks']
+__all__ = ['CACHE', 'LANES', 'LAUNCH', 'LAUNCHERS', 'PARALLEL', 'SIMD', 'address', 'chunk_pool', 'compress_class_changes', 'compress_partition', 'jit', 'jit_parallel', 'launch', 'launch_pool', 'next_unit', 'parallel_entry', 'prefetch', 'run_chunks']
 
 
 # --------------------------------------------------------------------------- flags
@@ -281,8 +281,10 @@ def jit_parallel(func=None, **extra):
 # and a lock each way). The loop body calls the kernel through the address of its
 # compiled signature (:func:`_call_at`, looked up once per process by :func:`address`)
 # rather than by name: named, the kernel's code would be linked into the loop and
-# optimised again, which makes cold compiles several times longer. The launcher is
-# compiled and cached once per tuple of argument types, so only the engine's own types
+# optimised again, which makes cold compiles several times longer. The launchers (one
+# per number of kernel arguments, :data:`LAUNCHERS`: a ``prange`` loop cannot capture a
+# tuple of arrays and records) are compiled and cached once per type signature, so only
+# the engine's own types
 # may be launched: a type defined outside cartjit (a test's NamedTuple, say) would leave
 # a cache index that a process without its module cannot load.
 #
@@ -337,13 +339,87 @@ def next_unit(counter, n_units):
     return u if u < n_units else np.int64(-1)
 
 
-@jit_parallel
-def _launch(addr, n, failed, args):
-    """Chunk c of n runs ``fn(*args, c, n)`` (``fn`` compiled at ``addr``, :func:`address`);
-    ``failed[c]`` says whether it raised."""
-    for c in prange(n):
-        failed[c] = _call_at(addr, args + (np.int64(c), n))
+# One launcher per number of kernel arguments before (c, n): chunk c of n runs
+# fn(a0, ..., c, n); failed[c] says whether it raised.
 
+@jit_parallel
+def _launch1(addr, n, failed, a0):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, np.int64(c), n))
+
+
+@jit_parallel
+def _launch2(addr, n, failed, a0, a1):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, np.int64(c), n))
+
+
+@jit_parallel
+def _launch3(addr, n, failed, a0, a1, a2):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, np.int64(c), n))
+
+
+@jit_parallel
+def _launch4(addr, n, failed, a0, a1, a2, a3):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, np.int64(c), n))
+
+
+@jit_parallel
+def _launch5(addr, n, failed, a0, a1, a2, a3, a4):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, np.int64(c), n))
+
+
+@jit_parallel
+def _launch6(addr, n, failed, a0, a1, a2, a3, a4, a5):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, np.int64(c), n))
+
+
+@jit_parallel
+def _launch7(addr, n, failed, a0, a1, a2, a3, a4, a5, a6):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, np.int64(c), n))
+
+
+@jit_parallel
+def _launch8(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, a7, np.int64(c), n))
+
+
+@jit_parallel
+def _launch9(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7, a8):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, a7, a8, np.int64(c), n))
+
+
+@jit_parallel
+def _launch10(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9,
+                                    np.int64(c), n))
+
+
+@jit_parallel
+def _launch11(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10,
+                                    np.int64(c), n))
+
+
+@jit_parallel
+def _launch12(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11):
+    for c in prange(n):
+        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11,
+                                    np.int64(c), n))
+
+
+#: The launcher of a kernel by its number of arguments before ``(c, n)``.
+LAUNCHERS = {1: _launch1, 2: _launch2, 3: _launch3, 4: _launch4, 5: _launch5, 6: _launch6, 7: _launch7,
+             8: _launch8, 9: _launch9, 10: _launch10, 11: _launch11, 12: _launch12}
 
 _ADDRESSES = {}  # (kernel, argument fingerprints) -> address of the compiled signature
 _fingerprint = _dispatcher.compute_fingerprint  # Numba's own key of an argument's type
@@ -372,8 +448,11 @@ def launch(n_chunks, fn, *args):
     """Run ``fn(*args, c, n_chunks)`` for every chunk c as one parallel loop; returns
     when every chunk has ended. ``RuntimeError`` if a chunk raised (the grower's chunked
     kernels index without checks and do not raise; a raise is reported, not lost)."""
+    if len(args) not in LAUNCHERS:
+        raise TypeError(f"{fn.py_func.__name__} takes {len(args)} arguments before (c, n); "
+                        f"a launch passes {min(LAUNCHERS)} to {max(LAUNCHERS)}")
     failed = np.zeros(n_chunks, dtype=np.bool_)
-    _launch(address(fn, args), n_chunks, failed, tuple(args))
+    LAUNCHERS[len(args)](address(fn, args), n_chunks, failed, *args)
     if failed.any():
         raise RuntimeError(f"{fn.py_func.__name__} failed in chunk(s) "
                            f"{np.flatnonzero(failed).tolist()}")
