@@ -8,7 +8,7 @@ minsplit=2, minbucket=1, maxcompete=0, maxsurrogate=0, xval=<ids>``, cartjit's
 **The pruning sequence.** cartjit's (α_k, |T~_k|, R(T_k)) must equal the exact sequence,
 derived here without cartjit: exact node risks from the cases reaching each node of
 T_max, the least risk of a pruned subtree for every leaf count (a dynamic programme,
-checked against full enumeration in tests/test_pruning.py) and the lower envelope of the
+checked against full enumeration in tests/engine/test_pruning.py) and the lower envelope of the
 lines R*_m + α m. rpart's ``cptable`` is compared row by row with it. rpart computes
 node complexities in one bottom-up pass and merges only bit-identical complexities, so
 its table may have a row that the exact sequence does not (docs/maths.md §9). For every
@@ -54,9 +54,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pruning_reference import (class_node_risks, exact_sequence, merge_ties,
-                               min_risk_by_size, node_masks, regression_node_risks,
-                               smallest_minimiser)
+from references.pruning_reference import (class_node_risks, exact_sequence, merge_ties,
+                                          min_risk_by_size, node_masks, regression_node_risks,
+                                          smallest_minimiser)
 
 from . import rpart_rules as rules
 from . import rpart_runner
