@@ -10,7 +10,7 @@ to the estimator; an option not given leaves the estimator's default. A bad valu
 error naming the spelling used (``--alpha: must be a number >= 0, got '-1'``).
 
 ``python -m cartjit._cli_options`` rewrites the generated section of docs/experiments.md
-(between :data:`DOC_BEGIN` and :data:`DOC_END`); ``tests/test_cli_options.py`` checks
+(between :data:`DOC_BEGIN` and :data:`DOC_END`); ``tests/cli/test_cli_options.py`` checks
 that the section, the parsers and the estimators' parameters agree with the table.
 """
 from __future__ import annotations

@@ -276,7 +276,7 @@ def check_cv_params(est):
 
 
 #: The parameters of ``CARTClassifierCV`` / ``CARTRegressorCV`` and their defaults
-#: (tests/test_estimators.py checks them against the estimators' signatures).
+#: (tests/estimators/test_estimators.py checks them against the estimators' signatures).
 CV_DEFAULTS = {
     True: dict(criterion="gini", priors="empirical", class_weight=None, cost=None,
                max_depth=None, min_samples_split=2, min_samples_leaf=1,

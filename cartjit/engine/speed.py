@@ -176,7 +176,7 @@ if _NRT_OPTION:
 
 
 #: The modules whose code a compiled kernel may carry: those defining kernels, and those
-#: they import from (constants and record types are compiled in). tests/test_cache.py
+#: they import from (constants and record types are compiled in). tests/engine/test_cache.py
 #: derives this set from the sources and checks it is listed here. Editing another
 #: module (the estimators, the model files, the input checks) keeps the cached kernels.
 ENGINE_MODULES = ("assembly", "children", "choose", "gathered", "grow", "impurity", "missing",
@@ -254,7 +254,7 @@ def jit(func=None, *, borrowed=False, **extra):
     record field at every call (threads touching the same arrays contend for those
     counters). Numba refuses to compile an allocation in such a kernel, or the return of
     an array it did not receive; it must not return an array at all (its caller would
-    count a reference it does not hold), which tests/test_borrowed.py checks. Where
+    count a reference it does not hold), which tests/engine/test_borrowed.py checks. Where
     Numba lacks the switch the mark is ignored.
     """
     flags = dict(_COMMON, **extra)
