@@ -791,8 +791,7 @@ def _import_without_collections(command):
     """Import what ``command`` runs on, with the garbage collector off meanwhile.
 
     Importing Numba, pandas and the runner (or the estimators) builds ~200,000 objects,
-    which set off two full collections that find nothing to free (about 150 ms of a
-    2-second ``cartjit run`` of the monograph sweep). The modules and their objects live
+    which set off full collections that find nothing to free. The modules and their objects live
     as long as the process: once imported they go to the permanent generation
     (``gc.freeze``), which later full collections do not walk, and the collector is on
     again for what the command itself allocates.

@@ -1,3 +1,13 @@
+"""From the grown node tables to a :class:`cartjit.engine.tree.Tree`.
+
+:func:`cartjit.engine.grow.grow` returns a :class:`Grown` record (the node tables, the
+level sets of categorical splits and the surrogate and competitor tables, cut to the
+nodes grown). :func:`assemble_tree` turns it into the flat tree the rest of the package
+reads (children, features, thresholds, counts or moments, risks and labels per node),
+and :func:`routing_nodes` into the routing of a fold tree's held-out cases: where a case
+whose split value is missing goes when no surrogate sends it (the majority side, rpart's
+rule; docs/maths.md §8).
+"""
 from __future__ import annotations
 
 import numpy as np

@@ -1,3 +1,19 @@
+"""Steps 3 and 4 of a level: write the children, and partition every feature's keys.
+
+Step 3 (:func:`_children`) writes the children of the nodes split at this level to the
+node tables, with ids in breadth-first order (so children follow their parent and
+``right == left + 1``), their class counts or response moments (:func:`_node_stats`),
+and puts those that may split again in the next frontier. The cases of a split node
+are first marked left or right (:func:`_mark_sides`; with missing values
+:func:`cartjit.engine.missing._mark_mv` and the surrogates do it).
+
+Step 4 (:func:`_partition`) keeps every node's cases a position range of every row of
+the presorted keys: each other feature's segment of a split node is *stably*
+partitioned into the cases going left and those going right, so that both child
+segments are sorted again and nothing is ever re-sorted (the split feature's own
+segment is already split at the split position, or, for a categorical split, is
+regrouped by :func:`_partition_split_feature`). Splits into two leaves skip step 4.
+"""
 from __future__ import annotations
 
 import numpy as np

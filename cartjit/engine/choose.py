@@ -1,3 +1,15 @@
+"""Step 2 of a level: choose each node's split, and rank its competitors.
+
+Per node, the best feature is chosen among the (node, feature) results of step 1 in
+feature order, a later feature winning only by more than the tie tolerance (so that the
+result never depends on the order in which the pairs were searched). The stopping rules
+of docs/maths.md §2 (minimum sizes, depth, a decrease too small) then decide between
+a split and a leaf (:func:`_choose`). For a categorical split the level sets (which
+levels go left) are recorded (:func:`_record_subsets`). The best splits on the other
+features — rpart's competitors, shown by ``summary`` — are ranked and written to the
+competitor table (:func:`_pick_competitors`, :func:`_rank_competitors`,
+:func:`_fill_competitors`).
+"""
 from __future__ import annotations
 
 import numpy as np

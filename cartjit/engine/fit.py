@@ -107,8 +107,8 @@ def class_priors(setting, counts):
 
 
 def _all_present(class_totals):
-    """Whether every class has cases (N_j > 0; a list: a µs or two less than NumPy's
-    ``(class_totals > 0).all()`` for the few classes of a small fit)."""
+    """Whether every class has cases (N_j > 0), read from a list: the few classes of a
+    small fit are checked faster so than by NumPy."""
     return all(n > 0.0 for n in class_totals.tolist())
 
 
@@ -146,8 +146,8 @@ def class_risk(value, priors, class_totals, cost):
                           where=class_totals > 0)
     p_jt = value * scale  # p(j, t)
     risks = p_jt @ cost   # risks[t, i] = Σ_j p(j, t) C(i|j)
-    # R(t), and j*(t) the lowest class within a few ulps of it: compiled, since the eight
-    # NumPy calls of the tolerance and the comparison cost ~6 µs a fold of a small tree
+    # R(t), and j*(t) the lowest class within a few ulps of it, in one compiled pass
+    # rather than NumPy calls (docs/design.md, "Speed machinery")
     return min_risk_labels(np.ascontiguousarray(risks), p_jt.sum(axis=1),
                            LABEL_TIE_ULPS * _EPS, float(cost.max()))
 

@@ -1,3 +1,20 @@
+"""Regression scans over gathered responses: Δi of every threshold of a large node.
+
+For squared error the decrease of a split at position i of a node sorted by x_m is
+
+    Δi = (S_L² / W_L + S_R² / W_R − S² / W) / W_t,
+
+with W and S the weights and weighted sums of the responses on each side. Reading the
+responses in the order of the presorted keys jumps around memory (cases are scattered
+over y), so for a large node the responses are first *gathered* in that order into a
+contiguous buffer, and the scan runs over the buffer: the running sums are then
+sequential. The scan ranks candidates by a cheap proxy of Δi computed block by block,
+and computes Δi exactly (from centred sums, docs/maths.md §3) only for the candidates
+that may be the best, so that the split chosen is the one an exact scan of every
+threshold chooses. Below :data:`GATHER_MIN` cases the plain scan of
+:mod:`cartjit.engine.scans` is used. The same gathering serves the subset search of a
+categorical feature in a regression tree (:func:`_gathered_subset`).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -70,18 +87,14 @@ def _block_top(s_left_at, i0, i1, w_node, s_c, scale, best_den, hi_num, tops):
     return np.int64(m), num_m, den_m
 
 
-#: Segments of at least this many cases take :func:`_unit_scan_gathered` (on segments
-#: whose responses rise along the feature, AMD EPYC: 2.2 times as fast at 10^5 cases,
-#: 1.2 at 5,000, 1.15 at 2,000, 1.08 at 1,000, alike at 500, slower below, where the
-#: walk's set-up outweighs the scan).
+#: Segments of at least this many cases take :func:`_unit_scan_gathered`; below, the
+#: walk's set-up outweighs what the gathering saves.
 GATHER_MIN = 1024
 #: The largest segment :func:`_unit_scan_gathered` takes (its scratch: 2 values a case
 #: and thread, 16 n bytes a thread for n cases); larger ones take the scan on the keys.
-#: In effect every segment from GATHER_MIN up: at 10^7 cases a node's near-ties (in the
-#: first levels, hundreds per feature on features without signal) each add up the
-#: right side's responses again, from memory in the scan on the keys (y, 80 MB, read by
-#: scattered cases) but from the gathered row here, which took a 10^7-row regression fit
-#: from 141 to 67 s.
+#: In effect every segment from GATHER_MIN up: a large node's near-ties each add up the
+#: right side's responses again, read from the gathered row here rather than from y by
+#: scattered cases.
 GATHER_MAX = 1 << 30
 
 

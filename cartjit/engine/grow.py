@@ -1,3 +1,57 @@
+"""Growing T_max: split level by level on the presorted keys, never sorting again.
+
+The keys come from :func:`cartjit.engine.presort.presort`: for every feature, the cases in
+increasing order of that feature. A node owns the same position range ``[start, end)``
+of every row of keys, holding its cases in increasing order of that row's feature.
+
+Growing (:func:`grow`, the driver in this module) proceeds one depth level at a time over the *frontier*, the nodes
+of the current depth that may still split. Each level runs four steps, and every kernel
+of a step lives in the module named after it:
+
+1. **search** (:mod:`cartjit.engine.search`) — every (node, feature) pair of the
+   frontier is scanned independently for its best split;
+2. **choose** (:mod:`cartjit.engine.choose`) — per node, the best feature is chosen in
+   feature order with the tie tolerance, the stopping rules of docs/maths.md §2 decide between split
+   and leaf, the split is recorded, and then its cases are marked left or right
+   (:mod:`cartjit.engine.children`);
+3. **children** (:mod:`cartjit.engine.children`) — the children are written to the node
+   tables (ids in breadth-first order, so children follow parents and ``right == left + 1``) with
+   their class counts or moments (read from the split feature's segment, which is
+   already split at the split position); those that may split form the next frontier;
+4. **partition** (:mod:`cartjit.engine.children`) — for the nodes with a child in the
+   next frontier, every other feature's segment is *stably partitioned* into the cases going
+   left and right, so every child segment is again sorted. Splits into two leaves skip
+   this step.
+
+Steps 1, 3 and 4, and in step 2 the choice (not the marks) and the ranking of
+competitors, are cut into ``n_threads`` chunks of independent work, each with its own
+scratch buffer, run by :func:`cartjit.engine.speed.run_chunks` (the kernels do not know
+how). The searches and the partition share their (node, feature) pairs out by feature
+as the chunks go (:func:`cartjit.engine.speed._take_block`). The driver is Python
+calling serial kernels, a few calls per level (docs/design.md says why: compile time);
+a small fit on one thread runs the whole growth in one compiled call
+(:func:`_grow_serial`) instead. Steps 1 and 2 run on
+at most ``SEARCH_BATCH`` frontier nodes at a time. The node tables start at their bound
+(2 n - 1 rows, up to ``PREALLOC_ROWS``) and grow in place by a quarter past it. The
+result never depends on the number of threads.
+
+What travels together through the kernels is bundled in the NamedTuples of
+:mod:`cartjit.engine.records` and :class:`cartjit.engine.scans.Targets` (labels or
+responses, weights, class factors, criterion, label packing).
+
+For classification the keys carry the class labels (``case << shift | class``, see
+:func:`grow`), so ``key >> shift`` is the case wherever a row of X, a weight or a mark
+is looked up.
+
+The same kernels grow classification trees (``criterion`` < ``SQUARED_ERROR``, labels in
+``y_class``) and regression trees (``y_reg``), so one compiled signature serves both,
+except step 1 and the serial driver: they take scan marks (:func:`search_marks`), so
+that a fit compiles only the scans it can reach.
+Case indices refer to rows of the full arrays ``X``, ``y_*`` and ``w``; a subset of cases
+(a cross-validation fold) is grown by passing only its keys
+(:func:`cartjit.engine.presort.subset_keys`).
+"""
+
 from __future__ import annotations
 
 from . import speed
@@ -139,8 +193,8 @@ def _more_rows(arr, needed):
 
 
 #: Up to this many node rows (2 n - 1 for n cases) :func:`_grow_serial` allocates the
-#: tables itself (:func:`grow` hands it the empty tables below): a 150-case fit then
-#: spends about 10 µs less on NumPy's calls. Larger tables are NumPy's zero pages,
+#: tables itself (:func:`grow` hands it the empty tables below), sparing a small fit
+#: the NumPy calls. Larger tables are NumPy's zero pages,
 #: never touched where unused (a compiled ``np.zeros`` writes every page).
 SMALL_FIT_ROWS = 4096
 
@@ -393,7 +447,7 @@ def grow_setup(problem, settings, n_levels, factor=None):
     # padded to whole 128-byte blocks so two threads never write the same cache line.
     row = -(-3 * max(n_classes, 1) // 16) * 16
     n_present = -(-max(n_classes, 3) // 16) * 16
-    lm = max(n_levels.tolist(), default=0)  # (a list: a few µs less for small trees)
+    lm = max(n_levels.tolist(), default=0)  # (a list: cheaper than NumPy for a few)
     cat = np.flatnonzero(n_levels).astype(np.int64) if lm else _NO_FEATURES
     # Subset splits: per-thread scratch of per-level statistics, and a table of level
     # sets (one bit per level code) grown like the node tables.
@@ -498,9 +552,8 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
     iota = np.arange(n if gather else 0, dtype=np.int32)
     # Not zeroed: every row used is written whole before it is read (_write_surrogates,
     # _rank_competitors, _fill_competitors) and only those rows are kept (assemble_tree).
-    # Zeroing the worst case cost ~5 ms of a 10^5-row fit on one thread: allocations
-    # this large come from the heap once big arrays have been freed, and calloc then
-    # clears them page by page; uncleared, the pages never used are never touched.
+    # Allocations this large come from the heap once big arrays have been freed, and
+    # calloc would clear them page by page; uncleared, pages never used are never touched.
     tables = Tables(_uncleared((sur_cap, 4), np.int64), _uncleared((sur_cap, 3), np.float64),
                     _uncleared((comp_cap, 3), np.int64), _uncleared((comp_cap, 2), np.float64),
                     np.zeros(3, dtype=np.int64))

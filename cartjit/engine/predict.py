@@ -184,15 +184,12 @@ class LossTable(NamedTuple):
 
 
 #: Rows one thread keeps in flight in the careful walk (:func:`_walk_chunk`): their
-#: independent chains of loads hide each other's latency. 8 measured best among 4-64 on
-#: an AMD EPYC (Zen 4) with the unsigned indices below (the slot loop is then short
-#: enough to run without spilling its state).
+#: independent chains of loads hide each other's latency (the value is measured:
+#: docs/design.md, "Speed machinery").
 SLOTS = 8
 #: Rows the blind walk (:func:`_blind_walk`) keeps in flight per thread, and the
 #: sweeps it makes between two checks of its slots (a row that ends waits up to that
-#: many sweeps for its slot to be refilled). Measured on an AMD EPYC (Zen 4), 10^6
-#: rows down a tree of 25,935 nodes, two threads, in a stripped-down copy: 16 slots
-#: 19.2-19.7 ms, 12 19.4-19.6, 8 21.9-22.3, 24 20.6; 4 to 8 sweeps alike, 2 slower.
+#: many sweeps for its slot to be refilled); measured values (docs/design.md).
 BLIND_SLOTS = 16
 BLIND_SWEEPS = 4
 #: Rows of a chunk the blind walk takes before it looks at how many it had to leave
@@ -203,13 +200,9 @@ BLIND_TRIAL = 256
 #: Rows per chunk of work at least (a chunk is the unit the threads share).
 CHUNK_ROWS = 4096
 #: A slot that takes row r asks for the cache lines of row r + PREFETCH_ROWS: the rows
-#: then come from memory while the slots walk, not when a slot takes them (10^6 rows of
-#: 20 features by a tree of 26,000 nodes: 11 % less time than without; 8 to 128 rows
-#: ahead measured alike, 32 best).
+#: then come from memory while the slots walk, not when a slot takes them.
 PREFETCH_ROWS = 32
-#: The held-out descent asks for the lines of the row this many rows on (scoring a fold
-#: of 10^4 rows out of 10^5 by a tree of 23,000 nodes: 3.1 ms against 4.6 ms without;
-#: 4 to 32 alike).
+#: The held-out descent asks for the lines of the row this many rows on.
 HELD_AHEAD = 8
 #: The exponent bits of a float64: all set in an infinity or a NaN.
 _EXPONENT = np.uint64(0x7FF0000000000000)
@@ -523,9 +516,8 @@ def apply(feature, threshold, left, X, routing=None):
 @jit
 def _routed_side(X, i, t, feature, threshold, routing):
     """:func:`route` as a call, for the steps of :func:`heldout_losses` that leave its
-    fast step (a missing value, a subset split). With ``route`` inlined into the
-    descent instead, every step paid for it: scoring 10^4 held-out rows of a 23,000-node
-    fold tree took 31 ms, against 4.5 ms so."""
+    fast step (a missing value, a subset split): inlined into the descent, ``route``
+    would slow every step down, not only those."""
     return route(X, i, t, feature, threshold, routing)
 
 

@@ -160,8 +160,7 @@ def _radix_order(sk, order, buf_k, buf_i, counts, bits, n_passes, n_low):
     A least-significant-digit radix sort over the ``n_passes - n_low`` high digits only,
     then a stable insertion sort over whole keys: keys that differ only below the high
     digits are rare among continuous values (in 10^5 normal draws, ~500 keys move, one
-    place each), so the low digits' passes are replaced by one sequential pass (1e5
-    keys: 1.0 -> 0.7 ms; 1e6: 25 -> 14 ms). Where they are not rare (more than one move
+    place each), so the low digits' passes are replaced by one sequential pass. Where they are not rare (more than one move
     per key), every digit's pass runs after all, from the order reached, which keeps
     equal keys in case order; the result is the same. A pass whose digit is the same for
     every case is skipped.
@@ -410,8 +409,7 @@ def presort(X, n_levels=None, n_threads=1):
 
 
 #: The presort hands freed memory back (:func:`release_free_memory`) where its scratch
-#: took at least this much: below, the trim costs more than the memory is worth (1e5
-#: cases: ~1.7 ms a fit, for 4 MiB).
+#: took at least this much: below, the trim costs more than the memory is worth.
 TRIM_MIN_BYTES = 32 << 20
 
 

@@ -54,8 +54,8 @@ __all__ = ["ALPHA_RTOL", "ALPHA_ATOL", "weakest_link", "weakest_link_threads", "
 
 ALPHA_RTOL = 1e-9
 ALPHA_ATOL = 1e-12
-#: T_1 with fewer splits runs the weakest-link loop on one thread (measured: below
-#: ~2,000 splits the launch and the interleaving cost about what they save).
+#: T_1 with fewer splits runs the weakest-link loop on one thread: below, the launch and
+#: the interleaving cost about what they save.
 THREADED_MIN_SPLITS = 5_000
 #: Branches per thread in :func:`weakest_link_threads`: more balance the threads
 #: better, fewer keep the interleaving's walks (from a branch to the root) short.
@@ -497,7 +497,7 @@ def path_table(alphas, n_leaves, risk, root_risk):
     """The pruning sequence as a DataFrame: k, alpha, alpha_prime, n_leaves, risk, cp,
     rel_error (cp = α_k / R(root) and rel_error = R(T_k) / R(root), rpart's scaling),
     indexed by k (:func:`index_by_k`)."""
-    import pandas as pd  # imported here: pandas costs ~0.35 s at `import cartjit`
+    import pandas as pd  # imported here, not at `import cartjit` (docs/design.md)
     return index_by_k(pd.DataFrame(path_columns(alphas, n_leaves, risk, root_risk)))
 
 

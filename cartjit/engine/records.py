@@ -1,3 +1,29 @@
+"""The records a fit's kernels share, and the columns of the node tables.
+
+Growing T_max passes the same state to every step of every level. It travels as
+NamedTuples of arrays and scalars (Numba takes them as arguments), so that a kernel
+names what it reads (``rules.min_leaf``, ``fr.start``) instead of taking a long list of
+loose arrays:
+
+- :class:`Nodes` — the node tables: an integer and a float table, one row per node of
+  T_max, with the columns ``I_*`` and ``F_*`` below;
+- :class:`Frontier` — the nodes of the current depth level that may still split, each
+  with its position range ``[start, end)`` of every row of the presorted keys;
+- :class:`Rules` — the stopping rules and search settings of docs/maths.md §2 (minimum
+  node and leaf sizes, depth, the tie tolerance, the number of surrogates, ...);
+- :class:`Pairs` and :class:`SurrogatePairs` — per (node, feature) results of a level's
+  search (the best split of each pair, the best surrogate of each pair);
+- :class:`Splits` — the split chosen for each frontier node;
+- :class:`Children` — the children written by step 3;
+- :class:`Tables` — the surrogate and competitor tables, with the columns ``S_*`` and
+  ``C_*``;
+- :class:`Work` — per-thread scratch buffers;
+- :class:`Sizes` — the sizes the serial driver needs to allocate once.
+
+The targets of a fit (labels or responses, weights, class factors, criterion) travel in
+:class:`cartjit.engine.scans.Targets`, the presorted keys in
+:class:`cartjit.engine.presort.Presorted`.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +34,8 @@ from typing import NamedTuple
 #: (16 bytes each) of the widest levels.
 SEARCH_BATCH = 4096
 
-# Columns of the integer and float node tables (private to this module: the tree leaves
-# it through assemble_tree).
+# Columns of the integer and float node tables (the engine's own: the tree leaves the
+# engine through cartjit.engine.assembly.assemble_tree).
 I_FEATURE, I_LEFT, I_RIGHT, I_PARENT, I_DEPTH, I_N, I_LEVEL_ROW = 0, 1, 2, 3, 4, 5, 6
 I_SUR_START, I_N_SUR, I_COMP_START, I_N_COMP, I_N_PRIMARY = 7, 8, 9, 10, 11
 F_THRESHOLD, F_WEIGHT, F_IMPURITY, F_IMPROVEMENT = 0, 1, 2, 3

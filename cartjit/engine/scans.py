@@ -1,7 +1,7 @@
 """Best split of one node on one feature: a single scan of the node's presorted cases.
 
-The builder keeps, for every feature m, the node's cases (rows of X, as int32) in
-increasing order of x_m as a segment of that feature's row of *keys*. Scanning a segment
+The grower (:mod:`cartjit.engine.grow`) keeps, for every feature m, the node's cases
+(rows of X, as int32) in increasing order of x_m as a segment of that feature's row of *keys*. Scanning a segment
 from left to right moves one case at a time from t_R to t_L; a boundary between
 positions i and i + 1 is a candidate threshold exactly when the two values differ, i.e.
 between two consecutive distinct values (docs/maths.md §2). A feature with no tied
@@ -82,11 +82,10 @@ def threshold_between(a, b):
 #: Candidates whose proxies agree to this relative width are near-ties, decided on Δi.
 NEAR_TIE = 1e-11
 
-#: Cases ahead whose response the regression scans ask for (:func:`cartjit.engine.speed.prefetch`):
-#: the keys are cases scattered over y, and where y outgrows the caches (10^7 cases, 80
-#: MB) each read would otherwise wait for memory in turn (AMD EPYC, a loop of the lean
-#: scan's shape: 12 ns a case, 3.4 with the lines asked for 64 cases ahead; the scan of
-#: a 10^7-case root on one feature: 0.82 s, 0.54 s 64 cases ahead, 0.39 s 128 ahead).
+#: Cases ahead whose response the regression scans ask for
+#: (:func:`cartjit.engine.speed.prefetch`):
+#: the keys are cases scattered over y, and where y outgrows the caches each read would
+#: otherwise wait for memory in turn (docs/design.md, "Speed machinery").
 _AHEAD = np.uint64(128)
 
 
@@ -329,7 +328,7 @@ def _gini_delta_exact_right(left, total, factor):
     right counts ``total - left`` (exact sums), operation for operation, so that the lean
     scan gives the general scan's Δi bit for bit. A twin on purpose: the lean scan
     calling the general :func:`_near_tie` and :func:`_precise_class_delta` instead (many
-    array arguments) made the search of the deep levels 10-45 % slower.
+    array arguments) makes the search of the deep levels markedly slower.
 
     Parameters
     ----------
@@ -358,8 +357,8 @@ def best_split_gini_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch,
     (``tg.mask`` > 0) and a feature without ties: the scan by runs with the fast proxy,
     exactly as the general function does it, visiting the same candidates in the same
     order with the same comparisons. Free of the general function's other modes, of its
-    per-scan set-up and of its calls, it cut the split search of a one-thread fit at
-    10^5 cases from 0.22 to 0.12-0.15 s. Near-ties are settled as :func:`_near_tie`
+    per-scan set-up and of its calls, it is the fast path of most classification fits.
+    Near-ties are settled as :func:`_near_tie`
     settles them. Returns ``(Δi, pos)`` as the general function does, bit for bit: Δi is
     :func:`delta_from_counts`'s Gini, computed with the same operations.
 
@@ -407,7 +406,7 @@ def best_split_gini_runs(seg, tg, total, node_impurity, min_leaf, simd, scratch,
     best_pos = np.int64(-1)  # not a literal: callees would compile a second signature
     best_delta = np.nan  # the best's precise Δi, once a near-tie has needed it
     cur = lo
-    # Unsigned indices spare the loop Numba's negative-index wrap-around (13 % faster).
+    # Unsigned indices spare the loop Numba's negative-index wrap-around.
     umask = np.uint64(mask)
     ub = np.uint64(0)
     u_cand = np.uint64(n_cand)
@@ -691,8 +690,8 @@ def best_split_classification(seg, tg, total, node_impurity, min_leaf, by_runs, 
     proportional to Σ L_j² / n_L + Σ R_j² / n_R on integer counts, whose sums of squares
     are updated exactly in O(1) per case or run (the *fast* mode); every other case
     ranks the candidates on the prior-weighted counts q_j = c_j N_j. One function for
-    both: split into one function per mode, the entropy, weighted and twoing fits took
-    6-10 % longer. Returns (Δi, pos), or (-inf, -1) when there is no candidate.
+    both (split into one function per mode, the entropy, weighted and twoing fits were
+    slower). Returns (Δi, pos), or (-inf, -1) when there is no candidate.
 
     Parameters
     ----------

@@ -1,3 +1,21 @@
+"""Step 1 of a level: the best split of every (node, feature) pair of the frontier.
+
+Each pair is scanned independently (docs/maths.md §2): its node's cases in the order of
+the feature, every threshold between two distinct values a candidate, the impurity
+decrease Δi(s, t) of each computed from the running class counts (or sums of the
+response) on the left. The scans of one node and feature are in
+:mod:`cartjit.engine.scans` (numeric features; regression on large nodes in
+:mod:`cartjit.engine.gathered`), the subset search of categorical features in
+:mod:`cartjit.engine.subsets`, and a feature with missing values is searched by
+:mod:`cartjit.engine.missing`. :func:`_ordered_best` picks, per pair, the scan the data
+calls for.
+
+A fit compiles only the scans it can reach: :func:`search_marks` reads the targets
+(classification or regression, the criterion, whether the class factors are equal) and
+:data:`SEARCH_KERNELS` maps the marks to the one search kernel compiled for them.
+The pairs of a level are shared out among chunks by feature (:mod:`cartjit.engine.speed`),
+and each pair's result goes to :class:`cartjit.engine.records.Pairs`.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -145,7 +163,7 @@ def search_marks(tg):
         return True, None, None, None
     if tg.criterion != GINI or not tg.unit_weights or tg.mask == 0:
         return None, True, None, True
-    f = tg.factor.tolist()  # (a list: a few µs less for a small fit)
+    f = tg.factor.tolist()  # (a list: cheaper than NumPy for a few)
     # every factor > 0 (none 0, as for a class absent from the cases, none NaN): then
     # min and max do not depend on the order, and an infinite one fails the bound
     if all(v > 0.0 for v in f) and max(f) - min(f) <= EQUAL_FACTORS_RTOL * min(f):

@@ -185,7 +185,7 @@ def _ordered_scan_counts(row, start, end, shift, marks, ranks, high):
     last = ranks[row[start] >> shift] if tied and end > start else 0
     i = start
     # Unsigned indices (no negative-index wrap-around) and the best kept by selects,
-    # not branches: about 1.9 instead of 3.2 ns a case on synthetic segments (AMD EPYC).
+    # not branches (docs/design.md, "Speed machinery").
     while i < end and n_marked - n_low >= 2:
         case = np.uint32(row[np.uint64(i)]) >> ushift
         if tied:
@@ -577,9 +577,7 @@ def _marked_totals(row, start, pend, end, tg, marks, w_left, w_right, n_marked, 
 
 # Inlined into _send_missing (a call per case missing the split feature), which like the
 # other kernels of missing values that run in chunks is compiled borrowed, so that the
-# threads do not contend for the reference counts of the tables they share: the two
-# together took _send_missing from about 19 to 9 ms of CPU time in a two-thread fit of
-# 10^5 rows with 10 % of the cells missing (AMD EPYC).
+# threads do not contend for the reference counts of the tables they share.
 @jit(inline="always")
 def _surrogate_goes(X, case, f, tables, r, level_sets, is_cat):
     """Routing by surrogate row ``r``: LEFT, RIGHT, or MISSING when it cannot route."""
@@ -623,9 +621,8 @@ def _pick_surrogates(p, fr, rules, splits, sur, c, n_chunks):
     to within RANK_TIE, agreement above 0: adjusted agreement above MIN_ADJ), into
     ``sur.pick[j * max_surrogate:]``, -1 after the last when fewer.
 
-    Chunk c takes the batch rows c, c + n_chunks, ...: each writes only its own picks.
-    (Run serially with the writing of the table rows, this took 3-4 % of a two-thread
-    10^5-row fit with holes, AMD EPYC.)
+    Chunk c takes the batch rows c, c + n_chunks, ...: each writes only its own picks
+    (in chunks, not serially with the writing of the table rows).
 
     Parameters
     ----------
