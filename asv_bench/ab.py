@@ -6,7 +6,8 @@ command line (``sys.path`` first), warms the JIT on a tiny problem, draws the da
 classifier (Gini, 3 classes) and of a regressor on ``--n`` × 20, ``CARTClassifierCV``
 with ``--folds`` folds at ``--n``, and ``predict`` of ``--predict`` fresh rows by the
 classifier (``--modes``: also entropy, twoing, case weights, tied values, equal
-priors and ``min_samples_leaf=5``, the other scan modes). Samples alternate A, B, A, B,
+priors and ``min_samples_leaf=5``, the other scan modes; ``--kinds``: fits and CV with
+10 % missing values, fits with three categorical features). Samples alternate A, B, A, B,
 ... for every combination of thread count
 (``NUMBA_NUM_THREADS``) and ``CARTJIT_SIMD`` setting, so that background load hits
 both copies alike. ``--cold`` adds the cold start: a fresh interpreter with an empty
@@ -79,6 +80,20 @@ if {modes}:  # the scan modes besides the lean Gini scan
           lambda: cartjit.CARTClassifier(min_samples_leaf=5).fit(Xt, yt))
     timed("fit entropy, equal priors",
           lambda: cartjit.CARTClassifier(criterion="entropy", priors="equal").fit(Xt, yt))
+if {kinds}:  # missing values (surrogates) and categorical features (subset splits)
+    rng = np.random.default_rng(0)
+    Xm = Xt.copy()
+    Xm[rng.random(Xm.shape) < 0.1] = np.nan
+    timed("fit with 10 % missing", lambda: cartjit.CARTClassifier().fit(Xm, yt))
+    timed("CV with 10 % missing", lambda: cartjit.CARTClassifierCV(cv=folds).fit(Xm, yt))
+    Xc = Xt.copy()
+    Xc[:, :3] = np.floor(np.abs(Xc[:, :3]) * 4) % 12
+    timed("fit with 3 categorical", lambda: cartjit.CARTClassifier(
+        categorical_features=[0, 1, 2]).fit(Xc, yt))
+    Xrc = Xr.copy()
+    Xrc[:, :3] = np.floor(np.abs(Xrc[:, :3]) * 4) % 12
+    timed("fit regression, 3 categorical", lambda: cartjit.CARTRegressor(
+        categorical_features=[0, 1, 2]).fit(Xrc, yr))
 print(json.dumps(res))
 """
 
@@ -118,6 +133,8 @@ def main(argv=None):
     ap.add_argument("--modes", action="store_true",
                     help="also fit with entropy, twoing, weights, tied values, equal "
                          "priors and min_samples_leaf=5")
+    ap.add_argument("--kinds", action="store_true",
+                    help="also fits with missing values and with categorical features")
     ap.add_argument("--no-warm", action="store_true", help="only the cold start")
     ap.add_argument("--clock", choices=("perf_counter", "process_time"),
                     default="perf_counter",
@@ -139,7 +156,7 @@ def main(argv=None):
                                NUMBA_CACHE_DIR=caches[k])
                     samples[k].append(_run(_CHILD.format(
                         root=roots[k], n=args.n, n_pred=args.predict, folds=args.folds,
-                        inner=args.inner, modes=args.modes, clock=args.clock,
+                        inner=args.inner, modes=args.modes, kinds=args.kinds, clock=args.clock,
                         only=[m.strip() for m in args.only.split(";") if m.strip()]), env))
             for m in samples["A"][0]:
                 a = statistics.median(s[m] for s in samples["A"])
