@@ -85,6 +85,12 @@ class Settings(NamedTuple):
     surrogate_style: int = 0
     #: Competitor splits kept per node, rpart's maxcompete.
     max_competitor: int = 0
+    #: Features drawn at random for each node's split search (Breiman's m of a random
+    #: forest); 0 searches every feature, as a single CART tree does.
+    max_features: int = 0
+    #: Seed of the per-node draws of ``max_features`` features (a tree's own seed,
+    #: drawn by the forest in Python); unused when ``max_features`` is 0.
+    feature_seed: int = 0
 
 
 class Fitted(NamedTuple):
@@ -242,9 +248,7 @@ def fit_tree(problem, settings, presorted, n_threads=1, rpart_alpha=None,
     del presorted
     risk, label = _node_risks(problem, settings, grown, priors, counts)
     # The growth's over-allocated tables are spent too: the assembly frees each as soon
-    # as its columns are copied (a tree grown to purity on 10^6 regression cases: the
-    # process's peak RSS 1.01 GiB, against 1.17 GiB with all of them freed after the
-    # assembly and 1.32 GiB with them held to the end).
+    # as its columns are copied, lowering the peak memory (docs/design.md).
     holder = [grown]
     del grown
     tree = assemble_tree(holder, risk, label)
