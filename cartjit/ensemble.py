@@ -345,7 +345,10 @@ class _BaseForest(_Base):
 
     def _view(self, k):
         fit = self._trees[k]
-        est = self._tree_class(**self._tree_params())
+        cls = self._tree_class
+        if fit.class_totals is not None and not np.all(fit.class_totals > 0):
+            cls = _TreeWithAbsentClasses
+        est = cls(**self._tree_params())
         est._set_fitted(Fitted(fit.tree_max, fit.priors, fit.class_totals, ()),
                         self._prep_view, None)
         est.tree_ = fit.tree
@@ -412,6 +415,15 @@ class _BaseForest(_Base):
                 for j, c in enumerate(self.classes_.tolist()):
                     table[f"raw[{c}]"] = self.oob_importances_by_class_[:, j]
         return pd.DataFrame(table, index=pd.Index([str(n) for n in names], dtype=object))
+
+
+class _TreeWithAbsentClasses(CARTClassifier):
+    """A tree of a forest whose sample lacks some class (N_j = 0; a single tree drops
+    such a class from ``classes_``): p(j | t) = 0 for it."""
+
+    def _leaf_proba(self, leaves):
+        return F.class_proba(self.tree_.value[leaves], self.priors_,
+                             self.class_weight_totals_)
 
 
 def _r2(y, pred, w):

@@ -60,7 +60,7 @@ from .tree import LEAF
 
 __all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "OOBTargets", "OOBResult",
            "Importance", "VOTING", "grow_forest", "assemble_forest", "node_values",
-           "tree_importance", "forest_sums", "forest_apply", "oob_estimates",
+           "tree_importance", "class_proba", "forest_sums", "forest_apply", "oob_estimates",
            "permutation_importance", "permutation", "decide", "tree_seed_sequence",
            "draw_counts", "inbag_mask", "oob_targets"]
 
@@ -260,7 +260,7 @@ def grow_forest(problem, settings, plan, n_jobs=1):
     return ForestFit(forest, trees, inbag, seeds, importance)
 
 
-def _class_proba(value, priors, class_totals):
+def class_proba(value, priors, class_totals):
     """p(j | t) = π(j) N_j(t)/N_j, normalised over j (docs/maths.md §1), for the rows of
     ``value``; a class absent from the tree's cases (N_j = 0) has p(j | t) = 0."""
     if np.all(class_totals > 0):
@@ -282,7 +282,7 @@ def node_values(fit, settings, voting, n_classes):
         out = np.zeros((tree.n_nodes, n_classes))
         out[np.arange(tree.n_nodes), tree.label] = 1.0
         return out
-    return np.ascontiguousarray(_class_proba(tree.value, fit.priors, fit.class_totals))
+    return np.ascontiguousarray(class_proba(tree.value, fit.priors, fit.class_totals))
 
 
 def tree_importance(fit, settings, n_features):
