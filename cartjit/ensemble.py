@@ -276,8 +276,10 @@ class _BaseForest(_Base):
 
     def _fit_oob(self, problem, settings, res, plan):
         targets = F.oob_targets(problem, settings, plan.voting)
+        priors = F.risk_priors(settings)
         _cache.doing("the kernels of forest prediction")
-        oob = F.oob_estimates(res.forest, problem.X, res.inbag, targets, self._n_jobs)
+        oob = F.oob_estimates(res.forest, problem.X, res.inbag, targets, priors,
+                              self._n_jobs)
         missing = int(np.count_nonzero(oob.n_trees == 0))
         if missing:
             warnings.warn(
@@ -308,7 +310,7 @@ class _BaseForest(_Base):
             self.oob_rsq_ = (1.0 - self.oob_error_ / var) if var > 0 else float("nan")
         if self.oob_importance:
             imp = F.permutation_importance(res.forest, problem.X, res.inbag, targets,
-                                           plan.random_state, self._n_jobs)
+                                           priors, plan.random_state, self._n_jobs)
             self.oob_importances_ = imp.raw
             self.oob_importances_se_ = imp.se
             self.oob_importances_scaled_ = imp.scaled

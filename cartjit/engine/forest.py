@@ -62,7 +62,8 @@ __all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "OOBTargets", "OOBRes
            "Importance", "VOTING", "grow_forest", "assemble_forest", "node_values",
            "tree_importance", "class_proba", "forest_sums", "forest_apply", "oob_estimates",
            "permutation_importance", "permutation", "decide", "tree_seed_sequence",
-           "draw_counts", "inbag_mask", "oob_targets"]
+           "draw_counts", "inbag_mask", "oob_targets", "oob_rows", "risk_priors",
+           "sample_risk", "permutation_seeds"]
 
 #: How a classification forest turns its trees into probabilities: ``"proba"`` averages
 #: each tree's class probabilities p(j | t) at the case's leaf (scikit-learn's forests),
@@ -556,46 +557,68 @@ def decide(values, cost, use_cost):
 # --------------------------------------------------------------------------- out of bag
 
 class OOBTargets(NamedTuple):
-    """The learning cases' targets and what an OOB prediction of each costs."""
+    """The learning cases' targets and how a prediction is made and costed."""
 
     y_class: np.ndarray      # int32 class indices (empty for regression)
     y_reg: np.ndarray        # float64 responses (empty for classification)
     w: np.ndarray            # float64 case weights (empty with unit_weights)
     unit_weights: bool
-    class_scale: np.ndarray  # float64 (J,) π(j) W / N_j (empty for regression)
+    n_classes: int           # J; 0 for regression
     cost: np.ndarray         # float64 (J, J) C(i|j) as cost[j, i] (empty: regression)
     use_cost: bool           # predict by least expected cost (else the largest value)
 
 
 def oob_targets(problem, settings, voting):
-    """:class:`OOBTargets` of ``problem`` (the learning cases) and ``settings``: a
-    class-j case predicted i costs l = π(j) W / N_j · C(i|j), with the forest's priors
-    π and costs C and the learning sample's weighted class totals N_j and total W, so
-    that the weighted mean of l is Σ_j π(j) Σ_i C(i|j) N_ij / N_j (docs/maths.md §5)."""
+    """:class:`OOBTargets` of ``problem`` (the learning cases) and ``settings``."""
     w = as_kernel_array(problem.w, np.float64)
     if not problem.is_classification:
         return OOBTargets(np.zeros(0, np.int32), as_kernel_array(problem.y_reg, np.float64),
-                          w, bool(problem.unit_weights), np.zeros(0), np.zeros((0, 0)),
-                          False)
-    counts = np.bincount(problem.y_class, weights=None if problem.unit_weights else w,
-                         minlength=problem.n_classes).astype(np.float64)
-    priors = class_priors(settings.priors, counts)
-    total = float(counts.sum())
-    scale = np.divide(priors * total, counts, out=np.zeros_like(priors), where=counts > 0)
+                          w, bool(problem.unit_weights), 0, np.zeros((0, 0)), False)
     use_cost = voting == "proba" and not settings.default_cost
     return OOBTargets(as_kernel_array(problem.y_class, np.int32), np.zeros(0), w,
-                      bool(problem.unit_weights), scale,
+                      bool(problem.unit_weights), int(problem.n_classes),
                       as_kernel_array(settings.cost, np.float64), bool(use_cost))
+
+
+def risk_priors(settings):
+    """The priors of the OOB error: None where they are estimated from the cases
+    scored (``priors="empirical"``), else π."""
+    if isinstance(settings.priors, str):
+        if settings.priors == "empirical":
+            return None
+        return None if settings.priors != "equal" else "equal"
+    return np.asarray(settings.priors, dtype=np.float64)
+
+
+def sample_risk(class_loss, class_weight, priors):
+    """The error of scored cases from their per-class sums, along the last axis:
+    ``class_loss[..., j]`` = Σ w C(pred|j) and ``class_weight[..., j]`` = Σ w over the
+    class-j cases scored. With ``priors`` None (empirical) the weighted mean cost Σ_j
+    L_j / Σ_j W_j; with π (or ``"equal"``) Σ_j π(j) L_j / W_j over the classes with
+    scored cases, divided by their Σ π(j) (docs/maths.md §5; Breiman's test-sample
+    estimate). Regression passes one column of squared errors: their weighted mean.
+    NaN where nothing was scored."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if priors is None or class_loss.shape[-1] == 1:
+            total = class_weight.sum(axis=-1)
+            return np.where(total > 0, class_loss.sum(axis=-1) / total, np.nan)
+        n_classes = class_loss.shape[-1]
+        pi = (np.full(n_classes, 1.0 / n_classes) if isinstance(priors, str)
+              else np.asarray(priors, dtype=np.float64))
+        present = class_weight > 0
+        rate = np.where(present, class_loss / np.where(present, class_weight, 1.0), 0.0)
+        mass = (present * pi).sum(axis=-1)
+        return np.where(mass > 0, (rate * pi).sum(axis=-1) / mass, np.nan)
 
 
 @jit(inline="always")
 def _case_loss(tg, i, v, is_class):
-    """The loss of predicting ``v`` (average values) for case i, and the predicted
-    class (-1 for regression)."""
+    """The predicted class of case i from its average values ``v`` (-1 for regression)
+    and its loss: the cost C(pred | y) or the squared error."""
     if is_class:
         pred = _decide_row(v, tg.cost, tg.use_cost)
         y = tg.y_class[i]
-        return tg.class_scale[y] * tg.cost[y, pred], pred
+        return tg.cost[y, pred], pred
     e = tg.y_reg[i] - v[0]
     return e * e, np.int64(-1)
 
@@ -605,13 +628,14 @@ def _oob_pass(fa, routing, X, inbag, tg, sums, counts, pred, chunk_loss, chunk_w
     """Out of bag: ``sums[i]`` += the value of row i's end node in every tree b for
     which case i is out of bag (``inbag[b]``'s bit i clear), in tree order, and
     ``counts[i]`` the number of those trees; ``pred[i]`` the class its average predicts.
-    After tree b, ``chunk_loss[c, b]`` = Σ w_i l_i and ``chunk_weight[c, b]`` = Σ w_i
-    over the cases of chunk c with at least one OOB tree among 0..b (l_i their loss at
-    that point). Chunks of :data:`OOB_CHUNK` rows run in parallel."""
+    After tree b, ``chunk_loss[c, b, j]`` = Σ w_i l_i and ``chunk_weight[c, b, j]`` =
+    Σ w_i over the class-j cases (j = 0 for regression) of chunk c with at least one OOB
+    tree among 0..b, l_i their loss then (:func:`_case_loss`). Chunks of
+    :data:`OOB_CHUNK` rows run in parallel."""
     n = X.shape[0]
     n_trees = fa.roots.shape[0] - 1
     n_values = fa.value.shape[1]
-    is_class = tg.class_scale.shape[0] > 0
+    is_class = tg.n_classes > 0
     n_chunks = chunk_loss.shape[0]
     for c in prange(n_chunks):
         lo = c * OOB_CHUNK
@@ -636,15 +660,12 @@ def _oob_pass(fa, routing, X, inbag, tg, sums, counts, pred, chunk_loss, chunk_w
                 for j in range(n_values):
                     avg[j] = sums[i, j] / counts[i]
                 loss[i - lo], pred[i] = _case_loss(tg, i, avg, is_class)
-            s = 0.0
-            sw = 0.0
             for i in range(lo, lo + m):
                 if counts[i] > 0:
                     wi = 1.0 if tg.unit_weights else tg.w[i]
-                    s += wi * loss[i - lo]
-                    sw += wi
-            chunk_loss[c, b] = s
-            chunk_weight[c, b] = sw
+                    j = tg.y_class[i] if is_class else 0
+                    chunk_loss[c, b, j] += wi * loss[i - lo]
+                    chunk_weight[c, b, j] += wi
 
 
 class OOBResult(NamedTuple):
@@ -657,15 +678,15 @@ class OOBResult(NamedTuple):
     curve_weight: np.ndarray  # float64 (B,): weight of the cases with an OOB prediction
 
 
-def oob_estimates(forest, X, inbag, targets, n_threads=None):
+def oob_estimates(forest, X, inbag, targets, priors=None, n_threads=None):
     """The out-of-bag value of every learning case and the OOB error after each tree.
 
     ``X`` holds the learning cases (those of ``targets``), ``inbag`` the packed in-bag
     bits of :class:`ForestFit`. A case's OOB value is the average of ``forest.value`` at
-    its end nodes in the trees for which it is out of bag, its loss that of the class
-    (or mean) its OOB value predicts (:func:`oob_targets`), and ``curve[b - 1]`` the
-    weighted mean loss, after the first b trees, over the cases with at least one OOB
-    tree among them.
+    its end nodes in the trees for which it is out of bag, its prediction the class (or
+    mean) of that average, and ``curve[b - 1]`` the error (:func:`sample_risk` with
+    ``priors``, :func:`risk_priors`) after the first b trees of the cases with at least
+    one OOB tree among them. The per-chunk sums are reduced in chunk order.
     """
     X = _rows(X)
     n = X.shape[0]
@@ -675,23 +696,24 @@ def oob_estimates(forest, X, inbag, targets, n_threads=None):
     counts = np.zeros(n, dtype=np.int64)
     pred = np.full(n, -1, dtype=np.int64)
     n_chunks = (n + OOB_CHUNK - 1) // OOB_CHUNK
-    chunk_loss = np.zeros((n_chunks, n_trees))
-    chunk_weight = np.zeros((n_chunks, n_trees))
+    slots = max(targets.n_classes, 1)
+    chunk_loss = np.zeros((n_chunks, n_trees, slots))
+    chunk_weight = np.zeros((n_chunks, n_trees, slots))
     if n and n_trees:
         fa = _kernel_arrays(forest)
         with _threads(n_threads), parallel_entry():
             _oob_pass(fa, forest.routing, X, as_kernel_array(inbag, np.uint8), targets,
                       sums, counts, pred, chunk_loss, chunk_weight)
-    loss = np.zeros(n_trees)
-    weight = np.zeros(n_trees)
+    loss = np.zeros((n_trees, slots))
+    weight = np.zeros((n_trees, slots))
     for c in range(n_chunks):  # in chunk order, whatever ran them
         loss += chunk_loss[c]
         weight += chunk_weight[c]
+    curve = sample_risk(loss, weight, priors)
     with np.errstate(invalid="ignore", divide="ignore"):
-        curve = np.where(weight > 0, loss / weight, np.nan)
         value = sums / counts[:, None]
     value[counts == 0] = np.nan
-    return OOBResult(value, counts, pred, curve, weight)
+    return OOBResult(value, counts, pred, curve, weight.sum(axis=1))
 
 
 # --------------------------------------------------------------------------- importance
@@ -755,16 +777,15 @@ def _end_node(fa, routing, xb, root):
 
 
 @jit_parallel
-def _permuted_losses(fa, routing, X, oob, oob_start, tg, node_pred, seeds, loss,
-                     class_loss):
+def _permuted_losses(fa, routing, X, oob, oob_start, tg, node_pred, seeds, loss):
     """Permutation importance: task (b, j) for b < B, j in -1..p-1 walks tree b's OOB
     cases ``oob[oob_start[b]:oob_start[b + 1]]`` with feature j permuted among them
-    (j = -1: none) and writes Σ w l to ``loss[b, j + 1]`` and, for classification, the
-    weight of class-c cases times their cost C(pred|c) to ``class_loss[b, j + 1, c]``.
-    ``node_pred`` is the class each node predicts (classification)."""
+    (j = -1: none) and writes to ``loss[b, j + 1, y]`` Σ w C(pred | y) over its class-y
+    cases (classification; ``node_pred`` the class each node predicts) or Σ w (y - ȳ)²
+    (regression, y = 0)."""
     n_trees = fa.roots.shape[0] - 1
     p = X.shape[1]
-    is_class = tg.class_scale.shape[0] > 0
+    is_class = tg.n_classes > 0
     n_tasks = n_trees * (p + 1)
     for task in prange(n_tasks):
         b = task // (p + 1)
@@ -776,7 +797,6 @@ def _permuted_losses(fa, routing, X, oob, oob_start, tg, node_pred, seeds, loss,
             _permutation(np.uint64(seeds[b]), np.int64(j), np.int64(m), perm)
         xb = np.empty((1, p))
         root = fa.roots[b]
-        s = 0.0
         for k in range(m):
             i = oob[lo + k]
             for f in range(p):
@@ -787,13 +807,10 @@ def _permuted_losses(fa, routing, X, oob, oob_start, tg, node_pred, seeds, loss,
             wi = 1.0 if tg.unit_weights else tg.w[i]
             if is_class:
                 y = tg.y_class[i]
-                pred = node_pred[t]
-                s += wi * tg.class_scale[y] * tg.cost[y, pred]
-                class_loss[b, j + 1, y] += wi * tg.cost[y, pred]
+                loss[b, j + 1, y] += wi * tg.cost[y, node_pred[t]]
             else:
                 e = tg.y_reg[i] - fa.value[t, 0]
-                s += wi * e * e
-        loss[b, j + 1] = s
+                loss[b, j + 1, 0] += wi * e * e
 
 
 class Importance(NamedTuple):
@@ -810,8 +827,9 @@ class Importance(NamedTuple):
 
 
 def _mean_se(delta, present):
-    """randomForest's mean and standard error over the trees where ``present``: mean Δ
-    and sqrt((mean Δ² - mean Δ²) / B'), B' the trees counted."""
+    """randomForest's mean and standard error over the trees (axis 0) where
+    ``present``: mean Δ and sqrt((mean Δ² - (mean Δ)²) / B'), B' the trees counted;
+    scaled = mean / SE (0 where both are 0)."""
     count = present.sum(axis=0)
     d = np.where(present, delta, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -840,25 +858,26 @@ def permutation_seeds(random_state, n_trees):
                      for b in range(n_trees)], dtype=np.uint64)
 
 
-def permutation_importance(forest, X, inbag, targets, random_state=0, n_threads=None):
+def permutation_importance(forest, X, inbag, targets, priors=None, random_state=0,
+                           n_threads=None):
     """Breiman's OOB permutation importance (Breiman 2001, §10; randomForest's type 1).
 
-    For tree b with OOB cases O_b, e_b is its own weighted mean loss on O_b (the loss of
-    :func:`oob_targets`, each case predicted by the tree alone), and e_bj the same after
-    the values of feature j are permuted among O_b (:func:`permutation`, seeded per tree
-    from ``random_state``). Δ_bj = e_bj - e_b; ``raw`` is its mean over the trees,
-    ``se`` = sqrt((mean Δ² - raw²) / B) as randomForest computes it, ``scaled`` = raw /
-    se. Per class c (classification): the same with e the mean cost C(pred|c) over the
-    class-c cases of O_b. Regression: the losses are squared errors (%IncMSE).
+    For tree b with OOB cases O_b, e_b is the tree's own error on O_b (each case
+    predicted by the tree alone, :func:`sample_risk` with ``priors``), and e_bj the
+    same after the values of feature j are permuted among O_b (:func:`permutation`,
+    seeded per tree from ``random_state``). Δ_bj = e_bj - e_b; ``raw`` is its mean over
+    the trees, ``se`` = sqrt((mean Δ² - raw²) / B) as randomForest computes it,
+    ``scaled`` = raw / se. Per class c (classification): the same with e the weighted
+    mean cost C(pred | c) of the class-c cases of O_b. Regression: squared errors
+    (randomForest's %IncMSE).
     """
     X = _rows(X)
     n, p = X.shape
     n_trees = forest.n_trees
     rows, start = oob_rows(inbag, n)
-    is_class = targets.class_scale.shape[0] > 0
-    n_classes = targets.class_scale.shape[0]
-    loss = np.zeros((n_trees, p + 1))
-    class_loss = np.zeros((n_trees, p + 1, n_classes))
+    is_class = targets.n_classes > 0
+    slots = max(targets.n_classes, 1)
+    loss = np.zeros((n_trees, p + 1, slots))
     if is_class:
         node_pred = decide(forest.value, targets.cost, targets.use_cost)
     else:
@@ -868,27 +887,23 @@ def permutation_importance(forest, X, inbag, targets, random_state=0, n_threads=
         fa = _kernel_arrays(forest)
         with _threads(n_threads), parallel_entry():
             _permuted_losses(fa, forest.routing, X, rows, start, targets, node_pred, seeds,
-                             loss, class_loss)
+                             loss)
     w = np.ones(n) if targets.unit_weights else targets.w
     mask = ~inbag_mask(inbag, n)
-    weight = mask.astype(np.float64) @ w
-    present = weight > 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        err = loss / weight[:, None]
-        delta = err[:, 1:] - err[:, :1]
-    delta[~present] = np.nan
-    raw, se, scaled = _mean_se(delta, present[:, None] & np.ones((1, p), bool))
+    y = targets.y_class if is_class else np.zeros(n, dtype=np.int64)
+    weight = np.zeros((n_trees, slots))
+    for b in range(n_trees):
+        weight[b] = np.bincount(y[mask[b]], weights=w[mask[b]], minlength=slots)
+    err = sample_risk(loss, weight[:, None, :], priors)  # (B, p + 1)
+    delta = err[:, 1:] - err[:, :1]
+    present = np.broadcast_to((weight.sum(axis=1) > 0)[:, None], delta.shape)
+    raw, se, scaled = _mean_se(delta, present)
     if is_class:
-        cw = np.zeros((n_trees, n_classes))
-        for b in range(n_trees):
-            cw[b] = np.bincount(targets.y_class[mask[b]], weights=w[mask[b]],
-                                minlength=n_classes)
         with np.errstate(invalid="ignore", divide="ignore"):
-            cerr = class_loss / cw[:, None, :]
-            cdelta = cerr[:, 1:, :] - cerr[:, :1, :]  # (B, p, J)
-        cpresent = np.broadcast_to((cw > 0)[:, None, :], cdelta.shape)
+            rate = loss / weight[:, None, :]
+        cdelta = rate[:, 1:, :] - rate[:, :1, :]  # (B, p, J)
+        cpresent = np.broadcast_to((weight > 0)[:, None, :], cdelta.shape)
         craw, cse, cscaled = _mean_se(cdelta, cpresent)
     else:
         craw = cse = cscaled = np.zeros((p, 0))
-    return Importance(delta, raw, se, scaled, craw, cse, cscaled,
-                      np.where(present, err[:, 0], np.nan))
+    return Importance(delta, raw, se, scaled, craw, cse, cscaled, err[:, 0])

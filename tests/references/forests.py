@@ -50,36 +50,35 @@ def slow_oob(est, X, classification):
     return out, n_oob
 
 
-def class_scale(est, y_idx, w):
-    """π(j) W / N_j of the learning sample (docs/maths.md §5)."""
-    counts = np.bincount(y_idx, weights=w, minlength=est.n_classes_)
-    pri = est.priors
-    if isinstance(pri, str):
-        pri = counts / counts.sum() if pri == "empirical" else np.full(
-            est.n_classes_, 1.0 / est.n_classes_)
-    return np.asarray(pri) * counts.sum() / counts
+def class_error(est, y_idx, wrong, w):
+    """The error of scored cases (docs/forests.md): with empirical priors the weighted
+    share of wrong predictions (0-1 cost), with equal priors the mean over the classes
+    present of each class's share."""
+    if isinstance(est.priors, str) and est.priors == "equal":
+        rates = [np.sum(w[y_idx == j] * wrong[y_idx == j]) / np.sum(w[y_idx == j])
+                 for j in range(est.n_classes_) if np.any(y_idx == j)]
+        return float(np.mean(rates))
+    return float(np.sum(w * wrong) / np.sum(w))
 
 
 def slow_permutation_importance(est, X, y, random_state=0):
-    """Breiman's importance from the trees: per tree k, its weighted mean loss on its OOB
-    cases, before and after feature j is permuted among them (the engine's permutation
-    for the tree's seed), Δ_kj the increase; the mean over trees and randomForest's SE.
-    Classification losses are π(j) W/N_j C(pred | j) with the tree's prediction its
-    class of largest p(j | t) (0-1 cost here); regression, squared errors."""
+    """Breiman's importance from the trees: per tree k, its error on its OOB cases,
+    before and after feature j is permuted among them (the engine's permutation for the
+    tree's seed), Δ_kj the increase; the mean over trees and randomForest's SE.
+    Classification (0-1 cost): the tree predicts its class of largest p(j | t), and the
+    error is :func:`class_error`; regression: the mean squared error."""
     classification = hasattr(est, "classes_")
     n, p = X.shape
     w = np.ones(n)
     if classification:
         y_idx = np.searchsorted(est.classes_, y)
-        scale = class_scale(est, y_idx, w)
-    seeds = F.permutation_seeds(est.random_state, len(est.estimators_))
+    seeds = F.permutation_seeds(random_state, len(est.estimators_))
 
     def error(tree, rows, Xr):
         if classification:
             pred = np.argmax(tree.predict_proba(Xr), axis=1)
-            loss = scale[y_idx[rows]] * (pred != y_idx[rows])
-        else:
-            loss = (y[rows] - tree.predict(Xr)) ** 2
+            return class_error(est, y_idx[rows], pred != y_idx[rows], w[rows])
+        loss = (y[rows] - tree.predict(Xr)) ** 2
         return float(np.sum(w[rows] * loss) / np.sum(w[rows]))
 
     deltas = np.zeros((len(est.estimators_), p))
