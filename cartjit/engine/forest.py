@@ -430,6 +430,104 @@ def _walk_rows(fa, routing, X, rows, n_rows, root, ends):
                 active -= 1
 
 
+#: Rows the blind walk keeps in flight, and its sweeps between two checks for rows
+#: that reached a leaf (the values of :mod:`cartjit.engine.predict`'s blind walk).
+BLIND_SLOTS = 16
+BLIND_SWEEPS = 4
+
+
+@jit
+def _blind_rows(fa, xs, p, rows, n_rows, root, ends):
+    """:func:`_walk_rows` for a tree of ordered splits and rows whose values are all
+    finite: :data:`BLIND_SWEEPS` sweeps over :data:`BLIND_SLOTS` slots step every slot
+    without a test (a leaf is a self-loop whose threshold is +inf), then a check ends
+    the rows that reached a leaf. ``xs`` is X flattened (p values a row)."""
+    step = fa.step
+    leaf = root
+    while np.int64(step[leaf].child0) != leaf:  # a leaf, for the empty slots
+        leaf = np.int64(step[leaf].child0)
+    slot = np.full(BLIND_SLOTS, -1, dtype=np.int64)
+    base = np.zeros(BLIND_SLOTS, dtype=np.int64)
+    node = np.full(BLIND_SLOTS, leaf, dtype=np.int64)
+    nxt = 0
+    active = 0
+    for s in range(BLIND_SLOTS):
+        if nxt < n_rows:
+            slot[s] = nxt
+            base[s] = rows[nxt] * p
+            node[s] = root
+            nxt += 1
+            active += 1
+    while active > 0:
+        for _ in range(BLIND_SWEEPS):
+            for s in range(BLIND_SLOTS):
+                us = np.uint64(s)
+                rec = step[np.uint64(node[us])]
+                x = xs[np.uint64(base[us] + rec.feature)]
+                node[us] = np.int64(rec.child0) + np.int64(x > rec.threshold)
+        for s in range(BLIND_SLOTS):
+            k = slot[s]
+            t = node[s]
+            if k < 0 or np.int64(step[t].child0) != t:
+                continue
+            ends[k] = t
+            if nxt < n_rows:
+                slot[s] = nxt
+                base[s] = rows[nxt] * p
+                node[s] = root
+                nxt += 1
+            else:
+                slot[s] = -1
+                base[s] = 0
+                node[s] = leaf
+                active -= 1
+
+
+@jit(inline="always")
+def _split_rows(X, lo, m, subset_splits, rows):
+    """Rows lo .. lo + m - 1 of X into ``rows``: those the blind walk may take (every
+    value finite, and no subset split in the forest) first, the others after; returns
+    how many come first."""
+    n_blind = 0
+    n_other = 0
+    for i in range(lo, lo + m):
+        finite = not subset_splits
+        if finite:
+            for f in range(X.shape[1]):
+                if not np.isfinite(X[i, f]):
+                    finite = False
+                    break
+        if finite:
+            rows[n_blind] = i
+            n_blind += 1
+        else:
+            n_other += 1
+            rows[m - n_other] = i
+    # the others were written from the end: put them back in row order
+    a = n_blind
+    b = m - 1
+    while a < b:
+        tmp = rows[a]
+        rows[a] = rows[b]
+        rows[b] = tmp
+        a += 1
+        b -= 1
+    return n_blind
+
+
+@jit(inline="always")
+def _chunk_ends(fa, routing, X, rows, m, n_blind, root, ends):
+    """The end nodes of ``rows[:m]`` in the tree rooted at ``root`` (into ``ends[:m]``):
+    the blind walk for the first ``n_blind`` rows, the careful walk for the others."""
+    p = X.shape[1]
+    if n_blind > 0 and p > 0:
+        _blind_rows(fa, X.reshape(X.shape[0] * p), p, rows, n_blind, root, ends)
+    else:
+        n_blind = 0
+    if m > n_blind:
+        _walk_rows(fa, routing, X, rows[n_blind:], m - n_blind, root, ends[n_blind:])
+
+
 @jit_parallel
 def _forest_sums(fa, routing, X, chunk_rows, out):
     """Prediction: ``out[i] += value[end node of row i in tree b]`` for b = 0, 1, ...
@@ -441,14 +539,16 @@ def _forest_sums(fa, routing, X, chunk_rows, out):
     for c in prange(n_chunks):
         lo = c * chunk_rows
         m = min(n, lo + chunk_rows) - lo
-        rows = np.arange(lo, lo + m)
+        rows = np.empty(m, dtype=np.int64)
         ends = np.empty(m, dtype=np.int64)
+        n_blind = _split_rows(X, lo, m, routing.subset_splits, rows)
         for b in range(n_trees):
-            _walk_rows(fa, routing, X, rows, m, fa.roots[b], ends)
+            _chunk_ends(fa, routing, X, rows, m, n_blind, fa.roots[b], ends)
             for k in range(m):
                 t = ends[k]
+                i = rows[k]
                 for j in range(n_values):
-                    out[lo + k, j] += fa.value[t, j]
+                    out[i, j] += fa.value[t, j]
 
 
 @jit_parallel
@@ -460,13 +560,14 @@ def _forest_leaves(fa, routing, X, chunk_rows, out):
     for c in prange(n_chunks):
         lo = c * chunk_rows
         m = min(n, lo + chunk_rows) - lo
-        rows = np.arange(lo, lo + m)
+        rows = np.empty(m, dtype=np.int64)
         ends = np.empty(m, dtype=np.int64)
+        n_blind = _split_rows(X, lo, m, routing.subset_splits, rows)
         for b in range(n_trees):
             root = fa.roots[b]
-            _walk_rows(fa, routing, X, rows, m, root, ends)
+            _chunk_ends(fa, routing, X, rows, m, n_blind, root, ends)
             for k in range(m):
-                out[lo + k, b] = ends[k] - root
+                out[rows[k], b] = ends[k] - root
 
 
 @contextlib.contextmanager
