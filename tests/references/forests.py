@@ -104,7 +104,7 @@ def categorical_frame(n=240, random_state=0):
     x1 = rng.normal(size=n)
     x2 = rng.normal(size=n)
     score = np.isin(a, ["a", "c"]) * 1.5 + (b == "w") * 1.0 + x1
-    y = np.where(score + 0.5 * rng.normal(size=n) > 1.0, "yes", "no")
+    y = np.where(score + 0.5 * rng.normal(size=n) > 1.0, "yes", "no").astype(object)
     y[np.argsort(x2)[:60]] = "maybe"
     X = pd.DataFrame({"a": a, "x1": x1, "b": b, "x2": x2})
     return X, y
