@@ -220,3 +220,20 @@ def test_sqrt_features_change_the_forest():
     assert any(a.tree_.n_nodes != b.tree_.n_nodes
                or not np.array_equal(a.tree_.feature, b.tree_.feature)
                for a, b in zip(bag.estimators_, rf.estimators_))
+
+
+@pytest.mark.parametrize("kind", ["categorical", "numeric holes"])
+def test_compiled_prediction_over_several_chunks(kind):
+    """Several chunks of rows, and in each both walks: rows with a missing value take the
+    careful one, complete rows the blind one (numeric), or every row the careful one
+    (subset splits)."""
+    if kind == "categorical":
+        X, y = categorical_frame(700, random_state=3)
+        X.loc[::9, "x1"] = np.nan
+    else:
+        X, y = make_classification(700, n_features=5, n_classes=3, random_state=2)
+        X = with_holes(X, 0.02, random_state=4)
+    est = BaggedCARTClassifier(4, random_state=5).fit(X, y)
+    np.testing.assert_array_equal(est.predict_proba(X), slow_sums(est, X, True) / 4)
+    np.testing.assert_array_equal(est.apply(X),
+                                  np.column_stack([t.apply(X) for t in est.estimators_]))

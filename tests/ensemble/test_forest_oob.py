@@ -27,7 +27,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*in the bag of every tree")
 
 @pytest.mark.parametrize("holes", [False, True])
 def test_oob_values_are_the_oob_trees_averaged(holes):
-    X, y = make_classification(200, n_features=5, n_classes=3, random_state=8)
+    X, y = make_classification(1100, n_features=5, n_classes=3, random_state=8)  # 3 chunks
     if holes:
         X = with_holes(X, 0.1, random_state=1)
     est = BaggedCARTClassifier(9, oob_score=True, random_state=2).fit(X, y)
