@@ -467,7 +467,7 @@ _FOREST_DOC = """
         Needs ``bootstrap=True``.
     random_state : int >= 0 or None, default 0
         The seed. Tree k's sample, the seed of its per-node feature draws and its
-        permutations come from ``SeedSequence(random_state, spawn_key=(k,))``: tree k is
+        permutations come from ``SeedSequence(random_state, spawn_key=(k, ...))``: tree k is
         the same whatever ``n_jobs`` and ``n_estimators``. None means 0 (as for the CV
         estimators: results are always reproducible).
     n_jobs : int or None, default None

@@ -10,8 +10,8 @@ of the learning cases, and stored as one flat structure (:class:`Forest`):
    (sampling with replacement: multinomial counts; without: 0/1).
 2. **Seeds.** Everything random about tree b (its sample, the seed of its per-node
    feature draws, ``Settings.feature_seed``, and the permutations of the permutation
-   importance) comes from ``SeedSequence(random_state, spawn_key=(b,))``
-   (:func:`tree_seed_sequence`), drawn in Python: tree b is the same whatever the number
+   importance) comes from ``SeedSequence(random_state, spawn_key=(b, stream))``
+   (:func:`tree_seed_sequence`, one stream each), drawn in Python: tree b is the same whatever the number
    of threads, the order the trees are grown in, or ``n_estimators``.
 3. **Growth.** The trees are grown on a pool of ``n_jobs`` Python threads, each tree on
    one thread (the kernels release the GIL), as the cross-validation grows its folds;
@@ -154,9 +154,14 @@ class ForestFit(NamedTuple):
     importance: np.ndarray         # float64 (B, p) each tree's normalised MDI
 
 
-def tree_seed_sequence(random_state, b, stream=0):
-    """The ``SeedSequence`` of tree b (``stream`` 0: its sample and feature seed; 1: its
-    permutations): a function of ``(random_state, b)`` alone."""
+#: The streams of a tree's randomness (:func:`tree_seed_sequence`).
+SAMPLE_STREAM, PERMUTATION_STREAM, FEATURE_STREAM = 0, 1, 2
+
+
+def tree_seed_sequence(random_state, b, stream=SAMPLE_STREAM):
+    """The ``SeedSequence`` of one stream of tree b: its sample (``spawn_key=(b,)``), its
+    permutations (``(b, 1)``) or its feature seed (``(b, 2)``); a function of
+    ``(random_state, b)`` alone."""
     key = (int(b),) if stream == 0 else (int(b), int(stream))
     return np.random.SeedSequence(int(random_state), spawn_key=key)
 
@@ -168,11 +173,11 @@ def draw_counts(plan, n, b):
     of ``n_samples`` uniform draws (multinomial); without, ``n_samples`` distinct cases
     have count 1.
     """
-    ss = tree_seed_sequence(plan.random_state, b)
-    feature_seed = int(ss.generate_state(1, np.uint64)[0] >> np.uint64(1))
+    feature_seed = int(tree_seed_sequence(plan.random_state, b, FEATURE_STREAM)
+                       .generate_state(1, np.uint64)[0] >> np.uint64(1))
     if not plan.bootstrap:
         return np.ones(n, dtype=np.int64), feature_seed
-    rng = np.random.default_rng(ss)
+    rng = np.random.default_rng(tree_seed_sequence(plan.random_state, b))
     if plan.replace:
         counts = np.bincount(rng.integers(0, n, plan.n_samples), minlength=n)
     else:
@@ -955,8 +960,9 @@ def oob_rows(inbag, n):
 
 def permutation_seeds(random_state, n_trees):
     """Each tree's permutation seed: a function of (``random_state``, b)."""
-    return np.array([tree_seed_sequence(random_state, b, 1).generate_state(1, np.uint64)[0]
-                     for b in range(n_trees)], dtype=np.uint64)
+    return np.array([tree_seed_sequence(random_state, b, PERMUTATION_STREAM)
+                     .generate_state(1, np.uint64)[0] for b in range(n_trees)],
+                    dtype=np.uint64)
 
 
 def permutation_importance(forest, X, inbag, targets, priors=None, random_state=0,
