@@ -204,6 +204,18 @@ class _BaseForest(_Base):
         voting = getattr(self, "voting", "proba")
         if voting not in F.VOTING:
             raise ValueError(f"voting must be one of {list(F.VOTING)}, got {voting!r}")
+        if self.prune is not None and not (isinstance(self.prune, str)
+                                           and self.prune == "cv"):
+            raise ValueError(f"prune must be None or 'cv', got {self.prune!r}")
+        if self.prune == "cv":
+            for name in ("ccp_alpha", "cp"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"prune='cv' chooses each tree's alpha by cross-validation of its "
+                        f"own sample; {name}={getattr(self, name)!r} would set it too: "
+                        f"give one of them")
+        V.check_int(self.prune_folds, "prune_folds", low=2)
+        P.select_index(np.zeros(1), np.zeros(1), self.prune_selection)  # checks it
         resolve_max_features(self.max_features, 1 << 30)  # the type and sign
         return bootstrap, replace, voting
 
@@ -217,7 +229,9 @@ class _BaseForest(_Base):
                 "replace=True")
         return F.ForestPlan(int(self.n_estimators), 0 if m >= p else m, bootstrap,
                             replace, n_samples, resolve_random_state(self.random_state),
-                            prep.ccp_alpha, prep.cp, voting), m
+                            prep.ccp_alpha, prep.cp, voting,
+                            int(self.prune_folds) if self.prune == "cv" else 0,
+                            self.prune_selection), m
 
     # -- fit -------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None):
@@ -242,6 +256,8 @@ class _BaseForest(_Base):
         self._rows = prep.rows
         self._n_rows = n if prep.rows is None else int(prep.rows.shape[0])
         self.tree_seeds_ = res.feature_seeds
+        self.tree_alphas_ = np.array([np.nan if t.alpha is None else t.alpha
+                                      for t in res.trees])
         self.n_features_in_ = p
         self.max_features_ = m
         self.max_samples_ = plan.n_samples
@@ -354,6 +370,8 @@ class _BaseForest(_Base):
         est._set_fitted(Fitted(fit.tree_max, fit.priors, fit.class_totals, ()),
                         self._prep_view, None)
         est.tree_ = fit.tree
+        if self.prune == "cv" and fit.alpha is not None:
+            est.ccp_alpha = fit.alpha  # refitted on its sample, the same pruned tree
         return est
 
     def inbag_counts(self, tree=None):
@@ -478,6 +496,16 @@ _FOREST_DOC = """
         Bagging of pruned trees: each tree is pruned to T(α) of its own sequence, with α
         = ``ccp_alpha``, or α = ``cp`` · R(root) of that tree (docs/maths.md §4). None
         (both) keeps every tree's T_max.
+    prune : None or "cv", default None
+        "cv": each tree is pruned by the V-fold cross-validation of its own sample
+        (Breiman's bagging of CV-pruned trees; the single tree's CV, docs/maths.md §5):
+        V = ``prune_folds`` (capped at the sample's distinct cases), the subtree chosen
+        by ``prune_selection`` ("min", "1se" or a number m), the folds seeded per tree
+        from ``random_state``. A case drawn several times is one case of weight its
+        count, so its copies share a fold. Not with ``ccp_alpha`` or ``cp``. Each tree's
+        sample is copied (X's in-bag rows) and presorted for its CV.
+    prune_folds : int >= 2, default 10
+    prune_selection : "min", "1se" or float, default "1se"
 
     The tree parameters are those of the single tree (docs in its class), passed to
     every tree; ``max_competitor`` defaults to 0 here (competitors are only reported,
@@ -492,6 +520,7 @@ _FOREST_DOC = """
     n_estimators_, n_features_in_, feature_names_in_ (DataFrame input), max_features_,
     max_samples_, max_surrogate_, is_categorical_, categories_ : as named.
     tree_seeds_ : int64 (n_estimators,), each tree's per-node feature seed.
+    tree_alphas_ : float64 (n_estimators,), the α each tree was pruned at (NaN: T_max).
     feature_importances_ : MDI (scikit-learn's definition), summing to 1.
     oob_score_ : accuracy (classification) or R² (regression) of the OOB predictions,
         weighted by ``sample_weight``, over the cases that have one.
@@ -547,7 +576,8 @@ class RandomForestClassifier(_ClassifierMixin, _BaseForest):
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
                  ccp_alpha=None, cp=None, categorical_features="from_dtype",
                  max_categories_exhaustive=12, max_surrogate="auto", use_surrogate=2,
-                 surrogate_style=0, max_competitor=0, random_state=0, n_jobs=None):
+                 surrogate_style=0, max_competitor=0, prune=None, prune_folds=10,
+                 prune_selection="1se", random_state=0, n_jobs=None):
         self.n_estimators = n_estimators
         self.criterion = criterion
         self.max_features = max_features
@@ -573,6 +603,9 @@ class RandomForestClassifier(_ClassifierMixin, _BaseForest):
         self.use_surrogate = use_surrogate
         self.surrogate_style = surrogate_style
         self.max_competitor = max_competitor
+        self.prune = prune
+        self.prune_folds = prune_folds
+        self.prune_selection = prune_selection
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -618,7 +651,8 @@ class RandomForestRegressor(_RegressorMixin, _BaseForest):
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
                  ccp_alpha=None, cp=None, categorical_features="from_dtype",
                  max_surrogate="auto", use_surrogate=2, surrogate_style=0,
-                 max_competitor=0, random_state=0, n_jobs=None):
+                 max_competitor=0, prune=None, prune_folds=10, prune_selection="1se",
+                 random_state=0, n_jobs=None):
         self.n_estimators = n_estimators
         self.criterion = criterion
         self.max_features = max_features
@@ -639,6 +673,9 @@ class RandomForestRegressor(_RegressorMixin, _BaseForest):
         self.use_surrogate = use_surrogate
         self.surrogate_style = surrogate_style
         self.max_competitor = max_competitor
+        self.prune = prune
+        self.prune_folds = prune_folds
+        self.prune_selection = prune_selection
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -665,7 +702,8 @@ class BaggedCARTClassifier(RandomForestClassifier):
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
                  ccp_alpha=None, cp=None, categorical_features="from_dtype",
                  max_categories_exhaustive=12, max_surrogate="auto", use_surrogate=2,
-                 surrogate_style=0, max_competitor=0, random_state=0, n_jobs=None):
+                 surrogate_style=0, max_competitor=0, prune=None, prune_folds=10,
+                 prune_selection="1se", random_state=0, n_jobs=None):
         super().__init__(
             n_estimators, criterion=criterion, max_features=max_features,
             bootstrap=bootstrap, replace=replace, max_samples=max_samples,
@@ -676,7 +714,8 @@ class BaggedCARTClassifier(RandomForestClassifier):
             ccp_alpha=ccp_alpha, cp=cp, categorical_features=categorical_features,
             max_categories_exhaustive=max_categories_exhaustive,
             max_surrogate=max_surrogate, use_surrogate=use_surrogate,
-            surrogate_style=surrogate_style, max_competitor=max_competitor,
+            surrogate_style=surrogate_style, max_competitor=max_competitor, prune=prune,
+            prune_folds=prune_folds, prune_selection=prune_selection,
             random_state=random_state, n_jobs=n_jobs)
 
 
@@ -693,7 +732,8 @@ class BaggedCARTRegressor(RandomForestRegressor):
                  min_samples_leaf=1, min_impurity_decrease=0.0, max_leaf_nodes=None,
                  ccp_alpha=None, cp=None, categorical_features="from_dtype",
                  max_surrogate="auto", use_surrogate=2, surrogate_style=0,
-                 max_competitor=0, random_state=0, n_jobs=None):
+                 max_competitor=0, prune=None, prune_folds=10, prune_selection="1se",
+                 random_state=0, n_jobs=None):
         super().__init__(
             n_estimators, criterion=criterion, max_features=max_features,
             bootstrap=bootstrap, replace=replace, max_samples=max_samples,
@@ -702,5 +742,6 @@ class BaggedCARTRegressor(RandomForestRegressor):
             min_impurity_decrease=min_impurity_decrease, max_leaf_nodes=max_leaf_nodes,
             ccp_alpha=ccp_alpha, cp=cp, categorical_features=categorical_features,
             max_surrogate=max_surrogate, use_surrogate=use_surrogate,
-            surrogate_style=surrogate_style, max_competitor=max_competitor,
+            surrogate_style=surrogate_style, max_competitor=max_competitor, prune=prune,
+            prune_folds=prune_folds, prune_selection=prune_selection,
             random_state=random_state, n_jobs=n_jobs)

@@ -50,6 +50,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from .cv import cross_validate
 from .fit import class_priors, fit_tree, split_factor
 from .predict import STEP, Routing, check_use_surrogate, route, routing_of
 from .presort import as_kernel_array, presort, subset_keys
@@ -63,7 +64,7 @@ __all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "OOBTargets", "OOBRes
            "tree_importance", "class_proba", "forest_sums", "forest_apply", "oob_estimates",
            "permutation_importance", "permutation", "decide", "tree_seed_sequence",
            "draw_counts", "inbag_mask", "oob_targets", "oob_rows", "risk_priors",
-           "sample_risk", "permutation_seeds"]
+           "sample_risk", "permutation_seeds", "cv_seed"]
 
 #: How a classification forest turns its trees into probabilities: ``"proba"`` averages
 #: each tree's class probabilities p(j | t) at the case's leaf (scikit-learn's forests),
@@ -133,6 +134,8 @@ class ForestPlan(NamedTuple):
     ccp_alpha: float | None = None  # each tree pruned to T(α)
     cp: float | None = None        # or to T(cp · R(root)) of its own root
     voting: str = "proba"
+    cv_folds: int = 0              # or by V-fold CV of its own sample (0: not)
+    selection: object = "1se"      # the CV's selection rule
 
 
 class TreeFit(NamedTuple):
@@ -142,6 +145,7 @@ class TreeFit(NamedTuple):
     tree_max: "object"             # Tree: T_max with its per-node α
     priors: np.ndarray | None      # π of the tree (its in-bag proportions if empirical)
     class_totals: np.ndarray | None  # N_j of its in-bag cases, bootstrap counts included
+    alpha: float | None = None     # the α it was pruned at (None: T_max)
 
 
 class ForestFit(NamedTuple):
@@ -155,13 +159,13 @@ class ForestFit(NamedTuple):
 
 
 #: The streams of a tree's randomness (:func:`tree_seed_sequence`).
-SAMPLE_STREAM, PERMUTATION_STREAM, FEATURE_STREAM = 0, 1, 2
+SAMPLE_STREAM, PERMUTATION_STREAM, FEATURE_STREAM, CV_STREAM = 0, 1, 2, 3
 
 
 def tree_seed_sequence(random_state, b, stream=SAMPLE_STREAM):
     """The ``SeedSequence`` of one stream of tree b: its sample (``spawn_key=(b,)``), its
-    permutations (``(b, 1)``) or its feature seed (``(b, 2)``); a function of
-    ``(random_state, b)`` alone."""
+    permutations (``(b, 1)``), its feature seed (``(b, 2)``) or the seed of its
+    cross-validation's folds (``(b, 3)``); a function of ``(random_state, b)`` alone."""
     key = (int(b),) if stream == 0 else (int(b), int(stream))
     return np.random.SeedSequence(int(random_state), spawn_key=key)
 
@@ -208,18 +212,51 @@ def _tree_problem(problem, counts):
     return problem._replace(w=w, unit_weights=False), None
 
 
+def cv_seed(random_state, b):
+    """The ``random_state`` of tree b's cross-validation (``prune="cv"``)."""
+    return int(tree_seed_sequence(random_state, b, CV_STREAM).generate_state(1)[0])
+
+
+def _cv_pruned(problem, settings, plan, counts, b):
+    """Tree b grown and pruned by the V-fold cross-validation of its own sample
+    (:func:`cartjit.engine.cv.cross_validate`, Breiman's bagging of CV-pruned trees):
+    the in-bag cases are copied out with their weights (the CV presorts and folds
+    them), V is capped at their number. Returns ``(Fitted, α)``; α is None for a
+    sample of one case (no CV: T_max)."""
+    rows = np.flatnonzero(counts > 0)
+    w = counts[rows].astype(np.float64)
+    if not problem.unit_weights:
+        w = w * problem.w[rows]
+    cls = problem.is_classification
+    sub = problem._replace(X=np.ascontiguousarray(problem.X[rows]),
+                           y_class=problem.y_class[rows] if cls else problem.y_class,
+                           y_reg=problem.y_reg if cls else problem.y_reg[rows],
+                           w=w, unit_weights=False)
+    if rows.shape[0] < 2:
+        return fit_tree(sub, settings, None, n_threads=1, check=False), None
+    res = cross_validate(sub, settings, min(int(plan.cv_folds), rows.shape[0]),
+                         selection=plan.selection,
+                         random_state=cv_seed(plan.random_state, b), n_threads=1)
+    return res.fitted, float(res.alpha)
+
+
 def _fit_one(problem, settings, plan, presorted, b):
     """Grow, weigh and prune tree b; returns ``(TreeFit, counts > 0, feature seed)``."""
     n = problem.X.shape[0]
     counts, feature_seed = draw_counts(plan, n, b)
     in_bag = counts > 0
+    own = settings._replace(max_features=int(plan.max_features),
+                            feature_seed=int(feature_seed))
+    if plan.cv_folds:
+        fitted, alpha = _cv_pruned(problem, own, plan, counts, b)
+        tree = fitted.tree if alpha is None else prune_tree(fitted.tree, alpha)
+        return (TreeFit(tree, fitted.tree, fitted.priors, fitted.class_totals, alpha),
+                in_bag, feature_seed)
     if plan.bootstrap:
         keys = subset_keys(presorted, in_bag.view(np.uint8), 1)
     else:  # every case: the tree consumes its own copy of the keys
         keys = presorted._replace(keys=presorted.keys.copy())
     tree_problem, common = _tree_problem(problem, counts)
-    own = settings._replace(max_features=int(plan.max_features),
-                            feature_seed=int(feature_seed))
     fitted = fit_tree(tree_problem, own, keys, n_threads=1, check=False)
     if common is not None and common != 1.0:
         fitted = restore(fitted, Scale(weight=common))
@@ -228,7 +265,8 @@ def _fit_one(problem, settings, plan, presorted, b):
     if plan.cp is not None:
         alpha = plan.cp * float(tree_max.risk[0])
     tree = tree_max if alpha is None else prune_tree(tree_max, alpha)
-    return TreeFit(tree, tree_max, fitted.priors, fitted.class_totals), in_bag, feature_seed
+    return (TreeFit(tree, tree_max, fitted.priors, fitted.class_totals, alpha), in_bag,
+            feature_seed)
 
 
 def grow_forest(problem, settings, plan, n_jobs=1):
@@ -242,7 +280,9 @@ def grow_forest(problem, settings, plan, n_jobs=1):
     n, p = problem.X.shape
     if problem.is_classification:  # the same check for every tree: made once, here
         check_class_tables(n, problem.n_classes, settings)
-    presorted = presort(problem.X, problem.n_levels, max(1, int(n_jobs)))
+    # one presort for every tree (the CV-pruned trees presort their own samples)
+    presorted = None if plan.cv_folds else presort(problem.X, problem.n_levels,
+                                                   max(1, int(n_jobs)))
     n_trees = int(plan.n_estimators)
     inbag = np.zeros((n_trees, (n + 7) // 8), dtype=np.uint8)
     seeds = np.zeros(n_trees, dtype=np.int64)

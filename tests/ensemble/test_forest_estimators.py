@@ -33,14 +33,17 @@ def _expected_failed_checks(estimator):
     """The checks a bootstrap forest fails by design, as scikit-learn's own forests do.
 
     A tree's sample is drawn over the cases, so integer weights are not repeated rows
-    (``check_sample_weight_equivalence_on_dense_data``), and the unpruned trees keep
-    pure minority leaves under any prior (``check_class_weight_classifiers``, as for
-    the single unpruned tree, tests/estimators/test_estimators.py).
+    (``check_sample_weight_equivalence_on_dense_data``), and unpruned trees keep pure
+    minority leaves under any prior (``check_class_weight_classifiers``, as for the
+    single unpruned tree, tests/estimators/test_estimators.py; trees pruned by their CV
+    pass it, as the CV estimators do).
     """
     failed = {"check_sample_weight_equivalence_on_dense_data":
               "a bootstrap sample is drawn over the cases: integer weights are not "
               "repeated rows"}
-    if isinstance(estimator, RandomForestClassifier):
+    unpruned = (estimator.prune is None and estimator.ccp_alpha is None
+                and estimator.cp is None)
+    if isinstance(estimator, RandomForestClassifier) and unpruned:
         failed["check_class_weight_classifiers"] = (
             "unpruned trees keep pure minority leaves under any prior")
     return failed
@@ -49,7 +52,8 @@ def _expected_failed_checks(estimator):
 if sklearn is not None:
     @parametrize_with_checks([RandomForestClassifier(5), RandomForestRegressor(5),
                               BaggedCARTClassifier(4, oob_score=True),
-                              BaggedCARTRegressor(3, ccp_alpha=0.0)],
+                              BaggedCARTRegressor(3, ccp_alpha=0.0),
+                              BaggedCARTClassifier(3, prune="cv", prune_folds=3)],
                              expected_failed_checks=_expected_failed_checks)
     def test_sklearn_estimator_checks(estimator, check):
         with warnings.catch_warnings():
@@ -157,6 +161,10 @@ def small():
     (dict(criterion="squared_error"), ValueError, "criterion"),
     (dict(min_samples_leaf=0), ValueError, "min_samples_leaf must be >= 1"),
     (dict(ccp_alpha=0.1, cp=0.1), ValueError, "give one of them"),
+    (dict(prune="yes"), ValueError, "prune must be None or 'cv'"),
+    (dict(prune="cv", ccp_alpha=0.1), ValueError, "prune='cv' chooses each tree's alpha"),
+    (dict(prune="cv", prune_folds=1), ValueError, "prune_folds must be >= 2"),
+    (dict(prune_selection="best"), ValueError, "selection"),
 ])
 def test_bad_parameters_name_the_argument(small, params, error, match):
     X, y = small

@@ -237,3 +237,32 @@ def test_compiled_prediction_over_several_chunks(kind):
     np.testing.assert_array_equal(est.predict_proba(X), slow_sums(est, X, True) / 4)
     np.testing.assert_array_equal(est.apply(X),
                                   np.column_stack([t.apply(X) for t in est.estimators_]))
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_cv_pruned_trees_are_the_cv_estimator_on_their_samples(task):
+    """``prune="cv"``: tree k is T_max of its sample pruned at the α its own V-fold CV
+    selects, i.e. CARTClassifierCV / CARTRegressorCV fitted with ``sample_weight`` = its
+    counts and the tree's CV seed."""
+    from cartjit import CARTClassifierCV, CARTRegressorCV
+    from cartjit.engine.forest import cv_seed
+
+    if task == "classification":
+        X, y = _cls_numeric()
+        est = BaggedCARTClassifier(3, prune="cv", prune_folds=5, random_state=6).fit(X, y)
+        single_class = CARTClassifierCV
+    else:
+        X, y = _reg_numeric()
+        est = BaggedCARTRegressor(3, prune="cv", prune_folds=5, prune_selection="min",
+                                  random_state=6).fit(X, y)
+        single_class = CARTRegressorCV
+    selection = "1se" if task == "classification" else "min"
+    for k in range(3):
+        single = single_class(cv=5, selection=selection, max_competitor=0,
+                              random_state=cv_seed(6, k)).fit(
+            X, y, sample_weight=est.inbag_counts(k))
+        view = est.estimators_[k]
+        same_tree(view.tree_max_, single.tree_max_)
+        same_tree(view.tree_, single.tree_)
+        assert est.tree_alphas_[k] == single.alpha_ == view.ccp_alpha
+        assert view.tree_.n_nodes < view.tree_max_.n_nodes
