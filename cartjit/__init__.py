@@ -17,15 +17,17 @@ from ._validation import NotFittedError
 
 __version__ = "0.1.0"
 
-__all__ = ["CARTClassifier", "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV",
-           "ModelFileError", "NotFittedError", "Tree", "export_graphviz", "export_rules",
+__all__ = ["BaggedCARTClassifier", "BaggedCARTRegressor", "CARTClassifier",
+           "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV", "ModelFileError", "NotFittedError", "Tree", "export_graphviz", "export_rules",
            "export_text", "format_cp", "load", "node_id", "node_numbers", "plot_cv",
            "plot_importance",
-           "plot_partition", "plot_tree", "print_cp", "save", "summary", "validate",
-           "__version__"]
+           "plot_partition", "plot_tree", "print_cp", "RandomForestClassifier",
+           "RandomForestRegressor", "save", "summary", "validate", "__version__"]
 
 _LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
          "CARTRegressor": "estimators", "CARTRegressorCV": "estimators",
+         "RandomForestClassifier": "ensemble", "RandomForestRegressor": "ensemble",
+         "BaggedCARTClassifier": "ensemble", "BaggedCARTRegressor": "ensemble",
          "export_text": "export", "summary": "export", "export_rules": "export",
          "export_graphviz": "export", "format_cp": "export", "print_cp": "export",
          "node_numbers": "export", "node_id": "export",

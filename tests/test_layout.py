@@ -5,8 +5,8 @@
   but the runner itself and the command line; no import cycle among the engine's modules;
 - the speed machinery is behind one door: only ``cartjit.engine.speed`` talks to Numba's
   compiler (``njit``, intrinsics, the dispatcher, LLVM IR);
-- no function takes more than fourteen parameters (the estimators' ``__init__`` aside:
-  scikit-learn wants every hyper-parameter there);
+- no function takes more than fourteen parameters (the estimators' ``__init__`` aside,
+  the single trees' and the forests': scikit-learn wants every hyper-parameter there);
 - no engine module is longer than 1,200 lines.
 """
 from __future__ import annotations
@@ -124,7 +124,7 @@ def test_no_function_takes_more_than_fourteen_parameters():
         for fn in ast.walk(tree):  # methods and nested functions too
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            if fn.name == "__init__" and path.name == "estimators.py":
+            if fn.name == "__init__" and path.name in ("estimators.py", "ensemble.py"):
                 continue  # scikit-learn estimators take every hyper-parameter there
             if _parameters(fn) > MAX_PARAMETERS:
                 long.append(f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name} "

@@ -179,10 +179,9 @@ if _NRT_OPTION:
 #: they import from (constants and record types are compiled in). tests/engine/test_cache.py
 #: derives this set from the sources and checks it is listed here. Editing another
 #: module (the estimators, the model files, the input checks) keeps the cached kernels.
-ENGINE_MODULES = ("assembly", "children", "choose", "draws", "gathered", "grow", "impurity",
-                  "missing",
-                  "predict", "presort", "pruning", "records", "rpart", "scans", "search",
-                  "speed", "subsets", "surrogates", "tree")
+ENGINE_MODULES = ("assembly", "children", "choose", "draws", "forest_passes", "gathered",
+                  "grow", "impurity", "missing", "predict", "presort", "pruning", "records",
+                  "rpart", "scans", "search", "speed", "subsets", "surrogates", "tree")
 
 
 def _engine_stamp(package_dir):

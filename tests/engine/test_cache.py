@@ -155,7 +155,7 @@ def _import_engine(cache):
     import sys
     from pathlib import Path
 
-    root = Path(cartjit.engine.grow.__file__).resolve().parent.parent
+    root = Path(cartjit.engine.grow.__file__).resolve().parent.parent.parent
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), CARTJIT_CACHE="1")
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
     subprocess.run([sys.executable, "-c", "import cartjit.engine.speed"], check=True, env=env)

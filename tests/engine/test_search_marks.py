@@ -112,7 +112,7 @@ def test_a_gini_fit_compiles_no_other_scan(tmp_path):
     """In an empty cache, a Gini fit on iris (ties: the general scan; none: the lean one)
     compiles neither the regression scans nor the scan by runs of the other criteria;
     a regression fit then compiles its own and no classification scan."""
-    root = Path(_builder.__file__).resolve().parent.parent
+    root = Path(_builder.__file__).resolve().parent.parent.parent
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), CARTJIT_CACHE="1")
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", _COLD_SCRIPT], capture_output=True, text=True,

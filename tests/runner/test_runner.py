@@ -348,8 +348,10 @@ def _imports_of(path, root):
             if node.level:
                 base = package[:len(package) - node.level + 1]
                 mod = ".".join(base + ([node.module] if node.module else []))
-                if node.module is None:
-                    found |= {f"{mod}.{a.name}" for a in node.names}
+                submodules = {f"{mod}.{a.name}" for a in node.names
+                              if (root.joinpath(*mod.split(".")[1:], a.name + ".py")).exists()}
+                if node.module is None or submodules:
+                    found |= submodules or {f"{mod}.{a.name}" for a in node.names}
                 else:
                     found.add(mod)
             else:
@@ -709,7 +711,7 @@ def test_cache_state_reads_the_cache_directory(tmp_path, monkeypatch):
 
     monkeypatch.setattr(warmup, "cache_dir", lambda: str(tmp_path))
     assert warmup.cache_state() == "empty"
-    index = tmp_path / "_builder.some_kernel-10.py311.nbi"
+    index = tmp_path / "grow.some_kernel-10.py311.nbi"
     index.write_bytes(b"")
     assert warmup.cache_state() == "present"
     old = os.path.getmtime(cartjit.engine.grow.__file__) - 100

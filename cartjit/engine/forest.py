@@ -1,0 +1,387 @@
+"""Breiman's bagging and random forests on the CART engine (docs/forests.md).
+
+A forest is B CART trees, each grown by :func:`cartjit.engine.fit.fit_tree` on a sample
+of the learning cases, and stored as one flat structure (:class:`Forest`):
+
+1. **Presort once** (:func:`cartjit.engine.presort.presort`). Tree b's sample is integer
+   case weights on the shared presorted keys, never a copy of X: its in-bag cases are
+   the keys filtered by :func:`cartjit.engine.presort.subset_keys` (as a cross-validation
+   fold is grown), and its weights are the base case weights times the bootstrap counts
+   (sampling with replacement: multinomial counts; without: 0/1).
+2. **Seeds.** Everything random about tree b (its sample, the seed of its per-node
+   feature draws, ``Settings.feature_seed``, and the permutations of the permutation
+   importance) comes from ``SeedSequence(random_state, spawn_key=(b, stream))``
+   (:func:`tree_seed_sequence`, one stream each), drawn in Python: tree b is the same
+   whatever the number of threads, the order the trees are grown in, or
+   ``n_estimators``.
+3. **Growth.** The trees are grown on a pool of ``n_jobs`` Python threads, each tree on
+   one thread (the kernels release the GIL), as the cross-validation grows its folds;
+   each tree writes only its own slots, so the forest is bit-identical for any
+   ``n_jobs``.
+4. **Storage** (:func:`assemble_forest`): the trees' node arrays concatenated, child ids
+   offset to absolute node ids, ``roots[b]`` the first node of tree b; the routing
+   tables of every tree (:func:`cartjit.engine.predict.routing_of`) concatenated with
+   their level-set and surrogate rows offset, so that one
+   :class:`cartjit.engine.predict.Routing` routes a case in any tree.
+5. **Prediction, out-of-bag, permutation importance**: the compiled passes of
+   :mod:`cartjit.engine.forest_passes` (:func:`forest_sums`, :func:`forest_apply`,
+   :func:`oob_estimates`, :func:`permutation_importance`, re-exported here), each the
+   same on any number of threads. The kernels live there so that they carry no code of
+   the modules this one imports to grow the trees (``fit``, ``cv``).
+6. **Importance**: impurity-based (MDI, :func:`tree_importance`, per tree) here, and
+   Breiman's OOB permutation importance, whose permutations are seeded per tree from
+   ``random_state`` (:func:`permutation_seeds`).
+
+Nothing here changes how a tree is grown: with ``max_features = 0`` (every feature), no
+bootstrap and one tree, the forest's tree is the single tree of the same parameters.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+
+from . import forest_passes as passes
+from .cv import cross_validate
+from .fit import fit_tree, split_factor
+from .forest_passes import (OOBResult, OOBTargets, Importance, decide, forest_apply,
+                            forest_sums, inbag_mask, oob_estimates, oob_rows, oob_targets,
+                            permutation, risk_priors, sample_risk)
+from .predict import Routing, check_use_surrogate, routing_of
+from .presort import presort, subset_keys
+from .pruning import prune_tree
+from .scaling import Scale, check_class_tables, restore
+from .tree import LEAF
+
+__all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "OOBTargets", "OOBResult",
+           "Importance", "VOTING", "grow_forest", "assemble_forest", "node_values",
+           "tree_importance", "class_proba", "forest_sums", "forest_apply", "oob_estimates",
+           "permutation_importance", "permutation", "decide", "tree_seed_sequence",
+           "draw_counts", "inbag_mask", "oob_targets", "oob_rows", "risk_priors",
+           "sample_risk", "permutation_seeds", "cv_seed"]
+
+#: How a classification forest turns its trees into probabilities: ``"proba"`` averages
+#: each tree's class probabilities p(j | t) at the case's leaf (scikit-learn's forests),
+#: ``"vote"`` counts each tree's label j*(t) as one vote (R's randomForest).
+VOTING = ("proba", "vote")
+
+class Forest(NamedTuple):
+    """A fitted forest as flat arrays: the node arrays of its B trees concatenated.
+
+    Node ids are absolute: tree b holds nodes ``roots[b]`` to ``roots[b + 1] - 1``, its
+    root first, in its own order (node ``roots[b] + i`` is node i of the tree). ``left``
+    is -1 at a leaf, and the right child is ``left + 1`` (:attr:`right`); ``feature`` is
+    -1 and ``threshold`` NaN at a leaf; a subset split has a NaN threshold and a row of
+    ``routing.level_sets``. ``value`` holds what a case reaching the node contributes:
+    class probabilities p(j | t) (``voting="proba"``), a one-hot vote for j*(t)
+    (``"vote"``), or the mean ȳ(t) (regression). ``routing`` is every tree's
+    :func:`cartjit.engine.predict.routing_of` table, its level-set and surrogate rows
+    offset, so that ``route`` routes a case in any tree.
+    """
+
+    feature: np.ndarray    # int32 (N,), -1 at leaves
+    threshold: np.ndarray  # float64 (N,), NaN at leaves and subset splits
+    left: np.ndarray       # int32 (N,) absolute ids (int64 past 2**31 - 1 nodes), -1 leaf
+    value: np.ndarray      # float64 (N, K)
+    roots: np.ndarray      # int64 (B + 1,): tree b is nodes roots[b] .. roots[b+1] - 1
+    routing: Routing       # level sets, surrogates, majority of every node
+
+    @property
+    def n_trees(self) -> int:
+        return int(self.roots.shape[0] - 1)
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.feature.shape[0])
+
+    @property
+    def right(self) -> np.ndarray:
+        """The right child of every node (``left + 1``; -1 at a leaf)."""
+        return np.where(self.left >= 0, self.left + 1, -1).astype(self.left.dtype)
+
+    def __repr__(self) -> str:
+        return (f"Forest(n_trees={self.n_trees}, n_nodes={self.n_nodes}, "
+                f"n_values={int(self.value.shape[1]) if self.value.ndim == 2 else 0})")
+
+    __str__ = __repr__
+
+
+class ForestPlan(NamedTuple):
+    """The forest's own parameters, checked (the trees' are a ``Settings``)."""
+
+    n_estimators: int
+    max_features: int              # m features drawn per node; 0: every feature
+    bootstrap: bool                # draw a sample per tree (else every case, count 1)
+    replace: bool                  # with replacement (multinomial counts) or without
+    n_samples: int                 # cases drawn per tree (with bootstrap)
+    random_state: int
+    ccp_alpha: float | None = None  # each tree pruned to T(α)
+    cp: float | None = None        # or to T(cp · R(root)) of its own root
+    voting: str = "proba"
+    cv_folds: int = 0              # or by V-fold CV of its own sample (0: not)
+    selection: object = "1se"      # the CV's selection rule
+
+
+class TreeFit(NamedTuple):
+    """One tree of a forest and the class quantities it was fitted with."""
+
+    tree: "object"                 # Tree: T(α) with ccp_alpha/cp, else T_max
+    tree_max: "object"             # Tree: T_max with its per-node α
+    priors: np.ndarray | None      # π of the tree (its in-bag proportions if empirical)
+    class_totals: np.ndarray | None  # N_j of its in-bag cases, bootstrap counts included
+    alpha: float | None = None     # the α it was pruned at (None: T_max)
+
+
+class ForestFit(NamedTuple):
+    """What :func:`grow_forest` returns."""
+
+    forest: Forest
+    trees: list                    # TreeFit per tree
+    inbag: np.ndarray              # uint8 (B, ceil(n / 8)) in-bag bits, little-endian
+    feature_seeds: np.ndarray      # int64 (B,) Settings.feature_seed of each tree
+    importance: np.ndarray         # float64 (B, p) each tree's normalised MDI
+
+
+#: The streams of a tree's randomness (:func:`tree_seed_sequence`).
+SAMPLE_STREAM, PERMUTATION_STREAM, FEATURE_STREAM, CV_STREAM = 0, 1, 2, 3
+
+
+def tree_seed_sequence(random_state, b, stream=SAMPLE_STREAM):
+    """The ``SeedSequence`` of one stream of tree b: its sample (``spawn_key=(b,)``), its
+    permutations (``(b, 1)``), its feature seed (``(b, 2)``) or the seed of its
+    cross-validation's folds (``(b, 3)``); a function of ``(random_state, b)`` alone."""
+    key = (int(b),) if stream == 0 else (int(b), int(stream))
+    return np.random.SeedSequence(int(random_state), spawn_key=key)
+
+
+def draw_counts(plan, n, b):
+    """Tree b's bootstrap counts over the n cases (int64) and its feature seed.
+
+    Without ``bootstrap`` every case has count 1. With replacement the counts are those
+    of ``n_samples`` uniform draws (multinomial); without, ``n_samples`` distinct cases
+    have count 1.
+    """
+    feature_seed = int(tree_seed_sequence(plan.random_state, b, FEATURE_STREAM)
+                       .generate_state(1, np.uint64)[0] >> np.uint64(1))
+    if not plan.bootstrap:
+        return np.ones(n, dtype=np.int64), feature_seed
+    rng = np.random.default_rng(tree_seed_sequence(plan.random_state, b))
+    if plan.replace:
+        counts = np.bincount(rng.integers(0, n, plan.n_samples), minlength=n)
+    else:
+        counts = np.zeros(n, dtype=np.int64)
+        counts[rng.choice(n, plan.n_samples, replace=False)] = 1
+    return counts.astype(np.int64, copy=False), feature_seed
+
+
+def _tree_problem(problem, counts):
+    """Tree b's problem (the same X, the weights times the counts) and the common weight
+    of its in-bag cases when they all weigh the same (None otherwise): such a tree is
+    fitted with unit weights and its counts scaled after, as
+    :func:`cartjit.engine.scaling.normalise` fits equal weights."""
+    in_bag = counts > 0
+    if problem.unit_weights:
+        w = counts.astype(np.float64)
+    else:
+        w = problem.w * counts
+    w_in = w[in_bag]
+    top = float(w_in.max())
+    if float(w_in.min()) == top:
+        return problem._replace(w=np.empty(0, dtype=np.float64), unit_weights=True), top
+    return problem._replace(w=w, unit_weights=False), None
+
+
+def cv_seed(random_state, b):
+    """The ``random_state`` of tree b's cross-validation (``prune="cv"``)."""
+    return int(tree_seed_sequence(random_state, b, CV_STREAM).generate_state(1)[0])
+
+
+def _cv_pruned(problem, settings, plan, counts, b):
+    """Tree b grown and pruned by the V-fold cross-validation of its own sample
+    (:func:`cartjit.engine.cv.cross_validate`, Breiman's bagging of CV-pruned trees):
+    the in-bag cases are copied out with their weights (the CV presorts and folds
+    them), V is capped at their number. Returns ``(Fitted, α)``; α is None for a
+    sample of one case (no CV: T_max)."""
+    rows = np.flatnonzero(counts > 0)
+    w = counts[rows].astype(np.float64)
+    if not problem.unit_weights:
+        w = w * problem.w[rows]
+    cls = problem.is_classification
+    sub = problem._replace(X=np.ascontiguousarray(problem.X[rows]),
+                           y_class=problem.y_class[rows] if cls else problem.y_class,
+                           y_reg=problem.y_reg if cls else problem.y_reg[rows],
+                           w=w, unit_weights=False)
+    if rows.shape[0] < 2:
+        return fit_tree(sub, settings, None, n_threads=1, check=False), None
+    res = cross_validate(sub, settings, min(int(plan.cv_folds), rows.shape[0]),
+                         selection=plan.selection,
+                         random_state=cv_seed(plan.random_state, b), n_threads=1)
+    return res.fitted, float(res.alpha)
+
+
+def _fit_one(problem, settings, plan, presorted, b):
+    """Grow, weigh and prune tree b; returns ``(TreeFit, counts > 0, feature seed)``."""
+    n = problem.X.shape[0]
+    counts, feature_seed = draw_counts(plan, n, b)
+    in_bag = counts > 0
+    own = settings._replace(max_features=int(plan.max_features),
+                            feature_seed=int(feature_seed))
+    if plan.cv_folds:
+        fitted, alpha = _cv_pruned(problem, own, plan, counts, b)
+        tree = fitted.tree if alpha is None else prune_tree(fitted.tree, alpha)
+        return (TreeFit(tree, fitted.tree, fitted.priors, fitted.class_totals, alpha),
+                in_bag, feature_seed)
+    if plan.bootstrap:
+        keys = subset_keys(presorted, in_bag.view(np.uint8), 1)
+    else:  # every case: the tree consumes its own copy of the keys
+        keys = presorted._replace(keys=presorted.keys.copy())
+    tree_problem, common = _tree_problem(problem, counts)
+    fitted = fit_tree(tree_problem, own, keys, n_threads=1, check=False)
+    if common is not None and common != 1.0:
+        fitted = restore(fitted, Scale(weight=common))
+    tree_max = fitted.tree
+    alpha = plan.ccp_alpha
+    if plan.cp is not None:
+        alpha = plan.cp * float(tree_max.risk[0])
+    tree = tree_max if alpha is None else prune_tree(tree_max, alpha)
+    return (TreeFit(tree, tree_max, fitted.priors, fitted.class_totals, alpha), in_bag,
+            feature_seed)
+
+
+def grow_forest(problem, settings, plan, n_jobs=1):
+    """Grow the forest of ``plan`` on ``problem`` with the trees' ``settings``.
+
+    ``problem`` holds the cases that take part (positive weight; the caller drops the
+    others), ``settings`` the trees' parameters (``max_features`` and ``feature_seed``
+    are set per tree from ``plan``). The features are presorted once; the trees grow on
+    ``n_jobs`` Python threads, each on one thread. Returns a :class:`ForestFit`.
+    """
+    n, p = problem.X.shape
+    if problem.is_classification:  # the same check for every tree: made once, here
+        check_class_tables(n, problem.n_classes, settings)
+    # one presort for every tree (the CV-pruned trees presort their own samples)
+    presorted = None if plan.cv_folds else presort(problem.X, problem.n_levels,
+                                                   max(1, int(n_jobs)))
+    n_trees = int(plan.n_estimators)
+    inbag = np.zeros((n_trees, (n + 7) // 8), dtype=np.uint8)
+    seeds = np.zeros(n_trees, dtype=np.int64)
+
+    def one(b):
+        fit, in_bag, seed = _fit_one(problem, settings, plan, presorted, b)
+        inbag[b] = np.packbits(in_bag, bitorder="little")  # tree b's own row
+        seeds[b] = seed
+        return fit
+
+    if n_jobs > 1 and n_trees > 1:
+        with ThreadPoolExecutor(min(int(n_jobs), n_trees)) as pool:
+            trees = list(pool.map(one, range(n_trees)))
+    else:
+        trees = [one(b) for b in range(n_trees)]
+    presorted = None  # the keys are spent: freed before the forest is assembled
+    values = [node_values(t, settings, plan.voting, problem.n_classes) for t in trees]
+    forest = assemble_forest([t.tree for t in trees], values, settings.use_surrogate)
+    importance = np.stack([tree_importance(t, settings, p) for t in trees]) if trees \
+        else np.zeros((0, p))
+    return ForestFit(forest, trees, inbag, seeds, importance)
+
+
+def class_proba(value, priors, class_totals):
+    """p(j | t) = π(j) N_j(t)/N_j, normalised over j (docs/maths.md §1), for the rows of
+    ``value``; a class absent from the tree's cases (N_j = 0) has p(j | t) = 0."""
+    if np.all(class_totals > 0):
+        scale = priors / class_totals
+    else:
+        scale = np.divide(priors, class_totals, out=np.zeros_like(priors),
+                          where=class_totals > 0)
+    scaled = value * scale
+    return scaled / scaled.sum(axis=1, keepdims=True)
+
+
+def node_values(fit, settings, voting, n_classes):
+    """What a case reaching each node of ``fit.tree`` adds to the forest's sums: p(j | t)
+    (as the single tree's ``predict_proba``), a one-hot vote for j*(t), or ȳ(t)."""
+    tree = fit.tree
+    if n_classes == 0:
+        return np.ascontiguousarray(tree.value[:, :1], dtype=np.float64)
+    if voting == "vote":
+        out = np.zeros((tree.n_nodes, n_classes))
+        out[np.arange(tree.n_nodes), tree.label] = 1.0
+        return out
+    return np.ascontiguousarray(class_proba(tree.value, fit.priors, fit.class_totals))
+
+
+def tree_importance(fit, settings, n_features):
+    """The MDI of one tree, scikit-learn's definition (as the single tree's
+    ``feature_importances_``): Σ p(t) Δi(t) per feature over the split nodes of
+    ``fit.tree``, p(t) under the split-search priors (the weight fraction for
+    regression), normalised to sum to 1; all zeros for a single leaf."""
+    tree = fit.tree
+    if fit.priors is None:
+        weight = tree.weighted_n_node_samples / tree.weighted_n_node_samples[0]
+    else:
+        weight = tree.value @ split_factor(fit.priors, fit.class_totals, settings.cost,
+                                           settings.default_cost)
+    per_node = weight * tree.improvement
+    split = tree.left != LEAF
+    totals = np.zeros(n_features, dtype=np.float64)
+    np.add.at(totals, tree.feature[split], per_node[split])
+    total = totals.sum()
+    return totals / total if total > 0 else totals
+
+
+def assemble_forest(trees, values, use_surrogate=2):
+    """One :class:`Forest` of the flat ``trees`` (:class:`cartjit.engine.tree.Tree`) with
+    the per-node ``values`` of each (:func:`node_values`)."""
+    sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
+    roots = np.zeros(len(trees) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=roots[1:])
+    n_total = int(roots[-1])
+    index = np.int32 if n_total < np.iinfo(np.int32).max else np.int64
+    routings = [routing_of(t, use_surrogate) for t in trees]
+    n_words = max([int(r.level_sets.shape[2]) for r in routings], default=0)
+    level_rows = np.zeros(len(trees) + 1, dtype=np.int64)
+    np.cumsum([r.level_sets.shape[0] for r in routings], out=level_rows[1:])
+    sur_rows = np.zeros(len(trees) + 1, dtype=np.int64)
+    np.cumsum([r.sur.shape[0] for r in routings], out=sur_rows[1:])
+    level_sets = np.zeros((int(level_rows[-1]), 2, n_words), dtype=np.uint64)
+    nodes, surs, left = [], [], []
+    for b, (t, r) in enumerate(zip(trees, routings)):
+        left.append(np.where(t.left >= 0, t.left.astype(np.int64) + roots[b], -1))
+        node = r.node.copy()
+        node[:, 0] = np.where(node[:, 0] >= 0, node[:, 0] + level_rows[b], -1)
+        node[:, 2] = np.where(node[:, 3] > 0, node[:, 2] + sur_rows[b], 0)
+        nodes.append(node)
+        sur = r.sur.copy()
+        sur[:, 1] = np.where(sur[:, 1] >= 0, sur[:, 1] + level_rows[b], -1)
+        surs.append(sur)
+        sets = r.level_sets
+        level_sets[level_rows[b]:level_rows[b + 1], :, :sets.shape[2]] = sets
+    cat = (lambda parts, shape, dtype: np.ascontiguousarray(
+        np.concatenate(parts) if parts else np.zeros(shape, dtype), dtype=dtype))
+    routing = Routing(cat(nodes, (0, 4), np.int64), cat(surs, (0, 3), np.int64),
+                      cat([r.sur_threshold for r in routings], (0,), np.float64),
+                      level_sets, any(r.subset_splits for r in routings),
+                      check_use_surrogate(use_surrogate))
+    n_values = values[0].shape[1] if values else 1
+    return Forest(cat([t.feature for t in trees], (0,), np.int32),
+                  cat([t.threshold for t in trees], (0,), np.float64),
+                  cat(left, (0,), index), cat(values, (0, n_values), np.float64),
+                  roots, routing)
+
+
+def permutation_seeds(random_state, n_trees):
+    """Each tree's permutation seed: a function of (``random_state``, b)."""
+    return np.array([tree_seed_sequence(random_state, b, PERMUTATION_STREAM)
+                     .generate_state(1, np.uint64)[0] for b in range(n_trees)],
+                    dtype=np.uint64)
+
+
+def permutation_importance(forest, X, inbag, targets, priors=None, random_state=0,
+                           n_threads=None):
+    """Breiman's OOB permutation importance of ``forest``
+    (:func:`cartjit.engine.forest_passes.permutation_importance`), each tree's
+    permutations seeded from ``random_state`` (:func:`permutation_seeds`)."""
+    return passes.permutation_importance(forest, X, inbag, targets, priors,
+                                         permutation_seeds(random_state, forest.n_trees),
+                                         n_threads)
