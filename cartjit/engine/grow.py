@@ -59,6 +59,7 @@ import numpy as np
 from typing import NamedTuple
 
 from .assembly import _grown
+from .draws import draw_frontier
 from .children import (_children, _mark_sides, _node_stats, _number_splits, _partition,
                        _partition_mv)
 from .choose import (_choose, _fill_competitors, _pick_competitors, _rank_competitors,
@@ -164,7 +165,7 @@ def _start(keys, nodes, tg, rules, pack):
     rules = Rules(rules.max_depth, rules.min_samples_split, rules.min_samples_leaf,
                   rules.min_impurity_decrease, q_root, rules.simd, rules.max_exhaustive,
                   rules.max_surrogate, rules.use_surrogate, rules.surrogate_style,
-                  rules.max_competitor)
+                  rules.max_competitor, rules.max_features, rules.feature_seed)
     splittable = (mixed and n >= rules.min_samples_split and n >= 2 * rules.min_samples_leaf
                   and rules.max_depth != 0)
     fr = Frontier(np.zeros(1 if splittable else 0, dtype=np.int64),
@@ -204,7 +205,8 @@ _F2 = np.zeros((0, 0), dtype=np.float64)
 _I2 = np.zeros((0, 0), dtype=np.int64)
 _EMPTY_NODES = Nodes(np.zeros((0, 0), dtype=np.int32), _F2, _F2)
 _EMPTY_WORK = Work(_F2, np.zeros((0, 0), dtype=np.int32), np.zeros(0, dtype=np.uint8),
-                   np.zeros(0, dtype=np.int32), _F2, _I2, _F2)
+                   np.zeros(0, dtype=np.int32), _F2, _I2, _F2,
+                   np.zeros((0, 0), dtype=np.uint8), np.zeros(0, dtype=np.int64))
 _EMPTY_SETS = np.zeros((0, 0, 0), dtype=np.uint64)
 _EMPTY_TABLES = Tables(_I2, _F2, _I2, _F2, np.zeros(0, dtype=np.int64))
 
@@ -247,7 +249,10 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
                     work.no_ranks,
                     np.zeros((1, sz.n_lf), dtype=np.float64),
                     np.zeros((1, sz.n_li), dtype=np.int64),
-                    np.zeros((1, sz.n_present), dtype=np.float64))
+                    np.zeros((1, sz.n_present), dtype=np.float64),
+                    np.zeros((min(keys.shape[1], SEARCH_BATCH) if rules.max_features else 0,
+                              p if rules.max_features else 0), dtype=np.uint8),
+                    np.zeros(p if rules.max_features else 0, dtype=np.int64))
         level_sets = np.zeros((sz.n_sets, 2, sz.n_words), dtype=np.uint64)
         tables = Tables(np.empty((sz.sur_cap, 4), dtype=np.int64),
                         np.empty((sz.sur_cap, 3), dtype=np.float64),
@@ -279,6 +284,9 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
                           np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
                              fr.mean[b0:b1], fr.sum[b0:b1])
+            if rules.max_features > 0:  # the nodes' random feature subsets
+                draw_frontier(rules.feature_seed, batch.node, b1 - b0, rules.max_features,
+                              work.order, work.drawn)
             share = Share(step_counters(1), _case_blocks(batch.start, batch.end, CASE_BLOCK),
                           np.int64(0), np.int64(1))
             _search(ps, batch, nodes, tg, rules, work, pairs, share, gathered, iota, reg, cls,
@@ -431,6 +439,13 @@ class GrowSetup(NamedTuple):
     bitsets: bool       # subset splits kept as bitsets (see Pairs.left_bits)
 
 
+def _drawn_features(settings, p):
+    """``Rules.max_features``: m when the nodes' searches draw m of the p features, 0
+    when they search every feature (m unset, or m >= p: drawing p of p marks all)."""
+    m = int(getattr(settings, "max_features", 0) or 0)
+    return m if 0 < m < p else 0
+
+
 def grow_setup(problem, settings, n_levels, factor=None):
     """:class:`GrowSetup` of a growth on the cases of ``problem`` (or some of them) with
     ``settings`` (see :func:`grow`), categorical features of ``n_levels`` levels (0 for
@@ -463,7 +478,8 @@ def grow_setup(problem, settings, n_levels, factor=None):
                   float(settings.min_impurity_decrease), 0.0, bool(speed.SIMD),
                   int(settings.max_categories_exhaustive), max_sur,
                   int(settings.use_surrogate), int(settings.surrogate_style),
-                  int(settings.max_competitor))
+                  int(settings.max_competitor), _drawn_features(settings, X.shape[1]),
+                  int(getattr(settings, "feature_seed", 0)))
     mv = max_sur > 0 or bool(np.isnan(X).any())
     return GrowSetup(X, tg, rules, mv, n_val, row, n_present, lm, cat, n_words, n_lf, n_li,
                      bitsets)
@@ -545,7 +561,10 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
                 np.empty(0, dtype=np.int32),
                 np.zeros((n_threads, n_lf), dtype=np.float64),
                 np.zeros((n_threads, n_li), dtype=np.int64),
-                np.zeros((n_threads, n_present), dtype=np.float64))
+                np.zeros((n_threads, n_present), dtype=np.float64),
+                np.zeros((min(n, SEARCH_BATCH) if rules.max_features else 0,
+                          p if rules.max_features else 0), dtype=np.uint8),
+                np.zeros(p if rules.max_features else 0, dtype=np.int64))
     level_sets = np.zeros((n_sets, 2, n_words), dtype=np.uint64)
     missing = np.zeros((p if mv else 0, -(-X.shape[0] // 8)), dtype=np.uint8)
     # Regression with unit weights: the responses of a pair's present cases are read
@@ -616,6 +635,9 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
                               all_pairs.left_bits[:n_pairs if bitsets else 0],
                               all_pairs.level_bits[:n_pairs if bitsets else 0])
                 batch = fr.rows(b)
+                if rules.max_features > 0:  # the nodes' random feature subsets
+                    draw_frontier(rules.feature_seed, batch.node, bm, rules.max_features,
+                                  work.order, work.drawn)
                 if mv:
                     run_chunks(pool, min(n_threads, n_pairs), _search_mv, missing, presorted,
                                batch, nodes, tg, rules, work, pairs, gathered, iota,

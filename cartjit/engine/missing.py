@@ -266,6 +266,7 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
     no_codes = ps.codes.reshape(-1)[:0]  # the type of a row of codes, empty
     ys = gathered[c]
     tops = ys[ys.shape[0] - _SCAN_SKIP:] if ys.shape[0] > 0 else ys
+    drawing = rules.max_features > 0  # random feature subsets (cartjit.engine.draws)
     while True:
         f, j, j_end = _take_block(units, c, n_chunks, p, n_fr)
         if f < 0:
@@ -287,11 +288,16 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
             end = fr.end[j]
             pend = _present_end(row, start, end, shift, bits)
             pairs.present[k] = pend - start
+            if drawing and work.drawn[j, f] == 0:  # not among the node's m features
+                pairs.delta[k] = -np.inf
+                pairs.pos[k] = -1
+                j += 1
+                continue
             if gather and pend < end and pend - start >= 2:
                 # with the block's next pair of this feature, when it is one too: their
                 # moments at once (_gathered_moments_two)
                 j2 = j + 1
-                if j2 < j_end:
+                if j2 < j_end and not (drawing and work.drawn[j2, f] == 0):
                     start2 = fr.start[j2]
                     end2 = fr.end[j2]
                     pend2 = _present_end(row, start2, end2, shift, bits)

@@ -110,6 +110,10 @@ class Rules(NamedTuple):
     use_surrogate: int             # 0, 1, 2: how cases missing the split feature go down
     surrogate_style: int           # 0, 1: the total of the agreement
     max_competitor: int            # competitor splits kept per node
+    #: m features drawn at random for each node's search (a random forest); 0: every
+    #: feature (cartjit.engine.draws)
+    max_features: int = 0
+    feature_seed: int = 0          # the tree's seed of those draws (>= 0)
 
 
 class Splits(NamedTuple):
@@ -220,6 +224,10 @@ class Work(NamedTuple):
     level_f: np.ndarray    # float64 (n_threads, ...) per-level statistics (subset splits)
     level_i: np.ndarray    # int64 (n_threads, 4 L_max) codes, cases, ranks, sides of levels
     present: np.ndarray    # float64 (n_threads, >= max(J, 3)) class counts of the cases
+    #: uint8 (batch rows, p): feature f may split the batch's node j (Rules.max_features
+    #: > 0; no rows otherwise), and int64 (p,) scratch of the draws
+    drawn: np.ndarray = np.zeros((0, 0), dtype=np.uint8)
+    order: np.ndarray = np.zeros(0, dtype=np.int64)
 
 
 class Sizes(NamedTuple):

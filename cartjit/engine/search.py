@@ -30,6 +30,12 @@ from .scans import (EQUAL_FACTORS_RTOL, Segment, best_split_class_runs,
 from .speed import _take_case_block
 
 
+#: Step 1 searches only the features drawn for each node when ``Rules.max_features`` > 0
+#: (a random forest, :mod:`cartjit.engine.draws`); the forests read this to know the
+#: engine does.
+FEATURE_SUBSETS = True
+
+
 @jit(borrowed=True)
 def _search(ps, fr, nodes, tg, rules, work, pairs, share, gathered, iota, reg, cls, gini,
             runs):
@@ -82,6 +88,7 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, share, gathered, iota, reg, c
     scratch = work.scratch[c]
     cand = work.buffers[c]
     n_levels = ps.n_levels
+    drawing = rules.max_features > 0  # random feature subsets (cartjit.engine.draws)
     # A block of one feature's nodes at a time, the feature's rows taken once a block.
     while True:
         f, j, j_end = _take_case_block(units, c, n_chunks, p, bounds)
@@ -93,6 +100,11 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, share, gathered, iota, reg, c
         rk = ranks[rank_row[f]] if tied else work.no_ranks
         row = keys[f]
         while j < j_end:
+            if drawing and work.drawn[j, f] == 0:  # not among the node's m features
+                pairs.delta[j * p + f] = -np.inf
+                pairs.pos[j * p + f] = -1
+                j += 1
+                continue
             node = fr.node[j]
             seg = Segment(row, rk, fr.start[j], fr.end[j])
             tot = Totals(value[node], fnode[node, F_IMPURITY], fr.mean[j],

@@ -893,7 +893,7 @@ def _search_subsets(ps, fr, nodes, tg, rules, work, pairs, cat, c, n_chunks):
             k = j * p + f
             pos = np.int64(-1)
             d = -np.inf
-            if end - start >= 2:
+            if end - start >= 2 and (rules.max_features == 0 or work.drawn[j, f] != 0):
                 node = fr.node[j]
                 d, pos = _subset_pair(Segment(seg_keys, codes, start, end), tg, rules,
                                       value[node], fnode[node, F_IMPURITY], fr.mean[j],
