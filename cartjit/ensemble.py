@@ -13,9 +13,9 @@ work is :mod:`cartjit.engine.forest`; docs/forests.md states the definitions (OO
 importance), the storage and the determinism.
 
 **Per-node feature subsets.** ``max_features`` is passed to every tree
-(``Settings.max_features``, with a per-tree ``feature_seed``); the engine draws the
-subsets once its split search supports them (:data:`FEATURE_SUBSETS`). Until then every
-node searches every feature, whatever ``max_features`` says: the forests are bagging.
+(``Settings.max_features``, with a per-tree ``feature_seed``), and the engine's split
+search draws m features for each node (:mod:`cartjit.engine.draws`);
+:data:`FEATURE_SUBSETS` says the engine does.
 """
 from __future__ import annotations
 
@@ -465,9 +465,8 @@ _FOREST_DOC = """
     max_features : None, "sqrt", "log2", int or float
         Breiman's m, the features drawn at random at each node for its split search:
         None every feature (bagging), "sqrt" ⌊√p⌋, "log2" ⌊log₂ p⌋, an int in [1, p], a
-        float f in (0, 1] ⌊f p⌋ (at least 1). The resolved m is ``max_features_``. Until
-        the engine draws per-node subsets (``cartjit.ensemble.FEATURE_SUBSETS``) every
-        node searches every feature: the forest is bagging whatever m says.
+        float f in (0, 1] ⌊f p⌋ (at least 1). The resolved m is ``max_features_``. A
+        node none of whose m features can split is a leaf (Breiman's rule).
     bootstrap : bool, default True
         Grow each tree on a sample of the cases; False grows every tree on every case.
     replace : bool, default True
