@@ -177,7 +177,35 @@ def kernel_steps():
                                    "missing values"), parts):
                 steps.append((f"{task} ({c}), {what}", functools.partial(part, c)))
     steps.append(("larger fits (the gathered scan, several threads)", large))
+    steps.append(("forests (bagging, random features, out-of-bag, importance)",
+                  functools.partial(_forests, X, Xm, y3, yr)))
     return steps
+
+
+def _forests(X, Xm, y3, yr):
+    """The forests' kernels (cartjit.engine.forest_passes): prediction by the blind and
+    the careful walk, the out-of-bag pass and the permutation importance, for both
+    tasks, on complete data, with holes and with a categorical feature."""
+    import warnings
+
+    from ..ensemble import RandomForestClassifier, RandomForestRegressor
+
+    with warnings.catch_warnings():  # three trees leave cases without an OOB value
+        warnings.simplefilter("ignore", UserWarning)
+        _forest_fits(RandomForestClassifier, RandomForestRegressor, X, Xm, y3, yr)
+
+
+def _forest_fits(classifier, regressor, X, Xm, y3, yr):
+    """:func:`_forests`' fits."""
+    for data in (X, Xm):
+        for cat in (None, [2]):
+            rf = classifier(3, max_features=2, oob_score=True, oob_importance=True,
+                            categorical_features=cat, random_state=0).fit(data, y3)
+            rf.predict_proba(X)
+            rf.apply(X)
+            rr = regressor(3, oob_score=True, oob_importance=True,
+                           categorical_features=cat, random_state=0).fit(data, yr)
+            rr.predict(X)
 
 
 def _compile_threaded(classifier, regressor):
