@@ -20,7 +20,7 @@ from .impurity import SQUARED_ERROR, tie_tolerance
 from .missing import _level_sets_from_bits, _level_sets_of_pair
 from .records import (C_COUNT, C_FEATURE, C_IMPROVEMENT, C_LEVEL_ROW, C_THRESHOLD,
                       F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, I_COMP_START,
-                      I_FEATURE, I_LEVEL_ROW, I_N_COMP, I_N_PRIMARY)
+                      I_FEATURE, I_LEVEL_ROW, I_N_COMP, I_N_PRIMARY, NodeSpan)
 from .scans import threshold_between
 from .speed import _block
 
@@ -51,8 +51,8 @@ def _record_subsets(ps, fr, nodes, tg, rules, splits, pairs, work, level_sets):
         lrow = nodes.inode[node, I_LEVEL_ROW]
         keys = ps.keys[f]
         codes = ps.ranks[ps.rank_row[f]]
-        _level_sets_of_pair(ps, f, node, fr.start[j], fr.end[j], fr.end[j], fr.mean[j],
-                            fr.sum[j], nodes, tg, rules, pairs, j * p + f, work,
+        span = NodeSpan(node, fr.start[j], fr.end[j], fr.end[j], fr.mean[j], fr.sum[j])
+        _level_sets_of_pair(ps, f, span, nodes, tg, rules, pairs, j * p + f, work,
                             level_sets, lrow)
         _partition_split_feature(keys, fr.start[j], fr.end[j], tg.shift, codes, level_sets,
                                  lrow, work.goes_left, work.buffers[0])
@@ -298,9 +298,10 @@ def _fill_competitors(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_se
                     _level_sets_from_bits(pairs.left_bits[kk], pairs.level_bits[kk],
                                           level_sets, lrow)
                 else:
-                    _level_sets_of_pair(ps, bf, node, start, start + present, fr.end[j],
-                                        fr.mean[j], fr.sum[j], nodes, tg, rules, pairs, kk,
-                                        work, level_sets, lrow)
+                    span = NodeSpan(node, start, start + present, fr.end[j], fr.mean[j],
+                                    fr.sum[j])
+                    _level_sets_of_pair(ps, bf, span, nodes, tg, rules, pairs, kk, work,
+                                        level_sets, lrow)
                 tables.comp_f[row_c, C_THRESHOLD] = np.nan
             else:
                 pos = pairs.pos[kk]

@@ -71,8 +71,8 @@ from .presort import PARALLEL_MIN_KEYS, as_kernel_array
 from .speed import chunk_pool, run_chunks
 from .records import (Children, F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, Frontier,
                       I_DEPTH, I_FEATURE, I_LEFT, I_LEVEL_ROW, I_N, I_PARENT, I_RIGHT,
-                      Nodes, Pairs, Rules, SEARCH_BATCH, Sizes, Splits, SurrogatePairs,
-                      Tables, Work, _N_FLOAT, _N_INT)
+                      Nodes, Pairs, Rules, SEARCH_BATCH, Share, Sizes, Splits,
+                      SurrogatePairs, SurrogateTable, Tables, Work, _N_FLOAT, _N_INT)
 from .scans import Targets
 from .search import SEARCH_KERNELS, _search, search_marks
 from .speed import LANES
@@ -211,7 +211,7 @@ _EMPTY_TABLES = Tables(_I2, _F2, _I2, _F2, np.zeros(0, dtype=np.int64))
 
 @jit
 def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bitsets,
-                 gathered, iota, reg, cls, gini, runs):
+                 gathered, iota, marks):
     """:func:`grow` on one thread without missing values, compiled: the set-up
     (:func:`_start`) and then steps 1 to 4 call the kernels above exactly as the Python
     loop of :func:`grow` does with one chunk each, so the tree is the same; only the
@@ -223,8 +223,9 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
     subset code (the subset search, the level sets of competitors).
 
     ``gathered`` and ``iota`` are :func:`_search`'s scratch for large segments (one row),
-    or ``None``; ``reg, cls, gini, runs`` its scan marks (:func:`search_marks`): the
-    growth is compiled once for each set, with only the scans it names.
+    or ``None``; ``marks`` the tuple ``(reg, cls, gini, runs)`` of its scan marks
+    (:func:`search_marks`): the growth is compiled once for each set, with only the scans
+    it names.
 
     ``nodes``, ``work``, ``level_sets`` and ``tables`` are :func:`grow`'s, or, for a small
     fit, the empty ones above (``_EMPTY_NODES`` ...): the tables of the shapes ``sz`` are
@@ -235,6 +236,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
     """
     keys = ps.keys
     p = keys.shape[0]
+    reg, cls, gini, runs = marks
     if nodes.inode.shape[0] == 0:  # a small fit: its tables, allocated here
         nodes = Nodes(np.zeros((sz.cap, _N_INT), dtype=np.int32),
                       np.zeros((sz.cap, _N_FLOAT), dtype=np.float64),
@@ -277,9 +279,10 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
                           np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
                              fr.mean[b0:b1], fr.sum[b0:b1])
-            _search(ps, batch, nodes, tg, rules, work, pairs, step_counters(1),
-                    _case_blocks(batch.start, batch.end, CASE_BLOCK), gathered, iota, 0, 1,
-                    reg, cls, gini, runs)
+            share = Share(step_counters(1), _case_blocks(batch.start, batch.end, CASE_BLOCK),
+                          np.int64(0), np.int64(1))
+            _search(ps, batch, nodes, tg, rules, work, pairs, share, gathered, iota, reg, cls,
+                    gini, runs)
             if cat is not None:
                 _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
@@ -529,7 +532,7 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
         return _grown(*_grow_serial(X, presorted, _EMPTY_NODES, tg, rules, _EMPTY_WORK,
                                     _EMPTY_SETS, _EMPTY_TABLES, sizes,
                                     cat if n_cat else None, bitsets, unit_gathered,
-                                    unit_iota, *marks))
+                                    unit_iota, marks))
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
                   np.zeros((cap, _N_FLOAT), dtype=np.float64),
                   np.zeros((cap, n_val), dtype=np.float64))
@@ -566,7 +569,7 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
         if compiled:
             nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
                 X, presorted, nodes, tg, rules, work, level_sets, tables, sizes,
-                cat if n_cat else None, bitsets, unit_gathered, unit_iota, *marks)
+                cat if n_cat else None, bitsets, unit_gathered, unit_iota, marks)
             fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
         else:
             if tg.shift:
@@ -658,8 +661,8 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
                     _number_surrogates(presorted, batch, nodes, rules, batch_splits, sur,
                                        tables)
                     run_chunks(pool, min(n_threads, bm), _send_missing, X, presorted, batch,
-                               nodes, tg, rules, batch_splits, pairs, sur, work, level_sets,
-                               tables)
+                               nodes, tg, rules, batch_splits, pairs, sur, work,
+                               SurrogateTable(tables.sur_i, tables.sur_f, level_sets))
                 elif n_new_rows:
                     _record_subsets(presorted, batch, nodes, tg, rules, batch_splits, pairs,
                                     work, level_sets)

@@ -26,7 +26,8 @@ from .gathered import (_SCAN_SKIP, _gathered_best, _gathered_moments_two, _gathe
                        _gathered_walk, _precise_two, _scaled)
 from .impurity import SQUARED_ERROR, impurity_from_counts
 from .predict import _level_side
-from .records import F_IMPURITY, F_WEIGHT, I_LEVEL_ROW, I_N_PRIMARY, LEFT, MISSING, RIGHT
+from .records import (F_IMPURITY, F_WEIGHT, I_LEVEL_ROW, I_N_PRIMARY, LEFT, MISSING,
+                      NodeSpan, RIGHT, Totals)
 from .scans import Segment, class_counts
 from .search import _ordered_best
 from .subsets import level_run_end
@@ -35,23 +36,24 @@ from .speed import _take_block
 
 
 @jit(borrowed=True)
-def _level_sets_of_pair(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules,
-                        pairs, k, work, level_sets, row):
+def _level_sets_of_pair(ps, f, span, nodes, tg, rules, pairs, k, work, level_sets, row):
     """Step 2, a subset split (primary or competitor) of pair ``k``: write its level sets
     to row ``row``, from ``pairs.left_bits`` or, when the pairs keep no bitsets, by
-    searching the pair again on its present cases ``[start, pend)`` (with the first
-    thread's scratch: the callers are serial)."""
+    searching the pair again on its present cases ``[span.start, span.pend)`` (with the
+    first thread's scratch: the callers are serial); ``span`` is the :class:`NodeSpan`
+    of the node on feature ``f``."""
     keys = ps.keys[f]
     codes = ps.ranks[ps.rank_row[f]]
+    start = span.start
+    pend = span.pend
     lm = work.level_i.shape[1] // 4
     from_bits = pairs.left_bits.shape[0] > 0
     bits = np.uint64(0)
     if from_bits:
         bits = pairs.left_bits[k]
     else:
-        _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules,
-                   work.no_ranks, work.scratch[0], work.buffers[0], work.level_f[0],
-                   work.level_i[0], lm, work.present[0])
+        _pair_best(ps, f, span, nodes, tg, rules, work.no_ranks, work.scratch[0],
+                   work.buffers[0], work.level_f[0], work.level_i[0], work.present[0])
     _write_level_sets(keys, start, pend, tg.shift, codes, from_bits, bits, work.level_i[0],
                       lm, level_sets, row)
 
@@ -129,8 +131,8 @@ def _present_end(row, start, end, shift, bits):
 
 
 @jit
-def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_ranks,
-               scratch, cand, level_f, level_i, lm, counts):
+def _pair_best(ps, f, span, nodes, tg, rules, no_ranks, scratch, cand, level_f, level_i,
+               counts):
     """Step 1 (missing values), one (node, feature) pair: the best split of the node's
     cases with ``f`` present, ``[start, pend)`` of its keys; returns ``(Δ, pos)`` with
     Δ = Δi of those cases × their share Q_present(t) / Q(t) of the node (rpart's
@@ -142,20 +144,20 @@ def _pair_best(ps, f, node, start, pend, end, mean, s_sum, nodes, tg, rules, no_
     Parameters
     ----------
     ps : :class:`cartjit.engine.presort.Presorted`.
-    f, node : the feature and the node; start, pend, end its positions.
-    mean, s_sum : ȳ(t) and Σ w (y - ȳ(t)) of the node (regression).
+    f : the feature.
+    span : :class:`NodeSpan`, the node, its positions start, pend, end on ``f``'s keys,
+        and its ȳ(t) and Σ w (y - ȳ(t)) (regression).
     nodes, tg, rules : as :func:`_search`.
     no_ranks : int32 empty array.
-    scratch, cand, level_f, level_i, lm : this thread's scratch.
+    scratch, cand, level_f, level_i : this thread's scratch (``level_i`` of 4 L_max).
     counts : float64 (>= J,) scratch for the present cases' class counts.
     """
     tied = ps.rank_row[f] >= 0
     rk = ps.ranks[ps.rank_row[f]] if tied else no_ranks
     is_cat = ps.n_levels[f] > 0
     codes = ps.codes[ps.rank_row[f]] if is_cat else np.empty(0, dtype=np.uint16)
-    return _present_best(ps.keys[f], rk, codes, is_cat, tied, node, start, pend, end,
-                         mean, s_sum, nodes, tg, rules, scratch, cand, level_f, level_i, lm,
-                         counts[:nodes.value.shape[1]])
+    return _present_best(ps.keys[f], rk, codes, is_cat, tied, span, nodes, tg, rules,
+                         scratch, cand, level_f, level_i, counts[:nodes.value.shape[1]])
 
 
 @jit(inline="always")
@@ -179,12 +181,19 @@ def _label_counts(row, lo, hi, tg, counts):
 # Inlined into _search_mv, which walks feature by feature with every array taken once:
 # a call with this many array arguments costs about as much as a small pair's scan.
 @jit(inline="always")
-def _present_best(row, rk, codes, is_cat, tied, node, start, pend, end, mean, s_sum, nodes,
-                  tg, rules, scratch, cand, level_f, level_i, lm, counts):
+def _present_best(row, rk, codes, is_cat, tied, span, nodes, tg, rules, scratch, cand,
+                  level_f, level_i, counts):
     """The work of :func:`_pair_best` on one feature's arrays: ``row`` its keys, ``rk``
     its ranks (empty when ``tied`` is false), ``codes`` its uint16 level codes when
-    ``is_cat`` (the subset search reads them, as :func:`_search_subsets` does), ``counts``
-    float64 (J,) scratch."""
+    ``is_cat`` (the subset search reads them, as :func:`_search_subsets` does), ``span``
+    the :class:`NodeSpan` of the node on them, ``counts`` float64 (J,) scratch."""
+    node = span.node
+    start = span.start
+    pend = span.pend
+    end = span.end
+    mean = span.mean
+    s_sum = span.sum
+    lm = level_i.shape[0] // 4
     if pend - start < 2:
         return -np.inf, np.int64(-1)
     imp = nodes.fnode[node, F_IMPURITY]
@@ -217,9 +226,9 @@ def _present_best(row, rk, codes, is_cat, tied, node, start, pend, end, mean, s_
         d, pos = _subset_pair(Segment(row, codes, start, pend), tg, rules, total, imp,
                               mean, level_f, level_i, lm)
     else:
-        d, pos = _ordered_best(Segment(row, rk, start, pend), tg, rules, total, imp, mean,
-                               w_total, s_sum, tied, scratch, cand, None, 0, None,
-                               True, True, True, True)
+        d, pos = _ordered_best(Segment(row, rk, start, pend), tg, rules,
+                               Totals(total, imp, mean, w_total, s_sum), tied, scratch, cand,
+                               None, 0, None, True, True, True, True)
     if pos >= 0:
         d *= scale
     return d, pos
@@ -322,9 +331,9 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
                                           nodes.fnode[fr.node[j], F_WEIGHT], tg,
                                           rules.min_samples_leaf, ys, level_f, level_i, lm)
             else:
-                d, pos = _present_best(row, rk, codes, is_cat, tied, fr.node[j], start, pend,
-                                       end, fr.mean[j], fr.sum[j], nodes, tg, rules, scratch,
-                                       cand, level_f, level_i, lm, counts)
+                span = NodeSpan(fr.node[j], start, pend, end, fr.mean[j], fr.sum[j])
+                d, pos = _present_best(row, rk, codes, is_cat, tied, span, nodes, tg, rules,
+                                       scratch, cand, level_f, level_i, counts)
             pairs.delta[k] = d
             pairs.pos[k] = pos
             if pos >= 0 and is_cat and keep_bits:
@@ -400,8 +409,9 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
                 _level_sets_from_bits(pairs.left_bits[k], pairs.level_bits[k], level_sets,
                                       lrow)
             else:
-                _level_sets_of_pair(ps, f, node, start, pend, end, fr.mean[j], fr.sum[j],
-                                    nodes, tg, rules, pairs, k, work, level_sets, lrow)
+                span = NodeSpan(node, start, pend, end, fr.mean[j], fr.sum[j])
+                _level_sets_of_pair(ps, f, span, nodes, tg, rules, pairs, k, work,
+                                    level_sets, lrow)
         w_left = 0.0
         w_right = 0.0
         n_left = 0

@@ -70,6 +70,17 @@ class Presorted(NamedTuple):
     codes: np.ndarray      # uint16 (n_categorical_features, n_rows_of_X)
 
 
+class Radix(NamedTuple):
+    """The radix sort's scratch, a row per chunk, and its digits (:func:`_radix_order`)."""
+
+    sk: np.ndarray      # uint64 (n_chunks, n) sortable bits of a feature
+    buf_k: np.ndarray   # uint64 (n_chunks, n) the other buffer of the keys
+    buf_i: np.ndarray   # int32 (n_chunks, n) ... and of the cases
+    counts: np.ndarray  # int64 (n_chunks, n_passes, width) counters of each pass
+    bits: int           # bits of a digit
+    n_low: int          # low digits left to an insertion sort
+
+
 #: Type of :attr:`Presorted.codes`: holds every code of a feature of up to
 #: ``cartjit._encoding.MAX_LEVELS`` levels, and the missing code.
 CODES_DTYPE = np.uint16
@@ -266,8 +277,7 @@ def _has_ties(sorted_keys):
 
 
 @jit
-def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, bits, n_low,
-                   ranks, codes, c, n_chunks):
+def _sort_features(X, n_levels, keys, tied, radix, ranks, codes, c, n_chunks):
     """Presort, features c, c + n_chunks, ...: ``keys[f]`` = the cases by increasing
     x_f (NaN last), and ``tied[f]`` whether two cases share a value (ordered features);
     the k-th categorical feature's codes go to rows k of ``ranks`` and ``codes``.
@@ -278,16 +288,17 @@ def _sort_features(X, n_levels, keys, tied, sk, buf_k, buf_i, counts, bits, n_lo
     n_levels : int64 L_f, 0 for an ordered feature.
     keys : int32 (n_features, n_cases) output.
     tied : bool (n_features,) output.
-    sk, buf_k, buf_i, counts : this chunk's rows of the radix sort's scratch.
-    bits, n_low : bits of a digit of the radix sort, and its low digits left to an
-        insertion sort (:func:`_radix_order`).
+    radix : :class:`Radix`, the radix sort's scratch (this chunk's rows serve), the bits
+        of a digit and the low digits left to an insertion sort (:func:`_radix_order`).
     ranks, codes : int32 and :data:`CODES_DTYPE` outputs, a row per categorical feature
         first (more rows may follow).
     """
-    sk = sk[c]
-    buf_k = buf_k[c]
-    buf_i = buf_i[c]
-    counts = counts[c]
+    sk = radix.sk[c]
+    buf_k = radix.buf_k[c]
+    buf_i = radix.buf_i[c]
+    counts = radix.counts[c]
+    bits = radix.bits
+    n_low = radix.n_low
     n_passes = -(-64 // bits)
     for f in range(c, keys.shape[0], n_chunks):
         order = keys[f]
@@ -390,8 +401,8 @@ def presort(X, n_levels=None, n_threads=1):
     if n > 0:
         pool = chunk_pool(n_chunks)
         try:
-            run_chunks(pool, n_chunks, _sort_features, X, n_levels, keys, tied, sk,
-                       buf_k, buf_i, counts, bits, n_low, ranks_room, codes)
+            run_chunks(pool, n_chunks, _sort_features, X, n_levels, keys, tied,
+                       Radix(sk, buf_k, buf_i, counts, bits, n_low), ranks_room, codes)
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)

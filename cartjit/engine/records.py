@@ -167,6 +167,49 @@ class SurrogatePairs(NamedTuple):
     level_row: np.ndarray  # int64 (rows,) row j's first row of the level sets
 
 
+class SurrogateTable(NamedTuple):
+    """The surrogate table (:class:`Tables` ``sur_i`` and ``sur_f``) with the level sets
+    its categorical rows name: what step 2 writes a split node's surrogates to and routes
+    its cases missing the split feature by (:func:`cartjit.engine.surrogates._send_missing`).
+    Flat (a launch cannot pass a record inside a record)."""
+
+    sur_i: np.ndarray       # int64 (cap, 4): feature, level-set row, low side left, count
+    sur_f: np.ndarray       # float64 (cap, 3): threshold, agreement, adjusted agreement
+    level_sets: np.ndarray  # uint64 (cap, 2, n_words) the level sets
+
+
+class NodeSpan(NamedTuple):
+    """One frontier node on one feature's keys: its present cases ``[start, pend)``, those
+    missing the feature ``[pend, end)`` (``pend == end``: none), and its moments."""
+
+    node: int      # int64 node id
+    start: int     # int64 first position of the node's segment
+    pend: int      # int64 end of its cases with the feature present
+    end: int       # int64 one past its last position
+    mean: float    # float64 ȳ(t) (regression)
+    sum: float     # float64 Σ w (y - ȳ(t)) (regression)
+
+
+class Totals(NamedTuple):
+    """What a scan needs to know of the cases of the segment it scans, as a whole."""
+
+    total: np.ndarray  # float64 (J,) their class counts (classification)
+    imp: float         # their impurity
+    mean: float        # their ȳ (regression)
+    w_total: float     # their weight W
+    s_total: float     # their Σ w (y - ȳ) (regression)
+
+
+class Share(NamedTuple):
+    """Chunk c's share of a step whose chunks take blocks of rows as they go
+    (:func:`cartjit.engine.speed._take_case_block`)."""
+
+    units: np.ndarray   # int64 the step's counters (step_counters)
+    bounds: np.ndarray  # int64 the blocks of the batch's rows (_case_blocks)
+    c: int              # int64 this chunk (its scratch, its own features)
+    n_chunks: int       # int64 the number of chunks
+
+
 class Work(NamedTuple):
     """Buffers of one growth: one row per thread where threads write."""
 

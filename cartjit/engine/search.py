@@ -23,7 +23,7 @@ import numpy as np
 from .speed import jit
 from .gathered import GATHER_MIN, _SCAN_SKIP, _unit_scan_gathered
 from .impurity import ENTROPY, GINI, SQUARED_ERROR, tie_tolerance
-from .records import F_IMPURITY, F_WEIGHT
+from .records import F_IMPURITY, F_WEIGHT, Share, Totals
 from .scans import (EQUAL_FACTORS_RTOL, Segment, best_split_class_runs,
                     best_split_classification, best_split_gini_runs, best_split_regression,
                     best_split_regression_unit, equal_factors)
@@ -31,12 +31,12 @@ from .speed import _take_case_block
 
 
 @jit(borrowed=True)
-def _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
-            n_chunks, reg, cls, gini, runs):
+def _search(ps, fr, nodes, tg, rules, work, pairs, share, gathered, iota, reg, cls, gini,
+            runs):
     """Step 1, search: the best split of every (frontier node, feature) pair, shared out
     as the chunks go, one feature on a block of nodes at a time, the chunk's features
-    on one block before the next (:func:`_take_case_block`; ``units`` the step's
-    counters, :func:`step_counters`; ``bounds`` the blocks, :func:`_case_blocks`).
+    on one block before the next (:func:`_take_case_block`; ``share.units`` the step's
+    counters, :func:`step_counters`; ``share.bounds`` the blocks, :func:`_case_blocks`).
 
     Classification scans features without ties by runs of one class (see
     :func:`cartjit.engine.scans.best_split_classification`, with this chunk's row of
@@ -60,12 +60,12 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota
     rules : :class:`Rules`.
     work : :class:`Work`.
     pairs : :class:`Pairs` output, pair k = (node k // p, feature k % p).
-    units : the step's counters (:func:`step_counters`).
-    bounds : int64 the blocks of the batch's rows (:func:`_case_blocks`).
+    share : :class:`Share`, this chunk's share of the step: the step's counters
+        (:func:`step_counters`), the blocks of the batch's rows (:func:`_case_blocks`),
+        the chunk c (its scratch, its own features) and the number of chunks.
     gathered : float64 (n_chunks, 2 m + :data:`_SCAN_SKIP`) scratch of
         :func:`_unit_scan_gathered` for segments of up to m cases, or ``None``.
     iota : int32 0, 1, ..., m - 1, or ``None``.
-    c, n_chunks : this chunk (its scratch, its own features) and the number of chunks.
     reg, cls, gini, runs : the scan marks of :func:`_ordered_best`, constants of the
         caller (:func:`search_marks`): compiled once for each set of marks.
     """
@@ -75,6 +75,10 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota
     fnode = nodes.fnode
     value = nodes.value
     p = keys.shape[0]
+    units = share.units
+    bounds = share.bounds
+    c = share.c
+    n_chunks = share.n_chunks
     scratch = work.scratch[c]
     cand = work.buffers[c]
     n_levels = ps.n_levels
@@ -91,9 +95,10 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota
         while j < j_end:
             node = fr.node[j]
             seg = Segment(row, rk, fr.start[j], fr.end[j])
-            d, pos = _ordered_best(seg, tg, rules, value[node], fnode[node, F_IMPURITY],
-                                   fr.mean[j], fnode[node, F_WEIGHT], fr.sum[j], tied,
-                                   scratch, cand, gathered, c, iota, reg, cls, gini, runs)
+            tot = Totals(value[node], fnode[node, F_IMPURITY], fr.mean[j],
+                         fnode[node, F_WEIGHT], fr.sum[j])
+            d, pos = _ordered_best(seg, tg, rules, tot, tied, scratch, cand, gathered, c,
+                                   iota, reg, cls, gini, runs)
             pairs.delta[j * p + f] = d
             pairs.pos[j * p + f] = pos
             j += 1
@@ -108,8 +113,8 @@ def _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota
 def _search_regression(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota,
                        c, n_chunks):
     """:func:`_search` for regression."""
-    _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
-            n_chunks, True, None, None, None)
+    _search(ps, fr, nodes, tg, rules, work, pairs, Share(units, bounds, c, n_chunks),
+            gathered, iota, True, None, None, None)
 
 
 @jit(borrowed=True)
@@ -117,24 +122,24 @@ def _search_gini(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered,
                  n_chunks):
     """:func:`_search` for Gini where every node takes the lean scan or the general one
     (:func:`search_marks`)."""
-    _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
-            n_chunks, None, True, True, None)
+    _search(ps, fr, nodes, tg, rules, work, pairs, Share(units, bounds, c, n_chunks),
+            gathered, iota, None, True, True, None)
 
 
 @jit(borrowed=True)
 def _search_runs(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
                  n_chunks):
     """:func:`_search` for classification that never takes the lean Gini scan."""
-    _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
-            n_chunks, None, True, None, True)
+    _search(ps, fr, nodes, tg, rules, work, pairs, Share(units, bounds, c, n_chunks),
+            gathered, iota, None, True, None, True)
 
 
 @jit(borrowed=True)
 def _search_classification(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered,
                            iota, c, n_chunks):
     """:func:`_search` for classification, every scan."""
-    _search(ps, fr, nodes, tg, rules, work, pairs, units, bounds, gathered, iota, c,
-            n_chunks, None, True, True, True)
+    _search(ps, fr, nodes, tg, rules, work, pairs, Share(units, bounds, c, n_chunks),
+            gathered, iota, None, True, True, True)
 
 
 #: The kernel of step 1 for a threaded growth, by scan marks (:func:`search_marks`).
@@ -175,8 +180,8 @@ def search_marks(tg):
 # as much as a small node's whole scan (docs/design.md), and trees grown to purity
 # search millions of small (node, feature) pairs.
 @jit(inline="always")
-def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scratch, cand,
-                  gathered, c, iota, reg, cls, gini, runs):
+def _ordered_best(seg, tg, rules, tot, tied, scratch, cand, gathered, c, iota, reg, cls,
+                  gini, runs):
     """Step 1, one (node, ordered feature) pair: the best split of ``seg``; returns
     ``(Δi, pos)`` (see :func:`_search` for which scan serves which pair).
 
@@ -184,9 +189,8 @@ def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scra
     ----------
     seg : :class:`cartjit.engine.scans.Segment` of the node's cases.
     tg, rules : :class:`cartjit.engine.scans.Targets`, :class:`Rules`.
-    total : float64 (J,) class counts of the segment (classification).
-    imp : impurity of the segment's cases.
-    mean, w_total, s_total : their ȳ, W and Σ w (y - ȳ) (regression).
+    tot : :class:`Totals` of the segment's cases: class counts (classification),
+        impurity, and ȳ, W and Σ w (y - ȳ) (regression).
     tied : whether the feature has tied values (``seg.ranks`` holds their ranks).
     scratch, cand : this thread's scratch and candidate buffer.
     gathered, c, iota : :func:`_unit_scan_gathered`'s scratch (row c is this
@@ -197,6 +201,11 @@ def _ordered_best(seg, tg, rules, total, imp, mean, w_total, s_total, tied, scra
         or the scan by runs of the other criteria (:func:`search_marks`); Numba prunes
         the scans of a ``None`` mark before typing.
     """
+    total = tot.total
+    imp = tot.imp
+    mean = tot.mean
+    w_total = tot.w_total
+    s_total = tot.s_total
     criterion = tg.criterion
     min_leaf = rules.min_samples_leaf
     if criterion == SQUARED_ERROR:

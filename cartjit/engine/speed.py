@@ -411,16 +411,9 @@ def _launch11(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
                                     np.int64(c), n))
 
 
-@jit_parallel
-def _launch12(addr, n, failed, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11):
-    for c in prange(n):
-        failed[c] = _call_at(addr, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11,
-                                    np.int64(c), n))
-
-
 #: The launcher of a kernel by its number of arguments before ``(c, n)``.
 LAUNCHERS = {1: _launch1, 2: _launch2, 3: _launch3, 4: _launch4, 5: _launch5, 6: _launch6, 7: _launch7,
-             8: _launch8, 9: _launch9, 10: _launch10, 11: _launch11, 12: _launch12}
+             8: _launch8, 9: _launch9, 10: _launch10, 11: _launch11}
 
 _ADDRESSES = {}  # (kernel, argument fingerprints) -> address of the compiled signature
 _fingerprint = _dispatcher.compute_fingerprint  # Numba's own key of an argument's type

@@ -325,15 +325,17 @@ def _ordered_scan_distinct(row, start, end, shift, marks, high):
 
 
 @jit(inline="always")
-def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes, n_levels,
-                          w_left, w_right, style, tie_left, lw, side, counts):
+def categorical_surrogate(row, start, end, tg, marks, codes, n_levels, w_left, w_right,
+                          style, tie_left, lw, side, counts):
     """Best categorical surrogate split on one feature; returns ``(agree, adj)``, with
     ``(0, 0)`` when it does not qualify, and leaves ``side[c]`` (LEVEL_NONE, LEVEL_LEFT or
     LEVEL_RIGHT) for every level code c < ``n_levels``.
 
     Parameters
     ----------
-    row, start, end, shift, marks, w, unit_weights : as :func:`ordered_surrogate`.
+    row, start, end, marks : as :func:`ordered_surrogate`.
+    tg : :class:`cartjit.engine.scans.Targets`: the keys' ``shift`` and the case weights
+        ``w`` (unused with ``unit_weights``).
     codes : int32 level code by case.
     n_levels : L, the feature's number of levels.
     w_left, w_right, style : as :func:`ordered_surrogate`.
@@ -351,7 +353,9 @@ def categorical_surrogate(row, start, end, shift, marks, w, unit_weights, codes,
     """
     # the segment comes grouped by level: each level's run is summed in registers,
     # without branches on the marks (as in ordered_surrogate), with unsigned indices
-    ushift = np.uint32(shift)
+    w = tg.w
+    unit_weights = tg.unit_weights
+    ushift = np.uint32(tg.shift)
     n_run = 0
     i = start
     while i < end:
@@ -469,8 +473,7 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, units
                 continue
             if n_levels > 0:
                 # the codes' uint16 row (half the cache footprint of their ranks)
-                a, adj = categorical_surrogate(row, start, pend, shift, marks, tg.w,
-                                               tg.unit_weights,
+                a, adj = categorical_surrogate(row, start, pend, tg, marks,
                                                ps.codes[ps.rank_row[f]], n_levels,
                                                splits.w_left[j], splits.w_right[j], style,
                                                splits.tie_left[j], lw, side, level_counts)
@@ -579,16 +582,17 @@ def _marked_totals(row, start, pend, end, tg, marks, w_left, w_right, n_marked, 
 # other kernels of missing values that run in chunks is compiled borrowed, so that the
 # threads do not contend for the reference counts of the tables they share.
 @jit(inline="always")
-def _surrogate_goes(X, case, f, tables, r, level_sets, is_cat):
-    """Routing by surrogate row ``r``: LEFT, RIGHT, or MISSING when it cannot route."""
+def _surrogate_goes(X, case, f, table, r, is_cat):
+    """Routing by surrogate row ``r`` of ``table`` (:class:`SurrogateTable`): LEFT, RIGHT,
+    or MISSING when it cannot route."""
     x = X[case, f]
     if is_cat:  # the level's side, as prediction reads it
-        side = _level_side(x, tables.sur_i[r, S_LEVEL_ROW], level_sets)
+        side = _level_side(x, table.sur_i[r, S_LEVEL_ROW], table.level_sets)
         return MISSING if side < 0 else (LEFT if side == 0 else RIGHT)
     if np.isnan(x):
         return MISSING
-    low = tables.sur_i[r, S_LOW_LEFT]
-    if x <= tables.sur_f[r, S_THRESHOLD]:
+    low = table.sur_i[r, S_LOW_LEFT]
+    if x <= table.sur_f[r, S_THRESHOLD]:
         return LEFT if low == 1 else RIGHT
     return RIGHT if low == 1 else LEFT
 
@@ -678,14 +682,17 @@ def _number_surrogates(ps, fr, nodes, rules, splits, sur, tables):
 
 
 @jit(inline="always")
-def _write_surrogates(X, ps, j, p, start, tg, rules, splits, pairs, sur, work, c,
-                      level_sets, tables, first, n_sur):
+def _write_surrogates(X, ps, j, start, tg, rules, splits, pairs, sur, work, c, table,
+                      first, n_sur):
     """:func:`_send_missing`, one split node (batch row j): write its surrogates' rows of
     the surrogate table (from ``first``; feature, agreements, threshold or level-set
     row, direction, count 0) and its categorical surrogates' level sets (rows from
     ``sur.level_row[j]``), in the order :func:`_pick_surrogates` ranked them. The sides
     of a categorical surrogate come from ``sur.low_left`` (at most SIDE_BITS levels), or
-    from searching the pair again with chunk c's scratch."""
+    from searching the pair again with chunk c's scratch. ``table`` is the
+    :class:`SurrogateTable` (the surrogate table and the level sets)."""
+    p = ps.keys.shape[0]
+    level_sets = table.level_sets
     lm = work.level_i.shape[1] // 4
     shift = tg.shift
     lrow = sur.level_row[j]
@@ -693,19 +700,18 @@ def _write_surrogates(X, ps, j, p, start, tg, rules, splits, pairs, sur, work, c
         bf = sur.pick[j * rules.max_surrogate + r]
         kk = j * p + bf
         row_s = first + r
-        tables.sur_i[row_s, S_FEATURE] = bf
-        tables.sur_i[row_s, S_COUNT] = 0
-        tables.sur_f[row_s, S_AGREE] = sur.agree[kk]
-        tables.sur_f[row_s, S_ADJ] = sur.adj[kk]
+        table.sur_i[row_s, S_FEATURE] = bf
+        table.sur_i[row_s, S_COUNT] = 0
+        table.sur_f[row_s, S_AGREE] = sur.agree[kk]
+        table.sur_f[row_s, S_ADJ] = sur.adj[kk]
         n_levels = ps.n_levels[bf]
         if n_levels > 0:
             side = work.level_i[c][3 * lm:4 * lm]
             if n_levels <= SIDE_BITS:  # kept by the search
                 _unpack_sides(sur.low_left[kk], n_levels, side)
             else:
-                categorical_surrogate(ps.keys[bf], start, start + pairs.present[kk],
-                                      shift, work.goes_left, tg.w, tg.unit_weights,
-                                      ps.ranks[ps.rank_row[bf]], n_levels,
+                categorical_surrogate(ps.keys[bf], start, start + pairs.present[kk], tg,
+                                      work.goes_left, ps.ranks[ps.rank_row[bf]], n_levels,
                                       splits.w_left[j], splits.w_right[j],
                                       rules.surrogate_style, splits.tie_left[j],
                                       work.level_f[c], side, work.level_i[c][:3 * lm])
@@ -716,22 +722,22 @@ def _write_surrogates(X, ps, j, p, start, tg, rules, splits, pairs, sur, work, c
                 if side[code] != LEVEL_NONE:
                     s = 0 if side[code] == LEVEL_LEFT else 1
                     level_sets[lrow, s, code >> 6] |= np.uint64(1) << np.uint64(code & 63)
-            tables.sur_i[row_s, S_LEVEL_ROW] = lrow
-            tables.sur_i[row_s, S_LOW_LEFT] = 1
-            tables.sur_f[row_s, S_THRESHOLD] = np.nan
+            table.sur_i[row_s, S_LEVEL_ROW] = lrow
+            table.sur_i[row_s, S_LOW_LEFT] = 1
+            table.sur_f[row_s, S_THRESHOLD] = np.nan
             lrow += 1
         else:
             keys_s = ps.keys[bf]
             pos = sur.pos[kk]
-            tables.sur_i[row_s, S_LEVEL_ROW] = -1
-            tables.sur_i[row_s, S_LOW_LEFT] = sur.low_left[kk]
-            tables.sur_f[row_s, S_THRESHOLD] = threshold_between(
+            table.sur_i[row_s, S_LEVEL_ROW] = -1
+            table.sur_i[row_s, S_LOW_LEFT] = sur.low_left[kk]
+            table.sur_f[row_s, S_THRESHOLD] = threshold_between(
                 X[keys_s[pos - 1] >> shift, bf], X[keys_s[pos] >> shift, bf])
 
 
 @jit(borrowed=True)
-def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_sets,
-                  tables, c, n_chunks):
+def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, table, c,
+                  n_chunks):
     """Step 2 (missing values), after :func:`_number_surrogates`: write each split
     node's surrogate rows (:func:`_write_surrogates`), then send its cases missing the
     split feature down by its surrogates (``use_surrogate`` >= 1,
@@ -748,8 +754,8 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
     X, ps, fr, nodes, tg, rules, splits, pairs : as :func:`_mark_mv`.
     sur : :class:`SurrogatePairs` (picked and numbered).
     work : :class:`Work`; chunk c's scratch serves here.
-    level_sets, tables : the level sets and the surrogate table (rows reserved by
-        :func:`_number_surrogates`).
+    table : :class:`SurrogateTable`, the surrogate table and the level sets (rows
+        reserved by :func:`_number_surrogates`).
     c, n_chunks : this chunk and the number of chunks.
     """
     p = ps.keys.shape[0]
@@ -765,8 +771,8 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
         pend = start + pairs.present[j * p + f0]
         first = nodes.inode[node, I_SUR_START]
         n_sur = nodes.inode[node, I_N_SUR]
-        _write_surrogates(X, ps, j, p, start, tg, rules, splits, pairs, sur, work, c,
-                          level_sets, tables, first, n_sur)
+        _write_surrogates(X, ps, j, start, tg, rules, splits, pairs, sur, work, c, table,
+                          first, n_sur)
         # the cases missing the split feature end its segment
         row = ps.keys[f0]
         w_left = splits.w_left[j]
@@ -781,11 +787,11 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
         first_go = work.buffers[c]
         n_first = 0
         if by_first:
-            fs = tables.sur_i[first, S_FEATURE]
+            fs = table.sur_i[first, S_FEATURE]
             is_cat = ps.n_levels[fs] > 0
             for i in range(pend, end):
-                first_go[i - pend] = _surrogate_goes(X, row[i] >> shift, fs, tables, first,
-                                                     level_sets, is_cat)
+                first_go[i - pend] = _surrogate_goes(X, row[i] >> shift, fs, table, first,
+                                                     is_cat)
         for i in range(pend, end):
             case = row[i] >> shift
             go = MISSING
@@ -795,11 +801,10 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
                     n_first += 1
                 else:
                     for r in range(first + 1, first + n_sur):
-                        fs = tables.sur_i[r, S_FEATURE]
-                        go = _surrogate_goes(X, case, fs, tables, r, level_sets,
-                                             ps.n_levels[fs] > 0)
+                        fs = table.sur_i[r, S_FEATURE]
+                        go = _surrogate_goes(X, case, fs, table, r, ps.n_levels[fs] > 0)
                         if go != MISSING:
-                            tables.sur_i[r, S_COUNT] += 1
+                            table.sur_i[r, S_COUNT] += 1
                             break
             if go == MISSING and rules.use_surrogate == 2:
                 if w_left > w_right:
@@ -810,6 +815,6 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, level_s
             n_left += go == LEFT
             n_right += go == RIGHT
         if by_first:
-            tables.sur_i[first, S_COUNT] += n_first
+            table.sur_i[first, S_COUNT] += n_first
         splits.pos[j] = start + n_left
         splits.stop[j] = start + n_left + n_right

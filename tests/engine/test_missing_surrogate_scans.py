@@ -12,6 +12,7 @@ every code, on random segments grouped by level, with few of many levels present
 import numpy as np
 from numba import njit
 
+from cartjit.engine.scans import Targets
 from cartjit.engine.surrogates import (LEVEL_LEFT, LEVEL_NONE, LEVEL_RIGHT, _ordered_scan_counts,
                                  _ordered_scan_distinct, categorical_surrogate)
 
@@ -53,14 +54,20 @@ def test_distinct_scan_equals_case_by_case_scan():
     assert 1000 < found < 5000
 
 
+def _targets(shift, w, unit):
+    """The :class:`Targets` fields the surrogate scans read: the shift and the weights."""
+    return Targets(np.zeros(0, dtype=np.int32), np.zeros(0), w, unit, True, np.zeros(0), 0,
+                   shift, (1 << shift) - 1)
+
+
 @njit
-def _categorical(row, start, end, shift, marks, w, unit, codes, n_levels, w_left, w_right,
-                 style, tie_left):
+def _categorical(row, start, end, tg, marks, codes, n_levels, w_left, w_right, style,
+                 tie_left):
     lw = np.full(2 * n_levels, np.nan)  # scratch left dirty: the scan must not read it
     side = np.full(n_levels, 7, dtype=np.int64)
     counts = np.full(3 * n_levels, -5, dtype=np.int64)
-    a, adj = categorical_surrogate(row, start, end, shift, marks, w, unit, codes, n_levels,
-                                   w_left, w_right, style, tie_left, lw, side, counts)
+    a, adj = categorical_surrogate(row, start, end, tg, marks, codes, n_levels, w_left,
+                                   w_right, style, tie_left, lw, side, counts)
     return a, adj, side
 
 
@@ -133,8 +140,8 @@ def test_categorical_surrogate_equals_the_level_by_level_definition():
         w_right = float(w[marks == 0].sum()) + float(rng.integers(0, 3))
         style = trial % 3 % 2
         tie_left = int(rng.integers(0, 2))
-        a, adj, side = _categorical(row, 0, n, shift, marks, w, unit, codes, n_levels,
-                                    w_left, w_right, style, tie_left)
+        a, adj, side = _categorical(row, 0, n, _targets(shift, w, unit), marks, codes,
+                                    n_levels, w_left, w_right, style, tie_left)
         ra, radj, rside = _categorical_reference(cases, marks, w, codes, n_levels, w_left,
                                                  w_right, style, tie_left)
         assert (a, adj) == (ra, radj) or (np.isnan(adj) and np.isnan(radj)), trial
