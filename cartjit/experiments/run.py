@@ -290,22 +290,50 @@ def run_experiment(config_path, out=None, *, backend="threads", workers=None, sc
         raise RunError("--out", f"cannot create the lock file {out / LOCK_FILE}: "
                                 f"{exc.strerror or exc}; if it is not a file left by "
                                 "cartjit, move it away")
+    run = _Run(config_path, config, data, by_name, cells, config_doc, config_hash, out,
+               created, backend, workers, scheduler, resume, quiet, fsync, warmup, t_start,
+               started)
     try:
-        return _run_locked(config_path, config, data, by_name, cells, config_doc, config_hash,
-                           out, created, lock, backend, workers, scheduler, resume, quiet,
-                           fsync, warmup, t_start, started)
+        return _run_locked(run, lock)
     finally:
         lock.release()
 
 
-def _run_locked(config_path, config, data, by_name, cells, config_doc, config_hash, out,
-                created, lock, backend, workers, scheduler, resume, quiet, fsync, warmup,
-                t_start, started):
+@dataclass(frozen=True)
+class _Run:
+    """What an invocation of :func:`run_experiment` has settled before it takes the
+    output directory's lock: the config, its data and cells, the directory and the
+    options, and when it started."""
+
+    config_path: object
+    config: object      # config.Config
+    data: list          # the datasets (data.resolve)
+    by_name: dict       # ... by name
+    cells: list         # every cell of the sweep (cells.plan_cells)
+    config_doc: dict    # config_fingerprint's document
+    config_hash: str    # ... and hash
+    out: Path
+    created: bool       # the output directory was made by this invocation
+    backend: str
+    workers: object     # int (None with a scheduler)
+    scheduler: object
+    resume: bool
+    quiet: bool
+    fsync: bool
+    warmup: bool
+    t_start: float      # time.perf_counter() at the start
+    started: str        # the start as a timestamp (store.now)
+
+
+def _run_locked(run, lock):
+    """:func:`run_experiment`'s ``run`` once it holds ``lock``."""
+    config, cells, out, created, quiet = run.config, run.cells, run.out, run.created, run.quiet
+    backend, workers, scheduler, started = run.backend, run.workers, run.scheduler, run.started
     if lock.took_over is not None:
         _log(quiet, f"cartjit: took over the lock of {out} left by process {lock.took_over}, "
                     "which is no longer running")
     # read the directory's state again, now that no other run can change it
-    previous, damaged = _check_out(out, resume, config_hash)
+    previous, damaged = _check_out(out, run.resume, run.config_hash)
     if damaged:
         quarantine(out, out / RUN_JSON, damaged,
                    "it is rebuilt (the record of earlier invocations is lost; every cell "
@@ -317,11 +345,11 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
         if created:
             _remove_run_skeleton(out)
         raise RunError("--out", f"cannot create {out / CELLS_DIR}: {exc.strerror or exc}")
-    store = CellStore(out, fsync=fsync, rules=rules)
+    store = CellStore(out, fsync=run.fsync, rules=rules)
     store.remove_temporaries()
 
     results = {}
-    if resume:
+    if run.resume:
         for cell in cells:
             r = store.read(cell)
             if r is not None:
@@ -330,9 +358,10 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
     pending = [c for c in cells if c.cell_id not in results]
 
     meta = previous or {
-        "format": FORMAT_VERSION, **versions(), "config_file": os.path.abspath(config_path),
+        "format": FORMAT_VERSION, **versions(),
+        "config_file": os.path.abspath(run.config_path),
         "experiment": config.name, "description": config.description,
-        "config_hash": config_hash, "config": config_doc, "n_cells": len(cells),
+        "config_hash": run.config_hash, "config": run.config_doc, "n_cells": len(cells),
         "started": started, "ended": None, "status": "running", "invocations": []}
     if damaged:
         meta["rebuilt"] = f"{now()}: the previous {RUN_JSON} {damaged}"
@@ -344,7 +373,7 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
     meta["invocations"].append({
         "started": started, "ended": None, "backend": backend,
         "workers": None if scheduler else workers, "scheduler": scheduler,
-        "resume": bool(resume), "reused": reused, "to_compute": len(pending),
+        "resume": bool(run.resume), "reused": reused, "to_compute": len(pending),
         "status": "running"})
     try:
         write_run_json(out, meta)
@@ -356,16 +385,14 @@ def _run_locked(config_path, config, data, by_name, cells, config_doc, config_ha
         raise RunError("--out", f"cannot write to {out}: {exc.cause}")
 
     _log(quiet, f"cartjit: {config.name}: {len(cells)} cells ({reused} already done, "
-                f"{len(pending)} to compute) on {len(data)} dataset(s); backend {backend}"
+                f"{len(pending)} to compute) on {len(run.data)} dataset(s); backend {backend}"
                 + (f" at {scheduler}" if scheduler else f" x{workers}" if backend != "serial" else "")
                 + f" -> {out}")
 
     # the plots' helper imports matplotlib while the kernels load and the cells run
     plotter = PlotWorker() if pending and _plots_wanted() else None
     try:
-        return _run_cells(config, data, by_name, cells, out, created, backend, workers,
-                          scheduler, quiet, warmup, t_start, meta, invocation, store,
-                          results, reused, pending, plotter)
+        return _run_cells(run, meta, invocation, store, results, reused, pending, plotter)
     finally:
         if plotter is not None:
             plotter.close()
@@ -376,12 +403,14 @@ def _plots_wanted():
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def _run_cells(config, data, by_name, cells, out, created, backend, workers, scheduler,
-               quiet, warmup, t_start, meta, invocation, store, results, reused, pending,
-               plotter):
+def _run_cells(run, meta, invocation, store, results, reused, pending, plotter):
+    """Compute :func:`_run_locked`'s ``pending`` cells of ``run`` (``results`` holds the
+    ``reused`` ones) and write the reports; ``meta`` is run.json's record, and
+    ``invocation`` this invocation's row of it."""
+    config, data, cells, out, quiet = run.config, run.data, run.cells, run.out, run.quiet
     compiled = None
     t_compile = time.perf_counter()
-    if pending and warmup:
+    if pending and run.warmup:
         compiled = warm_up(announce=None if quiet else lambda m: _log(False, m),
                            work=lambda: compile_for_cells(pending))
         if compiled.compiled and not quiet:
@@ -424,9 +453,9 @@ def _run_cells(config, data, by_name, cells, out, created, backend, workers, sch
         if pending:
             with route_cell_warnings():
                 try:
-                    where = run_backend(backend, pending, by_name, config.selection,
-                                        on_result, on_error, None if scheduler else workers,
-                                        scheduler)
+                    where = run_backend(run.backend, pending, run.by_name, config.selection,
+                                        on_result, on_error,
+                                        None if run.scheduler else run.workers, run.scheduler)
                     if where is not None:  # the dask backend: what ran where
                         meta["invocations"][invocation]["dask"] = where
                 except BackendError as exc:
@@ -441,7 +470,7 @@ def _run_cells(config, data, by_name, cells, out, created, backend, workers, sch
     finally:
         progress.close()
         if status != "complete":
-            if status == "failed" and created and not computed:
+            if status == "failed" and run.created and not computed:
                 _remove_run_skeleton(out)
             else:
                 _finish_meta(out, meta, invocation, computed, status)
@@ -465,12 +494,12 @@ def _run_cells(config, data, by_name, cells, out, created, backend, workers, sch
     t_end = time.perf_counter()
     # where the wall time went: config and data, kernels, cells, reports (seconds)
     meta["invocations"][invocation]["timings_s"] = {
-        "setup": round(t_compile - t_start, 4), "compile": round(t_cells - t_compile, 4),
+        "setup": round(t_compile - run.t_start, 4), "compile": round(t_cells - t_compile, 4),
         "cells": round(t_reports - t_cells, 4), "reports": round(t_end - t_reports, 4)}
     meta["outputs"] = outputs
     _finish_meta(out, meta, invocation, computed, "complete")
     cells_wall = float(sum(results[c.cell_id]["wall_time_s"] for c in cells))
-    wall = time.perf_counter() - t_start
+    wall = time.perf_counter() - run.t_start
     _log(quiet, f"cartjit: done: {len(computed)} cells computed, {reused} reused in "
                 f"{wall:.1f} s; tables in {out}")
     return RunResult(out, len(cells), computed, reused, failed, wall, cells_wall, outputs,
