@@ -442,7 +442,7 @@ class GrowSetup(NamedTuple):
 def _drawn_features(settings, p):
     """``Rules.max_features``: m when the nodes' searches draw m of the p features, 0
     when they search every feature (m unset, or m >= p: drawing p of p marks all)."""
-    m = int(getattr(settings, "max_features", 0) or 0)
+    m = int(settings.max_features)
     return m if 0 < m < p else 0
 
 
@@ -479,7 +479,7 @@ def grow_setup(problem, settings, n_levels, factor=None):
                   int(settings.max_categories_exhaustive), max_sur,
                   int(settings.use_surrogate), int(settings.surrogate_style),
                   int(settings.max_competitor), _drawn_features(settings, X.shape[1]),
-                  int(getattr(settings, "feature_seed", 0)))
+                  int(settings.feature_seed))
     mv = max_sur > 0 or bool(np.isnan(X).any())
     return GrowSetup(X, tg, rules, mv, n_val, row, n_present, lm, cat, n_words, n_lf, n_li,
                      bitsets)
