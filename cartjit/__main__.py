@@ -466,8 +466,9 @@ def _forest_summary(est, decimals):
                          f"OOB R^2 {est.oob_score_:.{max(decimals, 4)}g}")
     else:
         lines.append("OOB error: not computed (fit with --oob-score)")
-    lines += ["", "Variable importance (mdi: mean decrease in impurity; raw, se, scaled: "
-                  "OOB permutation importance):",
+    oob = "; raw, se, scaled: OOB permutation importance" \
+        if hasattr(est, "oob_importances_") else ""
+    lines += ["", f"Variable importance (mdi: mean decrease in impurity{oob}):",
               est.importance_table().sort_values("mdi", ascending=False).to_string(
                   float_format=lambda v: f"{v:.{max(decimals, 4)}g}"),
               "", f"'--tree K' prints tree K (0 to {est.n_estimators_ - 1})."]

@@ -333,8 +333,8 @@ OPTIONS = (
     _opt("min_impurity_decrease", "a node splits only if p(t) times the impurity "
          "decrease is at least this", _number, metavar="X", default=0.0),
     _opt("max_leaf_nodes", "grow best-first until this many leaves", _int(2), metavar="N"),
-    _opt("ccp_alpha", "keep the pruned subtree T(A) instead of T_max (not with --cv, "
-         "which chooses it; a forest prunes each tree)", _number, aliases=("--alpha",),
+    _opt("ccp_alpha", "keep the pruned subtree T(A) instead of T_max (a forest: of each "
+         "tree)", _number, aliases=("--alpha",),
          kinds=frozenset((TREE, FOREST)), metavar="A"),
     _opt("cp", "rpart's relative complexity: keep T(A) with A = CP x R(root) (with --cv: "
          "the sequence ends there; a forest prunes each tree at CP x its own R(root))",
@@ -399,7 +399,8 @@ OPTIONS = (
     _opt("prune_selection", "the subtree rule of each tree's cross-validation: 'min', "
          "'1se' or a number m", _selection, kinds=frozenset((FOREST,)), metavar="RULE",
          default="1se"),
-    _opt("n_jobs", "threads growing the trees (the forest is the same for any number)",
+    _opt("n_jobs", "threads growing the trees (default: one; the forest is the same for "
+         "any number)",
          _n_jobs, kinds=frozenset((FOREST,)), metavar="N"),
 )
 
@@ -456,9 +457,8 @@ def _default_text(o):
         return "none: no cross-validation"
     if o.param == "max_features":
         return "sqrt for classification, 1/3 for regression; all with --bagging"
-    if isinstance(o.default, dict):
-        return "; ".join(f"{v} ({k})" for k, v in
-                         sorted(o.default.items(), key=lambda kv: (str(kv[1]), kv[0])))
+    if isinstance(o.default, dict):  # a tree's default, then the forests'
+        return f"{o.default[TREE]}, {o.default[FOREST]} for forests"
     return "none" if o.default is None else str(o.default).lower() \
         if isinstance(o.default, bool) else str(o.default)
 
