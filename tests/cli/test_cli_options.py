@@ -178,6 +178,38 @@ def test_options_fit_the_tree_the_estimator_fits(argv, cls, params):
     assert export_text(est) == export_text(ref)
 
 
+@pytest.mark.parametrize("argv, cls, params", [
+    (["--forest", "--ntree", "7", "--mtry", "2", "--seed", "4", "--oob-score", "--voting",
+      "vote", "--minbucket", "3", "--maxcompete", "1"], RandomForestClassifier,
+     dict(n_estimators=7, max_features=2, random_state=4, oob_score=True, voting="vote",
+          min_samples_leaf=3, max_competitor=1)),
+    (["--bagging", "--n-estimators", "5", "--bootstrap", "true", "--replace", "false",
+      "--sampsize", "0.5", "--cp", "0.01", "--n-jobs", "2", "--priors", "equal"],
+     BaggedCARTClassifier, dict(n_estimators=5, replace=False, max_samples=0.5, cp=0.01,
+                                n_jobs=2, bootstrap=True, priors="equal")),
+    (["--forest", "--ntree", "3", "--prune", "cv", "--prune-folds", "3",
+      "--prune-selection", "min", "--max-features", "all", "--oob-importance"],
+     RandomForestClassifier, dict(n_estimators=3, prune="cv", prune_folds=3,
+                                  prune_selection="min", max_features=None,
+                                  oob_importance=True)),
+    (["--forest", "--ntree", "4", "--max-features", "0.5", "--bootstrap", "false",
+      "--alpha", "0.01"], RandomForestClassifier,
+     dict(n_estimators=4, max_features=0.5, bootstrap=False, ccp_alpha=0.01)),
+])
+@pytest.mark.filterwarnings("ignore:.* in the bag of every tree")
+def test_forest_options_fit_the_forest_the_estimator_fits(argv, cls, params):
+    est = fitted("show", "iris", *argv)
+    assert type(est) is cls
+    got = est.get_params()
+    for name, value in params.items():
+        assert got[name] == value, name
+    ds = load_dataset("iris")
+    X, y = ds.frame[list(ds.features)], ds.frame[ds.target]
+    ref = cls(**params).fit(X, y)
+    np.testing.assert_array_equal(est.predict_proba(X), ref.predict_proba(X))
+    assert export_text(est, tree=1) == export_text(ref, tree=1)
+
+
 def test_regression_options_and_categorical_features(tmp_path):
     rng = np.random.default_rng(1)
     frame = pd.DataFrame({"g": rng.integers(0, 5, 80), "x": rng.normal(size=80)})
