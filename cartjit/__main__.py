@@ -12,11 +12,15 @@ Subcommands:
     rpart``; ``--plot out.png`` draws it) with its pruning sequence (or its
     cross-validation table with ``--cv``).
 ``cartjit fit DATA --target COL -o MODEL``
-    Fit a tree (chosen by cross-validation with ``--cv``) on a CSV/Parquet file or a
-    bundled dataset, print it, and save it as a model file (:func:`cartjit.save`).
+    Fit a tree (chosen by cross-validation with ``--cv``; a random forest with
+    ``--forest``, bagged trees with ``--bagging``) on a CSV/Parquet file or a bundled
+    dataset, print it (a forest: its summary), and save it as a model file
+    (:func:`cartjit.save`). ``show`` fits the same way; ``show MODEL --tree K`` prints
+    tree K of a forest.
 ``cartjit predict MODEL DATA``
-    Predict the rows of a CSV/Parquet file with a saved model (``--proba`` for the
-    class probabilities), to the terminal or to ``-o`` a CSV/Parquet file.
+    Predict the rows of a CSV/Parquet file with a saved model, tree or forest
+    (``--proba`` for the class probabilities), to the terminal or to ``-o`` a
+    CSV/Parquet file.
 ``cartjit compile``
     Compile every kernel ahead (Numba's on-disk cache), saying how long it took.
 ``cartjit datasets``

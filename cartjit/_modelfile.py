@@ -30,6 +30,11 @@ Loading never unpickles anything and trusts nothing in the file. In order:
 Only then is an estimator built from the arrays; it predicts without refitting. Any
 failure is a :class:`ModelFileError` (a ``ValueError``) saying what is wrong; a file
 written by a newer cartjit says so. Nothing here is jitted.
+
+The forests of :mod:`cartjit.ensemble` are saved and loaded by the same functions, as
+format 2: :mod:`cartjit._forestfile` lays out their members and checks them (steps 4 and
+5 for every tree, and what ties the trees to the forest's parameters and seeds); steps
+1 to 3 are the ones above.
 """
 from __future__ import annotations
 
@@ -126,6 +131,12 @@ def save(estimator, path, *, overwrite=False) -> pathlib.Path:
     A CV estimator fitted with a splitter object as ``cv`` (which JSON cannot hold) is
     saved with the fold ids it produced (``folds_[0]``) as ``cv``: refitting the loaded
     estimator uses the same partition.
+
+    A fitted forest (:class:`~cartjit.RandomForestClassifier`,
+    :class:`~cartjit.RandomForestRegressor`, :class:`~cartjit.BaggedCARTClassifier`,
+    :class:`~cartjit.BaggedCARTRegressor`) is written as format 2
+    (:mod:`cartjit._forestfile`): each tree's T_max in flat columns, its α, seed and
+    class tables, and the OOB results.
     """
     from . import __version__
     from .estimators import _BaseCART
@@ -377,7 +388,8 @@ _READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, str
 
 
 def load(path):
-    """Read a model file written by :func:`save` and return the fitted estimator.
+    """Read a model file written by :func:`save` and return the fitted estimator (a
+    single tree or a forest).
 
     Nothing is unpickled, and every array is checked before any kernel can see it
     (see the module docstring and docs/model-files.md); the estimator then predicts
