@@ -43,6 +43,7 @@ is a fixed number of NumPy operations per tree (no Python object per node).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -280,13 +281,11 @@ def build_forest(meta, arrays, where):
         M._fail(where, str(exc))
     trees_max = _slice_trees(arrays, n_trees, n_levels, meta, where)
     per_tree = _per_tree(arrays, n_trees, n_classes, where)
-    counts = [F.draw_counts(plan, n, b) for b in range(n_trees)]
-    fits = []
-    for b, tree_max in enumerate(trees_max):
-        fits.append(_tree_fit(b, tree_max, per_tree, counts[b], settings, plan, classifier,
-                              where))
-    if not np.array_equal(per_tree["seeds"], np.array([c[1] for c in counts], np.int64)):
+    drawn = _redraw(plan, n, n_trees)
+    if not np.array_equal(per_tree["seeds"], drawn.seeds):
         M._fail(where, "forest/seeds must be the feature seeds random_state gives")
+    fits = [_tree_fit(b, tree_max, per_tree, int(drawn.in_bag[b]), settings, plan,
+                      classifier, where) for b, tree_max in enumerate(trees_max)]
 
     values = [F.node_values(f, settings, plan.voting, n_classes) for f in fits]
     est.forest_ = F.assemble_forest([f.tree for f in fits], values, use_surrogate)
@@ -318,12 +317,36 @@ def build_forest(meta, arrays, where):
         if not (est.oob_score or est.oob_importance):
             M._fail(where, "the file holds OOB results but oob_score and oob_importance "
                            "are off")
-        out_of_bag = np.stack([c[0] == 0 for c in counts])
-        _set_oob(est, meta["oob"], arrays, out_of_bag, where)
+        _set_oob(est, meta["oob"], arrays, drawn, where)
     elif est.oob_score or est.oob_importance:
         M._fail(where, "oob_score or oob_importance is on but the file holds no OOB "
                        "results")
     return est
+
+
+class _Redrawn(NamedTuple):
+    """What the samples redrawn from ``random_state`` say of the trees and the cases."""
+
+    seeds: np.ndarray    # int64 (B,): each tree's feature seed
+    in_bag: np.ndarray   # int64 (B,): the distinct cases in each tree's sample
+    has_oob: np.ndarray  # bool (B,): whether a case is out of each tree's bag
+    n_oob: np.ndarray    # int64 (n,): the trees each case is out of the bag of
+
+
+def _redraw(plan, n, n_trees):
+    """Every tree's sample drawn again (:func:`cartjit.engine.forest.draw_counts`), one
+    at a time: memory O(n + B), not O(n B)."""
+    from .engine.forest import draw_counts
+
+    seeds = np.zeros(n_trees, dtype=np.int64)
+    in_bag = np.zeros(n_trees, dtype=np.int64)
+    n_oob = np.zeros(n, dtype=np.int64)
+    for b in range(n_trees):
+        counts, seeds[b] = draw_counts(plan, n, b)
+        out = counts == 0
+        n_oob += out
+        in_bag[b] = n - int(np.count_nonzero(out))
+    return _Redrawn(seeds, in_bag, in_bag < n, n_oob)
 
 
 def _settings_priors(value, n_classes, where):
@@ -394,9 +417,9 @@ class _ClassTables:
         self.priors_, self.class_weight_totals_, self.cost_ = priors, totals, cost
 
 
-def _tree_fit(b, tree_max, per_tree, drawn, settings, plan, classifier, where):
-    """Tree b's :class:`cartjit.engine.forest.TreeFit`, its priors, sample and α
-    checked, T(α) derived."""
+def _tree_fit(b, tree_max, per_tree, in_bag, settings, plan, classifier, where):
+    """Tree b's :class:`cartjit.engine.forest.TreeFit`, its priors, sample (``in_bag``
+    distinct cases drawn) and α checked, T(α) derived."""
     from .engine.fit import class_priors
     from .engine.forest import TreeFit
     from .engine.pruning import prune_tree
@@ -419,11 +442,9 @@ def _tree_fit(b, tree_max, per_tree, drawn, settings, plan, classifier, where):
     elif tree_max.value.shape[1] != 1:
         M._fail(where, f"{what}: a regression tree has one value column")
     M._check_derived(tree_max, what, tables if classifier else None, where)
-    counts = drawn[0]
-    if int(tree_max.n_node_samples[0]) != int(np.count_nonzero(counts)):
+    if int(tree_max.n_node_samples[0]) != in_bag:
         M._fail(where, f"{what}: its root holds {int(tree_max.n_node_samples[0])} cases, "
-                       f"but the sample random_state draws for it has "
-                       f"{int(np.count_nonzero(counts))}")
+                       f"but the sample random_state draws for it has {in_bag}")
     alpha = float(per_tree["alphas"][b])
     alpha = _checked_alpha(alpha, tree_max, plan, what, where)
     if alpha is not None and np.all(np.isnan(tree_max.alpha)):
@@ -450,13 +471,12 @@ def _checked_alpha(alpha, tree_max, plan, what, where):
     return expected
 
 
-def _set_oob(est, oob, arrays, out_of_bag, where):
-    """The OOB attributes, checked against the redrawn samples (``out_of_bag``: (B, n)
-    True where a case is out of tree b's bag) and against each other."""
-    n_trees = out_of_bag.shape[0]
-    n_oob = out_of_bag.sum(axis=0).astype(np.int64)
+def _set_oob(est, oob, arrays, drawn, where):
+    """The OOB attributes, checked against the redrawn samples (:class:`_Redrawn`) and
+    against each other."""
+    n_trees = drawn.seeds.shape[0]
     got = arrays["oob/n_trees"]
-    expected = est._over_rows(n_oob, 0)
+    expected = est._over_rows(drawn.n_oob, 0)
     if got.shape != expected.shape or not np.array_equal(got, expected):
         M._fail(where, "oob/n_trees must count the trees each case is out of bag for, as "
                        "random_state draws the samples")
@@ -505,20 +525,20 @@ def _set_oob(est, oob, arrays, out_of_bag, where):
     if oob["importance"]:
         if not est.oob_importance:
             M._fail(where, "the file holds OOB importances but oob_importance is off")
-        _set_oob_importance(est, arrays, out_of_bag, where)
+        _set_oob_importance(est, arrays, drawn.has_oob, where)
     elif est.oob_importance:
         M._fail(where, "oob_importance is on but the file holds no OOB importances")
 
 
-def _set_oob_importance(est, arrays, out_of_bag, where):
+def _set_oob_importance(est, arrays, present, where):
+    """The permutation importances; ``present``: the trees with OOB cases."""
     from .engine.forest_passes import _mean_se
 
     p = est.n_features_in_
     delta = arrays["oob/importances_per_tree"]
-    if delta.shape != (out_of_bag.shape[0], p):
+    if delta.shape != (present.shape[0], p):
         M._fail(where, f"oob/importances_per_tree must have shape "
-                       f"({out_of_bag.shape[0]}, {p})")
-    present = out_of_bag.any(axis=1)
+                       f"({present.shape[0]}, {p})")
     if np.any(np.isinf(delta)) or np.any(np.isnan(delta[present])) or \
             np.any(~np.isnan(delta[~present])):
         M._fail(where, "oob/importances_per_tree must be finite for the trees with OOB "
