@@ -207,7 +207,7 @@ def build_forest(meta, arrays, where):
     from . import _prepare as P
     from . import ensemble
     from .engine import forest as F
-    from .engine.fit import Problem, Settings
+    from .engine.fit import Problem
 
     p, names, encoding = M.decode_features(meta, where)
     est = getattr(ensemble, meta["estimator"])()
@@ -236,8 +236,7 @@ def build_forest(meta, arrays, where):
 
     max_surrogate = M._int(meta["max_surrogate"], "max_surrogate", where, 0, 2**31 - 1)
     use_surrogate = M._int(meta["use_surrogate"], "use_surrogate", where, 0, 2)
-    _, use_param, surrogate_style, max_competitor = params["missing"]
-    if use_param != use_surrogate or (est.max_surrogate != "auto"
+    if params["missing"][1] != use_surrogate or (est.max_surrogate != "auto"
                                       and est.max_surrogate != max_surrogate):
         M._fail(where, "max_surrogate and use_surrogate must be the parameters' (or, for "
                        "max_surrogate='auto', a number)")
@@ -255,12 +254,7 @@ def build_forest(meta, arrays, where):
         priors = _settings_priors(meta["priors"], n_classes, where)
     else:
         classes, n_classes, cost, default_cost, priors = None, 0, None, True, None
-    settings = Settings(params["criterion"], params["max_depth"],
-                        params["min_samples_split"], params["min_samples_leaf"],
-                        params["min_impurity_decrease"], params["max_leaf_nodes"],
-                        priors, cost, default_cost, params["max_categories_exhaustive"],
-                        max_surrogate=max_surrogate, use_surrogate=use_surrogate,
-                        surrogate_style=surrogate_style, max_competitor=max_competitor)
+    settings = P.tree_settings(params, priors, cost, default_cost, max_surrogate)
     n_levels = encoding.n_levels
     problem = Problem(np.empty((0, p)), np.empty(0, dtype=np.int32), np.empty(0),
                       np.empty(0), True, n_classes, P.kernel_levels(encoding))

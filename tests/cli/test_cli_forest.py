@@ -100,7 +100,7 @@ def test_show_forest_file_prints_its_summary(capsys, forest_model):
     out = capsys.readouterr().out
     est = load(path)
     assert out.startswith(f"{path}: a RandomForestClassifier model file\n")
-    assert f"2 of the 5 features drawn at each node" in out
+    assert "2 of the 5 features drawn at each node" in out
     assert "raw, se, scaled: OOB permutation importance" in out
     assert "'--tree K' prints tree K (0 to 6)." in out
     table = est.importance_table().sort_values("mdi", ascending=False)
