@@ -383,7 +383,7 @@ OPTIONS = (
     _opt("replace", "draw each tree's sample with replacement (false: a subsample)",
          _bool, kinds=frozenset((FOREST,)), metavar="{true,false}", default=True),
     _opt("max_samples", "the size of each tree's sample: a number of cases or a fraction "
-         "of them (default: all with replacement, 0.632 without)", _max_samples,
+         "of them; none: all the cases with replacement, 0.632 of them without", _max_samples,
          aliases=("--sampsize",), kinds=frozenset((FOREST,)), metavar="S"),
     _opt("oob_score", "compute the out-of-bag error and score", None,
          kinds=frozenset((FOREST,)), default=False),
@@ -399,8 +399,8 @@ OPTIONS = (
     _opt("prune_selection", "the subtree rule of each tree's cross-validation: 'min', "
          "'1se' or a number m", _selection, kinds=frozenset((FOREST,)), metavar="RULE",
          default="1se"),
-    _opt("n_jobs", "threads growing the trees (default: one; the forest is the same for "
-         "any number)",
+    _opt("n_jobs", "threads growing the trees, none meaning one (the forest is the same "
+         "for any number)",
          _n_jobs, kinds=frozenset((FOREST,)), metavar="N"),
 )
 
