@@ -459,6 +459,10 @@ class _BaseForest(_Base):
         return X
 
     def _encode(self, X, name):
+        shape = np.shape(X)
+        if len(shape) != 2 or shape[1] != self.n_features_in_:
+            raise ValueError(f"{name} must be 2-d with the {self.n_features_in_} features "
+                             f"of fit, got shape {shape}")
         V.check_feature_names(X, getattr(self, "feature_names_in_", None),
                               type(self).__name__)
         return E.transform(X, self._encoding, self.n_features_in_, self, name=name)
