@@ -315,6 +315,7 @@ class _BaseForest(_Base):
         self.oob_n_trees_ = self._over_rows(oob.n_trees, 0)
         if self._is_classifier:
             self.oob_decision_function_ = self._over_rows(oob.value, np.nan)
+            self.oob_error_curve_by_class_ = oob.class_curve
             J = self.n_classes_
             conf = np.zeros((J, J))
             np.add.at(conf, (problem.y_class[has], oob.pred[has]), w[has])
@@ -710,7 +711,9 @@ class RandomForestClassifier(_ClassifierMixin, _BaseForest):
     ``oob_decision_function_`` (n_samples, n_classes: the average over each case's OOB
     trees; NaN for a case never out of bag or taking no part), ``oob_confusion_``
     (n_classes × n_classes, weight of the cases of true class j (row) with OOB
-    prediction i (column)), ``oob_importances_by_class_`` and
+    prediction i (column)), ``oob_error_curve_by_class_`` (n_estimators, n_classes: the
+    weighted mean cost of each class's cases out of bag among the first b trees;
+    randomForest's ``err.rate`` per class), ``oob_importances_by_class_`` and
     ``oob_importances_by_class_scaled_`` (n_features, n_classes).
     """ + _FOREST_DOC)
 
