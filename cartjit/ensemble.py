@@ -543,8 +543,9 @@ class _BaseForest(_Base):
         """Breiman & Cutler's outlier measure of each row of X (randomForest's
         ``outlier``): for case i of class j, n / Σ_{k of class j} prox(i, k)², normalised
         within each class by its median and MAD (1.4826 · the median absolute
-        deviation, R's ``mad``). ``y`` gives the classes (the training targets); None
-        puts every case in one class. Proximities as :meth:`proximity` (out of bag by
+        deviation, R's ``mad``). ``y`` gives each row's class (for a classifier, the
+        training targets); None puts every case in one class (the measure randomForest
+        offers a regression through ``outlier(proximity)``). Proximities as :meth:`proximity` (out of bag by
         default); large values mark cases unlike the rest of their class."""
         self._check_fitted()
         oob = self._check_oob(oob)
