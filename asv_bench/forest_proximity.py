@@ -7,7 +7,7 @@ Fits ``RandomForestClassifier(--trees, max_features="sqrt")`` on ``--cases`` row
 ``--k`` nearest cases (out of bag), each kernel on the threads Numba has
 (``NUMBA_NUM_THREADS``)::
 
-    NUMBA_NUM_THREADS=2 python asv_bench/forest_proximity.py --cases 5000 --trees 500
+    NUMBA_NUM_THREADS=2 PYTHONPATH=. python asv_bench/forest_proximity.py --cases 5000 --trees 500
 """
 from __future__ import annotations
 

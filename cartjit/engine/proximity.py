@@ -190,12 +190,33 @@ def _proximity_rows(q_ends, q_bits, ref, use_oob, diagonal, out):
                 row[i] = 1.0
 
 
+@jit(inline="always")
+def _keep_best(j, v, index_row, prox_row, filled, k):
+    """Insert candidate (j, v) into the best-first row ``index_row[:filled]`` /
+    ``prox_row[:filled]`` of at most k entries (larger proximity first, then the smaller
+    index); returns the new length."""
+    pos = filled
+    while pos > 0 and (prox_row[pos - 1] < v or (prox_row[pos - 1] == v
+                                                   and index_row[pos - 1] > j)):
+        pos -= 1
+    if pos >= k:
+        return filled
+    last = min(filled, k - 1)
+    for q in range(last, pos, -1):
+        index_row[q] = index_row[q - 1]
+        prox_row[q] = prox_row[q - 1]
+    index_row[pos] = j
+    prox_row[pos] = v
+    return min(filled + 1, k)
+
+
 @jit_parallel
 def _nearest_rows(q_ends, q_bits, ref, use_oob, diagonal, index, prox):
     """The k = ``index.shape[1]`` reference cases of largest proximity to each query
     case, largest first, ties to the smaller index, the case itself left out when the
     queries are the references (``diagonal``); cases of proximity 0 fill the row in
-    index order when fewer than k share a node with it."""
+    index order when fewer than k share a node with it. The candidates (the cases that
+    share a node with the query) go through a best-first buffer of k entries."""
     m, n_trees = q_ends.shape
     k = index.shape[1]
     n_chunks = (m + PROXIMITY_CHUNK - 1) // PROXIMITY_CHUNK
@@ -204,22 +225,13 @@ def _nearest_rows(q_ends, q_bits, ref, use_oob, diagonal, index, prox):
         touched = np.empty(ref.n_cases, dtype=np.int64)
         for i in range(c * PROXIMITY_CHUNK, min(m, (c + 1) * PROXIMITY_CHUNK)):
             n_touched = _gather(q_ends, q_bits, ref, use_oob, i, acc, touched)
-            cand = np.sort(touched[:n_touched])
-            vals = np.empty(n_touched)
-            for q in range(n_touched):
-                j = cand[q]
-                vals[q] = _value(acc[j], q_bits, ref, use_oob, i, j, n_trees)
-            order = np.argsort(-vals, kind="mergesort")  # stable: ties by index
             filled = 0
-            for q in order:
-                if filled == k:
-                    break
-                j = cand[q]
+            for q in range(n_touched):
+                j = touched[q]
                 if diagonal and j == i:
                     continue
-                index[i, filled] = j
-                prox[i, filled] = vals[q]
-                filled += 1
+                v = _value(acc[j], q_bits, ref, use_oob, i, j, n_trees)
+                filled = _keep_best(j, v, index[i], prox[i], filled, k)
             j = 0
             while filled < k:  # proximity 0, in index order
                 if acc[j] == 0.0 and not (diagonal and j == i):
