@@ -5,7 +5,7 @@ Fits ``RandomForestClassifier(--trees, max_features="sqrt")`` on ``--cases`` row
 ``--repeat`` after one warm-up call (the kernels compiled or loaded): the end nodes
 (``forest_apply``), the member lists, the dense out-of-bag and all-case matrices and the
 ``--k`` nearest cases (out of bag), each kernel on the threads Numba has
-(``NUMBA_NUM_THREADS``)::
+(``NUMBA_NUM_THREADS``); ``--nearest-only`` leaves the dense matrices out::
 
     NUMBA_NUM_THREADS=2 PYTHONPATH=. python asv_bench/forest_proximity.py --cases 5000 --trees 500
 """
@@ -32,6 +32,8 @@ def main(argv=None):
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--nearest-only", action="store_true",
+                    help="skip the dense matrices (for n whose n × n matrix is too large)")
     args = ap.parse_args(argv)
 
     import numba
@@ -58,7 +60,11 @@ def main(argv=None):
         "dense all-case matrix": lambda: PX.proximity_matrix(ends, all_ref, None, True),
         f"nearest k={args.k} (OOB)": lambda: PX.nearest(ends, oob_ref, args.k, bits, True),
         "rf.proximity(X) end to end": lambda: rf.proximity(X),
+        f"rf.nearest(X, {args.k}) end to end": lambda: rf.nearest(X, args.k),
     }
+    if args.nearest_only:
+        steps = {name: fn for name, fn in steps.items() if "dense" not in name
+                 and "proximity(X)" not in name}
     nodes = rf.forest_.n_nodes
     print(f"{args.cases} cases, {args.trees} trees ({nodes} nodes), fit {fit:.1f} s, "
           f"{numba.get_num_threads()} Numba threads")
