@@ -469,8 +469,8 @@ class _BaseForest(_Base):
         return E.transform(X, self._encoding, self.n_features_in_, self, name=name)
 
     def _proximity_setup(self, X, Y, oob):
-        """The queries' end nodes and out-of-bag bits (None: every tree) and the
-        reference cases' member lists: Y's, or X's own (``diagonal``)."""
+        """``(X, Y, oob)``: ``oob`` checked and resolved (None: out of bag among the rows
+        of X, every tree between X and Y), X and Y checked and encoded."""
         if oob is not None and not isinstance(oob, (bool, np.bool_)):
             raise TypeError(f"oob must be True, False or None, got {oob!r}")
         if oob is None:
@@ -483,15 +483,13 @@ class _BaseForest(_Base):
         return Xc, Yc, bool(oob)
 
     def _members(self, Xc, Yc, oob):
+        """The end nodes of X's rows, their out-of-bag bits (None: every tree) and the
+        member lists of the reference cases: Y's rows, or X's own."""
         _cache.doing("the kernels of forest proximities")
         ends = F.forest_apply(self.forest_, Xc, self._n_jobs)
         bits = PX.oob_bits(self.inbag_counts() > 0) if oob else None
         ref_ends = ends if Yc is None else F.forest_apply(self.forest_, Yc, self._n_jobs)
         return ends, bits, PX.leaf_members(ref_ends, self.forest_.roots, bits)
-
-    def _check_dense(self, m, n, what):
-        check_allocation(8 * m * n, f"{what}: a dense {m} × {n} float64 proximity matrix",
-                         "nearest(X, k) gives each case's k nearest cases without it")
 
     def proximity(self, X, Y=None, *, oob=None):
         """Breiman's proximities (docs/forests.md, "Proximities"): the fraction of trees
@@ -509,8 +507,9 @@ class _BaseForest(_Base):
         with a ``ValueError`` (:meth:`nearest` needs no dense matrix)."""
         self._check_fitted()
         Xc, Yc, oob = self._proximity_setup(X, Y, oob)
-        m = Xc.shape[0] if Yc is None else Yc.shape[0]
-        self._check_dense(Xc.shape[0], m, "proximity")
+        n, m = Xc.shape[0], Xc.shape[0] if Yc is None else Yc.shape[0]
+        check_allocation(8 * n * m, f"proximity: a dense {n} × {m} float64 matrix",
+                         "nearest(X, k) gives each case's k nearest cases without it")
         ends, bits, ref = self._members(Xc, Yc, oob)
         return PX.proximity_matrix(ends, ref, bits, diagonal=Yc is None,
                                    n_threads=self._n_jobs)
@@ -534,7 +533,7 @@ class _BaseForest(_Base):
         n_trees = self.forest_.n_trees
         check_allocation(12 * (Xc.shape[0] + (0 if Yc is None else Yc.shape[0])) * n_trees,
                          f"nearest: the end nodes of {Xc.shape[0]} cases in {n_trees} trees",
-                         "give fewer rows at a time (with Y)")
+                         "give fewer rows of X at a time (with Y), or grow fewer trees")
         ends, bits, ref = self._members(Xc, Yc, oob)
         return PX.nearest(ends, ref, int(k), bits, diagonal=Yc is None,
                           n_threads=self._n_jobs)
@@ -545,13 +544,14 @@ class _BaseForest(_Base):
         within each class by its median and MAD (1.4826 · the median absolute
         deviation, R's ``mad``). ``y`` gives each row's class (for a classifier, the
         training targets); None puts every case in one class (the measure randomForest
-        offers a regression through ``outlier(proximity)``). Proximities as :meth:`proximity` (out of bag by
-        default); large values mark cases unlike the rest of their class."""
+        offers a regression through ``outlier(proximity)``). Proximities as
+        :meth:`proximity` (out of bag by default); large values mark cases unlike the
+        rest of their class."""
         self._check_fitted()
         oob = self._check_oob(oob)
         if y is not None:
             y = np.asarray(y)
-            n = int(np.shape(X)[0]) if hasattr(X, "shape") else len(X)
+            n = len(X)
             if y.ndim != 1 or y.shape[0] != n:
                 raise ValueError(f"y must be one label per row of X ({n}), got shape "
                                  f"{y.shape}")
