@@ -492,8 +492,9 @@ class _BaseForest(_Base):
         return ends, bits, PX.leaf_members(ref_ends, self.forest_.roots, bits)
 
     def proximity(self, X, Y=None, *, oob=None):
-        """Breiman's proximities (docs/forests.md, "Proximities"): the fraction of trees
-        in which two cases end in the same node.
+        """Breiman's proximities (docs/forests.md, "Proximities, outliers, MDS and the
+        forests' plots"): the fraction of trees in which two cases end in the same
+        node.
 
         With Y None, the (n, n) proximities among the rows of X: out of bag by default
         (``oob=None`` or True; X must then be the rows given to ``fit``, in order), the

@@ -27,7 +27,8 @@ taken only for the j that share a node with i.
 
 :func:`outlier_measure` (Breiman & Cutler's outlyingness) and :func:`classical_scaling`
 (the MDS coordinates of randomForest's ``MDSplot``) are numpy on the dense matrix.
-docs/forests.md ("Proximities") states the definitions.
+docs/forests.md ("Proximities, outliers, MDS and the forests' plots") states the
+definitions.
 """
 from __future__ import annotations
 
@@ -53,9 +54,10 @@ _H01 = np.uint64(0x0101010101010101)
 
 
 class LeafMembers(NamedTuple):
-    """The reference cases grouped by end node, every tree's nodes in turn: the members
-    of absolute node ``roots[b] + t`` are ``members[start[roots[b] + t]:...+ 1]]``, in
-    case order (out-of-bag members only when built with ``bits``)."""
+    """The reference cases grouped by end node, every tree's nodes in turn: with u =
+    ``roots[b] + t`` the absolute id of node t of tree b, its members are
+    ``members[start[u]:start[u + 1]]``, in case order (the out-of-bag members only when
+    built with ``bits``)."""
 
     roots: np.ndarray    # int64 (B + 1,): tree b's nodes are roots[b] .. roots[b + 1] - 1
     start: np.ndarray    # int64 (N + 1,)
