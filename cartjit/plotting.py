@@ -1098,11 +1098,11 @@ def plot_forest_importance(forest, *, ax=None, kind="permutation", max_features=
                              "forest with oob_importance=True (or give kind='mdi')")
         values = np.asarray(forest.oob_importances_, dtype=float)
         se = np.asarray(forest.oob_importances_se_, dtype=float)
-        xlabel = "permutation importance: mean increase of the OOB error (± 1 SE)"
+        xlabel = "permutation importance (increase of the OOB error) ± 1 SE"
     else:
         values = np.asarray(forest.feature_importances_, dtype=float)
         se = _mdi_se(forest)
-        xlabel = "impurity importance (MDI, normalised; ± 1 SE over the trees)"
+        xlabel = "impurity importance (MDI) ± 1 SE over the trees"
     names = _forest_feature_names(forest)
     order = np.argsort(-np.nan_to_num(values, nan=-np.inf), kind="stable")
     left_out = max(0, len(order) - max_features)

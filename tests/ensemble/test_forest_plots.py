@@ -5,11 +5,15 @@
 * ``plot_forest_importance``: bars of the permutation importance or the MDI, largest on
   top, with ± 1 SE bars of the documented size;
 * ``plot_proximity``: one point per case at its MDS coordinates, in its class colour;
-* forests without what a plot needs, and bad arguments, are refused by name.
+* forests without what a plot needs, and bad arguments, are refused by name;
+* each plot matches its baseline image in tests/ensemble/baseline_images/
+  (``references.images``: redraw with ``CARTJIT_UPDATE_BASELINES=1`` after a
+  deliberate change of the look, and look at every image).
 """
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,8 +26,16 @@ from cartjit import (CARTClassifier, RandomForestClassifier,  # noqa: E402
 from cartjit.datasets import make_classification, make_regression  # noqa: E402
 from cartjit.plotting import (CLASS_COLORS, plot_forest_importance,  # noqa: E402
                               plot_oob_error, plot_proximity)
+from references.images import baseline_style, check_image  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*in the bag of every tree")
+BASELINES = Path(__file__).resolve().parent / "baseline_images"
+
+
+@pytest.fixture(autouse=True)
+def deterministic_style():
+    with baseline_style():
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +58,7 @@ def gid_lines(ax, prefix):
             if (line.get_gid() or "").startswith(prefix)}
 
 
-def test_oob_error_curve_and_its_classes(classifier):
+def test_oob_error_curve_and_its_classes(classifier, tmp_path):
     est, _, _ = classifier
     ax = plot_oob_error(est)
     lines = gid_lines(ax, "oob-error")
@@ -62,6 +74,7 @@ def test_oob_error_curve_and_its_classes(classifier):
     assert ticks and all(float(t).is_integer() for t in ticks)
     assert [t.get_text() for t in ax.get_legend().get_texts()][:1] == ["class 0"]
     assert set(gid_lines(plot_oob_error(est, by_class=False), "oob-error")) == {"oob-error"}
+    check_image(ax, "forest_oob_error", tmp_path, BASELINES)
 
 
 def test_per_class_curves_follow_their_definition(classifier):
@@ -81,7 +94,7 @@ def test_oob_error_of_a_regression(regressor):
 
 
 @pytest.mark.parametrize("kind", ["permutation", "mdi"])
-def test_importance_bars_with_standard_errors(classifier, kind):
+def test_importance_bars_with_standard_errors(classifier, kind, tmp_path):
     est, _, _ = classifier
     ax = plot_forest_importance(est, kind=kind)
     bars = [p for p in ax.patches if p.get_gid() == "importance-bar"]
@@ -102,6 +115,7 @@ def test_importance_bars_with_standard_errors(classifier, kind):
     segments = caps.errorbar.lines[2][0].get_segments()
     half = sorted(abs(s[1][0] - s[0][0]) / 2 for s in segments)
     np.testing.assert_allclose(half, np.sort(se), rtol=1e-9, atol=1e-15)
+    check_image(ax, f"forest_importance_{kind}", tmp_path, BASELINES)
 
 
 def test_importance_keeps_max_features(classifier):
@@ -111,7 +125,7 @@ def test_importance_keeps_max_features(classifier):
     assert "(3 more features not shown)" in ax.get_title()
 
 
-def test_proximity_points_in_class_colours(classifier):
+def test_proximity_points_in_class_colours(classifier, tmp_path):
     est, X, y = classifier
     ax = plot_proximity(est, X, y)
     coords, values = est.proximity_mds(X, 2)
@@ -123,6 +137,7 @@ def test_proximity_points_in_class_colours(classifier):
     assert ax.get_xlabel() == f"dimension 1 ({share:.0f}% of the positive eigenvalues)"
     assert ax.get_ylabel().startswith("dimension 2 (")
     assert "out-of-bag proximity" in ax.get_title()
+    check_image(ax, "forest_proximity", tmp_path, BASELINES)
 
 
 def test_proximity_of_a_regression_without_oob(regressor):
