@@ -30,7 +30,12 @@ Nothing that can be derived is trusted. On load, in order:
    trees each case is out of bag for, NaN exactly where it is 0, probabilities that sum
    to 1, the error the last point of its curve, the accuracy the confusion matrix's,
    the permutation importances the mean, standard error and ratio of the per-tree
-   increases.
+   increases; a classifier's per-class curve is the overall curve's under the priors of
+   the fit, and its last row the confusion matrix's (:func:`_class_curve`).
+
+The fingerprint of the training rows (``train_digest`` in the metadata, 32 hexadecimal
+digits) is kept, so that the out-of-bag proximities of a loaded forest check the rows they
+are given as the fitted forest's do.
 
 The flat forest the kernels predict from (``forest_``: class probabilities or means per
 node, absolute child ids, the routing tables) and the impurity importances are not
@@ -43,6 +48,7 @@ is a fixed number of NumPy operations per tree (no Python object per node).
 from __future__ import annotations
 
 import math
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -60,7 +66,7 @@ _PER_TREE = {"alphas": "<f8", "seeds": "<i8"}
 _CLASS_PER_TREE = {"priors": "<f8", "class_totals": "<f8"}
 #: The OOB members, by who has them.
 _OOB = {"error_curve": "<f8", "n_trees": "<i8"}
-_OOB_CLASS = {"decision_function": "<f8", "confusion": "<f8"}
+_OOB_CLASS = {"decision_function": "<f8", "confusion": "<f8", "error_curve_by_class": "<f8"}
 _OOB_REG = {"prediction": "<f8"}
 _OOB_IMPORTANCE = {"importances": "<f8", "importances_se": "<f8",
                    "importances_scaled": "<f8", "importances_per_tree": "<f8"}
@@ -70,6 +76,8 @@ _OOB_IMPORTANCE_CLASS = {"importances_by_class": "<f8",
 _TABLE_OF = {"level_rows": "level_sets", "surrogate_rows": next(iter(SURROGATE_FIELDS)),
              "competitor_rows": next(iter(COMPETITOR_FIELDS))}
 _RTOL = M._DERIVED_RTOL
+#: The fingerprint of the training rows (:func:`cartjit.ensemble._digest`).
+_DIGEST = re.compile(r"[0-9a-f]{32}")
 
 
 def _is_classifier(name):
@@ -87,7 +95,7 @@ def encode_forest(est, members):
     meta = M.encode_features(est)
     meta.update(n_trees=len(trees), n_samples=_n_samples(est), n_rows=int(est._n_rows),
                 rows=est._rows is not None, max_features=int(est.max_features_),
-                max_samples=int(plan.n_samples), oob=None)
+                max_samples=int(plan.n_samples), train_digest=est._train_digest, oob=None)
     for name in Tree._fields:
         parts = [getattr(t.tree_max, name) for t in trees]
         members[f"forest/{name}"] = np.concatenate(parts)
@@ -117,6 +125,7 @@ def encode_forest(est, members):
         if est._is_classifier:
             members["oob/decision_function"] = est.oob_decision_function_
             members["oob/confusion"] = est.oob_confusion_
+            members["oob/error_curve_by_class"] = est.oob_error_curve_by_class_
         else:
             meta["oob"]["rsq"] = M._plain(est.oob_rsq_, "oob_rsq_")
             members["oob/prediction"] = est.oob_prediction_
@@ -183,12 +192,16 @@ def check_forest_meta(meta, where):
     keys = {"format", "format_version", "cartjit_version", "estimator", "params",
             "n_features_in", "feature_names_in", "features", "max_surrogate",
             "use_surrogate", "n_trees", "n_samples", "n_rows", "rows", "max_features",
-            "max_samples", "oob"}
+            "max_samples", "train_digest", "oob"}
     if _is_classifier(meta["estimator"]):
         keys |= {"classes", "split_cost_default", "priors"}
     M._exact_keys(meta, keys, "metadata.json", where)
     if not isinstance(meta["rows"], bool):
         M._fail(where, "rows must be true or false")
+    digest = meta["train_digest"]
+    if not (isinstance(digest, str) and _DIGEST.fullmatch(digest)):
+        M._fail(where, f"train_digest must be 32 lowercase hexadecimal digits, got "
+                       f"{M._short(digest)}")
     oob = meta["oob"]
     if oob is not None:
         keys = {"score", "error", "importance"}
@@ -289,6 +302,7 @@ def build_forest(meta, arrays, where):
     est._n_jobs = n_jobs
     est._rows = rows
     est._n_rows = n_rows
+    est._train_digest = meta["train_digest"]
     est.tree_seeds_ = per_tree["seeds"]
     est.tree_alphas_ = per_tree["alphas"]
     est.n_features_in_ = p
@@ -504,6 +518,7 @@ def _set_oob(est, oob, arrays, drawn, where):
             M._fail(where, "oob.score must be the accuracy of oob/confusion")
         est.oob_decision_function_ = dec
         est.oob_confusion_ = conf
+        est.oob_error_curve_by_class_ = _class_curve(arrays, curve, conf, est, where)
     else:
         pred = arrays["oob/prediction"]
         if pred.shape != expected.shape or np.any(~np.isnan(pred[~has])) or \
@@ -522,6 +537,65 @@ def _set_oob(est, oob, arrays, drawn, where):
         _set_oob_importance(est, arrays, drawn.has_oob, where)
     elif est.oob_importance:
         M._fail(where, "oob_importance is on but the file holds no OOB importances")
+
+
+def _class_curve(arrays, curve, conf, est, where):
+    """``oob/error_curve_by_class``, checked against ``oob/error_curve`` and
+    ``oob/confusion``. Row b holds, per class j, L_j / W_j: the weighted mean cost
+    C(pred | j) of the class-j cases out of bag among the first b + 1 trees (NaN: none),
+    so (:func:`cartjit.engine.forest_passes.oob_estimates`)
+
+    - it lies in [0, max_i C(i | j)], and a class once scored stays scored (its NaNs
+      come first);
+    - its last row is that of the confusion matrix: W_j its row sum, L_j the row's
+      weights times their costs;
+    - the overall curve is :func:`~cartjit.engine.forest_passes.sample_risk` of it: with
+      priors π (or "equal") Σ π(j) L_j / W_j over the scored classes divided by their
+      Σ π(j), exactly; with empirical priors Σ L_j / Σ W_j, a mean of the classes' rates
+      weighted by W_j, known at the last tree only (the confusion's row sums), so before
+      it the curve lies between the smallest and the largest rate.
+    """
+    from .engine.forest_passes import risk_priors, sample_risk
+
+    name = "oob/error_curve_by_class"
+    n_trees, j = curve.shape[0], est.n_classes_
+    by_class = arrays["oob/error_curve_by_class"]
+    if by_class.shape != (n_trees, j):
+        M._fail(where, f"{name} must have shape ({n_trees}, {j})")
+    scored = ~np.isnan(by_class)
+    top = est.cost_.max(axis=1)
+    if np.any(np.isinf(by_class)) or np.any(by_class < 0) or \
+            np.any(by_class > top * (1 + _RTOL)) or np.any(scored[:-1] & ~scored[1:]):
+        M._fail(where, f"{name} must hold per class a mean cost between 0 and the class's "
+                       "largest cost, NaN until the class's first case is out of bag")
+    if np.any(scored.any(axis=1) == np.isnan(curve)):
+        M._fail(where, f"{name} must be NaN for every class exactly where oob/error_curve "
+                       "is NaN")
+    weight = conf.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        last = np.where(weight > 0, (conf * est.cost_).sum(axis=1) / weight, np.nan)
+    if not _close(by_class[-1], last):
+        M._fail(where, f"the last row of {name} must be the mean cost of each class's row "
+                       "of oob/confusion")
+    priors = risk_priors(est._settings)
+    if priors is None:  # empirical: the overall error weighs the classes by W_j
+        with np.errstate(invalid="ignore"):
+            rates = np.where(scored, by_class, 0.0)
+            low = np.where(scored, by_class, np.inf).min(axis=1)
+            high = rates.max(axis=1)
+        inside = np.isnan(curve) | ((curve >= low - _RTOL * np.maximum(np.abs(low), 1.0))
+                                    & (curve <= high + _RTOL * np.maximum(high, 1.0)))
+        total = weight.sum()
+        overall = float((weight * rates[-1]).sum() / total) if total > 0 else float("nan")
+        exact = _same(float(curve[-1]), overall)
+    else:
+        inside = True
+        exact = _close(curve, sample_risk(np.where(scored, by_class, 0.0),
+                                          scored.astype(np.float64), priors))
+    if not (np.all(inside) and exact):
+        M._fail(where, f"oob/error_curve must be the error {name} gives with the priors "
+                       "of the fit (and the class weights of oob/confusion)")
+    return by_class
 
 
 def _set_oob_importance(est, arrays, present, where):

@@ -20,7 +20,7 @@ OOB_ATTRIBUTES = ("oob_score_", "oob_error_", "oob_error_curve_", "oob_n_trees_"
                   "oob_decision_function_", "oob_confusion_", "oob_prediction_", "oob_rsq_",
                   "oob_importances_", "oob_importances_se_", "oob_importances_scaled_",
                   "oob_importances_per_tree_", "oob_importances_by_class_",
-                  "oob_importances_by_class_scaled_")
+                  "oob_importances_by_class_scaled_", "oob_error_curve_by_class_")
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +74,80 @@ def test_a_loaded_forest_is_the_saved_one(forests, saved, name):
         if hasattr(est, attr):
             assert same(getattr(got, attr), getattr(est, attr)), attr
     assert same(got.inbag_counts(), est.inbag_counts())
+    assert got._train_digest == est._train_digest
     k = est.n_estimators_ - 1
     assert export_text(got, tree=k) == export_text(est, tree=k)
     assert same(got.estimators_[k].tree_.value, est.estimators_[k].tree_.value)
     assert same(got.estimators_[0].predict(X), est.estimators_[0].predict(X))
+
+
+def test_a_loaded_forest_keeps_the_per_class_oob_curve(forests, saved):
+    """A classifier's oob_error_curve_by_class_ comes back bit for bit; a regressor has
+    none (its one column would be oob_error_curve_ itself)."""
+    for name in ("forest-classifier", "bagged-classifier"):
+        est, _, _ = forests[name]
+        got = load(saved[name])
+        assert est.oob_error_curve_by_class_.shape == (est.n_estimators, est.n_classes_)
+        assert same(got.oob_error_curve_by_class_, est.oob_error_curve_by_class_), name
+    assert not hasattr(load(saved["forest-regressor"]), "oob_error_curve_by_class_")
+    assert "oob/error_curve_by_class.npy" not in read_members(saved["forest-regressor"])
+
+
+@pytest.mark.parametrize("name", ["forest-classifier", "forest-regressor", "bagged-regressor"])
+def test_a_loaded_forest_gives_the_same_proximities(forests, saved, name):
+    """Proximities (out of bag and over every tree), nearest cases and the outlier
+    measure of a loaded forest are the fitted forest's, bit for bit; the regressor's
+    weights leave some rows out of the fit."""
+    est, X, y = forests[name]
+    got = load(saved[name])
+    for oob in (True, False):
+        assert same(got.proximity(X, oob=oob), est.proximity(X, oob=oob)), oob
+        for a, b in zip(got.nearest(X, 4, oob=oob), est.nearest(X, 4, oob=oob)):
+            assert same(a, b), oob
+    assert same(got.proximity(X[:7], X[5:20]), est.proximity(X[:7], X[5:20]))
+    labels = y if est._is_classifier else None
+    assert same(got.outlier(X, labels), est.outlier(X, labels))
+
+
+@pytest.mark.parametrize("name", ["forest-classifier", "forest-regressor"])
+def test_a_loaded_forest_refuses_other_rows_out_of_bag(forests, saved, name):
+    """The OOB proximities of a loaded forest check the rows by the fingerprint the file
+    keeps, and refuse what the fitted forest refuses, with the same message."""
+    est, X, _ = forests[name]
+    got = load(saved[name])
+    other = X.copy()
+    other["z"] = other["z"] + 1.0
+    for call in (lambda f: f.proximity(other), lambda f: f.nearest(other, 3),
+                 lambda f: f.outlier(other), lambda f: f.proximity(X.iloc[:50])):
+        with pytest.raises(ValueError) as fitted_error:
+            call(est)
+        with pytest.raises(ValueError) as loaded_error:
+            call(got)
+        assert str(loaded_error.value) == str(fitted_error.value)
+    with pytest.raises(ValueError, match="with other values"):
+        got.proximity(other)
+    assert same(got.proximity(other, oob=False), est.proximity(other, oob=False))
+
+
+def test_plot_oob_error_draws_a_loaded_forest(forests, saved):
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from cartjit.plotting import plot_oob_error
+
+    for name in ("forest-classifier", "forest-regressor"):
+        est, _, _ = forests[name]
+        lines = []
+        for forest in (est, load(saved[name])):
+            ax = plot_oob_error(forest)
+            lines.append({line.get_gid(): line.get_ydata() for line in ax.get_lines()})
+            plt.close(ax.figure)
+        fitted, loaded = lines
+        assert fitted.keys() == loaded.keys()
+        for gid in fitted:
+            assert same(loaded[gid], fitted[gid]), (name, gid)
+        assert ("oob-error-1" in loaded) == (name == "forest-classifier")
 
 
 def test_the_same_forest_gives_the_same_bytes(forests, saved, tmp_path):
@@ -206,6 +276,27 @@ CONTRADICTIONS = {
                     lambda a: set_item(a, 0, a[0] + 0.01), "oob/importances must be"),
     "importance se": ("forest-regressor", "oob/importances_se.npy",
                       lambda a: set_item(a, 1, a[1] * 1.5), "oob/importances_se must be"),
+    "class curve above the cost": ("forest-classifier", "oob/error_curve_by_class.npy",
+                                   lambda a: set_item(a, (-1, 0), 1.5),
+                                   "oob/error_curve_by_class must hold per class"),
+    "class curve negative": ("bagged-classifier", "oob/error_curve_by_class.npy",
+                             lambda a: set_item(a, (-1, 1), -0.0625),
+                             "oob/error_curve_by_class must hold per class"),
+    "class curve NaN after a value": ("forest-classifier", "oob/error_curve_by_class.npy",
+                                      lambda a: set_item(a, (-1, 1), np.nan),
+                                      "NaN until the class's first case"),
+    "class curve shape": ("forest-classifier", "oob/error_curve_by_class.npy",
+                          lambda a: a.resize((a.shape[0] - 1, a.shape[1]), refcheck=False),
+                          "oob/error_curve_by_class must have shape (12, 2"),
+    "class curve last row": ("forest-classifier", "oob/error_curve_by_class.npy",
+                             lambda a: set_item(a, (-1, 0), a[-1, 0] * 0.5 + 0.01),
+                             "the last row of oob/error_curve_by_class must be"),
+    "class curve, equal priors": ("bagged-classifier", "oob/error_curve_by_class.npy",
+                                  lambda a: set_item(a, (2, 0), a[2, 0] * 0.5 + 0.01),
+                                  "oob/error_curve must be the error"),
+    "class curve, empirical priors": ("forest-classifier", "oob/error_curve_by_class.npy",
+                                      lambda a: set_item(a, 5, 0.0),
+                                      "oob/error_curve must be the error"),
     "rows": ("forest-regressor", "rows.npy", lambda a: set_item(a, np.flatnonzero(~a)[0], True),
              "rows must mark"),
 }
@@ -247,6 +338,15 @@ META_CONTRADICTIONS = {
     "huge sample": ("forest-no-bootstrap", lambda m: m.update(
         n_samples=2**40 - 1, n_rows=2**40 - 1, max_samples=2**40 - 1),
                     "memory limit|its root holds"),
+    "digest, short": ("forest-classifier", lambda m: m.update(train_digest="0123abcd"),
+                      "train_digest must be 32 lowercase hexadecimal digits"),
+    "digest, capitals": ("forest-regressor",
+                         lambda m: m.update(train_digest=m["train_digest"].upper()),
+                         "train_digest must be 32 lowercase"),
+    "digest, not a string": ("bagged-regressor", lambda m: m.update(train_digest=None),
+                             "train_digest must be 32"),
+    "digest missing": ("bagged-regressor", lambda m: m.pop("train_digest"),
+                       "lacks the key 'train_digest'"),
     "extra key": ("bagged-regressor", lambda m: m.update(trees=[]), "unexpected key"),
 }
 
@@ -263,6 +363,10 @@ def test_a_missing_or_extra_member_is_refused(saved, tmp_path):
     path = edited(saved, "forest-regressor", tmp_path,
                   lambda m: {k: v for k, v in m.items() if k != "oob/prediction.npy"})
     with pytest.raises(ModelFileError, match="'oob/prediction.npy' is missing"):
+        load(path)
+    path = edited(saved, "forest-classifier", tmp_path, lambda m: {
+        k: v for k, v in m.items() if k != "oob/error_curve_by_class.npy"})
+    with pytest.raises(ModelFileError, match="'oob/error_curve_by_class.npy' is missing"):
         load(path)
     path = edited(saved, "bagged-regressor", tmp_path,
                   lambda m: dict(m, **{"tree/left.npy": m["forest/left.npy"]}))
