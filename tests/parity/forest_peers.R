@@ -16,8 +16,9 @@
 #
 # Peers: "randomForest" (nodesize 1), "ranger" (min.node.size 1, every unordered factor
 # split over all its two-group partitions) on the filled-in data; "ipred"
-# (ipredbagg of rpart trees, control rpart.control(minsplit = 2, cp = 0, xval = 0)) on
-# the data with their missing values, which rpart sends down its surrogate splits.
+# (ipredbagg of rpart trees, control rpart.control(minsplit = 2, cp = 0, xval = 0), ipred's
+# default for classification) on the data with their missing values, which rpart sends
+# down its surrogate splits.
 options(warn = 1, stringsAsFactors = FALSE)
 .outdir <- commandArgs(trailingOnly = TRUE)[1]
 source(file.path(.outdir, "params.R"))
@@ -58,6 +59,12 @@ error_of <- function(pred, truth) {
   else mean((pred - truth)^2)
 }
 
+# Competitor splits change no tree, and surrogate splits only route missing values:
+# neither is computed where nothing needs them (cartjit's max_surrogate="auto" likewise
+# computes surrogates only for data with missing values).
+control <- rpart::rpart.control(minsplit = 2L, cp = 0, xval = 0L, maxcompete = 0L,
+                                maxsurrogate = if (anyNA(X)) 5L else 0L)
+
 rows <- list()
 add <- function(s, method, test_error, oob_error) {
   rows[[length(rows) + 1L]] <<- data.frame(split = s - 1L, method = method,
@@ -91,8 +98,7 @@ for (s in seq_len(ncol(splits))) {
   if ("ipred" %in% .peers) {
     set.seed(.seed + s)
     fit <- ipred::ipredbagg(ytr, X[tr, , drop = FALSE], nbagg = .ntree, coob = TRUE,
-                            control = rpart::rpart.control(minsplit = 2L, cp = 0,
-                                                           xval = 0L))
+                            control = control)
     # ipred's OOB estimate for regression is a root mean squared error
     oob <- if (.task == "class") fit$err else fit$err^2
     add(s, "ipred", error_of(predict(fit, X[te, , drop = FALSE]), y[te]), oob)

@@ -59,7 +59,7 @@ method as numbers.
 
 Run as a script, it prints the agreement table of docs/forests.md::
 
-    NUMBA_NUM_THREADS=1 python tests/parity/forest_runner.py [--splits 20] [--trees 100]
+    NUMBA_NUM_THREADS=1 python tests/parity/forest_runner.py [--splits 20] [--trees 50]
 """
 from __future__ import annotations
 
@@ -67,6 +67,7 @@ import functools
 import math
 import sys
 import tempfile
+import time
 import zlib
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -79,9 +80,9 @@ if __package__ in (None, ""):  # run as a script: tests/ on sys.path, as pytest 
 
 from parity import rpart_runner  # noqa: E402
 
-__all__ = ["Dataset", "DATASETS", "PAIRS", "R_PACKAGES", "TRAIN_FRACTION", "load",
-           "draw_splits", "fills", "run_r_peers", "run_python", "run_dataset",
-           "agreement", "missing_r_packages"]
+__all__ = ["Dataset", "DATASETS", "SKLEARN_BAGGING", "pairs", "R_PACKAGES",
+           "TRAIN_FRACTION", "load", "mtry", "draw_splits", "fills", "filled", "run_r_peers",
+           "run_python", "run_dataset", "agreement", "missing_r_packages"]
 
 #: The R packages the peers need besides rpart.
 R_PACKAGES = ("randomForest", "ranger", "ipred", "mlbench")
@@ -118,10 +119,20 @@ DATASETS = {d.name: d for d in (
     Dataset("Ozone", "mlbench::Ozone", "V4", "reg", (), ("V2",)),
 )}
 
-#: (cartjit's method, its peer): the pairs whose mean paired difference is held to two
-#: standard errors.
-PAIRS = (("cartjit_rf", "randomForest"), ("cartjit_rf", "ranger"),
-         ("cartjit_rf_proba", "sklearn"), ("cartjit_bag", "ipred"))
+#: Data sets on which scikit-learn's forest is also compared at m = p (below).
+SKLEARN_BAGGING = ("HouseVotes84", "titanic")
+
+
+def pairs(name: str) -> list:
+    """(cartjit's method, its peer) for data set ``name``: the pairs whose mean paired
+    difference is held to two standard errors."""
+    classif = DATASETS[name].task == "class"
+    out = [("cartjit_rf", "randomForest"), ("cartjit_rf", "ranger"),
+           ("cartjit_rf_proba" if classif else "cartjit_rf", "sklearn"),
+           ("cartjit_bag", "ipred")]
+    if name in SKLEARN_BAGGING:
+        out.append(("cartjit_bag_proba" if classif else "cartjit_bag", "sklearn_bag"))
+    return out
 
 
 def missing_r_packages() -> list[str]:
@@ -169,7 +180,11 @@ def load(name: str) -> pd.DataFrame:
     else:
         frame = _r_frames()[spec.source].copy()
     frame = frame.drop(columns=list(spec.drop))
-    frame = frame[frame[spec.target].notna()].reset_index(drop=True)
+    frame = frame[frame[spec.target].notna()]
+    # A row missing every feature is left out: rpart's na.rpart drops it, and ipred's
+    # predict() (0.9-13) then pairs its trees' predictions with the wrong rows.
+    features = frame.drop(columns=[spec.target])
+    frame = frame[features.notna().any(axis=1)].reset_index(drop=True)
     out = {}
     for col in frame.columns:
         s = frame[col]
@@ -284,6 +299,13 @@ def _errors(task, pred, truth):
     return float(np.mean((np.asarray(pred, dtype=np.float64) - truth) ** 2))
 
 
+def _sklearn_oob(est, y, classification):
+    """scikit-learn's OOB misclassification rate, or OOB mean squared error."""
+    if classification:
+        return 1.0 - est.oob_score_
+    return float(np.nanmean((est.oob_prediction_ - y) ** 2))
+
+
 def run_python(name: str, df: pd.DataFrame, train: np.ndarray, split_fills: list,
                n_trees: int, m: int, sklearn: bool = True, surrogates: bool = False,
                n_jobs: int = 2) -> pd.DataFrame:
@@ -327,6 +349,9 @@ def run_python(name: str, df: pd.DataFrame, train: np.ndarray, split_fills: list
                     n_trees, max_features=m, random_state=s, **common)))
             fits.append(("cartjit_bag", X, BaggedCARTRegressor(
                 n_trees, random_state=s, **common)))
+        if sklearn and classif and name in SKLEARN_BAGGING:
+            fits.append(("cartjit_bag_proba", Xf, BaggedCARTClassifier(
+                n_trees, voting="proba", random_state=s, **common)))
         for method, data, est in fits:
             est.fit(data[tr], y[tr])
             rows.append((s, method, _errors(spec.task, est.predict(data[te]), y[te]),
@@ -338,17 +363,19 @@ def run_python(name: str, df: pd.DataFrame, train: np.ndarray, split_fills: list
             cls = skl.RandomForestClassifier if classif else skl.RandomForestRegressor
             est = cls(n_trees, max_features=m, min_samples_leaf=1, oob_score=True,
                       random_state=s).fit(Z[tr], y[tr])
-            if classif:
-                oob = 1.0 - est.oob_score_
-            else:
-                oob = float(np.nanmean((est.oob_prediction_ - y[tr]) ** 2))
-            rows.append((s, "sklearn", _errors(spec.task, est.predict(Z[te]), y[te]), oob))
+            rows.append((s, "sklearn", _errors(spec.task, est.predict(Z[te]), y[te]),
+                         _sklearn_oob(est, y[tr], classif)))
+            if name in SKLEARN_BAGGING:
+                est = cls(n_trees, max_features=None, min_samples_leaf=1, oob_score=True,
+                          random_state=s).fit(Z[tr], y[tr])
+                rows.append((s, "sklearn_bag", _errors(spec.task, est.predict(Z[te]), y[te]),
+                             _sklearn_oob(est, y[tr], classif)))
     return pd.DataFrame(rows, columns=["split", "method", "test_error", "oob_error"])
 
 
 # --------------------------------------------------------------------------- together
 
-def run_dataset(name: str, n_splits: int = 20, n_trees: int = 100, sklearn: bool = True,
+def run_dataset(name: str, n_splits: int = 20, n_trees: int = 50, sklearn: bool = True,
                 surrogates: bool = False, n_jobs: int = 2) -> pd.DataFrame:
     """Every method on ``n_splits`` splits of data set ``name``: split, method,
     test_error, oob_error. The R process runs while Python fits its forests."""
@@ -359,11 +386,18 @@ def run_dataset(name: str, n_splits: int = 20, n_trees: int = 100, sklearn: bool
     train = draw_splits(name, len(df), n_splits)
     split_fills = [fills(X, train[s]) for s in range(n_splits)]
     m = mtry(name, df)
+    def timed(f, *args, **kwargs):
+        t = time.perf_counter()
+        return f(*args, **kwargs), time.perf_counter() - t
+
     with ThreadPoolExecutor(1) as pool:
-        r = pool.submit(run_r_peers, name, df, train, split_fills, n_trees, m)
-        py = run_python(name, df, train, split_fills, n_trees, m, sklearn=sklearn,
-                        surrogates=surrogates, n_jobs=n_jobs)
-        return pd.concat([py, r.result()], ignore_index=True)
+        r = pool.submit(timed, run_r_peers, name, df, train, split_fills, n_trees, m)
+        py, t_py = timed(run_python, name, df, train, split_fills, n_trees, m,
+                         sklearn=sklearn, surrogates=surrogates, n_jobs=n_jobs)
+        r, t_r = r.result()
+    out = pd.concat([py, r], ignore_index=True)
+    out.attrs["seconds"] = {"python": t_py, "R": t_r}
+    return out
 
 
 def agreement(results: pd.DataFrame, ours: str, peer: str, error: str) -> dict:
@@ -378,43 +412,42 @@ def agreement(results: pd.DataFrame, ours: str, peer: str, error: str) -> dict:
 
 
 def _table(results: dict, error: str) -> str:
-    pairs = PAIRS + (("cartjit_rf_sur", "randomForest"),)
-    lines = [f"| data set | task | n | {error.replace('_', ' ')}: cartjit rf | randomForest "
-             "| ranger | scikit-learn | cartjit − randomForest | cartjit − ranger | "
-             "cartjit (proba) − scikit-learn | cartjit bagging | ipred | "
-             "cartjit bagging − ipred | cartjit rf, surrogates − randomForest |",
-             "|---" * 14 + "|"]
+    """One markdown table of ``error`` over the data sets: each method's mean, and each
+    pair's mean paired difference ± its standard error (|z| > 2 in bold)."""
+    means = ("cartjit_rf", "randomForest", "ranger", "sklearn", "cartjit_bag", "ipred")
+    diffs = (("cartjit_rf", "randomForest"), ("cartjit_rf", "ranger"),
+             ("cartjit_rf*", "sklearn"), ("cartjit_bag", "ipred"),
+             ("cartjit_bag*", "sklearn_bag"), ("cartjit_rf_sur", "randomForest"))
+    head = (["data set", "task", "n", "m"] + list(means)
+            + [f"{a} − {b}" for a, b in diffs])
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for name, res in results.items():
-        a = {p: agreement(res, *p, error) for p in pairs if p[0] in set(res.method)
-             and p[1] in set(res.method)}
-        fmt = "{:.4f}" if DATASETS[name].task == "class" else "{:.3g}"
-
-        def diff(p):
-            if p not in a:
-                return "–"
-            return (fmt.format(a[p]["diff"]) + " ± " + fmt.format(a[p]["se"]))
-        rf = a[("cartjit_rf", "randomForest")]
-        cells = [name, DATASETS[name].task, str(int(res.split.max()) + 1),
-                 fmt.format(rf["ours"]), fmt.format(rf["peer"]),
-                 fmt.format(a[("cartjit_rf", "ranger")]["peer"]),
-                 fmt.format(a[("cartjit_rf_proba", "sklearn")]["peer"])
-                 if ("cartjit_rf_proba", "sklearn") in a else "–",
-                 diff(("cartjit_rf", "randomForest")), diff(("cartjit_rf", "ranger")),
-                 diff(("cartjit_rf_proba", "sklearn")),
-                 fmt.format(a[("cartjit_bag", "ipred")]["ours"]),
-                 fmt.format(a[("cartjit_bag", "ipred")]["peer"]),
-                 diff(("cartjit_bag", "ipred")), diff(("cartjit_rf_sur", "randomForest"))]
+        spec = DATASETS[name]
+        fmt = "{:.4f}" if spec.task == "class" else "{:.2f}"
+        df = load(name)
+        have = set(res.method)
+        wide = res.pivot(index="split", columns="method", values=error)
+        cells = [name, spec.task, str(len(df)), str(mtry(name, df))]
+        cells += [fmt.format(wide[m].mean()) if m in have else "–" for m in means]
+        for ours, peer in diffs:
+            if ours.endswith("*"):  # the averaging forest: voting="proba"
+                ours = ours[:-1] + ("_proba" if spec.task == "class" else "")
+            if ours not in have or peer not in have:
+                cells.append("–")
+                continue
+            a = agreement(res, ours, peer, error)
+            text = fmt.format(a["diff"]) + " ± " + fmt.format(a["se"])
+            cells.append(f"**{text}**" if abs(a["diff"]) > 2 * a["se"] else text)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main(argv=None):
     import argparse
-    import time
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--splits", type=int, default=20)
-    ap.add_argument("--trees", type=int, default=100)
+    ap.add_argument("--trees", type=int, default=50)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--save", help="also write every split's errors to this CSV file")
     ap.add_argument("datasets", nargs="*", default=list(DATASETS))
@@ -424,7 +457,9 @@ def main(argv=None):
         t = time.perf_counter()
         results[name] = run_dataset(name, args.splits, args.trees, surrogates=True,
                                     n_jobs=args.jobs)
-        print(f"{name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        sec = results[name].attrs["seconds"]
+        print(f"{name}: {time.perf_counter() - t:.1f} s (Python {sec['python']:.1f} s, R "
+              f"{sec['R']:.1f} s)", file=sys.stderr)
     if args.save:
         pd.concat([r.assign(dataset=k) for k, r in results.items()]).to_csv(args.save,
                                                                               index=False)
