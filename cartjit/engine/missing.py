@@ -152,12 +152,10 @@ def _pair_best(ps, f, span, nodes, tg, rules, no_ranks, scratch, cand, level_f, 
     scratch, cand, level_f, level_i : this thread's scratch (``level_i`` of 4 L_max).
     counts : float64 (>= J,) scratch for the present cases' class counts.
     """
-    tied = ps.rank_row[f] >= 0
-    rk = ps.ranks[ps.rank_row[f]] if tied else no_ranks
-    is_cat = ps.n_levels[f] > 0
-    codes = ps.codes[ps.rank_row[f]] if is_cat else np.empty(0, dtype=np.uint16)
-    return _present_best(ps.keys[f], rk, codes, is_cat, tied, span, nodes, tg, rules,
-                         scratch, cand, level_f, level_i, counts[:nodes.value.shape[1]])
+    rk = ps.ranks[ps.rank_row[f]] if ps.rank_row[f] >= 0 else no_ranks
+    codes = ps.codes[ps.rank_row[f]] if ps.n_levels[f] > 0 else np.empty(0, dtype=np.uint16)
+    return _present_best(ps.keys[f], rk, codes, span, nodes, tg, rules, scratch, cand,
+                         level_f, level_i, counts[:nodes.value.shape[1]], True, True)
 
 
 @jit(inline="always")
@@ -181,12 +179,14 @@ def _label_counts(row, lo, hi, tg, counts):
 # Inlined into _search_mv, which walks feature by feature with every array taken once:
 # a call with this many array arguments costs about as much as a small pair's scan.
 @jit(inline="always")
-def _present_best(row, rk, codes, is_cat, tied, span, nodes, tg, rules, scratch, cand,
-                  level_f, level_i, counts):
+def _present_best(row, rk, codes, span, nodes, tg, rules, scratch, cand, level_f, level_i,
+                  counts, reg, cls):
     """The work of :func:`_pair_best` on one feature's arrays: ``row`` its keys, ``rk``
-    its ranks (empty when ``tied`` is false), ``codes`` its uint16 level codes when
-    ``is_cat`` (the subset search reads them, as :func:`_search_subsets` does), ``span``
-    the :class:`NodeSpan` of the node on them, ``counts`` float64 (J,) scratch."""
+    its ranks (empty when the feature has no ties), ``codes`` its uint16 level codes
+    (empty when it is ordered; ``None`` when no feature of the fit is categorical: the
+    subset search is then not compiled in), ``span`` the :class:`NodeSpan` of the node
+    on them, ``counts`` float64 (J,) scratch; ``reg``, ``cls`` the scan marks (``None``
+    for a task the fit is not: its code is then not compiled in)."""
     node = span.node
     start = span.start
     pend = span.pend
@@ -199,10 +199,11 @@ def _present_best(row, rk, codes, is_cat, tied, span, nodes, tg, rules, scratch,
     imp = nodes.fnode[node, F_IMPURITY]
     w_total = nodes.fnode[node, F_WEIGHT]
     total = nodes.value[node]
-    is_class = tg.criterion != SQUARED_ERROR
+    tied = rk.shape[0] > 0
+    is_cat = False if codes is None else codes.shape[0] > 0
     scale = 1.0
     if pend < end:
-        if is_class:
+        if reg is None or (cls is not None and tg.criterion != SQUARED_ERROR):
             if tg.exact_sums and 2 * (end - pend) < end - start:
                 # exact counts: the node's less the missing tail's
                 _label_counts(row, pend, end, tg, counts)
@@ -226,16 +227,17 @@ def _present_best(row, rk, codes, is_cat, tied, span, nodes, tg, rules, scratch,
         d, pos = _subset_pair(Segment(row, codes, start, pend), tg, rules, total, imp,
                               mean, level_f, level_i, lm)
     else:
-        d, pos = _ordered_best(Segment(row, rk, start, pend), tg, rules,
-                               Totals(total, imp, mean, w_total, s_sum), tied, scratch, cand,
-                               None, 0, None, True, True, True, True)
+        seg = Segment(row, rk, start, pend)
+        tot = Totals(total, imp, mean, w_total, s_sum)
+        d, pos = _ordered_best(seg, tg, rules, tot, tied, scratch, cand, None, 0, None, reg,
+                               cls, cls, cls)
     if pos >= 0:
         d *= scale
     return d, pos
 
 
 @jit(borrowed=True)
-def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, units, c,
+def _search_mv(ps, fr, nodes, tg, rules, work, pairs, scan, cat, reg, cls, units, c,
                n_chunks):
     """Step 1 (missing values): the best split of every (frontier node, feature) pair,
     on the node's cases with the feature present (:func:`_pair_best`); also records how
@@ -246,12 +248,18 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
     its own features first, until none is left. Each pair's result depends on the pair
     only.
 
-    Parameters as :func:`_search`, with ``missing`` the bitmap of :func:`_missing_bits`,
-    ``gathered`` float64 (n_chunks, 2 n + :data:`_SCAN_SKIP`) scratch and ``iota``
-    int32 (0, 1, ..., n - 1) for the pairs of :func:`_gathered_best` (regression with
-    unit weights), else of 0 columns and empty; ``units`` the step's counters
-    (:func:`step_counters`).
+    Parameters as :func:`_search`, with ``scan`` the :class:`MissingScan` (the bitmap of
+    :func:`_missing_bits`, the scratch of the pairs of :func:`_gathered_best`); ``cat``
+    the categorical features, or ``None`` when there are none; ``reg``, ``cls`` the scan
+    marks of regression and classification (:func:`search_marks`); ``units`` the step's
+    counters (:func:`step_counters`).
+
+    Numba prunes the branches of a ``None`` ``cat``, ``reg`` or ``cls`` before typing:
+    data with missing values and no categorical feature compile no subset search, a
+    classification fit no regression scan and the reverse.
     """
+    missing = scan.bits
+    iota = scan.iota
     keys = ps.keys
     p = keys.shape[0]
     lm = work.level_i.shape[1] // 4
@@ -264,7 +272,7 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
     keep_bits = pairs.left_bits.shape[0] > 0
     n_fr = fr.node.shape[0]
     no_codes = ps.codes.reshape(-1)[:0]  # the type of a row of codes, empty
-    ys = gathered[c]
+    ys = scan.ys[c]
     tops = ys[ys.shape[0] - _SCAN_SKIP:] if ys.shape[0] > 0 else ys
     drawing = rules.max_features > 0  # random feature subsets (cartjit.engine.draws)
     while True:
@@ -273,15 +281,18 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
             break
         row = keys[f]
         bits = missing[f]
-        is_cat = ps.n_levels[f] > 0
+        is_cat = False if cat is None else ps.n_levels[f] > 0
         tied = ps.rank_row[f] >= 0
         rk = ps.ranks[ps.rank_row[f]] if tied else work.no_ranks
         codes = ps.codes[ps.rank_row[f]] if is_cat else no_codes
-        # regression, unit weights, a feature without ties: _gathered_best
-        gather = (gathered.shape[1] > 0 and not is_cat and not tied
-                  and tg.criterion == SQUARED_ERROR)
-        # ... a categorical feature: _gathered_subset
-        gather_cat = gathered.shape[1] > 0 and is_cat and tg.criterion == SQUARED_ERROR
+        if reg is None:  # classification: neither gathered scan compiled in
+            gather = False
+            gather_cat = False
+        else:
+            # regression, unit weights, a feature without ties: _gathered_best
+            gather = ys.shape[0] > 0 and not is_cat and not tied
+            # ... a categorical feature: _gathered_subset
+            gather_cat = False if cat is None else ys.shape[0] > 0 and is_cat
         while j < j_end:
             k = j * p + f
             start = fr.start[j]
@@ -338,8 +349,12 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
                                           rules.min_samples_leaf, ys, level_f, level_i, lm)
             else:
                 span = NodeSpan(fr.node[j], start, pend, end, fr.mean[j], fr.sum[j])
-                d, pos = _present_best(row, rk, codes, is_cat, tied, span, nodes, tg, rules,
-                                       scratch, cand, level_f, level_i, counts)
+                if cat is None:  # (None: the subset search is not compiled in)
+                    d, pos = _present_best(row, rk, None, span, nodes, tg, rules, scratch,
+                                           cand, level_f, level_i, counts, reg, cls)
+                else:
+                    d, pos = _present_best(row, rk, codes, span, nodes, tg, rules, scratch,
+                                           cand, level_f, level_i, counts, reg, cls)
             pairs.delta[k] = d
             pairs.pos[k] = pos
             if pos >= 0 and is_cat and keep_bits:
@@ -388,8 +403,9 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
     the caller runs one chunk.
 
     Parameters as :func:`_record_subsets`, with ``X`` the cases and ``pairs`` the batch's
-    :class:`Pairs` (``present`` filled by :func:`_search_mv`); ``c, n_chunks`` this chunk
-    and the number of chunks.
+    :class:`Pairs` (``present`` filled by :func:`_search_mv`), ``level_sets`` ``None``
+    when no feature is categorical (the subset code is then not compiled); ``c,
+    n_chunks`` this chunk and the number of chunks.
     """
     p = ps.keys.shape[0]
     marks = work.goes_left
@@ -406,7 +422,7 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
         pend = start + pairs.present[j * p + f]
         nodes.inode[node, I_N_PRIMARY] = pend - start
         row = ps.keys[f]
-        is_cat = ps.n_levels[f] > 0
+        is_cat = False if level_sets is None else ps.n_levels[f] > 0
         pos = splits.pos[j]
         lrow = nodes.inode[node, I_LEVEL_ROW]
         if is_cat:
