@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 __all__ = ["BaggedCARTClassifier", "BaggedCARTRegressor", "CARTClassifier",
            "CARTClassifierCV", "CARTRegressor", "CARTRegressorCV", "ModelFileError", "NotFittedError", "Tree", "export_graphviz", "export_rules",
            "export_text", "format_cp", "load", "node_id", "node_numbers", "plot_cv",
-           "plot_importance",
+           "plot_forest_importance", "plot_importance", "plot_oob_error", "plot_proximity",
            "plot_partition", "plot_tree", "print_cp", "RandomForestClassifier",
            "RandomForestRegressor", "save", "summary", "validate", "__version__"]
 
@@ -32,7 +32,8 @@ _LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
          "export_graphviz": "export", "format_cp": "export", "print_cp": "export",
          "node_numbers": "export", "node_id": "export",
          "plot_tree": "plotting", "plot_partition": "plotting", "plot_cv": "plotting",
-         "plot_importance": "plotting",
+         "plot_importance": "plotting", "plot_oob_error": "plotting",
+         "plot_forest_importance": "plotting", "plot_proximity": "plotting",
          "save": "_modelfile", "load": "_modelfile", "ModelFileError": "_modelfile"}
 
 

@@ -12,11 +12,15 @@ Subcommands:
     rpart``; ``--plot out.png`` draws it) with its pruning sequence (or its
     cross-validation table with ``--cv``).
 ``cartjit fit DATA --target COL -o MODEL``
-    Fit a tree (chosen by cross-validation with ``--cv``) on a CSV/Parquet file or a
-    bundled dataset, print it, and save it as a model file (:func:`cartjit.save`).
+    Fit a tree (chosen by cross-validation with ``--cv``; a random forest with
+    ``--forest``, bagged trees with ``--bagging``) on a CSV/Parquet file or a bundled
+    dataset, print it (a forest: its summary), and save it as a model file
+    (:func:`cartjit.save`). ``show`` fits the same way; ``show MODEL --tree K`` prints
+    tree K of a forest.
 ``cartjit predict MODEL DATA``
-    Predict the rows of a CSV/Parquet file with a saved model (``--proba`` for the
-    class probabilities), to the terminal or to ``-o`` a CSV/Parquet file.
+    Predict the rows of a CSV/Parquet file with a saved model, tree or forest
+    (``--proba`` for the class probabilities), to the terminal or to ``-o`` a
+    CSV/Parquet file.
 ``cartjit compile``
     Compile every kernel ahead (Numba's on-disk cache), saying how long it took.
 ``cartjit datasets``
@@ -91,10 +95,19 @@ def _add_fit_options(parser, command):
                         help="use only these feature columns")
     parser.add_argument("--decimals", type=_nonneg_int, default=3,
                         help="decimals (default 3)")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--forest", action="store_true",
+                      help="fit a random forest (RandomForestClassifier / "
+                           "RandomForestRegressor) instead of one tree: its options below "
+                           "say 'needs --forest or --bagging' (docs/forests.md)")
+    kind.add_argument("--bagging", action="store_true",
+                      help="fit Breiman's bagging (BaggedCARTClassifier / "
+                           "BaggedCARTRegressor): a forest whose trees search every feature "
+                           "at every node")
     add_options(parser.add_argument_group(
-        "tree options", "parameters of the estimators, named after them (and rpart's "
-                        "names); an option not given keeps the estimator's default "
-                        "(docs/experiments.md)"))
+        "tree and forest options", "parameters of the estimators, named after them (and "
+                                   "rpart's or randomForest's names); an option not given "
+                                   "keeps the estimator's default (docs/experiments.md)"))
 
 
 def build_parser():
@@ -170,12 +183,17 @@ def build_parser():
                "--criterion entropy\n  cartjit show iris --cp 0.01 --minsplit 20 --priors equal\n"
                "  cartjit show iris --cost '0,1,1;5,0,1;1,1,0'\n"
                "  cartjit show model.cartjit --rules\n"
-               "  cartjit show model.cartjit --plot tree.png",
+               "  cartjit show model.cartjit --plot tree.png\n"
+               "  cartjit show iris --forest --n-estimators 200 --oob-score\n"
+               "  cartjit show forest.cartjit --tree 3",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("dataset", metavar="DATASET",
                       help="a bundled dataset (see 'cartjit datasets'), the path of a "
                            ".csv or .parquet file (then give --target), or a model file")
     _add_fit_options(show, "show")
+    show.add_argument("--tree", type=_nonneg_int, metavar="K",
+                      help="with a forest: print its tree K (0 to n_estimators - 1) as a "
+                           "single tree is printed, instead of the forest's summary")
     show.add_argument("--show-alpha", action="store_true",
                       help="print for each split the alpha at which it is pruned")
     form = show.add_mutually_exclusive_group()
@@ -196,16 +214,20 @@ def build_parser():
                       help="with --plot: replace an existing image")
 
     fit = sub.add_parser(
-        "fit", help="fit a tree on a CSV/Parquet file and save it as a model file",
+        "fit", help="fit a tree or a forest on a CSV/Parquet file and save it as a model file",
         description="Fit CARTClassifier / CARTRegressor (CARTClassifierCV / CARTRegressorCV "
-                    "with --cv) on DATA, print the tree (and the cross-validation table), "
-                    "and save the fitted estimator to the model file -o: a versioned file "
+                    "with --cv; a random forest with --forest, bagged trees with --bagging) "
+                    "on DATA, print the tree (and the cross-validation table) or the "
+                    "forest's summary, and save the fitted estimator to the model file -o: a versioned file "
                     "of arrays and JSON that 'cartjit predict', 'cartjit show' and "
                     "cartjit.load read back without pickle (docs/model-files.md). Features "
                     "are treated as in 'cartjit show'.",
         epilog="examples:\n  cartjit fit data.csv --target y -o model.cartjit\n"
                "  cartjit fit data.parquet --target label --cv 10 --selection 1se "
-               "-o model.cartjit\n  cartjit fit iris --cv 10 -o iris.cartjit",
+               "-o model.cartjit\n  cartjit fit iris --cv 10 -o iris.cartjit\n"
+               "  cartjit fit data.csv --target y --forest --oob-score -o forest.cartjit\n"
+               "  cartjit fit data.csv --target y --bagging --n-estimators 50 "
+               "-o bagged.cartjit",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     fit.add_argument("dataset", metavar="DATA",
                      help="a .csv or .parquet file (give --target), or a bundled dataset")
@@ -224,9 +246,9 @@ def build_parser():
         "predict", help="predict the rows of a CSV/Parquet file with a model file",
         description="Read the model file MODEL and predict every row of DATA (a .csv or "
                     ".parquet file holding the model's feature columns, by name; other "
-                    "columns, such as the target, are ignored). Writes one row per row of "
-                    "DATA: the column 'prediction', and with --proba one column "
-                    "'proba_<class>' per class. Missing values are routed as in fit.",
+                    "columns, such as the target, are ignored); MODEL may hold a tree or "
+                    "a forest. Writes one row per row of DATA: the column 'prediction', and "
+                    "with --proba one column 'proba_<class>' per class. Missing values are routed as in fit.",
         epilog="examples:\n  cartjit predict model.cartjit new.csv\n"
                "  cartjit predict model.cartjit new.parquet --proba -o predictions.csv",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -320,19 +342,29 @@ def _fit_from_args(args, command):
     if not classification and y.dtype.kind not in "biuf":
         return _error(command, f"--task regression needs a numeric target, but "
                                f"{ds.target!r} has dtype {y.dtype}")
-    from ._cli_options import OptionError, estimator_params, option_for_message
+    from ._cli_options import (CV, FOREST, TREE, OptionError, estimator_params,
+                               option_for_message)
+    kind = FOREST if args.forest or args.bagging else CV if "cv" in _given(args) else TREE
     try:
-        params = estimator_params(args, ds.task, cv="cv" in _given(args))
+        params = estimator_params(args, ds.task, kind)
         if "class_weight" in params:
             params["class_weight"] = _class_weight_labels(params["class_weight"], y,
                                                           _given(args)["class_weight"])
+        if args.bagging and params.get("max_features") is not None:
+            raise OptionError(f"{_given(args)['max_features']}: --bagging searches every "
+                              "feature at every node; drawing some of them is a random "
+                              "forest: give --forest instead")
     except OptionError as exc:
         return _error(command, exc)
     _announce_compile()
-    cv = "cv" in params
-    cls = {(True, False): CARTClassifier, (True, True): CARTClassifierCV,
-           (False, False): CARTRegressor, (False, True): CARTRegressorCV}[
-        (classification, cv)]
+    if kind == FOREST:
+        from . import ensemble
+        cls = getattr(ensemble, ("BaggedCART" if args.bagging else "RandomForest")
+                      + ("Classifier" if classification else "Regressor"))
+    else:
+        cls = {(True, False): CARTClassifier, (True, True): CARTClassifierCV,
+               (False, False): CARTRegressor, (False, True): CARTRegressorCV}[
+            (classification, kind == CV)]
     try:
         est = cls(**params).fit(X, y)
     except (TypeError, ValueError) as exc:
@@ -361,10 +393,15 @@ def _class_weight_labels(weights, y, flag):
     return {labels[k]: w for k, w in weights.items()}
 
 
+def _is_forest(est):
+    return hasattr(est, "forest_")
+
+
 def _cmd_show(args):
     if _is_model_file(args.dataset):
         misplaced = [f"--{name}" for name in ("target", "task", "features")
-                     if getattr(args, name) is not None] + list(_given(args).values())
+                     if getattr(args, name) is not None] + list(_given(args).values()) + \
+            [f"--{name}" for name in ("forest", "bagging") if getattr(args, name)]
         if misplaced:
             return _error("show", f"{misplaced[0]} is for fitting on data; "
                                   f"{args.dataset!r} is a model file, fitted already")
@@ -374,12 +411,72 @@ def _cmd_show(args):
         kind = "cross-validated " if hasattr(est, "cv_results_") else ""
         header = [f"{args.dataset}: a {kind}{type(est).__name__} model file",
                   f"features: {_describe_features(est, _feature_names(est))}"]
-        return _print_estimator(est, args, "show", header)
+        return _print_model(est, args, "show", header)
     fitted = _fit_from_args(args, "show")
     if isinstance(fitted, int):
         return fitted
     est, ds, features = fitted
-    return _print_estimator(est, args, "show", _data_header(ds, est, features))
+    return _print_model(est, args, "show", _data_header(ds, est, features))
+
+
+def _print_model(est, args, command, header):
+    """Print a single tree (:func:`_print_estimator`), a forest's summary, or with
+    ``--tree K`` tree K of a forest as a single tree is printed."""
+    if not _is_forest(est):
+        if args.tree is not None:
+            return _error(command, f"--tree {args.tree} picks a tree of a forest, and this "
+                                   f"is a single {type(est).__name__}")
+        return _print_estimator(est, args, command, header)
+    n_trees = est.n_estimators_
+    if args.tree is None:
+        asked = [flag for flag, on in (("--rules", args.rules), ("--dot", args.dot),
+                                       ("--summary", args.summary),
+                                       ("--show-alpha", args.show_alpha),
+                                       ("--plot", args.plot is not None),
+                                       ("--layout rpart", args.layout == "rpart")) if on]
+        if asked:
+            return _error(command, f"{asked[0]} prints one tree, and this is a forest of "
+                                   f"{n_trees} trees: give --tree K (0 to {n_trees - 1}) too")
+        print("\n".join(header))
+        print()
+        print(_forest_summary(est, args.decimals), end="")
+        return 0
+    if args.tree >= n_trees:
+        return _error(command, f"--tree: the forest has {n_trees} trees, numbered 0 to "
+                               f"{n_trees - 1}; got {args.tree}")
+    tree = est.estimators_[args.tree]
+    return _print_estimator(tree, args, command, header + [
+        f"tree {args.tree} of the {n_trees} trees of the {type(est).__name__}"])
+
+
+def _forest_summary(est, decimals):
+    """A forest in a few lines: its trees, its OOB error, its importance table."""
+    import numpy as np
+
+    leaves = np.diff(est.forest_.roots) // 2 + 1  # a binary tree of m nodes: (m + 1) / 2
+    lines = [f"{type(est).__name__}: {est.n_estimators_} trees of {int(leaves.min())} to "
+             f"{int(leaves.max())} leaves (mean {float(leaves.mean()):.1f}); "
+             f"{est.max_features_} of the {est.n_features_in_} features drawn at each node; "
+             + (f"samples of {est.max_samples_} cases drawn "
+                f"{'with' if est.replace else 'without'} replacement" if est.bootstrap
+                else "every tree grown on every case")]
+    if hasattr(est, "oob_error_"):
+        if hasattr(est, "classes_"):
+            lines.append(f"OOB error {est.oob_error_:.{max(decimals, 4)}g} (the "
+                         f"misclassification cost of docs/forests.md), OOB accuracy "
+                         f"{est.oob_score_:.{max(decimals, 4)}g}")
+        else:
+            lines.append(f"OOB mean squared error {est.oob_error_:.{max(decimals, 4)}g}, "
+                         f"OOB R^2 {est.oob_score_:.{max(decimals, 4)}g}")
+    else:
+        lines.append("OOB error: not computed (fit with --oob-score)")
+    oob = "; raw, se, scaled: OOB permutation importance" \
+        if hasattr(est, "oob_importances_") else ""
+    lines += ["", f"Variable importance (mdi: mean decrease in impurity{oob}):",
+              est.importance_table().sort_values("mdi", ascending=False).to_string(
+                  float_format=lambda v: f"{v:.{max(decimals, 4)}g}"),
+              "", f"'--tree K' prints tree K (0 to {est.n_estimators_ - 1})."]
+    return "\n".join(lines) + "\n"
 
 
 def _data_header(ds, est, features):
@@ -549,6 +646,9 @@ def _cmd_fit(args):
     if os.path.splitext(args.output)[1].lower() in (".csv", ".parquet"):
         return _error("fit", f"-o: {args.output!r} would be a model file, not a data "
                              "file; name it MODEL.cartjit")
+    if (args.forest or args.bagging) and args.layout == "rpart":
+        return _error("fit", "--layout rpart prints one tree, and a forest is summarised; "
+                             "'cartjit show MODEL --tree K --layout rpart' prints tree K")
     problem = _output_problem(args.output, args.overwrite)
     if problem:
         return _error("fit", f"-o: {problem}")
@@ -565,7 +665,14 @@ def _cmd_fit(args):
     except OSError as exc:
         raise CommandError(describe_os_error(exc, f"-o: cannot write {args.output!r}")) \
             from None
-    if not args.quiet:
+    if not args.quiet and _is_forest(est):
+        print("\n".join(_data_header(ds, est, features)))
+        print()
+        print(_forest_summary(est, args.decimals), end="")
+        print()
+        print(f"saved {type(est).__name__} ({est.n_estimators_} trees, "
+              f"{est.forest_.n_nodes} nodes) to {args.output}")
+    elif not args.quiet:
         print("\n".join(_data_header(ds, est, features)))
         print()
         from .export import export_text
@@ -594,7 +701,8 @@ def _cmd_predict(args):
     if isinstance(est, int):
         return est
     if args.proba and not hasattr(est, "predict_proba"):
-        return _error("predict", f"--proba: {args.model!r} holds a regression tree, which "
+        what = "forest" if _is_forest(est) else "tree"
+        return _error("predict", f"--proba: {args.model!r} holds a regression {what}, which "
                                  "has no class probabilities")
     fmt = format_from_extension(args.dataset)
     if not os.path.exists(args.dataset):
@@ -620,10 +728,14 @@ def _cmd_predict(args):
         X = frame.to_numpy()
     _announce_compile()
     try:
-        leaves = est.apply(X)  # X encoded and checked once: each warning is said once
-        out = pd.DataFrame({"prediction": est._predict_leaves(leaves)})
+        if _is_forest(est):  # each warning of the two encodings of X is said once
+            out = pd.DataFrame({"prediction": est.predict(X)})
+            proba = est.predict_proba(X) if args.proba else None
+        else:
+            leaves = est.apply(X)  # X encoded and checked once: each warning said once
+            out = pd.DataFrame({"prediction": est._predict_leaves(leaves)})
+            proba = est._leaf_proba(leaves) if args.proba else None
         if args.proba:
-            proba = est._leaf_proba(leaves)
             for j, label in enumerate(est.classes_):
                 out[f"proba_{label}"] = proba[:, j]
     except (TypeError, ValueError) as exc:

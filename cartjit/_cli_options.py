@@ -1,9 +1,11 @@
-"""The tree options of ``cartjit show`` and ``cartjit fit``: one table, from which the
-options, their help, their parsing and the synopsis in docs/experiments.md are made.
+"""The tree and forest options of ``cartjit show`` and ``cartjit fit``: one table, from
+which the options, their help, their parsing and the synopsis in docs/experiments.md are
+made.
 
 Each :class:`Option` maps command-line spellings to one parameter of the estimators
-(:class:`~cartjit.CARTClassifier`, :class:`~cartjit.CARTRegressor` and their ``…CV``
-versions): the first spelling is the parameter's name with dashes for underscores, the
+(:class:`~cartjit.CARTClassifier`, :class:`~cartjit.CARTRegressor`, their ``…CV``
+versions, and the forests of :mod:`cartjit.ensemble`, chosen by ``--forest`` or
+``--bagging``): the first spelling is the parameter's name with dashes for underscores, the
 others are aliases (rpart's name for it where docs/rpart.md gives one, or an older
 spelling). The command line converts what is given with the option's parser and hands it
 to the estimator; an option not given leaves the estimator's default. A bad value is an
@@ -22,10 +24,16 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["Option", "OPTIONS", "NOT_OPTIONS", "OptionError", "add_options", "given",
-           "estimator_params", "option_for_message", "markdown", "DOC_BEGIN", "DOC_END"]
+           "estimator_params", "option_for_message", "markdown", "DOC_BEGIN", "DOC_END",
+           "TREE", "CV", "FOREST", "KINDS"]
 
 CLASSIFICATION, REGRESSION = "classification", "regression"
 BOTH = frozenset((CLASSIFICATION, REGRESSION))
+#: The kinds of estimator: a single tree (CARTClassifier/CARTRegressor), one chosen by
+#: cross-validation (``--cv``: the ``…CV`` estimators), a forest (``--forest``: the random
+#: forests, ``--bagging``: the bagged trees).
+TREE, CV, FOREST = "tree", "cv", "forest"
+KINDS = frozenset((TREE, CV, FOREST))
 
 
 class OptionError(ValueError):
@@ -214,24 +222,81 @@ def _selection(text):
 _selection.allowed = "min|1se|m"
 
 
+def _bool(text):
+    if text not in ("true", "false"):
+        raise ValueError(f"must be true or false, got {text!r}")
+    return text == "true"
+
+
+_bool.allowed = "true|false"
+
+
+def _int_or_fraction(text, what):
+    """An int >= 1 (no decimal point) or a fraction in (0, 1] (with one)."""
+    try:
+        value = float(text) if any(c in text for c in ".eE") else int(text)
+    except ValueError:
+        value = None
+    if value is None or (isinstance(value, int) and value < 1) or \
+            (isinstance(value, float) and not 0.0 < value <= 1.0):
+        raise ValueError(f"must be {what}: an integer >= 1 or a fraction in (0, 1] "
+                         f"written with a decimal point, got {text!r}")
+    return value
+
+
+def _max_features(text):
+    if text in ("sqrt", "log2"):
+        return text
+    if text == "all":
+        return None
+    return _int_or_fraction(text, "'sqrt', 'log2', 'all' or a number of features")
+
+
+_max_features.allowed = "sqrt|log2|all|integer >= 1|fraction in (0, 1]"
+
+
+def _max_samples(text):
+    return _int_or_fraction(text, "a number of cases")
+
+
+_max_samples.allowed = "integer >= 1|fraction in (0, 1]"
+
+
+def _n_jobs(text):
+    if text == "-1":
+        return -1
+    try:
+        return _int(1)(text)
+    except ValueError:
+        raise ValueError(f"must be -1 (every CPU) or an integer >= 1, got {text!r}") \
+            from None
+
+
+_n_jobs.allowed = "integer >= 1|-1"
+
+
 @dataclass(frozen=True)
 class Option:
-    """One tree option: ``param`` of the estimators, given as ``flags``.
+    """One option: ``param`` of the estimators, given as ``flags``.
 
-    ``tasks``: the kinds of tree whose estimators take it; ``cv``: True for the ``…CV``
-    estimators only (it needs ``--cv``), False for the plain ones only, None for both;
-    ``parse``: text -> value (None for a flag without a value, which gives True);
-    ``default``: the estimators' default, said in the help (the test checks it against
-    their signatures).
+    ``tasks``: the kinds of tree whose estimators take it; ``kinds``: the kinds of
+    estimator (:data:`TREE`, :data:`CV`, :data:`FOREST`) that take it; ``parse``: text ->
+    value (None for a flag without a value, which gives True); ``default``: the
+    estimators' default, said in the help (the test checks it against their
+    signatures), or ``{kind: default}`` where the kinds differ.
     """
     param: str
     flags: tuple
     help: str
     parse: object = None
     tasks: frozenset = BOTH
-    cv: bool | None = None
+    kinds: frozenset = KINDS
     metavar: str | None = None
     default: object = None
+
+    def default_for(self, kind):
+        """The default of the estimators of ``kind``."""
+        return self.default.get(kind) if isinstance(self.default, dict) else self.default
 
     @property
     def name(self):
@@ -268,10 +333,12 @@ OPTIONS = (
     _opt("min_impurity_decrease", "a node splits only if p(t) times the impurity "
          "decrease is at least this", _number, metavar="X", default=0.0),
     _opt("max_leaf_nodes", "grow best-first until this many leaves", _int(2), metavar="N"),
-    _opt("ccp_alpha", "keep the pruned subtree T(A) instead of T_max (not with --cv, "
-         "which chooses it)", _number, aliases=("--alpha",), cv=False, metavar="A"),
+    _opt("ccp_alpha", "keep the pruned subtree T(A) instead of T_max (a forest: of each "
+         "tree)", _number, aliases=("--alpha",),
+         kinds=frozenset((TREE, FOREST)), metavar="A"),
     _opt("cp", "rpart's relative complexity: keep T(A) with A = CP x R(root) (with --cv: "
-         "the sequence ends there)", _number, metavar="CP"),
+         "the sequence ends there; a forest prunes each tree at CP x its own R(root))",
+         _number, metavar="CP"),
     _opt("categorical_features", "which features are categorical: 'from_dtype' (text "
          "and boolean columns), 'none', or column names separated by ','",
          _categorical, metavar="COLS", default="from_dtype"),
@@ -288,19 +355,53 @@ OPTIONS = (
          "feature (0) or with both features (1)", _choice("0", "1", as_int=True),
          aliases=("--surrogatestyle",), metavar="{0,1}", default=0),
     _opt("max_competitor", "competitor splits recorded per split (shown by --summary)",
-         _int(0), aliases=("--maxcompete",), metavar="N", default=4),
+         _int(0), aliases=("--maxcompete",), metavar="N",
+         default={TREE: 4, CV: 4, FOREST: 0}),
     _opt("compat", "pruning rules: breiman (the exact sequence) or rpart (rpart's)",
-         _choice("breiman", "rpart"), default="breiman"),
+         _choice("breiman", "rpart"), kinds=frozenset((TREE, CV)), default="breiman"),
     _opt("cv", "choose the subtree by V-fold cross-validation (an integer, or 'loo' for "
-         "leave-one-out)", _cv, aliases=("--xval",), cv=True, metavar="V", default=10),
+         "leave-one-out)", _cv, aliases=("--xval",), kinds=frozenset((CV,)), metavar="V",
+         default=10),
     _opt("stratify", "stratified folds", None,
-         tasks=frozenset((CLASSIFICATION,)), cv=True, default=False),
+         tasks=frozenset((CLASSIFICATION,)), kinds=frozenset((CV,)), default=False),
     _opt("n_repeats", "average the CV risk over this many fold draws", _int(1),
-         cv=True, metavar="R", default=1),
+         kinds=frozenset((CV,)), metavar="R", default=1),
     _opt("selection", "the subtree rule: 'min', '1se' or a number m (the "
-         "m-SE rule)", _selection, cv=True, metavar="RULE", default="1se"),
-    _opt("random_state", "the seed of the folds", _int(0),
-         aliases=("--seed",), cv=True, metavar="SEED", default=0),
+         "m-SE rule)", _selection, kinds=frozenset((CV,)), metavar="RULE", default="1se"),
+    _opt("random_state", "the seed of the folds, or of the forest (each tree's sample "
+         "and feature draws)", _int(0), aliases=("--seed",), kinds=frozenset((CV, FOREST)),
+         metavar="SEED", default=0),
+    # the forests' own parameters (docs/forests.md)
+    _opt("n_estimators", "the number of trees B", _int(1), aliases=("--ntree",),
+         kinds=frozenset((FOREST,)), metavar="B", default=100),
+    _opt("max_features", "features drawn at random at each node (Breiman's m): 'sqrt', "
+         "'log2', 'all' (bagging), a number, or a fraction of the features",
+         _max_features, aliases=("--mtry",), kinds=frozenset((FOREST,)), metavar="M"),
+    _opt("bootstrap", "grow each tree on a sample of the cases (false: every tree on "
+         "every case)", _bool, kinds=frozenset((FOREST,)), metavar="{true,false}",
+         default=True),
+    _opt("replace", "draw each tree's sample with replacement (false: a subsample)",
+         _bool, kinds=frozenset((FOREST,)), metavar="{true,false}", default=True),
+    _opt("max_samples", "the size of each tree's sample: a number of cases or a fraction "
+         "of them; none: all the cases with replacement, 0.632 of them without", _max_samples,
+         aliases=("--sampsize",), kinds=frozenset((FOREST,)), metavar="S"),
+    _opt("oob_score", "compute the out-of-bag error and score", None,
+         kinds=frozenset((FOREST,)), default=False),
+    _opt("oob_importance", "compute Breiman's out-of-bag permutation importance", None,
+         kinds=frozenset((FOREST,)), default=False),
+    _opt("voting", "how the trees are combined: proba (average their class "
+         "probabilities) or vote (one vote per tree)", _choice("proba", "vote"),
+         tasks=frozenset((CLASSIFICATION,)), kinds=frozenset((FOREST,)), default="proba"),
+    _opt("prune", "cv: prune each tree by the cross-validation of its own sample",
+         _choice("cv"), kinds=frozenset((FOREST,)), metavar="cv"),
+    _opt("prune_folds", "the folds of each tree's cross-validation", _int(2),
+         kinds=frozenset((FOREST,)), metavar="V", default=10),
+    _opt("prune_selection", "the subtree rule of each tree's cross-validation: 'min', "
+         "'1se' or a number m", _selection, kinds=frozenset((FOREST,)), metavar="RULE",
+         default="1se"),
+    _opt("n_jobs", "threads growing the trees, none meaning one (the forest is the same "
+         "for any number)",
+         _n_jobs, kinds=frozenset((FOREST,)), metavar="N"),
 )
 
 #: Parameters of the estimators the command line does not offer, and why.
@@ -327,11 +428,26 @@ def add_options(parser):
         text = o.help + ("" if o.parse is None else f" (default {_default_text(o)})")
         if o.tasks != BOTH:
             text += f"; {'/'.join(sorted(o.tasks))} only"
-        if o.cv is True and o.param != "cv":
-            text += "; needs --cv"
+        needs = _needs(o)
+        if needs:
+            text += f"; {needs}"
         kw = {"nargs": 0} if o.parse is None else {"metavar": o.metavar}
         parser.add_argument(*o.flags, dest=o.param, action=_Store, default=None,
                             help=text, **kw)
+
+
+def _needs(o):
+    """What the help says of the kinds of estimator that take ``o`` (empty: all)."""
+    if o.kinds == KINDS or o.param == "cv":
+        return ""
+    if o.kinds == frozenset((FOREST,)):
+        return "needs --forest or --bagging"
+    if o.kinds == frozenset((CV,)):
+        return "needs --cv"
+    if o.kinds == frozenset((CV, FOREST)):
+        return "needs --cv, --forest or --bagging"
+    return "not with " + ", ".join({CV: "--cv", FOREST: "--forest or --bagging"}[k]
+                                   for k in sorted(KINDS - o.kinds))
 
 
 def _default_text(o):
@@ -339,7 +455,12 @@ def _default_text(o):
         return "gini for classification, squared_error for regression"
     if o.param == "cv":
         return "none: no cross-validation"
-    return "none" if o.default is None else str(o.default)
+    if o.param == "max_features":
+        return "sqrt for classification, 1/3 for regression; all with --bagging"
+    if isinstance(o.default, dict):  # a tree's default, then the forests'
+        return f"{o.default[TREE]}, {o.default[FOREST]} for forests"
+    return "none" if o.default is None else str(o.default).lower() \
+        if isinstance(o.default, bool) else str(o.default)
 
 
 def given(args):
@@ -347,19 +468,23 @@ def given(args):
     return dict(getattr(args, "option_flags", None) or {})
 
 
-def estimator_params(args, task, cv):
-    """The estimator parameters of the options given in ``args`` for a ``task`` tree
-    (``cv``: a ``…CV`` estimator); :class:`OptionError` for a value that cannot be used
-    or an option that does not apply, naming the option as given."""
+def estimator_params(args, task, kind):
+    """The estimator parameters of the options given in ``args`` for a ``task`` tree of
+    ``kind`` (:data:`TREE`, :data:`CV`: a ``…CV`` estimator, :data:`FOREST`);
+    :class:`OptionError` for a value that cannot be used or an option that does not
+    apply, naming the option as given."""
     params = {}
     used = given(args)
+    if "ccp_alpha" in used and "cv" in used:
+        raise OptionError(f"{used['ccp_alpha']} and {used['cv']} both choose the subtree: "
+                          "give one of them")
     for param, flag in used.items():
         o = _BY_PARAM[param]
         if task not in o.tasks:
             raise OptionError(f"{flag} is for {'/'.join(sorted(o.tasks))} trees, and this "
                               f"is a {task} tree (see --task)")
-        if o.cv is True and not cv and param != "cv":
-            raise OptionError(f"{flag} is for cross-validation: give --cv V too")
+        if kind not in o.kinds:
+            raise OptionError(_kind_problem(o, flag, kind))
         value = getattr(args, param)
         if o.parse is not None:
             try:
@@ -367,9 +492,6 @@ def estimator_params(args, task, cv):
             except ValueError as exc:
                 raise OptionError(f"{flag}: {exc}") from None
         params[param] = value
-    if "ccp_alpha" in used and cv:
-        raise OptionError(f"{used['ccp_alpha']} and {used['cv']} both choose the subtree: "
-                          "give one of them")
     if "ccp_alpha" in used and "cp" in used:
         raise OptionError(f"{used['ccp_alpha']} and {used['cp']} both choose the pruned "
                           "subtree: give one of them")
@@ -377,6 +499,18 @@ def estimator_params(args, task, cv):
         raise OptionError(f"{used['priors']} and {used['class_weight']} both set the "
                           "priors: give one of them")
     return params
+
+
+def _kind_problem(o, flag, kind):
+    """Why option ``o`` (given as ``flag``) does not apply to an estimator of ``kind``."""
+    if kind == FOREST:
+        extra = " (a forest prunes its trees by --prune cv)" if o.param == "cv" else ""
+        return f"{flag} is not an option of forests (--forest, --bagging){extra}"
+    if o.kinds == frozenset((CV,)):
+        return f"{flag} is for cross-validation: give --cv V too"
+    if o.kinds == frozenset((FOREST,)):
+        return f"{flag} is for forests: give --forest or --bagging too"
+    return f"{flag} is for cross-validation or forests: give --cv V, --forest or --bagging too"
 
 
 def option_for_message(args, message):
@@ -406,10 +540,9 @@ def markdown():
             allowed = forms[0] if len(forms) == 1 else \
                 f"{', '.join(forms[:-1])} or {forms[-1]}"
         where = [] if o.tasks == BOTH else [f"{'/'.join(sorted(o.tasks))} only"]
-        if o.cv is True and o.param != "cv":
-            where.append("with `--cv`")
-        if o.cv is False:
-            where.append("without `--cv`")
+        needs = _needs(o)
+        if needs:
+            where.append(re.sub(r"(--[a-z]+)", r"`\1`", needs))
         meaning = o.help + (f" ({'; '.join(where)})" if where else "")
         lines.append(f"| {flags} | `{o.param}` | {allowed} | {_default_text(o)} | "
                      f"{meaning} |")

@@ -30,6 +30,11 @@ Loading never unpickles anything and trusts nothing in the file. In order:
 Only then is an estimator built from the arrays; it predicts without refitting. Any
 failure is a :class:`ModelFileError` (a ``ValueError``) saying what is wrong; a file
 written by a newer cartjit says so. Nothing here is jitted.
+
+The forests of :mod:`cartjit.ensemble` are saved and loaded by the same functions, as
+format 2: :mod:`cartjit._forestfile` lays out their members and checks them (steps 4 and
+5 for every tree, and what ties the trees to the forest's parameters and seeds); steps
+1 to 3 are the ones above.
 """
 from __future__ import annotations
 
@@ -53,11 +58,18 @@ __all__ = ["ModelFileError", "save", "load", "FORMAT_NAME", "FORMAT_VERSION"]
 
 #: The ``format`` key of every model file.
 FORMAT_NAME = "cartjit-model"
-#: The newest format version this cartjit writes and reads.
-FORMAT_VERSION = 1
+#: The newest format version this cartjit reads. A single tree is written as format 1 (as
+#: before forests could be saved: an older cartjit still reads it), a forest as format 2
+#: (an older cartjit then says it must be upgraded).
+FORMAT_VERSION = 2
+TREE_FORMAT_VERSION = 1
+FOREST_FORMAT_VERSION = 2
 
 _META = "metadata.json"
 _ESTIMATORS = ("CARTClassifier", "CARTRegressor", "CARTClassifierCV", "CARTRegressorCV")
+#: The forests (:mod:`cartjit.ensemble`), whose files :mod:`cartjit._forestfile` lays out.
+FOREST_ESTIMATORS = ("RandomForestClassifier", "RandomForestRegressor",
+                     "BaggedCARTClassifier", "BaggedCARTRegressor")
 _KINDS = ("numeric", "nominal", "ordinal")  # the codes of _encoding: NUMERIC, NOMINAL, ORDINAL
 _FAMILIES = ("number", "bool", "string")
 
@@ -119,21 +131,35 @@ def save(estimator, path, *, overwrite=False) -> pathlib.Path:
     A CV estimator fitted with a splitter object as ``cv`` (which JSON cannot hold) is
     saved with the fold ids it produced (``folds_[0]``) as ``cv``: refitting the loaded
     estimator uses the same partition.
+
+    A fitted forest (:class:`~cartjit.RandomForestClassifier`,
+    :class:`~cartjit.RandomForestRegressor`, :class:`~cartjit.BaggedCARTClassifier`,
+    :class:`~cartjit.BaggedCARTRegressor`) is written as format 2
+    (:mod:`cartjit._forestfile`): each tree's T_max in flat columns, its α, seed and
+    class tables, and the OOB results.
     """
     from . import __version__
     from .estimators import _BaseCART
 
-    if not isinstance(estimator, _BaseCART) or type(estimator).__name__ not in _ESTIMATORS:
-        raise TypeError(f"estimator must be a fitted {', '.join(_ESTIMATORS)}, got "
-                        f"{type(estimator).__name__}")
+    name = type(estimator).__name__
+    forest = name in FOREST_ESTIMATORS and _is_forest(estimator)
+    if not forest and not (isinstance(estimator, _BaseCART) and name in _ESTIMATORS):
+        raise TypeError(f"estimator must be a fitted "
+                        f"{', '.join(_ESTIMATORS + FOREST_ESTIMATORS)}, got {name}")
     estimator._check_fitted()
     if not isinstance(overwrite, bool):
         raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
     path = _as_path(path)
     members = {}
-    meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-            "cartjit_version": __version__, "estimator": type(estimator).__name__,
+    meta = {"format": FORMAT_NAME,
+            "format_version": FOREST_FORMAT_VERSION if forest else TREE_FORMAT_VERSION,
+            "cartjit_version": __version__, "estimator": name,
             "params": _encode_params(estimator)}
+    if forest:
+        from ._forestfile import encode_forest
+        meta.update(encode_forest(estimator, members))
+        _write_atomic(path, _zip_bytes(meta, members), overwrite)
+        return path
     meta.update(_encode_fitted(estimator, members))
     # T_max unpruned (no ccp_alpha): tree_ is tree_max_, stored once
     meta["tree_is_tree_max"] = estimator.tree_ is estimator.tree_max_
@@ -145,6 +171,11 @@ def save(estimator, path, *, overwrite=False) -> pathlib.Path:
     data = _zip_bytes(meta, members)
     _write_atomic(path, data, overwrite)
     return path
+
+
+def _is_forest(estimator):
+    from .ensemble import _BaseForest
+    return isinstance(estimator, _BaseForest)
 
 
 def _as_path(path):
@@ -205,12 +236,12 @@ def _levels(values):
     return {"dtype": arr.dtype.name, "values": items}
 
 
-def _encode_fitted(est, members):
-    """The fitted attributes: scalars and labels into the returned metadata, arrays
-    into ``members``."""
+def encode_features(est):
+    """The features of a fitted estimator (single tree or forest) as metadata: their
+    number, names, kinds and levels, and the surrogate settings the fit resolved."""
     enc = est._encoding
     names = getattr(est, "feature_names_in_", None)
-    meta = {
+    return {
         "n_features_in": int(est.n_features_in_),
         "feature_names_in": None if names is None else [str(n) for n in names],
         "features": [{"kind": _KINDS[int(k)], "family": fam,
@@ -219,6 +250,12 @@ def _encode_fitted(est, members):
         "max_surrogate": int(est.max_surrogate_),
         "use_surrogate": int(est._use_surrogate),
     }
+
+
+def _encode_fitted(est, members):
+    """The fitted attributes: scalars and labels into the returned metadata, arrays
+    into ``members``."""
+    meta = encode_features(est)
     if est._is_classifier:
         meta["classes"] = _levels(est.classes_)
         meta["split_cost_default"] = bool(est._split_cost_default)
@@ -270,6 +307,9 @@ def _table_members(table, prefix, columns, members):
 
 def _member_dtype(name):
     """The dtype string a member is written with (and must be read with)."""
+    if name.startswith(("forest/", "oob/")) or name == "rows":
+        from ._forestfile import member_dtype
+        return member_dtype(name)
     if name.startswith(("tree/", "tree_max/")):
         return _TREE_DTYPES[name.split("/", 1)[1]]
     if name.startswith("cv_results/"):
@@ -348,7 +388,8 @@ _READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, str
 
 
 def load(path):
-    """Read a model file written by :func:`save` and return the fitted estimator.
+    """Read a model file written by :func:`save` and return the fitted estimator (a
+    single tree or a forest).
 
     Nothing is unpickled, and every array is checked before any kernel can see it
     (see the module docstring and docs/model-files.md); the estimator then predicts
@@ -498,9 +539,14 @@ def _read_meta(raw, where):
             "n_features_in", "feature_names_in", "features", "max_surrogate",
             "use_surrogate", "tree_is_tree_max"}
     estimator = meta.get("estimator")
+    if estimator in FOREST_ESTIMATORS:
+        from ._forestfile import check_forest_meta
+        check_forest_meta(meta, where)
+        _check_depth(meta, where)
+        return meta
     if estimator not in _ESTIMATORS:
         _fail(where, f"unknown estimator class {_short(estimator)}; expected one of "
-                     f"{', '.join(_ESTIMATORS)}")
+                     f"{', '.join(_ESTIMATORS + FOREST_ESTIMATORS)}")
     if estimator.startswith("CARTClassifier"):
         keys |= {"classes", "split_cost_default"}
     keys |= {"cv"} if estimator.endswith("CV") else {"test_sample"}
@@ -543,6 +589,9 @@ def _check_depth(value, where, depth=0):
 
 
 def _expected_members(meta):
+    if meta["estimator"] in FOREST_ESTIMATORS:
+        from ._forestfile import forest_members
+        return forest_members(meta)
     prefixes = ("tree_max",) if meta["tree_is_tree_max"] else ("tree", "tree_max")
     names = [f"{prefix}/{name}" for prefix in prefixes for name in Tree._fields]
     if meta["estimator"].startswith("CARTClassifier"):
@@ -776,7 +825,9 @@ def _derived_problem(tree, classifier):
     totals = classifier.class_weight_totals_
     if not np.all(np.abs(value[0] - totals) <= _DERIVED_RTOL * totals):
         return "/value of the root must be the class weight totals (class_weight_totals)"
-    p_jt = value * (classifier.priors_ / totals)
+    # a class absent from a forest tree's sample (N_j = 0) has p(j, t) = 0
+    p_jt = value * np.divide(classifier.priors_, totals, out=np.zeros_like(totals),
+                             where=totals > 0)
     cost = classifier.cost_
     risks = p_jt @ cost  # risks[t, i] = Σ_j p(j, t) C(i|j)
     best = risks.min(axis=1)
@@ -814,9 +865,10 @@ def _check_pruned(tree, tree_max, where):
                          "tree is not T(α) of tree_max")
 
 
-def _build(meta, arrays, where):
+def decode_features(meta, where):
+    """``(p, feature names or None, Encoding)`` of the metadata :func:`encode_features`
+    wrote, checked."""
     from . import _encoding as E
-    from . import estimators
 
     p = _int(meta["n_features_in"], "n_features_in", where, 1, E.MAX_LEVELS ** 2)
     names = meta["feature_names_in"]
@@ -848,6 +900,22 @@ def _build(meta, arrays, where):
         categories.append(levels)
         families.append(feat["family"])
     encoding = E.Encoding(np.array(kinds, dtype=np.int8), tuple(categories), tuple(families))
+    return p, names, encoding
+
+
+def decode_params(est, params, where):
+    """Set the saved ``params`` (exactly the estimator's parameters) on ``est``."""
+    _exact_keys(params, set(est.get_params(deep=False)), "params", where)
+    est.set_params(**{k: _decode_param(v, f"parameter {k}", where) for k, v in params.items()})
+
+
+def _build(meta, arrays, where):
+    from . import estimators
+
+    if meta["estimator"] in FOREST_ESTIMATORS:
+        from ._forestfile import build_forest
+        return build_forest(meta, arrays, where)
+    p, names, encoding = decode_features(meta, where)
     n_levels = encoding.n_levels
 
     cls = getattr(estimators, meta["estimator"])
@@ -856,8 +924,7 @@ def _build(meta, arrays, where):
     if isinstance(params, dict) and "compat" not in params:
         # written before the estimators had ``compat``: those files are the exact mode
         params = dict(params, compat="breiman")
-    _exact_keys(params, set(est.get_params(deep=False)), "params", where)
-    est.set_params(**{k: _decode_param(v, f"parameter {k}", where) for k, v in params.items()})
+    decode_params(est, params, where)
     try:
         est._check_params()
         if hasattr(est, "_check_cv_params"):

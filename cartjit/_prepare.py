@@ -107,6 +107,19 @@ def check_params(est):
     )
 
 
+def tree_settings(params, priors, cost, default_cost, max_surrogate):
+    """The kernels' :class:`Settings` of the checked parameters (:func:`check_params`),
+    the class tables of the fit (None for regression) and the resolved ``max_surrogate``
+    (a number, not ``"auto"``). A model file rebuilds a fit's settings with it too."""
+    _, use_surrogate, surrogate_style, max_competitor = params["missing"]
+    return Settings(params["criterion"], params["max_depth"],
+                    params["min_samples_split"], params["min_samples_leaf"],
+                    params["min_impurity_decrease"], params["max_leaf_nodes"],
+                    priors, cost, default_cost, params["max_categories_exhaustive"],
+                    max_surrogate=max_surrogate, use_surrogate=use_surrogate,
+                    surrogate_style=surrogate_style, max_competitor=max_competitor)
+
+
 def prepare(est, X, y, sample_weight):
     """Check the parameters and the data; return a :class:`_Prepared`.
 
@@ -187,16 +200,11 @@ def _checked(est, X, y, sample_weight):
                           kernel_levels(encoding))
         priors, cost, default_cost = None, None, True
         y_rows = None
-    max_surrogate, use_surrogate, surrogate_style, max_competitor = params["missing"]
+    max_surrogate = params["missing"][0]
     n_missing = E.warn_missing(problem.X, names)
     if max_surrogate == "auto":
         max_surrogate = AUTO_SURROGATES if n_missing else 0
-    settings = Settings(params["criterion"], params["max_depth"],
-                        params["min_samples_split"], params["min_samples_leaf"],
-                        params["min_impurity_decrease"], params["max_leaf_nodes"],
-                        priors, cost, default_cost, params["max_categories_exhaustive"],
-                        max_surrogate=max_surrogate, use_surrogate=use_surrogate,
-                        surrogate_style=surrogate_style, max_competitor=max_competitor)
+    settings = tree_settings(params, priors, cost, default_cost, max_surrogate)
     E.warn_target_in_features(problem.X if rows is None else X_all, encoding, y_given,
                               names)
     _cache.doing(_cache.describe_fit(est._is_classifier, est.criterion,

@@ -19,6 +19,7 @@ search draws m features for each node (:mod:`cartjit.engine.draws`);
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 import os
@@ -26,10 +27,13 @@ import warnings
 
 import numpy as np
 
+from . import _encoding as E
 from . import _prepare as P
 from . import _validation as V
 from .engine import cache as _cache
 from .engine import forest as F
+from .engine import proximity as PX
+from .engine.limits import check_allocation
 from .engine.fit import Fitted
 from .estimators import (CARTClassifier, CARTRegressor, _Base, _BaseCART,
                          _ClassifierMixin, _RegressorMixin)
@@ -250,6 +254,7 @@ class _BaseForest(_Base):
                 del self.__dict__[name]
         self.forest_ = res.forest
         self._trees = res.trees
+        self._train_digest = _digest(problem.X)
         self._tree_importance = res.importance
         self._plan_ = plan
         self._n_jobs = n_jobs
@@ -310,6 +315,7 @@ class _BaseForest(_Base):
         self.oob_n_trees_ = self._over_rows(oob.n_trees, 0)
         if self._is_classifier:
             self.oob_decision_function_ = self._over_rows(oob.value, np.nan)
+            self.oob_error_curve_by_class_ = oob.class_curve
             J = self.n_classes_
             conf = np.zeros((J, J))
             np.add.at(conf, (problem.y_class[has], oob.pred[has]), w[has])
@@ -436,6 +442,142 @@ class _BaseForest(_Base):
                     table[f"raw[{c}]"] = self.oob_importances_by_class_[:, j]
         return pd.DataFrame(table, index=pd.Index([str(n) for n in names], dtype=object))
 
+    # -- proximities -----------------------------------------------------------------
+    def _proximity_rows(self, X, name, oob):
+        """X checked and encoded as for prediction; with ``oob`` it must be the rows
+        given to ``fit``, in order (the in-bag counts are per row)."""
+        X = self._check_predict_X(X) if name == "X" else self._encode(X, name)
+        if oob:
+            rows = X if self._rows is None or X.shape[0] != self._n_rows else X[self._rows]
+            digest = getattr(self, "_train_digest", None)
+            if X.shape[0] != self._n_rows or (digest is not None and _digest(rows) != digest):
+                raise ValueError(
+                    f"oob=True: {name} must be the {self._n_rows} rows given to fit, in the "
+                    f"same order (out-of-bag proximities count the trees for which both "
+                    f"cases are out of the bag), got {X.shape[0]} rows"
+                    + (" with other values" if X.shape[0] == self._n_rows else "")
+                    + "; give oob=False for proximities over every tree")
+        return X
+
+    def _encode(self, X, name):
+        shape = np.shape(X)
+        if len(shape) != 2 or shape[1] != self.n_features_in_:
+            raise ValueError(f"{name} must be 2-d with the {self.n_features_in_} features "
+                             f"of fit, got shape {shape}")
+        V.check_feature_names(X, getattr(self, "feature_names_in_", None),
+                              type(self).__name__)
+        return E.transform(X, self._encoding, self.n_features_in_, self, name=name)
+
+    def _proximity_setup(self, X, Y, oob):
+        """``(X, Y, oob)``: ``oob`` checked and resolved (None: out of bag among the rows
+        of X, every tree between X and Y), X and Y checked and encoded."""
+        if oob is not None and not isinstance(oob, (bool, np.bool_)):
+            raise TypeError(f"oob must be True, False or None, got {oob!r}")
+        if oob is None:
+            oob = Y is None
+        if oob and Y is not None:
+            raise ValueError("oob=True gives the proximities of the training cases among "
+                             "themselves; between X and Y give oob=False (every tree)")
+        Xc = self._proximity_rows(X, "X", oob)
+        Yc = None if Y is None else self._proximity_rows(Y, "Y", False)
+        return Xc, Yc, bool(oob)
+
+    def _members(self, Xc, Yc, oob):
+        """The end nodes of X's rows, their out-of-bag bits (None: every tree) and the
+        member lists of the reference cases: Y's rows, or X's own."""
+        _cache.doing("the kernels of forest proximities")
+        ends = F.forest_apply(self.forest_, Xc, self._n_jobs)
+        bits = PX.oob_bits(self.inbag_counts() > 0) if oob else None
+        ref_ends = ends if Yc is None else F.forest_apply(self.forest_, Yc, self._n_jobs)
+        return ends, bits, PX.leaf_members(ref_ends, self.forest_.roots, bits)
+
+    def proximity(self, X, Y=None, *, oob=None):
+        """Breiman's proximities (docs/forests.md, "Proximities, outliers, MDS and the
+        forests' plots"): the fraction of trees in which two cases end in the same
+        node.
+
+        With Y None, the (n, n) proximities among the rows of X: out of bag by default
+        (``oob=None`` or True; X must then be the rows given to ``fit``, in order), the
+        fraction of the trees for which both cases are out of the bag in which they
+        share a node (randomForest's ``oob.prox=TRUE``; 0 for a pair never out of bag
+        together); ``oob=False`` counts every tree (all-case proximity) and takes any
+        rows. With Y, the (n, m) all-case proximities of the rows of X to those of Y
+        (for example new cases to the training cases). 1 on the diagonal; symmetric.
+
+        The matrix takes 8 n m bytes: a request over ``CARTJIT_MEMORY_LIMIT`` is refused
+        with a ``ValueError`` (:meth:`nearest` needs no dense matrix)."""
+        self._check_fitted()
+        Xc, Yc, oob = self._proximity_setup(X, Y, oob)
+        n, m = Xc.shape[0], Xc.shape[0] if Yc is None else Yc.shape[0]
+        check_allocation(8 * n * m, f"proximity: a dense {n} × {m} float64 matrix",
+                         "nearest(X, k) gives each case's k nearest cases without it")
+        ends, bits, ref = self._members(Xc, Yc, oob)
+        return PX.proximity_matrix(ends, ref, bits, diagonal=Yc is None,
+                                   n_threads=self._n_jobs)
+
+    def nearest(self, X, k, Y=None, *, oob=None):
+        """The k cases of largest proximity to each row of X, without the dense matrix:
+        ``(index, proximity)``, int64 and float64 arrays (n, k), the nearest first, ties
+        to the smaller index. With Y None they are the other rows of X (the case itself
+        left out; k <= n - 1), out of bag as :meth:`proximity` by default; with Y, rows
+        of Y (k <= m), every tree. Where fewer than k cases share a node with a case,
+        cases of proximity 0 fill its row in index order. The result equals a stable
+        sort by decreasing proximity of each row of :meth:`proximity`."""
+        self._check_fitted()
+        Xc, Yc, oob = self._proximity_setup(X, Y, oob)
+        n_ref = Xc.shape[0] - 1 if Yc is None else Yc.shape[0]
+        V.check_int(k, "k", low=1)
+        if k > n_ref:
+            raise ValueError(f"k must be in [1, {n_ref}] (the "
+                             + ("other rows of X" if Yc is None else "rows of Y")
+                             + f"), got {k}")
+        n_trees = self.forest_.n_trees
+        check_allocation(12 * (Xc.shape[0] + (0 if Yc is None else Yc.shape[0])) * n_trees,
+                         f"nearest: the end nodes of {Xc.shape[0]} cases in {n_trees} trees",
+                         "give fewer rows of X at a time (with Y), or grow fewer trees")
+        ends, bits, ref = self._members(Xc, Yc, oob)
+        return PX.nearest(ends, ref, int(k), bits, diagonal=Yc is None,
+                          n_threads=self._n_jobs)
+
+    def outlier(self, X, y=None, *, oob=True):
+        """Breiman & Cutler's outlier measure of each row of X (randomForest's
+        ``outlier``): for case i of class j, n / Σ_{k of class j} prox(i, k)², normalised
+        within each class by its median and MAD (1.4826 · the median absolute
+        deviation, R's ``mad``). ``y`` gives each row's class (for a classifier, the
+        training targets); None puts every case in one class (the measure randomForest
+        offers a regression through ``outlier(proximity)``). Proximities as
+        :meth:`proximity` (out of bag by default); large values mark cases unlike the
+        rest of their class."""
+        self._check_fitted()
+        oob = self._check_oob(oob)
+        if y is not None:
+            y = np.asarray(y)
+            n = len(X)
+            if y.ndim != 1 or y.shape[0] != n:
+                raise ValueError(f"y must be one label per row of X ({n}), got shape "
+                                 f"{y.shape}")
+        prox = self.proximity(X, oob=oob)
+        return PX.outlier_measure(prox, np.zeros(prox.shape[0]) if y is None else y)
+
+    def proximity_mds(self, X, n_components=2, *, oob=True):
+        """Classical multidimensional scaling of 1 - proximity (randomForest's
+        ``MDSplot``, R's ``cmdscale``): ``(coordinates, eigenvalues)``, the rows of X
+        in ``n_components`` dimensions (fewer when fewer eigenvalues are positive) and
+        every eigenvalue of the doubly centred matrix, largest first."""
+        self._check_fitted()
+        V.check_int(n_components, "n_components", low=1)
+        prox = self.proximity(X, oob=self._check_oob(oob))
+        if n_components > prox.shape[0]:
+            raise ValueError(f"n_components must be <= the {prox.shape[0]} rows of X, got "
+                             f"{n_components}")
+        return PX.classical_scaling(1.0 - prox, int(n_components))
+
+    @staticmethod
+    def _check_oob(oob):
+        if not isinstance(oob, (bool, np.bool_)):
+            raise TypeError(f"oob must be True or False, got {oob!r}")
+        return bool(oob)
+
 
 class _TreeWithAbsentClasses(CARTClassifier):
     """A tree of a forest whose sample lacks some class (N_j = 0; a single tree drops
@@ -444,6 +586,16 @@ class _TreeWithAbsentClasses(CARTClassifier):
     def _leaf_proba(self, leaves):
         return F.class_proba(self.tree_.value[leaves], self.priors_,
                              self.class_weight_totals_)
+
+
+def _digest(X):
+    """A fingerprint of the encoded training rows (NaN made one value), so that the
+    out-of-bag proximities can check they are given the rows ``fit`` was."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    canon = np.where(np.isnan(X), np.nan, X)
+    h = hashlib.blake2b(repr(canon.shape).encode(), digest_size=16)
+    h.update(canon.tobytes())
+    return h.hexdigest()
 
 
 def _r2(y, pred, w):
@@ -561,7 +713,9 @@ class RandomForestClassifier(_ClassifierMixin, _BaseForest):
     ``oob_decision_function_`` (n_samples, n_classes: the average over each case's OOB
     trees; NaN for a case never out of bag or taking no part), ``oob_confusion_``
     (n_classes × n_classes, weight of the cases of true class j (row) with OOB
-    prediction i (column)), ``oob_importances_by_class_`` and
+    prediction i (column)), ``oob_error_curve_by_class_`` (n_estimators, n_classes: the
+    weighted mean cost of each class's cases out of bag among the first b trees;
+    randomForest's ``err.rate`` per class), ``oob_importances_by_class_`` and
     ``oob_importances_by_class_scaled_`` (n_features, n_classes).
     """ + _FOREST_DOC)
 

@@ -116,6 +116,29 @@ def _conditions(tree, row, thr, name, levels, decimals):
     return f"{name} <= {text}", f"{name} > {text}"
 
 
+def _one_tree(estimator, tree, caller):
+    """The estimator whose tree is printed: ``estimator`` itself (``tree`` None), or tree
+    ``tree`` of a fitted forest (:mod:`cartjit.ensemble`), its view ``estimators_[tree]``:
+    a fitted single tree, printed as any other."""
+    from .ensemble import _BaseForest
+
+    if not isinstance(estimator, _BaseForest):
+        if tree is not None:
+            raise TypeError(f"tree={tree!r} picks a tree of a forest, but "
+                            f"{type(estimator).__name__} is a single tree: leave tree=None")
+        return estimator
+    if tree is None:
+        raise TypeError(f"{caller} prints one tree of a forest: give tree=k, 0 <= k < "
+                        f"n_estimators, to print tree k of the {type(estimator).__name__}")
+    if isinstance(tree, (bool, np.bool_)) or not isinstance(tree, (int, np.integer)):
+        raise TypeError(f"tree must be an int (the index of a tree), got {tree!r}")
+    views = estimator.estimators_  # NotFittedError before fit
+    if not 0 <= tree < len(views):
+        raise ValueError(f"tree must lie in [0, {len(views)}) (the forest has "
+                         f"{len(views)} trees), got {tree}")
+    return views[int(tree)]
+
+
 def _checked(estimator, feature_names, decimals, max_depth, caller):
     """``(tree_, feature names)`` after checking the common arguments."""
     tree = getattr(estimator, "tree_", None)
@@ -144,13 +167,14 @@ def _checked(estimator, feature_names, decimals, max_depth, caller):
 
 
 def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
-                show_alpha=False, details=False, layout="tree"):
+                show_alpha=False, details=False, layout="tree", tree=None):
     """The fitted tree of ``estimator`` as indented text (see the module docstring).
 
     Parameters
     ----------
-    estimator : fitted CARTClassifier, CARTRegressor or their CV variants
-        Its ``tree_`` is printed (T(ccp_alpha) or the CV-selected subtree).
+    estimator : fitted CARTClassifier, CARTRegressor or their CV variants, or a forest
+        Its ``tree_`` is printed (T(ccp_alpha) or the CV-selected subtree); of a forest
+        (:mod:`cartjit.ensemble`), the ``tree_`` of its tree ``tree``.
     feature_names : sequence of str, optional
         One name per feature; default ``feature_names_in_`` when the estimator was
         fitted on a DataFrame, else ``x0, x1, ...``.
@@ -168,12 +192,16 @@ def export_text(estimator, feature_names=None, *, decimals=3, max_depth=None,
         ``print.rpart`` (see :func:`_rpart_layout`): header ``n= N``, rpart's node
         numbers, ``split n loss yval (yprob)`` with ``*`` at the leaves;
         ``show_alpha`` is ignored there.
+    tree : int, optional
+        With a forest: the index k of the tree to print (0 <= k < ``n_estimators``), its
+        single-tree view ``estimators_[k]``. Must be None for a single tree.
 
     Returns
     -------
     str
         The text, ending with a newline.
     """
+    estimator = _one_tree(estimator, tree, "export_text")
     if not isinstance(details, (bool, np.bool_)):
         raise TypeError(f"details must be True or False, got {details!r}")
     if layout not in ("tree", "rpart"):
@@ -335,7 +363,7 @@ def _split_line(tree, f, thr, row, low_left, names, categories, decimals):
     return f"{left} {_side(low_left)}"
 
 
-def summary(estimator, feature_names=None, *, decimals=3, max_depth=None):
+def summary(estimator, feature_names=None, *, decimals=3, max_depth=None, tree=None):
     """Every node of the fitted tree at length, in the spirit of R's ``summary.rpart``.
 
     After a header, the pruning sequence (with the cross-validated columns for the CV
@@ -361,7 +389,9 @@ def summary(estimator, feature_names=None, *, decimals=3, max_depth=None):
     Thresholds read as in :func:`export_text`: ``x <= c to the left`` sends the cases
     with x <= c to the left child (a surrogate may send them right instead); a subset
     split names the levels of each side. ``max_depth`` limits the nodes described.
+    With a forest, ``tree=k`` describes its tree k (as :func:`export_text`).
     """
+    estimator = _one_tree(estimator, tree, "summary")
     tree, names = _checked(estimator, feature_names, decimals, max_depth, "summary")
     n_features = int(estimator.n_features_in_)
     classes = getattr(estimator, "classes_", None)
@@ -705,7 +735,7 @@ def _condition_text(view, f, cond, decimals):
 
 
 def export_rules(estimator, feature_names=None, *, decimals=3, max_depth=None,
-                 class_names=None, as_frame=False):
+                 class_names=None, as_frame=False, tree=None):
     """One readable if/then rule per leaf of the fitted tree, left to right.
 
     ::
@@ -746,11 +776,14 @@ def export_rules(estimator, feature_names=None, *, decimals=3, max_depth=None,
         conditions joined with ``and``; empty for a tree that is only its root), ``n``,
         ``weight``, ``prediction`` (class name or mean) and, for a classifier, ``share``
         (the predicted class's share of the weight).
+    tree : int, optional
+        With a forest: the index of the tree (as :func:`export_text`).
 
     Returns
     -------
     str (ending with a newline) or pandas.DataFrame
     """
+    estimator = _one_tree(estimator, tree, "export_rules")
     if not isinstance(as_frame, (bool, np.bool_)):
         raise TypeError(f"as_frame must be True or False, got {as_frame!r}")
     view = _view(estimator, feature_names, decimals, max_depth, "export_rules", class_names)
@@ -837,7 +870,7 @@ def _surrogate_lines(tree, node, view, decimals):
 
 
 def export_graphviz(estimator, feature_names=None, *, class_names=None, max_depth=None,
-                    decimals=3, filled=True, surrogates=False, rounded=True):
+                    decimals=3, filled=True, surrogates=False, rounded=True, tree=None):
     """The fitted tree as Graphviz DOT text (a ``digraph``); no Graphviz install needed
     to make it (``dot -Tpng tree.dot -o tree.png`` draws it).
 
@@ -853,8 +886,10 @@ def export_graphviz(estimator, feature_names=None, *, class_names=None, max_dept
     ``(...)`` child standing for its cut subtree. ``surrogates=True`` adds a node's
     surrogate splits (each as the condition it sends left, with its agreement) and the
     number of its cases missing the split feature. Names are escaped for DOT (quotes,
-    backslashes; a newline in a name becomes a line break).
+    backslashes; a newline in a name becomes a line break). With a forest, ``tree=k``
+    draws its tree k (as :func:`export_text`).
     """
+    estimator = _one_tree(estimator, tree, "export_graphviz")
     for name, value in (("filled", filled), ("surrogates", surrogates), ("rounded", rounded)):
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False, got {value!r}")

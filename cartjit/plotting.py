@@ -1,5 +1,6 @@
 """Pictures of a fitted tree: :func:`plot_tree`, :func:`plot_partition`, :func:`plot_cv`,
-:func:`plot_importance`.
+:func:`plot_importance`; of a fitted forest: :func:`plot_oob_error`,
+:func:`plot_forest_importance`, :func:`plot_proximity`.
 
 Each function draws into the matplotlib ``Axes`` it is given, or into a new figure when
 ``ax`` is None, and returns the Axes. A new figure is a bare
@@ -20,7 +21,10 @@ of ± 1 SE (:data:`ERRORBAR_STYLE`) over the resubstitution risk as a grey dashe
 The drawn artists carry a ``gid`` for whoever post-processes the figure (and for the
 tests): ``node-<i>`` for the box of node i of ``tree_`` in :func:`plot_tree`,
 ``leaf-<i>`` for a rectangle of the region of node i in :func:`plot_partition`,
-``cv-min`` and ``cv-choice`` for the two marked subtrees of :func:`plot_cv`.
+``cv-min`` and ``cv-choice`` for the two marked subtrees of :func:`plot_cv`,
+``oob-error`` (and ``oob-error-<j>`` per class) for the curves of :func:`plot_oob_error`,
+``importance-bar`` for the bars of both importance plots, ``mds-<j>`` (class j) or
+``mds-points`` for the points of :func:`plot_proximity`.
 """
 from __future__ import annotations
 
@@ -31,8 +35,9 @@ import numpy as np
 from .engine.tree import LEAF
 from .export import CLASS_COLOURS, _blend, _checked, _conditions, _number
 
-__all__ = ["plot_tree", "plot_partition", "plot_cv", "plot_importance", "CLASS_COLORS",
-           "VALUE_CMAP", "ERRORBAR_STYLE", "RESUB_STYLE"]
+__all__ = ["plot_tree", "plot_partition", "plot_cv", "plot_importance", "plot_oob_error",
+           "plot_forest_importance", "plot_proximity", "CLASS_COLORS", "VALUE_CMAP",
+           "ERRORBAR_STYLE", "RESUB_STYLE"]
 
 #: Class colours, in the order of ``classes_``: those of ``export_graphviz``
 #: (matplotlib's "tab10"), then "tab20"'s light shades; more classes cycle.
@@ -990,4 +995,186 @@ def plot_importance(estimator, *, ax=None, kind="rpart", max_features=20):
     ax.set_title(f"Variable importance of {type(estimator).__name__}"
                  + (f" ({left_out} more features not shown)" if left_out else ""),
                  fontsize=_TITLE_SIZE)
+    return ax
+
+
+# --------------------------------------------------------------------------- forests
+
+def _forest(forest, caller):
+    """``forest`` after checking it is a fitted forest of :mod:`cartjit.ensemble`."""
+    from .ensemble import _BaseForest
+
+    if not isinstance(forest, _BaseForest):
+        raise TypeError(f"{caller} needs a fitted forest (RandomForestClassifier, "
+                        f"RandomForestRegressor, BaggedCART*), got a "
+                        f"{type(forest).__name__}")
+    forest._check_fitted()
+    return forest
+
+
+def _forest_feature_names(forest):
+    names = getattr(forest, "feature_names_in_", None)
+    return ([str(n) for n in names] if names is not None
+            else [f"x{j}" for j in range(forest.n_features_in_)])
+
+
+def plot_oob_error(forest, *, ax=None, by_class=True):
+    """The out-of-bag error after each number of trees b = 1, ..., B, like
+    randomForest's ``plot.randomForest``: ``oob_error_curve_`` (the error of the cases
+    out of bag at least once among the first b trees) as a black line, and for a
+    classifier with ``by_class`` each class's own curve (``oob_error_curve_by_class_``,
+    the weighted mean cost of that class's cases) in its class colour. The forest must
+    have been fitted with ``oob_score=True`` (or ``oob_importance=True``).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    _require_matplotlib("plot_oob_error")
+    from matplotlib.ticker import MaxNLocator
+
+    forest = _forest(forest, "plot_oob_error")
+    if not isinstance(by_class, (bool, np.bool_)):
+        raise TypeError(f"by_class must be True or False, got {by_class!r}")
+    curve = getattr(forest, "oob_error_curve_", None)
+    if curve is None:
+        raise ValueError("plot_oob_error needs the out-of-bag estimates: fit the forest "
+                         "with oob_score=True")
+    trees = np.arange(1, curve.shape[0] + 1)
+    ax = _new_axes(ax, (6.4, 4.0))
+    style_axes(ax)
+    classifier = hasattr(forest, "classes_")
+    per_class = getattr(forest, "oob_error_curve_by_class_", None)
+    if classifier and by_class and per_class is not None:
+        for j, name in enumerate(_class_names(forest, None)):
+            ax.plot(trees, per_class[:, j], color=class_color(j), linewidth=1.0,
+                    label=f"class {name}", gid=f"oob-error-{j}")
+    ax.plot(trees, curve, color="black", linewidth=1.5, label="OOB", gid="oob-error")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(0.5, max(1.5, trees[-1] + 0.5))
+    ax.set_xlabel("number of trees")
+    ax.set_ylabel("OOB error" if classifier else "OOB mean squared error")
+    if classifier and by_class and per_class is not None:
+        ax.legend(fontsize=_SMALL_SIZE, loc="best")
+    ax.set_title(f"{type(forest).__name__}: out-of-bag error after each tree",
+                 fontsize=_TITLE_SIZE)
+    return ax
+
+
+def _mdi_se(forest):
+    """The standard error over the trees of the forest's MDI: each tree's normalised
+    importance over the trees that split, scaled as their mean is normalised."""
+    per_tree = forest._tree_importance
+    per_tree = per_tree[per_tree.sum(axis=1) > 0]
+    if per_tree.shape[0] < 2:
+        return np.zeros(forest.n_features_in_)
+    total = per_tree.mean(axis=0).sum()
+    return per_tree.std(axis=0, ddof=1) / np.sqrt(per_tree.shape[0]) / total
+
+
+def plot_forest_importance(forest, *, ax=None, kind="permutation", max_features=20):
+    """Horizontal bars of a forest's variable importances with ± 1 SE bars, the largest
+    on top (randomForest's ``varImpPlot``, with the error bars).
+
+    ``kind="permutation"``: Breiman's OOB permutation importance
+    (``oob_importances_``, the mean increase of the trees' OOB error when the feature is
+    permuted) ± its standard error ``oob_importances_se_``; the forest must have been
+    fitted with ``oob_importance=True``. ``kind="mdi"``: the impurity importance
+    (``feature_importances_``) ± the standard error of the trees' own importances
+    (scaled alike). At most ``max_features`` bars (a note counts the rest).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    _require_matplotlib("plot_forest_importance")
+    forest = _forest(forest, "plot_forest_importance")
+    if kind not in ("permutation", "mdi"):
+        raise ValueError(f"kind must be 'permutation' or 'mdi', got {kind!r}")
+    max_features = _check_int(max_features, "max_features", 1)
+    if kind == "permutation":
+        if not hasattr(forest, "oob_importances_"):
+            raise ValueError("kind='permutation' needs the permutation importance: fit the "
+                             "forest with oob_importance=True (or give kind='mdi')")
+        values = np.asarray(forest.oob_importances_, dtype=float)
+        se = np.asarray(forest.oob_importances_se_, dtype=float)
+        xlabel = "permutation importance (increase of the OOB error) ± 1 SE"
+    else:
+        values = np.asarray(forest.feature_importances_, dtype=float)
+        se = _mdi_se(forest)
+        xlabel = "impurity importance (MDI) ± 1 SE over the trees"
+    names = _forest_feature_names(forest)
+    order = np.argsort(-np.nan_to_num(values, nan=-np.inf), kind="stable")
+    left_out = max(0, len(order) - max_features)
+    order = order[:max_features]
+
+    ax = _new_axes(ax, (6.0, float(np.clip(0.32 * len(order) + 1.3, 2.0, 9.0))))
+    style_axes(ax)
+    ax.grid(False, axis="y")
+    pos = np.arange(len(order))[::-1]
+    bars = ax.barh(pos, values[order], xerr=se[order], color=class_color(0), height=0.7,
+                   error_kw={"capsize": ERRORBAR_STYLE["capsize"], "elinewidth": 1.0,
+                             "ecolor": "black"})
+    for bar in bars:
+        bar.set_gid("importance-bar")
+    ax.axvline(0.0, color="0.3", linewidth=0.8)
+    ax.set_yticks(pos, [names[j] for j in order])
+    ax.set_xlabel(_wrap_to_axes(ax, xlabel, _TITLE_SIZE))
+    ax.set_title(f"Variable importance of {type(forest).__name__}"
+                 + (f" ({left_out} more features not shown)" if left_out else ""),
+                 fontsize=_TITLE_SIZE)
+    return ax
+
+
+def plot_proximity(forest, X, y=None, *, ax=None, oob=True):
+    """The cases of X in the first two dimensions of the classical scaling of
+    1 - proximity (randomForest's ``MDSplot``; :meth:`proximity_mds` of the forest),
+    coloured by ``y``: class colours in the order of ``classes_`` for a classifier,
+    :data:`VALUE_CMAP` for a regression's responses, one colour without ``y``. With
+    ``oob=True`` (default) X must be the rows given to ``fit``. Each axis label gives
+    its dimension's share of the positive eigenvalues.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    _require_matplotlib("plot_proximity")
+    forest = _forest(forest, "plot_proximity")
+    coords, values = forest.proximity_mds(X, 2, oob=oob)
+    n = coords.shape[0]
+    if y is not None:
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y must be one value per row of X ({n}), got shape {y.shape}")
+    xy = np.zeros((n, 2))
+    xy[:, :coords.shape[1]] = coords
+    positive = values[values > 0].sum()
+    ax = _new_axes(ax, (5.6, 4.8))
+    style_axes(ax)
+    classifier = hasattr(forest, "classes_")
+    if y is None:
+        ax.scatter(xy[:, 0], xy[:, 1], s=14, color=class_color(0), gid="mds-points")
+    elif classifier:
+        codes = _class_codes(forest, y)
+        if np.any(codes < 0):
+            raise ValueError(f"y holds labels that are not among the forest's classes_ "
+                             f"{list(forest.classes_)}")
+        for j, name in enumerate(_class_names(forest, None)):
+            at = codes == j
+            if at.any():
+                ax.scatter(xy[at, 0], xy[at, 1], s=14, color=class_color(j), label=name,
+                           gid=f"mds-{j}")
+        ax.legend(fontsize=_SMALL_SIZE, loc="best", title="class",
+                  title_fontsize=_SMALL_SIZE)
+    else:
+        points = ax.scatter(xy[:, 0], xy[:, 1], s=14, c=y.astype(float), cmap=VALUE_CMAP,
+                            gid="mds-points")
+        ax.figure.colorbar(points, ax=ax, label="y")
+    for d in range(2):
+        share = (f" ({100 * values[d] / positive:.0f}% of the positive eigenvalues)"
+                 if d < coords.shape[1] and positive > 0 else " (eigenvalue <= 0)")
+        (ax.set_xlabel if d == 0 else ax.set_ylabel)(f"dimension {d + 1}{share}",
+                                                     fontsize=_SMALL_SIZE + 1)
+    ax.set_title(f"{type(forest).__name__}: MDS of 1 - "
+                 + ("out-of-bag " if oob else "") + "proximity", fontsize=_TITLE_SIZE)
     return ax

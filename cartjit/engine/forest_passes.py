@@ -488,6 +488,7 @@ class OOBResult(NamedTuple):
     pred: np.ndarray      # int64 (n,): predicted class (-1: none, or regression)
     curve: np.ndarray     # float64 (B,): OOB error after the first b trees (NaN: no case)
     curve_weight: np.ndarray  # float64 (B,): weight of the cases with an OOB prediction
+    class_curve: np.ndarray | None = None  # float64 (B, J): per class (NaN: no case)
 
 
 def oob_estimates(forest, X, inbag, targets, priors=None, n_threads=None):
@@ -499,6 +500,8 @@ def oob_estimates(forest, X, inbag, targets, priors=None, n_threads=None):
     prediction the class (or mean) of that average, and ``curve[b - 1]`` the error
     (:func:`sample_risk` with ``priors``, :func:`risk_priors`) after the first b trees of
     the cases with at least one OOB tree among them. The per-chunk sums are reduced in chunk order.
+    ``class_curve[b - 1, j]`` is the weighted mean loss of the class-j cases among them
+    (randomForest's ``err.rate`` per class; one column of squared errors for regression).
     """
     X = _rows(X)
     n = X.shape[0]
@@ -524,8 +527,9 @@ def oob_estimates(forest, X, inbag, targets, priors=None, n_threads=None):
     curve = sample_risk(loss, weight, priors)
     with np.errstate(invalid="ignore", divide="ignore"):
         value = sums / counts[:, None]
+        class_curve = np.where(weight > 0, loss / weight, np.nan)
     value[counts == 0] = np.nan
-    return OOBResult(value, counts, pred, curve, weight.sum(axis=1))
+    return OOBResult(value, counts, pred, curve, weight.sum(axis=1), class_curve)
 
 
 # --------------------------------------------------------------------------- importance

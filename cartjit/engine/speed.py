@@ -184,8 +184,9 @@ if _NRT_OPTION:
 #: derives this set from the sources and checks it is listed here. Editing another
 #: module (the estimators, the model files, the input checks) keeps the cached kernels.
 ENGINE_MODULES = ("assembly", "children", "choose", "draws", "forest_passes", "gathered",
-                  "grow", "impurity", "missing", "predict", "presort", "pruning", "records",
-                  "rpart", "scans", "search", "speed", "subsets", "surrogates", "tree")
+                  "grow", "impurity", "missing", "predict", "presort", "proximity",
+                  "pruning", "records", "rpart", "scans", "search", "speed", "subsets",
+                  "surrogates", "tree")
 
 
 def _engine_stamp(package_dir):

@@ -14,7 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cartjit import CARTClassifier, CARTClassifierCV, CARTRegressor, CARTRegressorCV
+from cartjit import (BaggedCARTClassifier, BaggedCARTRegressor, CARTClassifier,
+                     CARTClassifierCV, CARTRegressor, CARTRegressorCV, RandomForestClassifier,
+                     RandomForestRegressor)
 from cartjit import _cli_options as T
 from cartjit.__main__ import _fit_from_args, build_parser, main
 from cartjit._cli_errors import run_guarded
@@ -22,8 +24,12 @@ from cartjit.datasets import load_dataset
 from cartjit.export import export_text
 
 ROOT = Path(__file__).resolve().parents[2]
-CLASSES = {("classification", False): CARTClassifier, ("classification", True): CARTClassifierCV,
-           ("regression", False): CARTRegressor, ("regression", True): CARTRegressorCV}
+CLASSES = {("classification", T.TREE): CARTClassifier, ("classification", T.CV): CARTClassifierCV,
+           ("regression", T.TREE): CARTRegressor, ("regression", T.CV): CARTRegressorCV,
+           ("classification", T.FOREST): RandomForestClassifier,
+           ("regression", T.FOREST): RandomForestRegressor}
+#: --bagging's classes: the forests' parameters, every feature by default.
+BAGGING = {"classification": BaggedCARTClassifier, "regression": BaggedCARTRegressor}
 
 
 def signature(cls):
@@ -39,7 +45,7 @@ def subparser(command):
 
 # ------------------------------------------------------------- table vs estimators
 def test_every_estimator_parameter_is_an_option_or_says_why_not():
-    params = set().union(*(signature(cls) for cls in CLASSES.values()))
+    params = set().union(*(signature(cls) for cls in (*CLASSES.values(), *BAGGING.values())))
     table = {o.param for o in T.OPTIONS}
     assert len(table) == len(T.OPTIONS), "a parameter listed twice"
     assert table | set(T.NOT_OPTIONS) == params
@@ -49,18 +55,26 @@ def test_every_estimator_parameter_is_an_option_or_says_why_not():
 
 @pytest.mark.parametrize("option", T.OPTIONS, ids=lambda o: o.param)
 def test_option_applies_to_the_estimators_that_take_it(option):
-    """``tasks`` and ``cv`` of each row say exactly which estimator classes take the
+    """``tasks`` and ``kinds`` of each row say exactly which estimator classes take the
     parameter, and ``default`` is their default."""
     takers = {key for key, cls in CLASSES.items() if option.param in signature(cls)}
     assert {task for task, _ in takers} == set(option.tasks)
-    cv_kinds = {cv for _, cv in takers}
-    assert {None: {False, True}, True: {True}, False: {False}}[option.cv] == cv_kinds
-    for key in takers:
-        default = signature(CLASSES[key])[option.param]
+    assert {kind for _, kind in takers} == set(option.kinds)
+    for task in option.tasks:  # bagging takes exactly the random forests' parameters
+        assert set(signature(BAGGING[task])) == set(signature(CLASSES[task, T.FOREST]))
+    for task, kind in takers:
+        default = signature(CLASSES[task, kind])[option.param]
         if option.param == "criterion":
-            assert default == ("gini" if key[0] == "classification" else "squared_error")
+            assert default == ("gini" if task == "classification" else "squared_error")
+        elif option.param == "max_features":  # said in the help as text
+            assert default == ("sqrt" if task == "classification" else 1 / 3)
+            assert signature(BAGGING[task])["max_features"] is None
+            assert T._default_text(option) == ("sqrt for classification, 1/3 for "
+                                               "regression; all with --bagging")
         else:
-            assert default == option.default, (key, default)
+            assert default == option.default_for(kind), (task, kind, default)
+            if kind == T.FOREST:
+                assert signature(BAGGING[task])[option.param] == default
 
 
 def test_option_spellings_follow_the_parameter_and_rpart():
@@ -90,7 +104,7 @@ def test_each_command_offers_the_table_and_nothing_else_for_a_parameter(command)
         by_dest.setdefault(action.dest, set()).update(action.option_strings)
     for o in T.OPTIONS:
         assert by_dest.get(o.param) == set(o.flags), o.param
-    params = set().union(*(signature(cls) for cls in CLASSES.values()))
+    params = set().union(*(signature(cls) for cls in (*CLASSES.values(), *BAGGING.values())))
     hand_made = {dest for dest in by_dest if dest in params} - {o.param for o in T.OPTIONS}
     assert not hand_made
     # no hand-made option spells a parameter under another dest either
@@ -164,6 +178,38 @@ def test_options_fit_the_tree_the_estimator_fits(argv, cls, params):
     assert export_text(est) == export_text(ref)
 
 
+@pytest.mark.parametrize("argv, cls, params", [
+    (["--forest", "--ntree", "7", "--mtry", "2", "--seed", "4", "--oob-score", "--voting",
+      "vote", "--minbucket", "3", "--maxcompete", "1"], RandomForestClassifier,
+     dict(n_estimators=7, max_features=2, random_state=4, oob_score=True, voting="vote",
+          min_samples_leaf=3, max_competitor=1)),
+    (["--bagging", "--n-estimators", "5", "--bootstrap", "true", "--replace", "false",
+      "--sampsize", "0.5", "--cp", "0.01", "--n-jobs", "2", "--priors", "equal"],
+     BaggedCARTClassifier, dict(n_estimators=5, replace=False, max_samples=0.5, cp=0.01,
+                                n_jobs=2, bootstrap=True, priors="equal")),
+    (["--forest", "--ntree", "3", "--prune", "cv", "--prune-folds", "3",
+      "--prune-selection", "min", "--max-features", "all", "--oob-importance"],
+     RandomForestClassifier, dict(n_estimators=3, prune="cv", prune_folds=3,
+                                  prune_selection="min", max_features=None,
+                                  oob_importance=True)),
+    (["--forest", "--ntree", "4", "--max-features", "0.5", "--bootstrap", "false",
+      "--alpha", "0.01"], RandomForestClassifier,
+     dict(n_estimators=4, max_features=0.5, bootstrap=False, ccp_alpha=0.01)),
+])
+@pytest.mark.filterwarnings("ignore:.* in the bag of every tree")
+def test_forest_options_fit_the_forest_the_estimator_fits(argv, cls, params):
+    est = fitted("show", "iris", *argv)
+    assert type(est) is cls
+    got = est.get_params()
+    for name, value in params.items():
+        assert got[name] == value, name
+    ds = load_dataset("iris")
+    X, y = ds.frame[list(ds.features)], ds.frame[ds.target]
+    ref = cls(**params).fit(X, y)
+    np.testing.assert_array_equal(est.predict_proba(X), ref.predict_proba(X))
+    assert export_text(est, tree=1) == export_text(ref, tree=1)
+
+
 def test_regression_options_and_categorical_features(tmp_path):
     rng = np.random.default_rng(1)
     frame = pd.DataFrame({"g": rng.integers(0, 5, 80), "x": rng.normal(size=80)})
@@ -198,8 +244,31 @@ def error_line(capsys, *argv):
     (["--cp", "inf"], "cartjit show: error: --cp: must be a number >= 0, got 'inf'"),
     (["--usesurrogate", "3"], "cartjit show: error: --usesurrogate: must be one of 0, 1, "
                               "2, got '3'"),
-    (["--seed", "3"], "cartjit show: error: --seed is for cross-validation: give --cv V "
-                      "too"),
+    (["--seed", "3"], "cartjit show: error: --seed is for cross-validation or forests: "
+                      "give --cv V, --forest or --bagging too"),
+    (["--stratify"], "cartjit show: error: --stratify is for cross-validation: give --cv V "
+                     "too"),
+    (["--ntree", "3"], "cartjit show: error: --ntree is for forests: give --forest or "
+                       "--bagging too"),
+    (["--forest", "--cv", "3"], "cartjit show: error: --cv is not an option of forests "
+                                "(--forest, --bagging) (a forest prunes its trees by --prune "
+                                "cv)"),
+    (["--bagging", "--compat", "rpart"], "cartjit show: error: --compat is not an option of "
+                                         "forests (--forest, --bagging)"),
+    (["--bagging", "--mtry", "2"], "cartjit show: error: --mtry: --bagging searches every "
+                                   "feature at every node; drawing some of them is a random "
+                                   "forest: give --forest instead"),
+    (["--forest", "--max-features", "0"], "cartjit show: error: --max-features: must be "
+                                          "'sqrt', 'log2', 'all' or a number of features: an "
+                                          "integer >= 1 or a fraction in (0, 1] written with "
+                                          "a decimal point, got '0'"),
+    (["--forest", "--bootstrap", "no"], "cartjit show: error: --bootstrap: must be true or "
+                                        "false, got 'no'"),
+    (["--forest", "--n-jobs", "0"], "cartjit show: error: --n-jobs: must be -1 (every CPU) "
+                                    "or an integer >= 1, got '0'"),
+    (["--forest", "--max-features", "9"], "cartjit show: error: --max-features: "
+                                          "max_features must be in [1, n_features] = [1, 4] "
+                                          "as an int (features drawn at each node), got 9"),
     (["--alpha", "0.1", "--cv", "5"], "cartjit show: error: --alpha and --cv both choose "
                                       "the subtree: give one of them"),
     (["--alpha", "0.1", "--cp", "0.1"], "cartjit show: error: --alpha and --cp both "

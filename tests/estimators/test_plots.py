@@ -10,7 +10,6 @@ image before committing it.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,42 +20,27 @@ import pytest
 
 mpl = pytest.importorskip("matplotlib")
 mpl.use("Agg")
-import matplotlib.style  # noqa: E402  (mpl.style is a submodule)
-from matplotlib.testing import (set_font_settings_for_testing,  # noqa: E402
-                                set_reproducibility_for_testing)
-from matplotlib.testing.compare import compare_images  # noqa: E402
-
 from cartjit import (CARTClassifier, CARTClassifierCV, CARTRegressor,  # noqa: E402
                      CARTRegressorCV, NotFittedError)
 from cartjit.datasets import load_iris, load_play_golf  # noqa: E402
 from cartjit.plotting import (CLASS_COLORS, plot_cv, plot_importance,  # noqa: E402
                               plot_partition, plot_tree)
+from references.images import check_image as compare_with_baseline  # noqa: E402
+from references.images import baseline_style  # noqa: E402
 
 BASELINES = Path(__file__).resolve().parent / "baseline_images"
-UPDATE = os.environ.get("CARTJIT_UPDATE_BASELINES") == "1"
 
 
 @pytest.fixture(autouse=True)
 def deterministic_style():
     """matplotlib's own test settings, restored afterwards."""
-    with mpl.rc_context():
-        mpl.style.use("default")
-        set_font_settings_for_testing()
-        set_reproducibility_for_testing()
+    with baseline_style():
         yield
 
 
 def check_image(ax, name, tmp_path, *, dpi=50, tol=10):
     """Save the figure of ``ax`` and compare it with its baseline (RMS within ``tol``)."""
-    actual = tmp_path / f"{name}.png"
-    ax.figure.savefig(actual, dpi=dpi, metadata={"Software": None})
-    expected = BASELINES / f"{name}.png"
-    if UPDATE:
-        BASELINES.mkdir(exist_ok=True)
-        shutil.copyfile(actual, expected)
-    assert expected.exists(), f"no baseline {expected}: see this module's docstring"
-    diff = compare_images(str(expected), str(actual), tol=tol)
-    assert diff is None, diff
+    compare_with_baseline(ax, name, tmp_path, BASELINES, dpi=dpi, tol=tol)
 
 
 def node_boxes(ax):

@@ -7,7 +7,10 @@ holds, directory entries that declare huge sizes, edited or dropped JSON keys, m
 or extra members). Each batch is loaded in one child process (tests/references/hostile_child.py)
 under an address-space limit and a timeout; a child that dies, times out or reports any
 other exception fails the test, naming the mutation. The child also predicts with every
-tree that loads, on random rows with out-of-range level codes and missing values.
+tree that loads, on random rows with out-of-range level codes and missing values. The
+same mutations are made to forest files (:data:`FOREST_BASES`: the flat columns of every
+tree, the per-tree members, the OOB results), each of whose trees the child predicts
+with too.
 
 ``CARTJIT_HOSTILE_EXAMPLES`` sets the number of batches (default 4 of 77 mutations, 7 of
 each kind: about 300 in CI; set it to 100 or more locally). One test runs the same in a child with
@@ -33,8 +36,8 @@ from hypothesis import strategies as st  # noqa: E402
 from cartjit import save  # noqa: E402
 from cartjit._modelfile import _expected_members  # noqa: E402
 
-from references.modelfiles import (array_of, fitted_estimators, npy, read_members,  # noqa: E402
-                                   zip_members)
+from references.modelfiles import (array_of, fitted_estimators, fitted_forests,  # noqa: E402
+                                   npy, read_members, zip_members)
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
@@ -48,17 +51,22 @@ CHILD_TIMEOUT = 240  # seconds: starting Python, loading the kernels, the whole 
 #: cross-validation, ordered splits.
 BASES = ("classifier-surrogates", "regressor-cv", "classifier-cv-categorical",
          "regressor-surrogates")
+#: The saved forests: OOB results and importances with zero weights, pruned bagging by
+#: vote, CV-pruned trees.
+FOREST_BASES = ("forest-classifier", "forest-regressor", "bagged-classifier",
+                "forest-cv-pruned")
 
 
 @pytest.fixture(scope="module")
 def base_files(tmp_path_factory):
     directory = tmp_path_factory.mktemp("bases")
-    fitted = fitted_estimators()
+    fitted = {**fitted_estimators(), **fitted_forests()}
     out = {}
-    for name in BASES:
+    for name in BASES + FOREST_BASES:
         path = save(fitted[name][0], directory / f"{name}.cartjit")
         out[name] = {"path": str(path), "bytes": path.read_bytes(),
                      "members": read_members(path)}
+        assert sorted(out[name]["members"]) == sorted(MEMBER_NAMES[name]), name
     return out
 
 
@@ -130,9 +138,9 @@ KINDS = ("truncate", "flip", "element", "cycle", "dtype", "shape", "resize", "js
 
 
 @st.composite
-def mutations(draw, kind=None):
+def mutations(draw, kind=None, bases=BASES):
     """A mutation: (description, function of the base's bytes and members -> bytes)."""
-    base = draw(st.sampled_from(BASES))
+    base = draw(st.sampled_from(bases))
     pick = draw(st.integers(0, 2**20))  # which element, JSON key, ...
     if kind is None:
         kind = draw(st.sampled_from(KINDS))
@@ -157,8 +165,9 @@ def mutations(draw, kind=None):
                                                                   choice))}))
         return (base, kind, member, pick, choice), element
     if kind == "cycle":
-        prefix = draw(st.sampled_from(["tree_max"] if "tree/left.npy" not in MEMBER_NAMES[base]
-                                      else ["tree", "tree_max"]))
+        prefix = draw(st.sampled_from(
+            ["forest"] if base in FOREST_BASES else
+            ["tree_max"] if "tree/left.npy" not in MEMBER_NAMES[base] else ["tree", "tree_max"]))
         target = draw(st.floats(0, 1, exclude_max=True))
 
         def cycle(b, m):
@@ -264,6 +273,16 @@ MEMBER_NAMES = {
                               "regressor-cv": ("CARTRegressorCV", False),
                               "classifier-cv-categorical": ("CARTClassifierCV", False),
                               "regressor-surrogates": ("CARTRegressor", True)}.items()}
+#: The forests' member names: which members a forest file has follows from its class,
+#: whether some rows took no part, and which OOB results were computed.
+MEMBER_NAMES.update({
+    name: [m + ".npy" for m in _expected_members(
+        {"estimator": cls, "rows": rows, "oob": oob})] + ["metadata.json"]
+    for name, (cls, rows, oob) in {
+        "forest-classifier": ("RandomForestClassifier", False, {"importance": True}),
+        "forest-regressor": ("RandomForestRegressor", True, {"importance": True}),
+        "bagged-classifier": ("BaggedCARTClassifier", True, {"importance": False}),
+        "forest-cv-pruned": ("RandomForestClassifier", False, None)}.items()})
 
 
 # --------------------------------------------------------------------------- running
@@ -305,9 +324,10 @@ def run_batch(tmp_path, base_files, batch, env_extra=None):
     return [r["outcome"] for r in results]
 
 
-def batches(per_kind):
+def batches(per_kind, bases=BASES):
     """Lists of mutations with ``per_kind`` of every kind."""
-    return st.tuples(*[mutations(kind) for kind in KINDS for _ in range(per_kind)]).map(list)
+    return st.tuples(*[mutations(kind, bases) for kind in KINDS
+                       for _ in range(per_kind)]).map(list)
 
 
 def last_started(progress, labels):
@@ -333,9 +353,17 @@ def test_mutated_files_load_or_raise_model_file_error(tmp_path, base_files, batc
         print("outcomes", [(label, outcome) for (label, _), outcome in zip(batch, outcomes)])
 
 
+@settings(max_examples=EXAMPLES, **NO_SHRINK)
+@given(batch=batches(PER_KIND, FOREST_BASES))
+def test_mutated_forest_files_load_or_raise_model_file_error(tmp_path, base_files, batch):
+    outcomes = run_batch(tmp_path, base_files, batch)
+    assert set(outcomes) <= {"loaded", "refused"}
+    assert "refused" in outcomes
+
+
 def test_unmutated_files_load_in_the_child(tmp_path, base_files):
-    batch = [((name, "none"), lambda b, m: b) for name in BASES]
-    assert run_batch(tmp_path, base_files, batch) == ["loaded"] * len(BASES)
+    batch = [((name, "none"), lambda b, m: b) for name in BASES + FOREST_BASES]
+    assert run_batch(tmp_path, base_files, batch) == ["loaded"] * len(BASES + FOREST_BASES)
 
 
 def test_every_kind_of_mutation_is_drawn():

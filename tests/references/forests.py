@@ -116,3 +116,45 @@ def with_holes(X, fraction=0.1, random_state=0):
     X = np.array(X, dtype=np.float64, copy=True)
     X[rng.random(X.shape) < fraction] = np.nan
     return X
+
+
+def slow_proximity(est, X, oob, Y=None):
+    """Breiman's proximities pair by pair from each tree's own ``apply`` and the in-bag
+    counts: the share of trees (for which both cases are out of bag, with ``oob``) in
+    which the two cases end in the same node; 0 for a pair never out of bag together,
+    1 on the diagonal (Y None)."""
+    ends_x = np.stack([t.apply(X) for t in est.estimators_], axis=1)
+    ends_y = ends_x if Y is None else np.stack([t.apply(Y) for t in est.estimators_],
+                                               axis=1)
+    out_of_bag = est.inbag_counts().T == 0  # (n, B)
+    n, n_trees = ends_x.shape
+    m = ends_y.shape[0]
+    prox = np.zeros((n, m))
+    for i in range(n):
+        for j in range(m):
+            if Y is None and i == j:
+                prox[i, j] = 1.0
+                continue
+            same = trees = 0
+            for b in range(n_trees):
+                if oob and not (out_of_bag[i, b] and out_of_bag[j, b]):
+                    continue
+                trees += 1
+                same += ends_x[i, b] == ends_y[j, b]
+            prox[i, j] = same / trees if trees else 0.0
+    return prox
+
+
+def slow_outlier(prox, classes):
+    """randomForest's outlier measure case by case: n / Σ_{k of its class} prox²,
+    minus the class median, over the class MAD (1.4826 · median |· - median|)."""
+    n = prox.shape[0]
+    raw = np.array([n / sum(prox[i, k] ** 2 for k in range(n) if classes[k] == classes[i])
+                    for i in range(n)])
+    out = np.empty(n)
+    for c in set(classes.tolist()):
+        at = classes == c
+        med = np.median(raw[at])
+        mad = 1.4826 * np.median(np.abs(raw[at] - med))
+        out[at] = (raw[at] - med) / mad
+    return out

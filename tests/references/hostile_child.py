@@ -1,5 +1,6 @@
 """Child process of tests/modelfiles/test_hostile_files.py: load each model file of a job and, when
-it loads, predict with it; print one JSON line per file.
+it loads, predict with it (a forest: with each of its trees and with the forest's
+passes); print one JSON line per file.
 
 Usage: python hostile_child.py JOB.json PROGRESS_FILE
 
@@ -39,9 +40,32 @@ def random_codes(est, rng, n=97):
     return np.ascontiguousarray(X)
 
 
+def predict_forest(est, rng):
+    """Predict with every tree of a forest, and with the forest's own passes; check the
+    nodes are in range and the sums finite."""
+    from cartjit.engine.forest import forest_apply, forest_sums
+
+    X = random_codes(est, rng)
+    sizes = np.diff(est.forest_.roots)
+    for k, tree_est in enumerate(est.estimators_):
+        validate(tree_est.tree_)
+        assert tree_est.tree_.n_nodes == sizes[k]
+    nodes = forest_apply(est.forest_, X)
+    assert nodes.shape == (X.shape[0], est.n_estimators_)
+    assert np.all((nodes >= 0) & (nodes < sizes[None, :]))
+    sums = forest_sums(est.forest_, X)
+    assert sums.shape[0] == X.shape[0] and np.all(np.isfinite(sums))
+    if hasattr(est, "classes_"):
+        proba = sums / est.n_estimators_
+        assert np.all((proba >= -1e-12) & (proba <= 1 + 1e-12))
+    assert np.all(np.isfinite(est.feature_importances_))
+
+
 def predict_all(est, rng):
     """Predict with every tree of the estimator, every ``use_surrogate``; check the
     result is in range and finite."""
+    if hasattr(est, "forest_"):
+        return predict_forest(est, rng)
     X = random_codes(est, rng)
     for tree in (est.tree_, est.tree_max_):
         validate(tree)

@@ -77,6 +77,44 @@ def fitted_estimators():
     return out
 
 
+def fitted_forests():
+    """{name: (forest, X to predict on, y)}: each forest estimator, on categorical data
+    with missing values (subset splits, surrogates), with OOB results and importances,
+    case weights with zeros (rows that take no part), pruned trees (ccp_alpha, cp, CV)
+    and both votings."""
+    from cartjit import (BaggedCARTClassifier, BaggedCARTRegressor, RandomForestClassifier,
+                         RandomForestRegressor)
+
+    frame, y_class, y_reg = mixed_frame()
+    X_frame, y_iris = load_iris(return_X_y=True)
+    w = np.ones(len(frame))
+    w[::9] = 0.0
+    w[1::7] = 2.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = {
+            "forest-classifier": (RandomForestClassifier(
+                12, oob_score=True, oob_importance=True, random_state=5, max_depth=5)
+                .fit(frame, y_class), frame, y_class),
+            "forest-regressor": (RandomForestRegressor(
+                10, oob_score=True, oob_importance=True, min_samples_leaf=3)
+                .fit(frame, y_reg, sample_weight=w), frame, y_reg),
+            "bagged-classifier": (BaggedCARTClassifier(
+                6, cp=0.02, voting="vote", priors="equal", max_samples=0.7, replace=False,
+                oob_score=True).fit(frame, y_class, sample_weight=w), frame, y_class),
+            "bagged-regressor": (BaggedCARTRegressor(5, ccp_alpha=0.05, max_surrogate=2)
+                                 .fit(frame, y_reg), frame, y_reg),
+            "forest-cv-pruned": (RandomForestClassifier(
+                4, prune="cv", prune_folds=3, max_features=2,
+                cost=[[0, 1, 2], [1, 0, 1], [3, 1, 0]]).fit(X_frame, y_iris),
+                X_frame, y_iris),
+            "forest-no-bootstrap": (RandomForestRegressor(3, bootstrap=False, max_depth=4)
+                                    .fit(X_frame.iloc[:, 1:], X_frame.iloc[:, 0]),
+                                    X_frame.iloc[:, 1:], X_frame.iloc[:, 0]),
+        }
+    return out
+
+
 # --------------------------------------------------------------------------- editing
 
 def read_members(path):
