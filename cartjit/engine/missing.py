@@ -52,8 +52,8 @@ def _level_sets_of_pair(ps, f, span, nodes, tg, rules, pairs, k, work, level_set
     if from_bits:
         bits = pairs.left_bits[k]
     else:
-        _pair_best(ps, f, span, nodes, tg, rules, work.no_ranks, work.scratch[0],
-                   work.buffers[0], work.level_f[0], work.level_i[0], work.present[0])
+        _pair_best(ps, f, span, nodes, tg, rules, work.level_f[0], work.level_i[0],
+                   work.present[0])
     _write_level_sets(keys, start, pend, tg.shift, codes, from_bits, bits, work.level_i[0],
                       lm, level_sets, row)
 
@@ -131,31 +131,37 @@ def _present_end(row, start, end, shift, bits):
 
 
 @jit
-def _pair_best(ps, f, span, nodes, tg, rules, no_ranks, scratch, cand, level_f, level_i,
-               counts):
-    """Step 1 (missing values), one (node, feature) pair: the best split of the node's
-    cases with ``f`` present, ``[start, pend)`` of its keys; returns ``(Δ, pos)`` with
-    Δ = Δi of those cases × their share Q_present(t) / Q(t) of the node (rpart's
-    weighting of the goodness of split). Leaves a subset split's sides in ``level_i``.
+def _pair_best(ps, f, span, nodes, tg, rules, level_f, level_i, counts):
+    """Step 1 (missing values), one (node, categorical feature) pair, searched again for
+    the sides of its subset split (:func:`_level_sets_of_pair`): the best split of the
+    node's cases with ``f`` present, ``[start, pend)`` of its keys; returns ``(Δ, pos)``
+    with Δ = Δi of those cases × their share Q_present(t) / Q(t) of the node (rpart's
+    weighting of the goodness of split), and leaves the split's sides in ``level_i``.
     With ``pend == end`` it is the plain search, and serves the subset splits of
-    complete-data fits too (:func:`_level_sets_of_pair`); :func:`_present_best` does the
-    work (:func:`_search_mv` inlines it).
+    complete-data fits too. It is the subset branch of :func:`_present_best`, which
+    :func:`_search_mv` inlines; only that branch is compiled here.
 
     Parameters
     ----------
     ps : :class:`cartjit.engine.presort.Presorted`.
-    f : the feature.
+    f : the feature (categorical).
     span : :class:`NodeSpan`, the node, its positions start, pend, end on ``f``'s keys,
         and its ȳ(t) and Σ w (y - ȳ(t)) (regression).
     nodes, tg, rules : as :func:`_search`.
-    no_ranks : int32 empty array.
-    scratch, cand, level_f, level_i : this thread's scratch (``level_i`` of 4 L_max).
+    level_f, level_i : this thread's scratch (``level_i`` of 4 L_max).
     counts : float64 (>= J,) scratch for the present cases' class counts.
     """
-    rk = ps.ranks[ps.rank_row[f]] if ps.rank_row[f] >= 0 else no_ranks
-    codes = ps.codes[ps.rank_row[f]] if ps.n_levels[f] > 0 else np.empty(0, dtype=np.uint16)
-    return _present_best(ps.keys[f], rk, codes, span, nodes, tg, rules, scratch, cand,
-                         level_f, level_i, counts[:nodes.value.shape[1]], True, True)
+    if span.pend - span.start < 2:
+        return -np.inf, np.int64(-1)
+    row = ps.keys[f]
+    tot, scale = _present_totals(row, span, nodes, tg, counts[:nodes.value.shape[1]], True,
+                                 True)
+    d, pos = _subset_pair(Segment(row, ps.codes[ps.rank_row[f]], span.start, span.pend), tg,
+                          rules, tot.total, tot.imp, tot.mean, level_f, level_i,
+                          level_i.shape[0] // 4)
+    if pos >= 0:
+        d *= scale
+    return d, pos
 
 
 @jit(inline="always")
@@ -176,31 +182,23 @@ def _label_counts(row, lo, hi, tg, counts):
         class_counts(row, lo, hi, tg, counts)
 
 
-# Inlined into _search_mv, which walks feature by feature with every array taken once:
-# a call with this many array arguments costs about as much as a small pair's scan.
 @jit(inline="always")
-def _present_best(row, rk, codes, span, nodes, tg, rules, scratch, cand, level_f, level_i,
-                  counts, reg, cls):
-    """The work of :func:`_pair_best` on one feature's arrays: ``row`` its keys, ``rk``
-    its ranks (empty when the feature has no ties), ``codes`` its uint16 level codes
-    (empty when it is ordered; ``None`` when no feature of the fit is categorical: the
-    subset search is then not compiled in), ``span`` the :class:`NodeSpan` of the node
-    on them, ``counts`` float64 (J,) scratch; ``reg``, ``cls`` the scan marks (``None``
-    for a task the fit is not: its code is then not compiled in)."""
+def _present_totals(row, span, nodes, tg, counts, reg, cls):
+    """The :class:`Totals` of the node ``span.node`` over its cases with the feature of
+    ``row`` present, ``[span.start, span.pend)``, and their share of the node (Q_present(t)
+    / Q(t) for classification, their weight's for regression), ``(totals, share)``; the
+    node's own totals and 1 when none is missing. ``counts`` float64 (J,) scratch takes
+    the present cases' class counts; ``reg``, ``cls`` the scan marks (``None`` for a task
+    the fit is not: its code is then not compiled in)."""
     node = span.node
     start = span.start
     pend = span.pend
     end = span.end
     mean = span.mean
     s_sum = span.sum
-    lm = level_i.shape[0] // 4
-    if pend - start < 2:
-        return -np.inf, np.int64(-1)
     imp = nodes.fnode[node, F_IMPURITY]
     w_total = nodes.fnode[node, F_WEIGHT]
     total = nodes.value[node]
-    tied = rk.shape[0] > 0
-    is_cat = False if codes is None else codes.shape[0] > 0
     scale = 1.0
     if pend < end:
         if reg is None or (cls is not None and tg.criterion != SQUARED_ERROR):
@@ -223,14 +221,34 @@ def _present_best(row, rk, codes, span, nodes, tg, rules, scratch, cand, level_f
             w_present, mean, s_sum, imp, _ = _reg_moments(row, start, pend, tg)
             scale = w_present / w_total
             w_total = w_present
+    return Totals(total, imp, mean, w_total, s_sum), scale
+
+
+# Inlined into _search_mv, which walks feature by feature with every array taken once:
+# a call with this many array arguments costs about as much as a small pair's scan.
+@jit(inline="always")
+def _present_best(row, rk, codes, span, nodes, tg, rules, scratch, cand, level_f, level_i,
+                  counts, reg, cls):
+    """Step 1 (missing values), one (node, feature) pair on its feature's arrays: the best
+    split of the node's cases with the feature present, scaled by their share of the
+    node (:func:`_present_totals`), as :func:`_pair_best`. ``row`` the feature's keys,
+    ``rk`` its ranks (empty when it has no ties), ``codes`` its uint16 level codes
+    (empty when it is ordered; ``None`` when no feature of the fit is categorical: the
+    subset search is then not compiled in), ``span`` the :class:`NodeSpan` of the node
+    on them, ``counts`` float64 (J,) scratch; ``reg``, ``cls`` the scan marks."""
+    start = span.start
+    pend = span.pend
+    if pend - start < 2:
+        return -np.inf, np.int64(-1)
+    tot, scale = _present_totals(row, span, nodes, tg, counts, reg, cls)
+    is_cat = False if codes is None else codes.shape[0] > 0
     if is_cat:
-        d, pos = _subset_pair(Segment(row, codes, start, pend), tg, rules, total, imp,
-                              mean, level_f, level_i, lm)
+        d, pos = _subset_pair(Segment(row, codes, start, pend), tg, rules, tot.total,
+                              tot.imp, tot.mean, level_f, level_i, level_i.shape[0] // 4)
     else:
-        seg = Segment(row, rk, start, pend)
-        tot = Totals(total, imp, mean, w_total, s_sum)
-        d, pos = _ordered_best(seg, tg, rules, tot, tied, scratch, cand, None, 0, None, reg,
-                               cls, cls, cls)
+        d, pos = _ordered_best(Segment(row, rk, start, pend), tg, rules, tot,
+                               rk.shape[0] > 0, scratch, cand, None, 0, None, reg, cls, cls,
+                               cls)
     if pos >= 0:
         d *= scale
     return d, pos
