@@ -572,7 +572,8 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
     gather = mv and not is_class and tg.unit_weights
     scan = MissingScan(missing, np.empty((n_threads, 2 * n + _SCAN_SKIP if gather else 0),
                                          dtype=np.float64),
-                       np.arange(n if gather else 0, dtype=np.int32))
+                       np.arange(n if gather else 0, dtype=np.int32),
+                       np.zeros(0, dtype=np.int64))  # counters: one set per launch
     # Not zeroed: every row used is written whole before it is read (_write_surrogates,
     # _rank_competitors, _fill_competitors) and only those rows are kept (assemble_tree).
     # Allocations this large come from the heap once big arrays have been freed, and
@@ -641,9 +642,10 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
                                   work.order, work.drawn)
                 if mv:
                     run_chunks(pool, min(n_threads, n_pairs), _search_mv, presorted, batch,
-                               nodes, tg, rules, work, pairs, scan, cat if n_cat else None,
-                               None if is_class else True, True if is_class else None,
-                               step_counters(n_threads))
+                               nodes, tg, rules, work, pairs,
+                               scan._replace(units=step_counters(n_threads)),
+                               cat if n_cat else None, None if is_class else True,
+                               True if is_class else None)
                 else:
                     run_chunks(pool, min(n_threads, n_pairs), SEARCH_KERNELS[marks],
                                presorted, batch,
@@ -676,7 +678,7 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
                         sp = np.flatnonzero(batch_splits.feat >= 0).astype(np.int64)
                         run_chunks(pool, min(n_threads, sp.shape[0] * p), _search_surrogates,
                                    X, presorted, batch, tg, rules, batch_splits, pairs, sp,
-                                   work, sur, cat if n_cat else None, step_counters(n_threads))
+                                   work, sur, step_counters(n_threads))
                     # picks (chunks), rows in node order (serial), then the rows written
                     # and the cases sent (chunks)
                     if max_sur:
@@ -686,8 +688,7 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
                                        tables)
                     run_chunks(pool, min(n_threads, bm), _send_missing, X, presorted, batch,
                                nodes, tg, rules, batch_splits, pairs, sur, work,
-                               SurrogateTable(tables.sur_i, tables.sur_f, level_sets),
-                               cat if n_cat else None)
+                               SurrogateTable(tables.sur_i, tables.sur_f, level_sets))
                 elif n_new_rows:
                     _record_subsets(presorted, batch, nodes, tg, rules, batch_splits, pairs,
                                     work, level_sets)

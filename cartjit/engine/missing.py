@@ -255,8 +255,7 @@ def _present_best(row, rk, codes, span, nodes, tg, rules, scratch, cand, level_f
 
 
 @jit(borrowed=True)
-def _search_mv(ps, fr, nodes, tg, rules, work, pairs, scan, cat, reg, cls, units, c,
-               n_chunks):
+def _search_mv(ps, fr, nodes, tg, rules, work, pairs, scan, cat, reg, cls, c, n_chunks):
     """Step 1 (missing values): the best split of every (frontier node, feature) pair,
     on the node's cases with the feature present (:func:`_pair_best`); also records how
     many cases have it present.
@@ -267,10 +266,10 @@ def _search_mv(ps, fr, nodes, tg, rules, work, pairs, scan, cat, reg, cls, units
     only.
 
     Parameters as :func:`_search`, with ``scan`` the :class:`MissingScan` (the bitmap of
-    :func:`_missing_bits`, the scratch of the pairs of :func:`_gathered_best`); ``cat``
-    the categorical features, or ``None`` when there are none; ``reg``, ``cls`` the scan
-    marks of regression and classification (:func:`search_marks`); ``units`` the step's
-    counters (:func:`step_counters`).
+    :func:`_missing_bits`, the scratch of the pairs of :func:`_gathered_best`, the step's
+    counters); ``cat`` the categorical features, or ``None`` when there are none;
+    ``reg``, ``cls`` the scan marks of regression and classification
+    (:func:`search_marks`).
 
     Numba prunes the branches of a ``None`` ``cat``, ``reg`` or ``cls`` before typing:
     data with missing values and no categorical feature compile no subset search, a
@@ -278,6 +277,7 @@ def _search_mv(ps, fr, nodes, tg, rules, work, pairs, scan, cat, reg, cls, units
     """
     missing = scan.bits
     iota = scan.iota
+    units = scan.units
     keys = ps.keys
     p = keys.shape[0]
     lm = work.level_i.shape[1] // 4

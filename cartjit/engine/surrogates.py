@@ -422,7 +422,7 @@ def categorical_surrogate(row, start, end, tg, marks, codes, n_levels, w_left, w
     return _fractions(agree, majority, sum_l + sum_r, w_left, w_right, style)
 
 @jit(borrowed=True)
-def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, cat, units, c,
+def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, units, c,
                        n_chunks):
     """Step 2 (surrogates): the best surrogate split of every (split node, other feature)
     pair (:mod:`cartjit.engine.surrogates`), on the marks of :func:`_mark_mv`.
@@ -436,8 +436,6 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, cat, 
     sp : int64 batch rows of the split nodes.
     work : :class:`Work`.
     sur : :class:`SurrogatePairs` output, pair (j, f) at ``j * p + f``.
-    cat : the categorical features, or ``None`` when there are none (the categorical
-        surrogate search is then not compiled in).
     units : the step's counters (:func:`step_counters`).
     c, n_chunks : this chunk (its scratch) and the number of chunks.
     """
@@ -473,7 +471,7 @@ def _search_surrogates(X, ps, fr, tg, rules, splits, pairs, sp, work, sur, cat, 
             pend = start + pairs.present[kk]
             if pend - start < 2:
                 continue
-            if cat is not None and n_levels > 0:
+            if n_levels > 0:
                 # the codes' uint16 row (half the cache footprint of their ranks)
                 a, adj = categorical_surrogate(row, start, pend, tg, marks,
                                                ps.codes[ps.rank_row[f]], n_levels,
@@ -584,11 +582,11 @@ def _marked_totals(row, start, pend, end, tg, marks, w_left, w_right, n_marked, 
 # other kernels of missing values that run in chunks is compiled borrowed, so that the
 # threads do not contend for the reference counts of the tables they share.
 @jit(inline="always")
-def _surrogate_goes(X, case, f, table, r, is_cat, cat):
+def _surrogate_goes(X, case, f, table, r, is_cat):
     """Routing by surrogate row ``r`` of ``table`` (:class:`SurrogateTable`): LEFT, RIGHT,
-    or MISSING when it cannot route; ``cat`` as :func:`_send_missing`'s."""
+    or MISSING when it cannot route."""
     x = X[case, f]
-    if cat is not None and is_cat:  # the level's side, as prediction reads it
+    if is_cat:  # the level's side, as prediction reads it
         side = _level_side(x, table.sur_i[r, S_LEVEL_ROW], table.level_sets)
         return MISSING if side < 0 else (LEFT if side == 0 else RIGHT)
     if np.isnan(x):
@@ -691,12 +689,11 @@ def _write_surrogates(X, ps, j, start, tg, rules, splits, pairs, sur, work, c, t
     row, direction, count 0) and its categorical surrogates' level sets (rows from
     ``sur.level_row[j]``), in the order :func:`_pick_surrogates` ranked them. The sides
     of a categorical surrogate come from ``sur.low_left`` (at most SIDE_BITS levels), or
-    from searching the pair again with chunk c's scratch of ``work`` (:class:`Work`),
-    which is ``None`` when no feature is categorical (that code is then not compiled
-    in). ``table`` is the :class:`SurrogateTable` (the surrogate table and the level
-    sets)."""
+    from searching the pair again with chunk c's scratch. ``table`` is the
+    :class:`SurrogateTable` (the surrogate table and the level sets)."""
     p = ps.keys.shape[0]
     level_sets = table.level_sets
+    lm = work.level_i.shape[1] // 4
     shift = tg.shift
     lrow = sur.level_row[j]
     for r in range(n_sur):
@@ -708,8 +705,7 @@ def _write_surrogates(X, ps, j, start, tg, rules, splits, pairs, sur, work, c, t
         table.sur_f[row_s, S_AGREE] = sur.agree[kk]
         table.sur_f[row_s, S_ADJ] = sur.adj[kk]
         n_levels = ps.n_levels[bf]
-        if work is not None and n_levels > 0:
-            lm = work.level_i.shape[1] // 4
+        if n_levels > 0:
             side = work.level_i[c][3 * lm:4 * lm]
             if n_levels <= SIDE_BITS:  # kept by the search
                 _unpack_sides(sur.low_left[kk], n_levels, side)
@@ -740,7 +736,7 @@ def _write_surrogates(X, ps, j, start, tg, rules, splits, pairs, sur, work, c, t
 
 
 @jit(borrowed=True)
-def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, table, cat, c,
+def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, table, c,
                   n_chunks):
     """Step 2 (missing values), after :func:`_number_surrogates`: write each split
     node's surrogate rows (:func:`_write_surrogates`), then send its cases missing the
@@ -760,8 +756,6 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, table, 
     work : :class:`Work`; chunk c's scratch serves here.
     table : :class:`SurrogateTable`, the surrogate table and the level sets (rows
         reserved by :func:`_number_surrogates`).
-    cat : the categorical features, or ``None`` when there are none (the categorical
-        surrogates' code is then not compiled in).
     c, n_chunks : this chunk and the number of chunks.
     """
     p = ps.keys.shape[0]
@@ -777,12 +771,8 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, table, 
         pend = start + pairs.present[j * p + f0]
         first = nodes.inode[node, I_SUR_START]
         n_sur = nodes.inode[node, I_N_SUR]
-        if cat is None:
-            _write_surrogates(X, ps, j, start, tg, rules, splits, pairs, sur, None, c, table,
-                              first, n_sur)
-        else:
-            _write_surrogates(X, ps, j, start, tg, rules, splits, pairs, sur, work, c, table,
-                              first, n_sur)
+        _write_surrogates(X, ps, j, start, tg, rules, splits, pairs, sur, work, c, table,
+                          first, n_sur)
         # the cases missing the split feature end its segment
         row = ps.keys[f0]
         w_left = splits.w_left[j]
@@ -801,7 +791,7 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, table, 
             is_cat = ps.n_levels[fs] > 0
             for i in range(pend, end):
                 first_go[i - pend] = _surrogate_goes(X, row[i] >> shift, fs, table, first,
-                                                     is_cat, cat)
+                                                     is_cat)
         for i in range(pend, end):
             case = row[i] >> shift
             go = MISSING
@@ -812,8 +802,7 @@ def _send_missing(X, ps, fr, nodes, tg, rules, splits, pairs, sur, work, table, 
                 else:
                     for r in range(first + 1, first + n_sur):
                         fs = table.sur_i[r, S_FEATURE]
-                        go = _surrogate_goes(X, case, fs, table, r, ps.n_levels[fs] > 0,
-                                             cat)
+                        go = _surrogate_goes(X, case, fs, table, r, ps.n_levels[fs] > 0)
                         if go != MISSING:
                             table.sur_i[r, S_COUNT] += 1
                             break
