@@ -72,7 +72,7 @@ from .presort import PARALLEL_MIN_KEYS, as_kernel_array
 from .speed import chunk_pool, run_chunks
 from .records import (Children, F_IMPROVEMENT, F_IMPURITY, F_THRESHOLD, F_WEIGHT, Frontier,
                       I_DEPTH, I_FEATURE, I_LEFT, I_LEVEL_ROW, I_N, I_PARENT, I_RIGHT,
-                      Nodes, Pairs, Rules, SEARCH_BATCH, Share, Sizes, Splits,
+                      MissingScan, Nodes, Pairs, Rules, SEARCH_BATCH, Share, Sizes, Splits,
                       SurrogatePairs, SurrogateTable, Tables, Work, _N_FLOAT, _N_INT)
 from .scans import Targets
 from .search import SEARCH_KERNELS, _search, search_marks
@@ -570,8 +570,10 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
     # Regression with unit weights: the responses of a pair's present cases are read
     # once, into a row of ``gathered`` (_gathered_best)
     gather = mv and not is_class and tg.unit_weights
-    gathered = np.empty((n_threads, 2 * n + _SCAN_SKIP if gather else 0), dtype=np.float64)
-    iota = np.arange(n if gather else 0, dtype=np.int32)
+    scan = MissingScan(missing, np.empty((n_threads, 2 * n + _SCAN_SKIP if gather else 0),
+                                         dtype=np.float64),
+                       np.arange(n if gather else 0, dtype=np.int32),
+                       np.zeros(0, dtype=np.int64))  # counters: one set per launch
     # Not zeroed: every row used is written whole before it is read (_write_surrogates,
     # _rank_competitors, _fill_competitors) and only those rows are kept (assemble_tree).
     # Allocations this large come from the heap once big arrays have been freed, and
@@ -639,9 +641,11 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
                     draw_frontier(rules.feature_seed, batch.node, bm, rules.max_features,
                                   work.order, work.drawn)
                 if mv:
-                    run_chunks(pool, min(n_threads, n_pairs), _search_mv, missing, presorted,
-                               batch, nodes, tg, rules, work, pairs, gathered, iota,
-                               step_counters(n_threads))
+                    run_chunks(pool, min(n_threads, n_pairs), _search_mv, presorted, batch,
+                               nodes, tg, rules, work, pairs,
+                               scan._replace(units=step_counters(n_threads)),
+                               cat if n_cat else None, None if is_class else True,
+                               True if is_class else None)
                 else:
                     run_chunks(pool, min(n_threads, n_pairs), SEARCH_KERNELS[marks],
                                presorted, batch,
@@ -666,7 +670,7 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
                 node_chunks = min(n_threads, bm) if bitsets or not lm else 1
                 if mv and n_new:
                     run_chunks(pool, node_chunks, _mark_mv, X, presorted, batch, nodes, tg,
-                               rules, batch_splits, pairs, work, level_sets)
+                               rules, batch_splits, pairs, work, level_sets if lm else None)
                     sur = SurrogatePairs(*(a[:n_pairs] for a in all_sur[:4]),
                                          all_sur.pick[:bm * max_sur],
                                          all_sur.level_row[:bm])

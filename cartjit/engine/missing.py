@@ -52,8 +52,8 @@ def _level_sets_of_pair(ps, f, span, nodes, tg, rules, pairs, k, work, level_set
     if from_bits:
         bits = pairs.left_bits[k]
     else:
-        _pair_best(ps, f, span, nodes, tg, rules, work.no_ranks, work.scratch[0],
-                   work.buffers[0], work.level_f[0], work.level_i[0], work.present[0])
+        _pair_best(ps, f, span, nodes, tg, rules, work.level_f[0], work.level_i[0],
+                   work.present[0])
     _write_level_sets(keys, start, pend, tg.shift, codes, from_bits, bits, work.level_i[0],
                       lm, level_sets, row)
 
@@ -131,33 +131,37 @@ def _present_end(row, start, end, shift, bits):
 
 
 @jit
-def _pair_best(ps, f, span, nodes, tg, rules, no_ranks, scratch, cand, level_f, level_i,
-               counts):
-    """Step 1 (missing values), one (node, feature) pair: the best split of the node's
-    cases with ``f`` present, ``[start, pend)`` of its keys; returns ``(Δ, pos)`` with
-    Δ = Δi of those cases × their share Q_present(t) / Q(t) of the node (rpart's
-    weighting of the goodness of split). Leaves a subset split's sides in ``level_i``.
+def _pair_best(ps, f, span, nodes, tg, rules, level_f, level_i, counts):
+    """Step 1 (missing values), one (node, categorical feature) pair, searched again for
+    the sides of its subset split (:func:`_level_sets_of_pair`): the best split of the
+    node's cases with ``f`` present, ``[start, pend)`` of its keys; returns ``(Δ, pos)``
+    with Δ = Δi of those cases × their share Q_present(t) / Q(t) of the node (rpart's
+    weighting of the goodness of split), and leaves the split's sides in ``level_i``.
     With ``pend == end`` it is the plain search, and serves the subset splits of
-    complete-data fits too (:func:`_level_sets_of_pair`); :func:`_present_best` does the
-    work (:func:`_search_mv` inlines it).
+    complete-data fits too. It is the subset branch of :func:`_present_best`, which
+    :func:`_search_mv` inlines; only that branch is compiled here.
 
     Parameters
     ----------
     ps : :class:`cartjit.engine.presort.Presorted`.
-    f : the feature.
+    f : the feature (categorical).
     span : :class:`NodeSpan`, the node, its positions start, pend, end on ``f``'s keys,
         and its ȳ(t) and Σ w (y - ȳ(t)) (regression).
     nodes, tg, rules : as :func:`_search`.
-    no_ranks : int32 empty array.
-    scratch, cand, level_f, level_i : this thread's scratch (``level_i`` of 4 L_max).
+    level_f, level_i : this thread's scratch (``level_i`` of 4 L_max).
     counts : float64 (>= J,) scratch for the present cases' class counts.
     """
-    tied = ps.rank_row[f] >= 0
-    rk = ps.ranks[ps.rank_row[f]] if tied else no_ranks
-    is_cat = ps.n_levels[f] > 0
-    codes = ps.codes[ps.rank_row[f]] if is_cat else np.empty(0, dtype=np.uint16)
-    return _present_best(ps.keys[f], rk, codes, is_cat, tied, span, nodes, tg, rules,
-                         scratch, cand, level_f, level_i, counts[:nodes.value.shape[1]])
+    if span.pend - span.start < 2:
+        return -np.inf, np.int64(-1)
+    row = ps.keys[f]
+    tot, scale = _present_totals(row, span, nodes, tg, counts[:nodes.value.shape[1]], True,
+                                 True)
+    d, pos = _subset_pair(Segment(row, ps.codes[ps.rank_row[f]], span.start, span.pend), tg,
+                          rules, tot.total, tot.imp, tot.mean, level_f, level_i,
+                          level_i.shape[0] // 4)
+    if pos >= 0:
+        d *= scale
+    return d, pos
 
 
 @jit(inline="always")
@@ -178,31 +182,26 @@ def _label_counts(row, lo, hi, tg, counts):
         class_counts(row, lo, hi, tg, counts)
 
 
-# Inlined into _search_mv, which walks feature by feature with every array taken once:
-# a call with this many array arguments costs about as much as a small pair's scan.
 @jit(inline="always")
-def _present_best(row, rk, codes, is_cat, tied, span, nodes, tg, rules, scratch, cand,
-                  level_f, level_i, counts):
-    """The work of :func:`_pair_best` on one feature's arrays: ``row`` its keys, ``rk``
-    its ranks (empty when ``tied`` is false), ``codes`` its uint16 level codes when
-    ``is_cat`` (the subset search reads them, as :func:`_search_subsets` does), ``span``
-    the :class:`NodeSpan` of the node on them, ``counts`` float64 (J,) scratch."""
+def _present_totals(row, span, nodes, tg, counts, reg, cls):
+    """The :class:`Totals` of the node ``span.node`` over its cases with the feature of
+    ``row`` present, ``[span.start, span.pend)``, and their share of the node (Q_present(t)
+    / Q(t) for classification, their weight's for regression), ``(totals, share)``; the
+    node's own totals and 1 when none is missing. ``counts`` float64 (J,) scratch takes
+    the present cases' class counts; ``reg``, ``cls`` the scan marks (``None`` for a task
+    the fit is not: its code is then not compiled in)."""
     node = span.node
     start = span.start
     pend = span.pend
     end = span.end
     mean = span.mean
     s_sum = span.sum
-    lm = level_i.shape[0] // 4
-    if pend - start < 2:
-        return -np.inf, np.int64(-1)
     imp = nodes.fnode[node, F_IMPURITY]
     w_total = nodes.fnode[node, F_WEIGHT]
     total = nodes.value[node]
-    is_class = tg.criterion != SQUARED_ERROR
     scale = 1.0
     if pend < end:
-        if is_class:
+        if reg is None or (cls is not None and tg.criterion != SQUARED_ERROR):
             if tg.exact_sums and 2 * (end - pend) < end - start:
                 # exact counts: the node's less the missing tail's
                 _label_counts(row, pend, end, tg, counts)
@@ -222,21 +221,41 @@ def _present_best(row, rk, codes, is_cat, tied, span, nodes, tg, rules, scratch,
             w_present, mean, s_sum, imp, _ = _reg_moments(row, start, pend, tg)
             scale = w_present / w_total
             w_total = w_present
+    return Totals(total, imp, mean, w_total, s_sum), scale
+
+
+# Inlined into _search_mv, which walks feature by feature with every array taken once:
+# a call with this many array arguments costs about as much as a small pair's scan.
+@jit(inline="always")
+def _present_best(row, rk, codes, span, nodes, tg, rules, scratch, cand, level_f, level_i,
+                  counts, reg, cls):
+    """Step 1 (missing values), one (node, feature) pair on its feature's arrays: the best
+    split of the node's cases with the feature present, scaled by their share of the
+    node (:func:`_present_totals`), as :func:`_pair_best`. ``row`` the feature's keys,
+    ``rk`` its ranks (empty when it has no ties), ``codes`` its uint16 level codes
+    (empty when it is ordered; ``None`` when no feature of the fit is categorical: the
+    subset search is then not compiled in), ``span`` the :class:`NodeSpan` of the node
+    on them, ``counts`` float64 (J,) scratch; ``reg``, ``cls`` the scan marks."""
+    start = span.start
+    pend = span.pend
+    if pend - start < 2:
+        return -np.inf, np.int64(-1)
+    tot, scale = _present_totals(row, span, nodes, tg, counts, reg, cls)
+    is_cat = False if codes is None else codes.shape[0] > 0
     if is_cat:
-        d, pos = _subset_pair(Segment(row, codes, start, pend), tg, rules, total, imp,
-                              mean, level_f, level_i, lm)
+        d, pos = _subset_pair(Segment(row, codes, start, pend), tg, rules, tot.total,
+                              tot.imp, tot.mean, level_f, level_i, level_i.shape[0] // 4)
     else:
-        d, pos = _ordered_best(Segment(row, rk, start, pend), tg, rules,
-                               Totals(total, imp, mean, w_total, s_sum), tied, scratch, cand,
-                               None, 0, None, True, True, True, True)
+        d, pos = _ordered_best(Segment(row, rk, start, pend), tg, rules, tot,
+                               rk.shape[0] > 0, scratch, cand, None, 0, None, reg, cls, cls,
+                               cls)
     if pos >= 0:
         d *= scale
     return d, pos
 
 
 @jit(borrowed=True)
-def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, units, c,
-               n_chunks):
+def _search_mv(ps, fr, nodes, tg, rules, work, pairs, scan, cat, reg, cls, c, n_chunks):
     """Step 1 (missing values): the best split of every (frontier node, feature) pair,
     on the node's cases with the feature present (:func:`_pair_best`); also records how
     many cases have it present.
@@ -246,12 +265,19 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
     its own features first, until none is left. Each pair's result depends on the pair
     only.
 
-    Parameters as :func:`_search`, with ``missing`` the bitmap of :func:`_missing_bits`,
-    ``gathered`` float64 (n_chunks, 2 n + :data:`_SCAN_SKIP`) scratch and ``iota``
-    int32 (0, 1, ..., n - 1) for the pairs of :func:`_gathered_best` (regression with
-    unit weights), else of 0 columns and empty; ``units`` the step's counters
-    (:func:`step_counters`).
+    Parameters as :func:`_search`, with ``scan`` the :class:`MissingScan` (the bitmap of
+    :func:`_missing_bits`, the scratch of the pairs of :func:`_gathered_best`, the step's
+    counters); ``cat`` the categorical features, or ``None`` when there are none;
+    ``reg``, ``cls`` the scan marks of regression and classification
+    (:func:`search_marks`).
+
+    Numba prunes the branches of a ``None`` ``cat``, ``reg`` or ``cls`` before typing:
+    data with missing values and no categorical feature compile no subset search, a
+    classification fit no regression scan and the reverse.
     """
+    missing = scan.bits
+    iota = scan.iota
+    units = scan.units
     keys = ps.keys
     p = keys.shape[0]
     lm = work.level_i.shape[1] // 4
@@ -264,7 +290,7 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
     keep_bits = pairs.left_bits.shape[0] > 0
     n_fr = fr.node.shape[0]
     no_codes = ps.codes.reshape(-1)[:0]  # the type of a row of codes, empty
-    ys = gathered[c]
+    ys = scan.ys[c]
     tops = ys[ys.shape[0] - _SCAN_SKIP:] if ys.shape[0] > 0 else ys
     drawing = rules.max_features > 0  # random feature subsets (cartjit.engine.draws)
     while True:
@@ -273,15 +299,18 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
             break
         row = keys[f]
         bits = missing[f]
-        is_cat = ps.n_levels[f] > 0
+        is_cat = False if cat is None else ps.n_levels[f] > 0
         tied = ps.rank_row[f] >= 0
         rk = ps.ranks[ps.rank_row[f]] if tied else work.no_ranks
         codes = ps.codes[ps.rank_row[f]] if is_cat else no_codes
-        # regression, unit weights, a feature without ties: _gathered_best
-        gather = (gathered.shape[1] > 0 and not is_cat and not tied
-                  and tg.criterion == SQUARED_ERROR)
-        # ... a categorical feature: _gathered_subset
-        gather_cat = gathered.shape[1] > 0 and is_cat and tg.criterion == SQUARED_ERROR
+        if reg is None:  # classification: neither gathered scan compiled in
+            gather = False
+            gather_cat = False
+        else:
+            # regression, unit weights, a feature without ties: _gathered_best
+            gather = ys.shape[0] > 0 and not is_cat and not tied
+            # ... a categorical feature: _gathered_subset
+            gather_cat = False if cat is None else ys.shape[0] > 0 and is_cat
         while j < j_end:
             k = j * p + f
             start = fr.start[j]
@@ -338,8 +367,12 @@ def _search_mv(missing, ps, fr, nodes, tg, rules, work, pairs, gathered, iota, u
                                           rules.min_samples_leaf, ys, level_f, level_i, lm)
             else:
                 span = NodeSpan(fr.node[j], start, pend, end, fr.mean[j], fr.sum[j])
-                d, pos = _present_best(row, rk, codes, is_cat, tied, span, nodes, tg, rules,
-                                       scratch, cand, level_f, level_i, counts)
+                if cat is None:  # (None: the subset search is not compiled in)
+                    d, pos = _present_best(row, rk, None, span, nodes, tg, rules, scratch,
+                                           cand, level_f, level_i, counts, reg, cls)
+                else:
+                    d, pos = _present_best(row, rk, codes, span, nodes, tg, rules, scratch,
+                                           cand, level_f, level_i, counts, reg, cls)
             pairs.delta[k] = d
             pairs.pos[k] = pos
             if pos >= 0 and is_cat and keep_bits:
@@ -388,8 +421,9 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
     the caller runs one chunk.
 
     Parameters as :func:`_record_subsets`, with ``X`` the cases and ``pairs`` the batch's
-    :class:`Pairs` (``present`` filled by :func:`_search_mv`); ``c, n_chunks`` this chunk
-    and the number of chunks.
+    :class:`Pairs` (``present`` filled by :func:`_search_mv`), ``level_sets`` ``None``
+    when no feature is categorical (the subset code is then not compiled); ``c,
+    n_chunks`` this chunk and the number of chunks.
     """
     p = ps.keys.shape[0]
     marks = work.goes_left
@@ -406,7 +440,7 @@ def _mark_mv(X, ps, fr, nodes, tg, rules, splits, pairs, work, level_sets, c, n_
         pend = start + pairs.present[j * p + f]
         nodes.inode[node, I_N_PRIMARY] = pend - start
         row = ps.keys[f]
-        is_cat = ps.n_levels[f] > 0
+        is_cat = False if level_sets is None else ps.n_levels[f] > 0
         pos = splits.pos[j]
         lrow = nodes.inode[node, I_LEVEL_ROW]
         if is_cat:

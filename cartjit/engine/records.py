@@ -194,6 +194,18 @@ class NodeSpan(NamedTuple):
     sum: float     # float64 Σ w (y - ȳ(t)) (regression)
 
 
+class MissingScan(NamedTuple):
+    """What step 1 reads for data with missing values besides the growth's records: the
+    bitmap of missing values, the scratch of the regression scans over gathered
+    responses (:mod:`cartjit.engine.gathered`, regression with unit weights), and the
+    step's counters."""
+
+    bits: np.ndarray   # uint8 (p, ceil(n / 8)) a bit per (feature, case): missing
+    ys: np.ndarray     # float64 (n_chunks, 2 n + _SCAN_SKIP), a row per thread; 0 columns if unused
+    iota: np.ndarray   # int32 (0, 1, ..., n - 1); empty if unused
+    units: np.ndarray  # int64 the step's counters (cartjit.engine.speed.step_counters)
+
+
 class Totals(NamedTuple):
     """What a scan needs to know of the cases of the segment it scans, as a whole."""
 

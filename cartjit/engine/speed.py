@@ -154,7 +154,11 @@ def _simd_flag(raw, has_avx512=AVX512) -> bool:
 
 SIMD: bool = _read_setting(_simd_flag, os.environ.get("CARTJIT_SIMD"), default=AVX512)
 
-_COMMON = dict(cache=CACHE, nogil=True, fastmath=False, error_model="numpy")
+#: ``no_cfunc_wrapper``: a kernel is called from Python (its CPython wrapper), from other
+#: kernels, or by address (:func:`address`, its native entry point); never as a C
+#: callback, so the C wrapper Numba would otherwise lower and compile for each is left out.
+_COMMON = dict(cache=CACHE, nogil=True, fastmath=False, error_model="numpy",
+               no_cfunc_wrapper=True)
 
 
 def _has_nrt_option():
