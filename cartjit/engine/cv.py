@@ -41,6 +41,9 @@ repeat from ``SeedSequence([random_state, repeat])``.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
@@ -597,9 +600,41 @@ def _folds_from_splits(splits, n):
 FOLD_THREADS_MIN_VALUES = 1 << 14
 
 
+@contextlib.contextmanager
+def task_pool(n_threads):
+    """A pool of ``n_threads`` Python threads for independent tasks (the trees of a
+    cross-validation or of a forest), shut down on the way out: after every task when
+    the block ends normally; when it raises (``KeyboardInterrupt`` on Ctrl-C, or the
+    command line's SIGTERM) the tasks not started yet are cancelled and only the
+    running ones are waited for. A running task is a compiled call that cannot be
+    interrupted and writes into arrays its caller owns, so it always ends before the
+    exception goes on; waiting for the queued ones too (``with ThreadPoolExecutor``)
+    would hold Ctrl-C up for the rest of the cross-validation.
+
+    A worker whose start the exception interrupted (``submit`` starts the workers, and
+    waits for each to run) is unknown to the pool, which would not wait for it: the
+    pool's workers are also found by their name and joined."""
+    token = object()  # alive as long as the pool: its id names this pool's workers
+    prefix = f"cartjit-tasks-{id(token)}_"
+    pool = ThreadPoolExecutor(n_threads, thread_name_prefix=prefix[:-1])
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        for t in threading.enumerate():
+            while t.name.startswith(prefix):
+                try:
+                    t.join()
+                    break
+                except RuntimeError:  # started a moment ago, not yet running
+                    time.sleep(0.001)
+        raise
+    pool.shutdown(wait=True)
+
+
 def _run_tasks(fn, tasks, n_threads):
     if n_threads > 1 and len(tasks) > 1:
-        with ThreadPoolExecutor(min(n_threads, len(tasks))) as pool:
+        with task_pool(min(n_threads, len(tasks))) as pool:
             return list(pool.map(fn, tasks))
     return [fn(t) for t in tasks]
 
@@ -680,7 +715,7 @@ def grow_cv_trees(problem, settings, keys, plan, n_threads=1, fold_settings=None
         score = fits[at].result()[1][0]
         score(i, fits[i + 1].result().tree)  # the full tree's task is first (at = 0)
 
-    with ThreadPoolExecutor(min(n_threads, len(tasks))) as pool:
+    with task_pool(min(n_threads, len(tasks))) as pool:
         # First in, first out: every fit has started before a scoring task waits on one.
         fits = [pool.submit(run_full) if t is None else pool.submit(run, t) for t in tasks]
         scored = [pool.submit(score_task, i) for i in range(len(folds))]

@@ -37,13 +37,12 @@ bootstrap and one tree, the forest's tree is the single tree of the same paramet
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 
 from . import forest_passes as passes
-from .cv import cross_validate
+from .cv import cross_validate, task_pool
 from .fit import fit_tree, split_factor
 from .forest_passes import (OOBResult, OOBTargets, Importance, decide, forest_apply,
                             forest_sums, inbag_mask, oob_estimates, oob_rows, oob_targets,
@@ -274,7 +273,7 @@ def grow_forest(problem, settings, plan, n_jobs=1):
         return fit
 
     if n_jobs > 1 and n_trees > 1:
-        with ThreadPoolExecutor(min(int(n_jobs), n_trees)) as pool:
+        with task_pool(min(int(n_jobs), n_trees)) as pool:
             trees = list(pool.map(one, range(n_trees)))
     else:
         trees = [one(b) for b in range(n_trees)]
