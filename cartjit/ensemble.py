@@ -610,8 +610,8 @@ def _r2(y, pred, w):
 
 
 _FOREST_DOC = """
-    Forest parameters
-    -----------------
+    Parameters
+    ----------
     n_estimators : int >= 1
         B, the number of trees.
     max_features : None, "sqrt", "log2", int or float

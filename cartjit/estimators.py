@@ -989,8 +989,8 @@ class CARTRegressor(_RegressorMixin, _BaseCART):
 # --------------------------------------------------------------------------- CV estimators
 
 _CV_DOC = """
-    Cross-validation parameters
-    ---------------------------
+    Parameters
+    ----------
     cv : int, "loo", array of shape (n_samples,) or splits, default 10
         V folds (2 <= V <= n), leave-one-out, one fold id per case (any labels, like
         rpart's ``xval`` vector), or scikit-learn style (train, test) index pairs or a
@@ -1039,7 +1039,7 @@ _CV_DOC = """
     cptable_ : pandas.DataFrame, rpart's ``fit$cptable``: ``CP``, ``nsplit``,
         ``rel error``, ``xerror``, ``xstd``, the root first.
     alpha_, best_k_ : the chosen α_k and its k (``cv_results_.loc[best_k_]``); ``tree_``
-        is T(alpha_). ``best_index_``, the 0-based row position, is deprecated.
+        is T(``alpha_``). ``best_index_``, the 0-based row position, is deprecated.
     folds_ : int array (n_repeats, n_samples), fold of each case (-1: zero weight or
         missing target).
     fold_alphas_ : list (repeats) of lists (folds) of each fold tree's α sequence.

@@ -988,7 +988,7 @@ def format_cp(cv_estimator, digits=5):
         ...
 
     One row per subtree T_k of the pruning sequence, the root first: CP = α_k / R(root)
-    (rpart's complexity parameter), nsplit = |T~_k| - 1, rel error = R(T_k) / R(root)
+    (rpart's complexity parameter), nsplit = ``|T~_k|`` - 1, rel error = R(T_k) / R(root)
     and, for the CV estimators, xerror = R^CV(T_k) / R(root) and xstd = SE / R(root)
     (``cv_results_``); a line names the tree T_k and the row the selection rule chose,
     and a last line how a row's number r gives the book's k of its tree (the rows count

@@ -568,7 +568,7 @@ def plot_partition(estimator, X, y=None, *, features=(0, 1), ax=None, feature_na
     Parameters
     ----------
     estimator : fitted CARTClassifier, CARTRegressor or their CV variants
-    X : array-like or DataFrame (n_samples, n_features_in_)
+    X : array-like or DataFrame of shape (n_samples, ``n_features_in_``)
         Cases to draw, in the columns the estimator was fitted on (a DataFrame fitted by
         name must have the same columns).
     y : array-like (n_samples,), optional
@@ -825,7 +825,7 @@ def plot_cv(cv_estimator, *, ax=None, selection=None):
     """The cross-validated risk of the pruning sequence, like rpart's ``plotcp``.
 
     For each subtree T_k of the pruning sequence: rpart's ``xerror`` (R^CV(T_k) / R(root),
-    the cross-validated risk relative to the root's) against the tree size |T~_k|
+    the cross-validated risk relative to the root's) against the tree size ``|T~_k|``
     (number of leaves), with bars of ± 1 SE (``xstd``); the resubstitution error
     ``rel_error`` (R(T_k) / R(root)) as a grey dashed line; a dotted horizontal line at
     the minimum + 1 SE (the bound of Breiman's 1-SE rule). The subtree with the smallest
