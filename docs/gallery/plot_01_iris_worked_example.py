@@ -15,7 +15,7 @@ the two tables of the experiment runner reproduced from the committed results.
 # %%
 # The pruning sequence
 # --------------------
-# ``cost_complexity_path()`` lists α_k, |T̃_k| and R(T_k) for k = 1, …, K (rpart's
+# ``cost_complexity_path()`` lists α_k, ``|T̃_k|`` and R(T_k) for k = 1, …, K (rpart's
 # ``cptable_`` is the same table scaled by R(root)). The text's figures are exact
 # fractions of the 150 cases.
 from fractions import Fraction

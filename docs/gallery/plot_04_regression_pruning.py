@@ -36,8 +36,8 @@ X_learn, y_learn, X_test, y_test = X[~test], y[~test], X[test], y[test]
 # %%
 # The weakest-link sequence
 # -------------------------
-# Each row is one T_k: α_k, its leaves |T̃_k| and R(T_k). Along the sequence α grows,
-# the trees shrink, and R(T_k) grows; T_k minimises R_α(T) = R(T) + α |T̃| for α in
+# Each row is one T_k: α_k, its leaves ``|T̃_k|`` and R(T_k). Along the sequence α grows,
+# the trees shrink, and R(T_k) grows; T_k minimises R_α(T) = R(T) + α ``|T̃|`` for α in
 # [α_k, α_{k+1}), so the slope between consecutive rows is −α_{k+1}.
 full = CARTRegressor().fit(X_learn, y_learn)
 path = full.cost_complexity_path()
