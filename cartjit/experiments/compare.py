@@ -743,7 +743,7 @@ def _rank_sums(d, zero_method):
     return float(ranks[d > 0].sum() + zero), float(ranks[d < 0].sum() + zero)
 
 
-def wilcoxon_test(matrix, method_a, method_b, *, zero_method="zsplit"):
+def wilcoxon_test(matrix, method_a, method_b, *, zero_method="zsplit", method="auto"):
     """Wilcoxon's signed-rank test for two methods over the datasets.
 
     The differences d_i = score_a − score_b on the N datasets are ranked by |d_i| (ties
@@ -762,6 +762,11 @@ def wilcoxon_test(matrix, method_a, method_b, *, zero_method="zsplit"):
         splits their ranks evenly between R⁺ and R⁻ (Demšar drops one of an odd number
         of zeros first; SciPy does not, and neither does this function); "wilcox" drops
         them before ranking; "pratt" ranks them, then drops them.
+    method : {"auto", "exact", "asymptotic"}, optional
+        How :func:`scipy.stats.wilcoxon` computes the p-value. "auto": the exact
+        distribution when there are no ties and no zeros (N <= 50); with ties or zeros
+        and N <= 13, a permutation test over all 2^N sign changes (exact and
+        deterministic, about a second); otherwise the normal approximation.
 
     Returns
     -------
@@ -777,6 +782,8 @@ def wilcoxon_test(matrix, method_a, method_b, *, zero_method="zsplit"):
     if zero_method not in ("zsplit", "wilcox", "pratt"):
         raise ValueError(f"zero_method must be 'zsplit', 'wilcox' or 'pratt', got "
                          f"{zero_method!r}")
+    if method not in ("auto", "exact", "asymptotic"):
+        raise ValueError(f"method must be 'auto', 'exact' or 'asymptotic', got {method!r}")
     for name in (method_a, method_b):
         if name not in matrix.columns:
             raise ValueError(f"method {name!r} is not a column of matrix; the methods are "
@@ -788,7 +795,7 @@ def wilcoxon_test(matrix, method_a, method_b, *, zero_method="zsplit"):
         raise ValueError(f"{method_a!r} and {method_b!r} have the same score on every "
                          "dataset: there is no difference to test")
     r_plus, r_minus = _rank_sums(d, zero_method)
-    pvalue = float(stats.wilcoxon(d, zero_method=zero_method).pvalue)
+    pvalue = float(stats.wilcoxon(d, zero_method=zero_method, method=method).pvalue)
     return WilcoxonResult(str(method_a), str(method_b), int(d.size), r_plus, r_minus,
                           min(r_plus, r_minus), pvalue, zero_method)
 
