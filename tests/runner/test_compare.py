@@ -509,8 +509,11 @@ def test_comparison_markdown_of_demsar_s_example():
     # one replication per dataset: the means have no SE and the pairs none either
     assert "| adult (sample) | 4.00 | 3.00 | 2.00 | 1.00 |" in text
     assert "| adult (sample) | -1.00 (1/0/0) | -2.00 (1/0/0) | -3.00 (1/0/0) |" in text
-    # Wilcoxon of C4.5+m against C4.5 on the ranks: the data sets where C4.5+m ranks
-    # higher (worse) are breast cancer (+1), iris (+1.5) and mushroom (0, split)
+    # Wilcoxon of C4.5+m against C4.5 on the ranks, by hand: d = rank(C4.5+m) − rank(C4.5)
+    # has two zeros (lung cancer, mushroom: ranks 1, 2), five |d| = 1 (ranks 3-7, 5 each),
+    # two 1.5 (8.5), two 2 (10.5), three 3 (13); d > 0 on breast cancer (1) and iris
+    # (1.5): R+ = 5 + 8.5 + (1 + 2)/2 = 15, R- = 105 − 15 = 90
+    assert "| C4.5+m | 15.00 | 90.00 | 15.00 |" in text
     assert C.comparison_markdown(df, "rank", "C4.5") == C.comparison_markdown(
         df, "rank", "C4.5")
 
