@@ -173,11 +173,18 @@ def _check_frame(results, name="results"):
     return results
 
 
-def _require(results, needed, name="results"):
+def _require(results, needed, name="results", keys=()):
+    """``results`` has the columns ``needed``; those in ``keys`` have no missing value."""
     missing = [c for c in needed if c not in results.columns]
     if missing:
         raise ValueError(f"{name} has no column {missing[0]!r}; its columns are "
                          f"{list(results.columns)}")
+    for key in keys:
+        absent = results[key].isna().to_numpy()
+        if absent.any():
+            raise ValueError(f"column {key!r} of {name} has {int(absent.sum())} missing "
+                             f"value(s) (first at row {results.index[absent][0]!r}): every "
+                             "row must name its " + key)
 
 
 def _check_measure(results, measure, name="results"):
@@ -264,7 +271,7 @@ def summarize(results, measures=None, *, columns=COLUMNS):
     _check_frame(results)
     columns = _check_columns(columns)
     keys = [columns.dataset, columns.method]
-    _require(results, keys)
+    _require(results, keys, keys=keys)
     if measures is None:
         measures = _default_measures(results, columns)
         if not measures:
@@ -276,6 +283,7 @@ def summarize(results, measures=None, *, columns=COLUMNS):
     for m in measures:
         _check_measure(results, m)
     if columns.replication in results.columns:
+        _require(results, [], keys=[columns.replication])
         _check_unique_keys(results, keys + [columns.replication])
     rows = []
     for (dataset, method), group in results.groupby(keys, sort=False):
@@ -346,8 +354,9 @@ def _paired(results, dataset, method, baseline, score, columns):
     if other.empty:
         raise ValueError(f"unpaired results: method {method!r} has no result on dataset "
                          f"{dataset!r}, where the baseline {baseline!r} has {len(base)}")
-    only_base = [r for r in base.index if r not in set(other.index)]
-    only_other = [r for r in other.index if r not in set(base.index)]
+    in_base, in_other = set(base.index), set(other.index)
+    only_base = [r for r in base.index if r not in in_other]
+    only_other = [r for r in other.index if r not in in_base]
     if only_base or only_other:
         parts = []
         if only_base:
@@ -401,7 +410,7 @@ def paired_differences(results, baseline, score="error", *, tol=0.0, columns=COL
     _check_frame(results)
     columns = _check_columns(columns)
     keys = list(columns)
-    _require(results, keys)
+    _require(results, keys, keys=keys)
     _check_measure(results, score)
     _check_unique_keys(results, keys)
     if (not isinstance(tol, numbers.Real) or isinstance(tol, bool) or not math.isfinite(tol)
@@ -462,9 +471,10 @@ def score_matrix(results, score="error", *, columns=COLUMNS):
     _check_frame(results)
     columns = _check_columns(columns)
     keys = [columns.dataset, columns.method]
-    _require(results, keys)
+    _require(results, keys, keys=keys)
     _check_measure(results, score)
     if columns.replication in results.columns:
+        _require(results, [], keys=[columns.replication])
         _check_unique_keys(results, keys + [columns.replication])
     datasets = _ordered(results[columns.dataset])
     methods = _ordered(results[columns.method])
