@@ -40,7 +40,8 @@ bundled <- c(
   sonar = "Sonar",
   soybean = "Soybean",
   vehicle = "Vehicle",
-  vowel = "Vowel"
+  vowel = "Vowel",
+  votes = "HouseVotes84"
 )
 local_only <- c(
   pima_indians_diabetes = "PimaIndiansDiabetes2",
