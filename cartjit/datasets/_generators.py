@@ -87,8 +87,8 @@ def _triangle(peak):
 
 
 #: The three base waveforms h1, h2, h3 of the CART book (§2.6.2), rows of a (3, 21)
-#: array: h1 peaks at m = 11, h2(m) = h1(m - 4) at m = 15, h3(m) = h1(m + 4) at m = 7.
-WAVEFORMS = np.stack([_triangle(11), _triangle(15), _triangle(7)])
+#: array: triangles of height 6 with peaks at m = 7, 15 and 11.
+WAVEFORMS = np.stack([_triangle(7), _triangle(15), _triangle(11)])
 WAVEFORMS.setflags(write=False)
 
 # class k (1, 2, 3) mixes u * h_a + (1 - u) * h_b with (a, b) = (1, 2), (1, 3), (2, 3)
@@ -99,13 +99,17 @@ def make_waveform(n, *, noise=1.0, random_state=None, return_X_y=False):
     """Sample the CART book's waveform recognition problem (21 features, 3 classes).
 
     Definition (Breiman et al. 1984, §2.6.2): with the triangular waveforms
-    ``h1(m) = max(6 - |m - 11|, 0)``, ``h2(m) = h1(m - 4)``, ``h3(m) = h1(m + 4)``
-    (m = 1 .. 21), a case of class 1, 2 or 3 (prior 1/3 each) is
+    ``h1(m) = max(6 - |m - 7|, 0)``, ``h2(m) = h1(m - 8)``, ``h3(m) = h1(m - 4)``
+    (m = 1 .. 21; peaks at 7, 15 and 11), a case of class 1, 2 or 3 (prior 1/3 each) is
 
     ``x_m = u h_a(m) + (1 - u) h_b(m) + noise * e_m``,  m = 1 .. 21,
 
     with (a, b) = (1, 2) for class 1, (1, 3) for class 2 and (2, 3) for class 3,
-    ``u`` uniform on [0, 1] and ``e_m`` independent standard normal.
+    ``u`` uniform on [0, 1] and ``e_m`` independent standard normal. Class 1 thus
+    mixes the two outer waveforms and classes 2 and 3 mix an outer one with the middle
+    one. This is the labelling of the book's generator at UCI and of R's
+    ``mlbench.waveform``. Some texts shift the waveforms around m = 11 instead, which
+    permutes the class labels but leaves the problem unchanged.
 
     Bayes error: about 0.14 in the book. The exact Bayes error of this definition is
     0.1329 (a numerical integration, docs/datasets.md). The Bayes rule has a closed
