@@ -113,13 +113,12 @@ def _parse_r_csv(source, levels, label):
             raise ValueError(f"{label}: the factor column {column!r} is missing; "
                              f"columns are {list(frame.columns)}")
         values = frame[column]
-        cat = pd.Categorical(values, categories=list(lvls), ordered=ordered)
-        bad = cat.isna() & values.notna().to_numpy()
+        bad = values.notna() & ~values.isin(lvls)
         if bad.any():
             raise ValueError(f"{label}: column {column!r} holds "
                              f"{values[bad].iloc[0]!r}, which is not one of R's levels "
                              f"{list(lvls)}")
-        frame[column] = cat
+        frame[column] = pd.Categorical(values, categories=list(lvls), ordered=ordered)
     return frame
 
 
@@ -150,10 +149,12 @@ def load_breast_cancer(*, return_X_y=False):
     Returns
     -------
     frame : pandas.DataFrame
-        699 rows. ``Cl.thickness, Cell.size, Cell.shape, Marg.adhesion, Epith.c.size,
-        Bare.nuclei, Bl.cromatin, Normal.nucleoli`` are ordered categoricals with
-        levels 1-10. ``Mitoses`` is an unordered categorical, as in mlbench. ``Bare.nuclei``
-        has 16 missing cells. The target ``Class`` is ``benign`` (458) or ``malignant`` (241).
+        699 rows, nine categoricals with the grades as levels, as in mlbench.
+        ``Cl.thickness, Cell.size, Cell.shape, Marg.adhesion, Epith.c.size`` are
+        ordered (split as ordinal). ``Bare.nuclei, Bl.cromatin, Normal.nucleoli,
+        Mitoses`` are unordered (split as nominal), because mlbench stores them as
+        unordered factors. To treat them as grades, make them ordered with
+        ``frame[c].cat.as_ordered()``. ``Bare.nuclei`` has 16 missing cells. The target ``Class`` is ``benign`` (458) or ``malignant`` (241).
     X, y : pandas.DataFrame, pandas.Series
         With ``return_X_y=True``.
 
@@ -491,12 +492,12 @@ def load_heart(path=None, *, binary=True, return_X_y=False):
     for column, levels in _HEART_NOMINAL.items():
         # UCI writes the codes as 1.0, 2.0, ...: compare them as numbers
         codes = pd.to_numeric(frame[column], errors="coerce")
-        text = codes.map(lambda v: "" if pd.isna(v) else f"{v:g}")
-        cat = pd.Categorical(text.where(codes.notna()), categories=list(levels))
-        if (cat.isna() & codes.notna().to_numpy()).any():
+        text = codes.map(lambda v: "" if pd.isna(v) else f"{v:g}").where(codes.notna())
+        if (text.notna() & ~text.isin(levels)).any() or (
+                codes.isna() & frame[column].notna()).any():
             raise ValueError(f"{found}: column {column!r} holds a code outside "
                              f"{list(levels)}")
-        frame[column] = cat
+        frame[column] = pd.Categorical(text, categories=list(levels))
     if binary:
         frame["disease"] = np.where(frame["num"] > 0, "present", "absent")
         frame = frame.drop(columns=["num"])
