@@ -227,8 +227,8 @@ def load_sonar(*, return_X_y=False):
 def load_soybean(*, return_X_y=False):
     """Load the large soybean disease data (683 cases, 35 features, 19 classes).
 
-    The 683 cases of mlbench's ``Soybean``: UCI's ``soybean-large`` (307 cases) and
-    its test file (376), with the cases of UCI's extra classes left out.
+    The 683 cases of mlbench's ``Soybean``: UCI's ``soybean-large.data`` (307 cases)
+    and ``soybean-large.test`` (376) together.
 
     Returns
     -------
@@ -273,8 +273,8 @@ def load_vowel(*, return_X_y=False):
     frame : pandas.DataFrame
         ``V1`` is the speaker, an unordered categorical with 15 levels (0-14).
         ``V2 .. V10`` are nine numeric speech features. The target ``Class`` is one of the
-        11 vowels (``hid, hId, hEd, ...``), 90 cases each. mlbench keeps
-        nine of UCI's ten log-area features, with the speaker number in front of them.
+        11 vowels (``hid, hId, hEd, ...``), 90 cases each. UCI's file has ten
+        numeric features per case. mlbench's version, kept here, has nine.
 
     References
     ----------

@@ -404,3 +404,50 @@ def test_bad_arguments_specific():
     from cartjit.engine.limits import MemoryLimitError
     with pytest.raises(MemoryLimitError):
         make_waveform(10**13)
+
+
+# ------------------------------------------------------- parity with R's mlbench
+
+_R_PARITY = r"""
+set.seed(20261129)
+n <- 60000
+summ <- function(tag, x, cl) for (k in levels(cl)) cat(tag, k, colMeans(x[cl == k, , drop = FALSE]), "\n")
+w <- mlbench.waveform(n); summ("waveform", w$x, w$classes)
+t <- mlbench.twonorm(n); summ("twonorm", t$x, t$classes)
+t <- mlbench.threenorm(n); summ("threenorm", abs(t$x), t$classes)
+t <- mlbench.ringnorm(n); summ("ringnorm", t$x, t$classes)
+for (f in c("friedman1", "friedman2", "friedman3")) {
+  d <- get(paste0("mlbench.", f))(n); cat(f, "y", mean(d$y), sd(d$y), "\n")
+}
+"""
+
+
+def test_distribution_summaries_match_r_mlbench(mlbench):
+    """Class-wise feature means (threenorm: of |x|) and the Friedman responses' mean and
+    standard deviation agree with R's mlbench within 5 standard errors. The exception
+    is ringnorm: mlbench's class-2 shift is half of the one used here (module docs)."""
+    r = {}
+    for line in mlbench(_R_PARITY).splitlines():
+        tag, key, *values = line.split()
+        r[(tag, key)] = np.array([float(v) for v in values])
+    n = 60_000
+    for tag, make in (("waveform", make_waveform), ("twonorm", make_twonorm),
+                      ("threenorm", make_threenorm), ("ringnorm", make_ringnorm)):
+        X, y = make(n, random_state=1, return_X_y=True)
+        if tag == "threenorm":
+            X = np.abs(X)
+        for k in np.unique(y):
+            ours = X[y == k].mean(axis=0)
+            theirs = r[(tag, str(k))]
+            se = np.sqrt(2 * X[y == k].var(axis=0) / (y == k).sum())
+            if tag == "ringnorm" and k == 2:
+                np.testing.assert_allclose(theirs, 1 / math.sqrt(20), atol=5 * se.max())
+                np.testing.assert_allclose(ours, 2 / math.sqrt(20), atol=5 * se.max())
+                continue
+            assert np.all(np.abs(ours - theirs) <= 5 * se), (tag, k, ours - theirs)
+    for tag, make in (("friedman1", make_friedman1), ("friedman2", make_friedman2),
+                      ("friedman3", make_friedman3)):
+        _, yy = make(n, random_state=2, return_X_y=True)
+        mean, sd = r[(tag, "y")]
+        assert abs(yy.mean() - mean) <= 5 * math.sqrt(2 / n) * sd, tag
+        assert abs(yy.std() / sd - 1) <= 5 * math.sqrt(1 / n), tag
