@@ -127,6 +127,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from ._common import _check_flag, _finish
 from ._synthetic import make_classification, make_regression
 from ._generators import (
     make_friedman1,
@@ -230,19 +231,6 @@ def _read_csv(filename: str) -> pd.DataFrame:
     path = resources.files(__name__).joinpath("data").joinpath(filename)
     with path.open("rb") as handle:
         return pd.read_csv(handle)
-
-
-def _check_flag(name, value):
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def _finish(frame, target, return_X_y):
-    """Return ``frame`` (already a fresh copy), or split it into ``(X, y)``."""
-    if return_X_y:
-        return frame.drop(columns=[target]), frame[target].copy()
-    return frame
 
 
 def load_iris(*, petal_only=False, return_X_y=False):

@@ -57,6 +57,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._common import _check_flag, _finish
+
 __all__ = [
     "load_breast_cancer",
     "load_ionosphere",
@@ -73,18 +75,6 @@ __all__ = [
 
 #: The environment variable naming a folder of local data files (Pima, heart).
 DATA_DIR_VARIABLE = "CARTJIT_DATA_DIR"
-
-
-def _check_flag(name, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-def _finish(frame, target, return_X_y):
-    if return_X_y:
-        return frame.drop(columns=[target]), frame[target].copy()
-    return frame
 
 
 def _data_file(filename):
@@ -154,7 +144,8 @@ def load_breast_cancer(*, return_X_y=False):
         ordered (split as ordinal). ``Bare.nuclei, Bl.cromatin, Normal.nucleoli,
         Mitoses`` are unordered (split as nominal), because mlbench stores them as
         unordered factors. To treat them as grades, make them ordered with
-        ``frame[c].cat.as_ordered()``. ``Bare.nuclei`` has 16 missing cells. The target ``Class`` is ``benign`` (458) or ``malignant`` (241).
+        ``frame[c].cat.as_ordered()``. ``Bare.nuclei`` has 16 missing cells. The
+        target ``Class`` is ``benign`` (458) or ``malignant`` (241).
     X, y : pandas.DataFrame, pandas.Series
         With ``return_X_y=True``.
 

@@ -45,6 +45,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ._common import _check_flag
 from ._synthetic import _check_int, _check_real, _check_size, _make_rng
 
 __all__ = [
@@ -62,13 +63,7 @@ __all__ = [
 ]
 
 
-def _check_flag(name, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-def _finish(X, y, target, return_X_y):
+def _arrays_or_frame(X, y, target, return_X_y):
     """``(X, y)`` arrays, or one DataFrame with the columns ``x1 .. xp`` and ``target``."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     if return_X_y:
@@ -149,7 +144,7 @@ def make_waveform(n, *, noise=1.0, random_state=None, return_X_y=False):
     pairs = np.array(_WAVE_PAIRS)[y - 1]
     X = (u[:, None] * WAVEFORMS[pairs[:, 0]] + (1.0 - u)[:, None] * WAVEFORMS[pairs[:, 1]]
          + noise * e)
-    return _finish(X, y, "class", return_X_y)
+    return _arrays_or_frame(X, y, "class", return_X_y)
 
 
 # ------------------------------------------------------------------------------ LED
@@ -225,7 +220,7 @@ def make_led(n, *, noise=0.1, n_noise=0, random_state=None, return_X_y=False):
     segments = LED_SEGMENTS[y] ^ flips
     extra = rng.integers(0, 2, size=(n, n_noise))
     X = np.hstack([segments, extra]).astype(np.float64)
-    return _finish(X, y, "class", return_X_y)
+    return _arrays_or_frame(X, y, "class", return_X_y)
 
 
 def make_led24(n, *, noise=0.1, random_state=None, return_X_y=False):
@@ -289,7 +284,7 @@ def make_twonorm(n, *, noise=1.0, n_features=20, random_state=None, return_X_y=F
     a = 2.0 / math.sqrt(d)
     sign = np.where(y == 1, 1.0, -1.0)
     X = sign[:, None] * a + noise * rng.standard_normal((n, d))
-    return _finish(X, y, "class", return_X_y)
+    return _arrays_or_frame(X, y, "class", return_X_y)
 
 
 def make_threenorm(n, *, noise=1.0, n_features=20, random_state=None, return_X_y=False):
@@ -318,7 +313,7 @@ def make_threenorm(n, *, noise=1.0, n_features=20, random_state=None, return_X_y
                     np.where(half == 0, a, -a)[:, None] * np.ones(d),
                     alternating[None, :])
     X = mean + noise * rng.standard_normal((n, d))
-    return _finish(X, y, "class", return_X_y)
+    return _arrays_or_frame(X, y, "class", return_X_y)
 
 
 def make_ringnorm(n, *, noise=1.0, n_features=20, random_state=None, return_X_y=False):
@@ -350,7 +345,7 @@ def make_ringnorm(n, *, noise=1.0, n_features=20, random_state=None, return_X_y=
     one = y == 1
     scale = np.where(one, 2.0 * noise, noise)
     X = np.where(one, 0.0, a)[:, None] + scale[:, None] * rng.standard_normal((n, d))
-    return _finish(X, y, "class", return_X_y)
+    return _arrays_or_frame(X, y, "class", return_X_y)
 
 
 # ------------------------------------------------------------------------ Friedman
@@ -415,7 +410,7 @@ def make_friedman1(n, *, noise=1.0, n_features=10, random_state=None, return_X_y
     rng = _make_rng(random_state)
     X = rng.random((n, n_features))
     y = friedman1_function(X) + noise * rng.standard_normal(n)
-    return _finish(X, y, "y", return_X_y)
+    return _arrays_or_frame(X, y, "y", return_X_y)
 
 
 def _friedman_inputs(rng, n):
@@ -466,7 +461,7 @@ def make_friedman2(n, *, noise=125.0, random_state=None, return_X_y=False):
     rng = _make_rng(random_state)
     X = _friedman_inputs(rng, n)
     y = friedman2_function(X) + noise * rng.standard_normal(n)
-    return _finish(X, y, "y", return_X_y)
+    return _arrays_or_frame(X, y, "y", return_X_y)
 
 
 def make_friedman3(n, *, noise=0.1, random_state=None, return_X_y=False):
@@ -508,4 +503,4 @@ def make_friedman3(n, *, noise=0.1, random_state=None, return_X_y=False):
     rng = _make_rng(random_state)
     X = _friedman_inputs(rng, n)
     y = friedman3_function(X) + noise * rng.standard_normal(n)
-    return _finish(X, y, "y", return_X_y)
+    return _arrays_or_frame(X, y, "y", return_X_y)

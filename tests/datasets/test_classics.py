@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from importlib import resources
 from pathlib import Path
 
@@ -131,9 +130,12 @@ for (item in c(%s)) {
 for (item in names(out)) {
   o <- out[[item]]
   cat(item, "\t", paste(o$dim, collapse = " "), "\t", o$na, "\n", sep = "")
-  cat("CLASSES\t", paste(names(o$classes), unlist(o$classes), sep = "=", collapse = "|"), "\n", sep = "")
-  cat("NA\t", paste(names(o$na_cols), unlist(o$na_cols), sep = "=", collapse = "|"), "\n", sep = "")
-  for (f in names(o$levels)) cat("LEVELS\t", f, "\t", o$ordered[[f]], "\t", paste(o$levels[[f]], collapse = "|"), "\n", sep = "")
+  pairs <- function(x) paste(names(x), unlist(x), sep = "=", collapse = "|")
+  cat("CLASSES\t", pairs(o$classes), "\n", sep = "")
+  cat("NA\t", pairs(o$na_cols), "\n", sep = "")
+  for (f in names(o$levels))
+    cat("LEVELS\t", f, "\t", o$ordered[[f]], "\t", paste(o$levels[[f]], collapse = "|"),
+        "\n", sep = "")
   for (f in names(o$sums)) cat("SUM\t", f, "\t", sprintf("%%.10g", o$sums[[f]]), "\n", sep = "")
 }
 """

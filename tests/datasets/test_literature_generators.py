@@ -411,7 +411,8 @@ def test_bad_arguments_specific():
 _R_PARITY = r"""
 set.seed(20261129)
 n <- 60000
-summ <- function(tag, x, cl) for (k in levels(cl)) cat(tag, k, colMeans(x[cl == k, , drop = FALSE]), "\n")
+summ <- function(tag, x, cl)
+  for (k in levels(cl)) cat(tag, k, colMeans(x[cl == k, , drop = FALSE]), "\n")
 w <- mlbench.waveform(n); summ("waveform", w$x, w$classes)
 t <- mlbench.twonorm(n); summ("twonorm", t$x, t$classes)
 t <- mlbench.threenorm(n); summ("threenorm", abs(t$x), t$classes)
