@@ -8,6 +8,7 @@ name and returns the :class:`~cartjit.datasets.Dataset` record of
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, NamedTuple, Optional
 
 from . import _classics as C
@@ -145,7 +146,7 @@ _ENTRIES = (
           "none stated (no longer distributed by UCI): not bundled",
           "mlbench's PimaIndiansDiabetes2 (zeros as missing) from a local file or R"),
     _real("pima_diabetes_raw", "local",
-          lambda path=None, **kw: C.load_pima_diabetes(path, zeros_as_missing=False, **kw),
+          functools.partial(C.load_pima_diabetes, zeros_as_missing=False),
           8, 2, 768, "diabetes",
           "J. W. Smith et al. (1988), Proceedings of the Symposium on Computer "
           "Applications and Medical Care, 261-265",

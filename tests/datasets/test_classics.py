@@ -188,6 +188,9 @@ def test_classics_against_r_mlbench(mlbench):
 
 
 def test_export_script_rewrites_the_bundled_files_byte_for_byte(mlbench, tmp_path):
+    version = mlbench('cat(as.character(packageVersion("mlbench")))').strip()
+    if not version.startswith("2.1"):
+        pytest.skip(f"the bundled files come from mlbench 2.1; R has mlbench {version}")
     script = Path(_classics.__file__).parent / "data" / "export_classics.R"
     mlbench(f"commandArgs <- function(trailingOnly = FALSE) c({json.dumps(str(tmp_path))}); "
             f"source({json.dumps(str(script))})")
