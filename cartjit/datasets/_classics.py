@@ -31,8 +31,9 @@ Local files. Two data sets are not bundled, and their loaders read a file that y
 supply:
 
 ``load_pima_diabetes``
-    The Pima Indians diabetes data (768 cases, 8 features). UCI no longer distributes
-    it and states no licence for it, so cartjit does not redistribute it. The loader
+    The Pima Indians diabetes data (768 cases, 8 features). UCI withdrew it, citing its
+    licence (by 2018), and states no licence for it, so cartjit does not redistribute
+    it. The loader
     reads the CSV that ``export_classics.R`` writes with the word ``pima``. It looks
     for the file given as ``path``, then in the folder named by ``CARTJIT_DATA_DIR``,
     and finally asks R's mlbench through ``Rscript`` if R is installed.
@@ -339,8 +340,8 @@ def _pima_from_r(item):
 def load_pima_diabetes(path=None, *, zeros_as_missing=True, return_X_y=False):
     """Load the Pima Indians diabetes data (768 cases, 8 features) from a local source.
 
-    This data set is not bundled, because UCI no longer distributes it and states no
-    licence for it. The loader looks for it in this order:
+    This data set is not bundled: the UCI repository withdrew it, citing its licence,
+    and no licence to redistribute it is stated. The loader looks for it in this order:
 
     1. ``path``: the CSV file, or a folder that holds it under the standard name
        (``pima_indians_diabetes.csv``, or ``pima_indians_diabetes_raw.csv`` with
@@ -395,7 +396,7 @@ def load_pima_diabetes(path=None, *, zeros_as_missing=True, return_X_y=False):
         if text is None:
             raise FileNotFoundError(
                 f"the Pima Indians diabetes data are not bundled with cartjit (UCI "
-                f"states no licence for them). Write them with R's mlbench: "
+                f"withdrew them over their licence). Write them with R's mlbench: "
                 f"Rscript cartjit/datasets/data/export_classics.R DIR pima, then pass "
                 f"path=DIR or set {DATA_DIR_VARIABLE}=DIR; or install R and mlbench, "
                 f"which this loader then asks directly")

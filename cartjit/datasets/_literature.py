@@ -143,14 +143,14 @@ _ENTRIES = (
     _real("pima_diabetes", "local", C.load_pima_diabetes, 8, 2, 768, "diabetes",
           "J. W. Smith et al. (1988), Proceedings of the Symposium on Computer "
           "Applications and Medical Care, 261-265",
-          "none stated (no longer distributed by UCI): not bundled",
+          "none stated (withdrawn by UCI over its licence): not bundled",
           "mlbench's PimaIndiansDiabetes2 (zeros as missing) from a local file or R"),
     _real("pima_diabetes_raw", "local",
           functools.partial(C.load_pima_diabetes, zeros_as_missing=False),
           8, 2, 768, "diabetes",
           "J. W. Smith et al. (1988), Proceedings of the Symposium on Computer "
           "Applications and Medical Care, 261-265",
-          "none stated (no longer distributed by UCI): not bundled",
+          "none stated (withdrawn by UCI over its licence): not bundled",
           "mlbench's PimaIndiansDiabetes (UCI's zeros kept, as in Breiman 1996) from a "
           "local file or R"),
     _real("heart", "local", C.load_heart, 13, 2, 303, "disease",
