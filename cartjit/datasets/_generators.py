@@ -141,9 +141,12 @@ def make_waveform(n, *, noise=1.0, random_state=None, return_X_y=False):
     y = rng.integers(1, 4, size=n, dtype=np.int64)
     u = rng.random(n)
     e = rng.standard_normal((n, 21))
-    pairs = np.array(_WAVE_PAIRS)[y - 1]
-    X = (u[:, None] * WAVEFORMS[pairs[:, 0]] + (1.0 - u)[:, None] * WAVEFORMS[pairs[:, 1]]
-         + noise * e)
+    X = np.empty((n, 21))
+    for k, (a, b) in enumerate(_WAVE_PAIRS, start=1):
+        rows = np.flatnonzero(y == k)
+        uk = u[rows, None]
+        X[rows] = uk * WAVEFORMS[a] + (1.0 - uk) * WAVEFORMS[b]
+    X += noise * e
     return _arrays_or_frame(X, y, "class", return_X_y)
 
 
