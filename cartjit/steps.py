@@ -691,3 +691,422 @@ def split_candidates(estimator, X, y, *, node=0, sample_weight=None, features=No
         head += "; a leaf of tree_max_ (no split chosen)"
     result = _table(out, head)
     return result
+
+
+# --------------------------------------------------------------------------- multiway gains
+
+def multiway_gains(X, y, *, sample_weight=None, criterion="entropy"):
+    """The impurity decrease of splitting all the cases by every value of each feature
+    at once (ID3's information gain, with ``criterion="entropy"``), for comparison with
+    CART's binary splits (:func:`split_candidates`).
+
+    A feature with values v_1, …, v_m sends the cases into m children; its gain is
+    i(t) - Σ_v (N(v)/N) i(t_v), with i the entropy in bits or the Gini index and the
+    proportions weighted by ``sample_weight``. No fit is needed: this is a property of
+    the data. A binary feature gives the same gain as its CART split; a feature of more
+    values gives at least the gain of any of its binary splits.
+
+    Parameters
+    ----------
+    X : DataFrame or 2-d array (n_samples, n_features); every distinct value (missing
+        values excluded: those cases are left out for that feature) is a child.
+    y : array-like (n_samples,) class labels.
+    sample_weight : array-like (n_samples,), optional
+    criterion : {"entropy", "gini"}, default "entropy"
+
+    Returns
+    -------
+    StepTable
+        One row per feature: ``n_values``, ``i_parent`` (i(t) of the cases with the
+        feature present), ``weighted`` (Σ_v (N(v)/N) i(t_v)) and ``gain``, sorted by
+        decreasing gain (ties in feature order).
+    """
+    if criterion not in ("entropy", "gini"):
+        raise ValueError(f"criterion must be 'entropy' or 'gini', got {criterion!r}")
+    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X, dtype=object))
+    labels = np.asarray(y)
+    if labels.ndim != 1 or labels.shape[0] != frame.shape[0]:
+        raise ValueError(f"y must be 1-d with one label per row of X ({frame.shape[0]}), "
+                         f"got shape {labels.shape}")
+    w = (np.ones(frame.shape[0]) if sample_weight is None
+         else np.asarray(sample_weight, dtype=np.float64))
+    if w.shape != (frame.shape[0],) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("sample_weight must hold one finite weight >= 0 per row of X")
+    classes, codes = np.unique(labels, return_inverse=True)
+    rows = []
+    for col in frame.columns:
+        values = frame[col]
+        present = values.notna().to_numpy()
+        keys, groups = np.unique(values[present].astype(str).to_numpy(), return_inverse=True)
+        counts = np.zeros((keys.shape[0], classes.shape[0]))
+        np.add.at(counts, (groups, codes[present]), w[present])
+        parent = counts.sum(axis=0)
+        i_parent = float(_class_impurity(parent[None, :], criterion)[0])
+        sizes = counts.sum(axis=1)
+        weighted = float((sizes / sizes.sum() * _class_impurity(counts, criterion)).sum())
+        rows.append({"feature": str(col), "n_values": int(keys.shape[0]),
+                     "i_parent": i_parent, "weighted": weighted,
+                     "gain": i_parent - weighted})
+    out = pd.DataFrame(rows).sort_values("gain", ascending=False, kind="stable")
+    unit = " (bits)" if criterion == "entropy" else ""
+    return _table(out.reset_index(drop=True),
+                  f"multiway gain of each feature{unit}: i(t) - Σ_v (N(v)/N) i(t_v)")
+
+
+# --------------------------------------------------------------------------- pruning
+
+def _branches(tree, internal):
+    """R(T_t) and |T~_t| of every node of the subtree whose internal nodes are
+    ``internal``, summed bottom-up (children first), as the weakest-link loop sums."""
+    n = tree.n_nodes
+    branch = np.array(tree.risk, dtype=np.float64, copy=True)
+    leaves = np.ones(n, dtype=np.float64)
+    for t in range(n - 1, -1, -1):
+        if internal[t]:
+            l, r = tree.left[t], tree.right[t]
+            branch[t] = branch[l] + branch[r]
+            leaves[t] = leaves[l] + leaves[r]
+    return branch, leaves
+
+
+def _below(tree, t, internal):
+    """The internal nodes of the branch T_t (t included) among ``internal``."""
+    out, stack = [], [t]
+    while stack:
+        u = stack.pop()
+        if internal[u]:
+            out.append(u)
+            stack += [int(tree.left[u]), int(tree.right[u])]
+    return out
+
+
+def _leaves_of(tree, internal):
+    """The leaves of the subtree with these internal nodes, in id order."""
+    present = np.zeros(tree.n_nodes, dtype=bool)
+    present[0] = True
+    for t in range(tree.n_nodes):
+        if present[t] and internal[t]:
+            present[tree.left[t]] = present[tree.right[t]] = True
+    return tuple(int(t) for t in np.flatnonzero(present & ~internal))
+
+
+def _weakest_link_replay(tree):
+    """The weakest-link loop of docs/maths.md §4, one step at a time: a list of steps,
+    each (k, internal mask of T_k, R(T_t), |T~_t|, g, weakest links, α_{k+1}), k = 0
+    being T_max → T_1 when they differ; and the per-node α the loop stores."""
+    n = tree.n_nodes
+    risk = np.asarray(tree.risk, dtype=np.float64)
+    atol = ALPHA_ATOL * abs(float(risk[0]))
+    alpha = np.zeros(n)
+    internal = tree.left != LEAF
+    steps = []
+    branch, leaves = _branches(tree, internal)
+    # T_1: every split that does not lower the risk (top-down, within the tolerance)
+    first = np.zeros(n, dtype=bool)
+    for t in range(n):
+        if internal[t] and (t == 0 or first[tree.parent[t]]):
+            first[t] = not (risk[t] - branch[t] <= atol)
+    dropped = internal & ~first
+    if dropped.any():
+        g = np.full(n, np.nan)
+        g[internal] = (risk[internal] - branch[internal]) / (leaves[internal] - 1.0)
+        tops = [t for t in np.flatnonzero(dropped)
+                if t == 0 or not dropped[tree.parent[t]]]
+        steps.append((0, internal.copy(), branch, leaves, g, tuple(int(t) for t in tops),
+                       0.0))
+    internal = first
+    k = 1
+    while internal.any():
+        branch, leaves = _branches(tree, internal)
+        g = np.full(n, np.nan)
+        g[internal] = (risk[internal] - branch[internal]) / (leaves[internal] - 1.0)
+        g_min = float(np.nanmin(g))
+        bound = g_min + ALPHA_RTOL * g_min + atol
+        weakest = [int(t) for t in np.flatnonzero(internal & (g <= bound))]
+        # a weakest link inside another one's branch goes with it
+        tops = [t for t in weakest if not any(
+            a in weakest for a in _ancestors(tree, t))]
+        steps.append((k, internal.copy(), branch, leaves, g, tuple(tops), g_min))
+        nxt = internal.copy()
+        for t in tops:
+            for u in _below(tree, t, internal):
+                alpha[u] = g_min
+                nxt[u] = False
+        internal = nxt
+        k += 1
+    return steps, alpha
+
+
+def _ancestors(tree, t):
+    out = []
+    while t > 0:
+        t = int(tree.parent[t])
+        out.append(t)
+    return out
+
+
+def pruning_steps(estimator, *, by="node"):
+    """The weakest-link pruning of ``tree_max_`` step by step (docs/maths.md §4).
+
+    For each k, every internal node t of T_k with R(t), R(T_t), |T~_t| and
+    g_k(t) = (R(t) - R(T_t)) / (|T~_t| - 1); the weakest links are the nodes of least
+    g_k (within the loop's tolerance, 10⁻⁹ g + 10⁻¹² R(root)), α_{k+1} = min_t g_k(t),
+    and T_{k+1} is T_k with the weakest links made leaves. When T_max holds splits that
+    do not lower the risk, step k = 0 shows how T_1 = T(0) drops them (the nodes with
+    R(t) = R(T_t), α_1 = 0). The numbers are those the fit's loop computes: the α of
+    every node (``tree_max_.alpha``) is the α_{k+1} of the step that collapses it.
+
+    Parameters
+    ----------
+    estimator : a fitted CARTClassifier, CARTRegressor or a CV variant, with
+        ``compat="breiman"`` (rpart's one-pass complexities are not a weakest-link loop:
+        docs/maths.md §9).
+    by : {"node", "step"}, default "node"
+        "node": one row per (k, internal node of T_k), indexed by (k, node), with
+        ``risk_node`` (R(t)), ``risk_branch`` (R(T_t)), ``leaves_branch`` (|T~_t|), ``g``
+        and ``weakest``. "step": one row per k with ``alpha`` (α_k), ``n_leaves`` and
+        ``risk`` of T_k, ``weakest`` (the node ids collapsed), ``alpha_next``
+        (α_{k+1}), ``n_leaves_next`` and ``leaves_next`` (the leaf ids of T_{k+1});
+        k = K, the root alone, closes the table.
+
+    Returns
+    -------
+    StepTable
+        Node ids are those of ``tree_max_``.
+    """
+    tree = _fitted(estimator, "pruning_steps")
+    if getattr(estimator, "compat", "breiman") == "rpart":
+        raise ValueError("pruning_steps replays the exact weakest-link loop of "
+                         "docs/maths.md §4; with compat='rpart' the sequence is rpart's "
+                         "one-pass complexities (docs/maths.md §9), fit with "
+                         "compat='breiman' to see the loop")
+    if by not in ("node", "step"):
+        raise ValueError(f"by must be 'node' or 'step', got {by!r}")
+    steps, _ = _weakest_link_replay(tree)
+    risk = np.asarray(tree.risk, dtype=np.float64)
+    if by == "node":
+        rows = []
+        for k, internal, branch, leaves, g, tops, _a in steps:
+            weak = set()
+            for t in tops:
+                weak.add(t)
+            for t in np.flatnonzero(internal):
+                rows.append({"k": k, "node": int(t), "risk_node": risk[t],
+                             "risk_branch": branch[t], "leaves_branch": int(leaves[t]),
+                             "g": g[t], "weakest": int(t) in weak})
+        out = pd.DataFrame(rows).set_index(["k", "node"])
+        return _table(out, "weakest-link pruning: g_k(t) = (R(t) - R(T_t)) / (|T~_t| - 1) "
+                           "for every internal node t of T_k; the weakest links are "
+                           "collapsed, α_{k+1} = min g_k(t)")
+    rows = []
+    for i, (k, internal, branch, leaves, g, tops, a_next) in enumerate(steps):
+        nxt = internal.copy()
+        for t in tops:
+            for u in _below(tree, t, internal):
+                nxt[u] = False
+        alpha_k = 0.0 if k <= 1 else steps[i - 1][6]
+        after = _leaves_of(tree, nxt)
+        rows.append({"k": k, "alpha": alpha_k if k else np.nan,
+                     "n_leaves": int(leaves[0]), "risk": branch[0], "weakest": tops,
+                     "alpha_next": a_next, "n_leaves_next": len(after),
+                     "leaves_next": after})
+    last = steps[-1] if steps else None
+    rows.append({"k": (last[0] + 1) if last else 1,
+                 "alpha": last[6] if last else 0.0, "n_leaves": 1, "risk": risk[0],
+                 "weakest": (), "alpha_next": np.nan, "n_leaves_next": np.nan,
+                 "leaves_next": ()})
+    out = pd.DataFrame(rows).set_index("k", drop=False)
+    out["n_leaves_next"] = out["n_leaves_next"].astype("Int64")
+    out.index.name = None
+    return _table(out, "weakest-link pruning by step: T_k (α_k, |T~_k|, R(T_k)), its "
+                       "weakest links and T_{k+1} (k = 0: T_max → T_1)")
+
+
+# --------------------------------------------------------------------------- cross-validation
+
+class CVSteps:
+    """The numbers behind ``cv_results_`` (:func:`cv_steps`): two tables.
+
+    Attributes
+    ----------
+    counts : StepTable
+        Classification: the N_ij tables, indexed by (k, [fold,] true class j), one
+        column per predicted class i holding N_ij(k), the weighted count of held-out
+        class-j cases that T^(v)(α'_k) labels i, and ``N_j`` (their row sum).
+        Regression: per (k, [fold]) the number of held-out cases ``n``, their weight
+        ``weight``, the weighted sum of squared errors ``sse`` and its mean ``mse``.
+    risk : StepTable
+        One row per k: ``alpha_prime``, ``n_leaves``, for classification ``R_cv[c]``
+        (R^CV(j) = Σ_i C(i|j) N_ij(k) / N_j, the class's cross-validated error rate or
+        cost), then ``cv_risk`` (R^CV) and ``cv_se`` (its SE), as in ``cv_results_``.
+    """
+
+    def __init__(self, counts, risk, folds=None):
+        self.counts = counts
+        self.risk = risk
+        self.folds = folds
+
+    def _tables(self):
+        return [t for t in (self.risk, self.folds, self.counts) if t is not None]
+
+    def __repr__(self):
+        return "\n\n".join(repr(t) for t in self._tables())
+
+    __str__ = __repr__
+
+    def _repr_html_(self):
+        return "".join(t._repr_html_() for t in self._tables())
+
+
+def cv_steps(estimator, y, *, sample_weight=None, by_fold=False):
+    """The cross-validation of a fitted CV estimator, step by step (docs/maths.md §5).
+
+    For every T_k of the table, each held-out case of fold v is dropped down the fold
+    tree pruned at α'_k, T^(v)(α'_k); over all folds, N_ij(k) is the weighted count of
+    class-j cases labelled i, and
+
+        R^CV(j) = Σ_i C(i|j) N_ij(k) / N_j,   R^CV(T_k) = Σ_j π(j) R^CV(j),
+
+    with N_j the full sample's class totals; SE = √(Σ w l² - (Σ w l)² / W) / W over the
+    per-case losses l = π(j) W / N_j · C(i|j). For regression, l is the squared
+    held-out error and R^CV their weighted mean. These reproduce ``cv_risk`` and
+    ``cv_se`` of ``cv_results_``.
+
+    Parameters
+    ----------
+    estimator : CARTClassifierCV or CARTRegressorCV fitted with ``cv_predictions=True``
+        (or ``"proba"``), which keeps every case's held-out prediction, and
+        ``compat="breiman"`` (rpart's rules score at other points with another loss,
+        docs/maths.md §9).
+    y : array-like (n_samples,), the targets of the fit (the same rows).
+    sample_weight : array-like (n_samples,), optional, the weights of the fit.
+    by_fold : bool, default False
+        Also split the tables by fold: ``counts`` is then indexed by (k, fold, j) (or
+        (k, fold)), and ``folds`` gives each fold's share of R^CV.
+
+    Returns
+    -------
+    CVSteps
+        ``risk``, ``folds`` and ``counts``, printed one above the other.
+    """
+    caller = "cv_steps"
+    _fitted(estimator, caller)
+    if not hasattr(estimator, "folds_"):
+        raise TypeError(f"{caller} needs a fitted CARTClassifierCV or CARTRegressorCV, "
+                        f"got {type(estimator).__name__}")
+    if getattr(estimator, "compat", "breiman") == "rpart":
+        raise ValueError(f"{caller} shows the cross-validation of docs/maths.md §5; with "
+                         "compat='rpart' the points and the loss are rpart's (§9)")
+    pred = getattr(estimator, "cv_predictions_", None)
+    if pred is None:
+        raise ValueError(f"{caller} needs the held-out predictions: fit the estimator "
+                         "with cv_predictions=True")
+    if not isinstance(by_fold, (bool, np.bool_)):
+        raise TypeError(f"by_fold must be True or False, got {by_fold!r}")
+    folds = estimator.folds_[0]
+    n = folds.shape[0]
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"{caller}: y must be the fit's targets, one per row ({n}), got "
+                         f"shape {y.shape}")
+    if sample_weight is None:
+        w = np.ones(n)
+    else:
+        w = np.asarray(sample_weight, dtype=np.float64)
+        if w.shape != (n,):
+            raise ValueError(f"{caller}: sample_weight must have one weight per row ({n}), "
+                             f"got shape {w.shape}")
+    part = folds >= 0
+    table = estimator.cv_results_
+    ks = table["k"].to_numpy()
+    w_p, f_p, pred_p = w[part], folds[part], pred[part]
+    W = w_p.sum()
+    fold_ids = np.unique(f_p)
+    if estimator._is_classifier:
+        lookup = {c: i for i, c in enumerate(estimator.classes_.tolist())}
+        try:
+            yc = np.array([lookup[v] for v in y[part].tolist()], dtype=np.int64)
+        except KeyError as exc:
+            raise ValueError(f"{caller}: y holds a label that is not a class of the fit: "
+                             f"{exc.args[0]!r}") from None
+        J = estimator.n_classes_
+        totals = np.bincount(yc, weights=w_p, minlength=J)
+        if not np.allclose(totals, estimator.class_weight_totals_, rtol=1e-12, atol=0):
+            raise ValueError(f"{caller}: y and sample_weight must be those of the fit "
+                             "(their class totals differ from the fit's)")
+        priors, cost = estimator.priors_, estimator.cost_
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(totals > 0, priors * W / totals, 0.0)
+    else:
+        yr = np.asarray(y[part], dtype=np.float64)
+        if not math.isclose(W, float(estimator.tree_max_.weighted_n_node_samples[0]),
+                            rel_tol=1e-12):
+            raise ValueError(f"{caller}: sample_weight must be that of the fit")
+    count_rows, count_index, risk_rows, risk_index = [], [], [], []
+    fold_rows, fold_index = [], []
+    for col, k in enumerate(ks):
+        p = pred_p[:, col]
+        if estimator._is_classifier:
+            loss = scale[yc] * cost[yc, p]
+        else:
+            loss = (yr - p) ** 2
+        s1 = (w_p * loss).sum()
+        s2 = (w_p * loss * loss).sum()
+        row = {"alpha_prime": table["alpha_prime"].iloc[col],
+               "n_leaves": int(table["n_leaves"].iloc[col])}
+        groups = [(None, np.ones(p.shape[0], dtype=bool))]
+        if by_fold:
+            groups = [(int(v), f_p == v) for v in fold_ids]
+        if estimator._is_classifier:
+            N = np.zeros((J, J))
+            np.add.at(N, (yc, p), w_p)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                by_class = np.where(totals > 0, (N * cost).sum(axis=1) / totals, np.nan)
+            for j, c in enumerate(estimator.classes_):
+                row[f"R_cv[{c}]"] = by_class[j]
+            for v, m in groups:
+                Nv = np.zeros((J, J))
+                np.add.at(Nv, (yc[m], p[m]), w_p[m])
+                for j, c in enumerate(estimator.classes_):
+                    count_rows.append(list(Nv[j]) + [Nv[j].sum()])
+                    count_index.append((k, c) if v is None else (k, v, c))
+        else:
+            for v, m in groups:
+                sse = (w_p[m] * loss[m]).sum()
+                count_rows.append([int(m.sum()), w_p[m].sum(), sse, sse / w_p[m].sum()])
+                count_index.append(k if v is None else (k, v))
+        row["cv_risk"] = s1 / W
+        row["cv_se"] = math.sqrt(max(s2 - s1 * s1 / W, 0.0)) / W
+        risk_rows.append(row)
+        risk_index.append(k)
+        if by_fold:
+            for v, m in groups:
+                fold_rows.append({"alpha_prime": row["alpha_prime"],
+                                  "n_leaves": row["n_leaves"], "n": int(m.sum()),
+                                  "contribution": (w_p[m] * loss[m]).sum() / W,
+                                  "fold_risk": (w_p[m] * loss[m]).sum() / w_p[m].sum()})
+                fold_index.append((k, v))
+    if estimator._is_classifier:
+        names = ["k", "true"] if not by_fold else ["k", "fold", "true"]
+        counts = pd.DataFrame(count_rows, columns=[str(c) for c in estimator.classes_]
+                              + ["N_j"], index=pd.MultiIndex.from_tuples(count_index,
+                                                                         names=names))
+        if np.all(w == 1.0):
+            counts = counts.round().astype(np.int64)
+        what = ("N_ij(k): held-out cases of true class j (rows) labelled i (columns) by "
+                "their fold's tree at α'_k")
+    else:
+        index = (pd.Index(count_index, name="k") if not by_fold
+                 else pd.MultiIndex.from_tuples(count_index, names=["k", "fold"]))
+        counts = pd.DataFrame(count_rows, columns=["n", "weight", "sse", "mse"],
+                              index=index)
+        what = "held-out squared errors of each T_k's fold trees at α'_k"
+    risk = pd.DataFrame(risk_rows, index=pd.Index(risk_index, name="k"))
+    per_fold = None
+    if by_fold:
+        per_fold = _table(pd.DataFrame(fold_rows, index=pd.MultiIndex.from_tuples(
+            fold_index, names=["k", "fold"])),
+            "each fold's share of R^CV (contribution: Σ w l / W over its held-out cases, "
+            "adding up to R^CV) and its own mean loss (fold_risk)")
+    return CVSteps(_table(counts, what + (", by fold" if by_fold else "")),
+                   _table(risk, "R^CV(T_k) and its SE (docs/maths.md §5)"), per_fold)
