@@ -326,8 +326,9 @@ def _set_text(names):
     return "{" + ", ".join(names) + "}"
 
 
-def _ordered_candidates(data, idx, x, criterion, factor, y_center):
-    """Every midpoint of the present values of an ordered feature, lowest first."""
+def _ordered_candidates(data, idx, x, criterion, factor, y_center, levels=None):
+    """Every midpoint of the present values of an ordered feature, lowest first;
+    ``levels``: the level names of an ordinal feature (its values are level codes)."""
     values, group = np.unique(x, return_inverse=True)
     m = values.shape[0]
     if m < 2:
@@ -340,8 +341,11 @@ def _ordered_candidates(data, idx, x, criterion, factor, y_center):
     thr = _threshold_between(values[:-1], values[1:])
     return dict(threshold=thr, n_left=n_left, n_right=n_right, left=left, right=right,
                 order=np.arange(m - 1), key=np.arange(m - 1),
-                left_text=[f"<= {t:.6g}" for t in thr],
-                right_text=[f"> {t:.6g}" for t in thr], searched=np.ones(m - 1, bool))
+                left_text=([f"<= {t:.6g}" for t in thr] if levels is None
+                           else [f"<= {levels[int(t)]}" for t in thr]),
+                right_text=([f"> {t:.6g}" for t in thr] if levels is None
+                            else [f"> {levels[int(t)]}" for t in thr]),
+                searched=np.ones(m - 1, bool))
 
 
 def _subset_masks(n_lv, order=None):
@@ -392,7 +396,7 @@ def _level_order(data, n, stats):
 
 
 def _subset_candidates(estimator, data, idx, x, f, criterion, factor, y_center,
-                       all_subsets, max_levels):
+                       all_subsets, max_levels, name):
     """The subset splits of a nominal feature that the engine's search considers (the
     L - 1 splits of the ordering for two classes and for regression; every subset for
     more classes), or every subset with ``all_subsets``."""
@@ -405,7 +409,7 @@ def _subset_candidates(estimator, data, idx, x, f, criterion, factor, y_center,
     exhaustive = data.is_class and data.n_classes > 2
     if exhaustive and n_lv > estimator.max_categories_exhaustive:
         raise ValueError(
-            f"feature {f} has {n_lv} levels at this node, more than "
+            f"feature {name!r} has {n_lv} levels at this node, more than "
             f"max_categories_exhaustive={estimator.max_categories_exhaustive}: the engine "
             "then scans the L - 1 splits of a principal-component ordering (a heuristic, "
             "docs/maths.md §7), which this table does not reproduce; leave the feature "
@@ -414,7 +418,7 @@ def _subset_candidates(estimator, data, idx, x, f, criterion, factor, y_center,
     if all_subsets or exhaustive:
         if n_lv > max_levels:
             raise ValueError(
-                f"feature {f} has {n_lv} levels at this node: listing its 2^(L-1) - 1 = "
+                f"feature {name!r} has {n_lv} levels at this node: listing its 2^(L-1) - 1 = "
                 f"{(1 << (n_lv - 1)) - 1} subset splits needs max_levels >= {n_lv} "
                 f"(max_levels={max_levels})")
         masks = _subset_masks(n_lv)
@@ -601,9 +605,11 @@ def split_candidates(estimator, X, y, *, node=0, sample_weight=None, features=No
             continue
         if data.n_levels[f] > 0:
             cand = _subset_candidates(estimator, data, sub, x, f, criterion, factor, center,
-                                      all_subsets, max_levels)
+                                      all_subsets, max_levels, names[f])
         else:
-            cand = _ordered_candidates(data, sub, x, criterion, factor, center)
+            cats = estimator.categories_[f]
+            cand = _ordered_candidates(data, sub, x, criterion, factor, center,
+                                       None if cats is None else [str(c) for c in cats])
         if cand is None:
             continue
         i_l, i_r, weighted, delta = _evaluate(data, cand["n_left"], cand["n_right"],

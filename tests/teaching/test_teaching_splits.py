@@ -214,3 +214,41 @@ def test_bad_input_is_named():
         split_candidates(est, X, 1 - y)
     with pytest.raises(TypeError, match="fitted"):
         split_candidates(CARTClassifier(), X, y)
+
+
+def test_ordinal_rpart_mode_and_cases_that_stay():
+    """An ordered categorical is split by its codes (named by level); rpart's mode
+    without surrogates and use_surrogate=0 leave the cases missing the split feature in
+    the node, which the tables follow (docs/maths.md §8, §9)."""
+    rng = np.random.default_rng(13)
+    n = 120
+    X = pd.DataFrame({
+        "grade": pd.Categorical(rng.choice(["lo", "mid", "hi"], size=n),
+                                categories=["lo", "mid", "hi"], ordered=True),
+        "x": rng.normal(size=n).round(1)})
+    y = (X["grade"].cat.codes.to_numpy() + rng.normal(size=n) > 1).astype(int)
+    est = CARTClassifier(max_depth=3).fit(X, y)
+    assert _check_every_node(est, X, y) > 3
+    grade = split_candidates(est, X, y, features="grade")
+    assert grade["left"].tolist() == ["<= lo", "<= mid"]
+    X.loc[rng.random(n) < 0.2, "x"] = np.nan
+    for kw in ({"compat": "rpart", "max_surrogate": 0}, {"use_surrogate": 0}):
+        est = CARTClassifier(**kw).fit(X, y)
+        assert _check_every_node(est, X, y) > 5
+
+
+def test_many_levels_with_three_classes():
+    rng = np.random.default_rng(14)
+    X = pd.DataFrame({"c": pd.Categorical(rng.choice(list("abcdefghijklmn"), size=200))})
+    y = rng.integers(0, 3, size=200)
+    est = CARTClassifier(max_depth=1).fit(X, y)
+    with pytest.raises(ValueError, match="max_categories_exhaustive"):
+        split_candidates(est, X, y)
+    est = CARTClassifier(max_depth=1, max_categories_exhaustive=14).fit(X, y)
+    with pytest.raises(ValueError, match="max_levels"):
+        split_candidates(est, X, y)
+    table = split_candidates(est, X, y, max_levels=14)
+    assert len(table) == 2 ** 13 - 1
+    assert table["chosen"].sum() == 1
+    assert table.loc[table["chosen"], "delta_i"].item() == pytest.approx(
+        est.tree_max_.improvement[0], abs=1e-12)
