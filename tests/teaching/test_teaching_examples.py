@@ -137,3 +137,29 @@ def test_play_golf_fourteen_days():
     assert {best.loc["outlook", "left"], best.loc["outlook", "right"]} == {
         "{overcast}", "{rain, sunny}"}
     assert table.loc[table["chosen"], "feature"].item() == "outlook"
+
+
+@pytest.mark.parametrize("name, petal_only, Vs", [("iris_petal", True, [2, 5, 25]),
+                                                  ("iris", False, [6, 15, 50, 75])])
+def test_iris_repeated_cv_columns(name, petal_only, Vs):
+    """The repeated-partition columns of the CV tables of docs/maths.md §6 (mean, std
+    and mean SE of R^CV over the 10 partitions of experiments/monograph.toml), rebuilt
+    from each partition's N_ij tables."""
+    from cartjit.experiments.cells import cell_seed
+
+    table = pd.read_csv(MONOGRAPH / f"{name}.csv")
+    X, y = load_iris(petal_only=petal_only, return_X_y=True)
+    for V in Vs:
+        risks, ses = [], []
+        for r in range(10):
+            est = CARTClassifierCV(cv=V, random_state=cell_seed(1984, name, V, r, False),
+                                   cv_predictions=True).fit(X, y)
+            steps = cv_steps(est, y)
+            risks.append([(N.sum() - np.trace(N)) / 150 for N in (
+                steps.counts.loc[k].drop(columns="N_j").to_numpy()
+                for k in steps.risk.index)])
+            ses.append(steps.risk["cv_se"].to_numpy())
+        np.testing.assert_allclose(np.mean(risks, axis=0), table[f"V{V}_mean"], rtol=1e-12)
+        np.testing.assert_allclose(np.std(risks, axis=0, ddof=1), table[f"V{V}_std"],
+                                   rtol=1e-9, atol=1e-15)
+        np.testing.assert_allclose(np.mean(ses, axis=0), table[f"V{V}_se"], rtol=1e-12)
