@@ -155,7 +155,8 @@ def _in_set(level_sets, row, side, codes):
 
 
 def _codes(x):
-    return np.where(np.isnan(x), -1, np.nan_to_num(x, nan=-1.0)).astype(np.int64)
+    """Level codes of a nominal column, -1 where missing."""
+    return np.nan_to_num(x, nan=-1.0).astype(np.int64)
 
 
 def _goes(tree, t, f, threshold, level_row, x, low_left=1):
@@ -307,8 +308,8 @@ def _sums(data, idx, group, n_groups, y_center):
     return n, stats
 
 
-def _evaluate(data, n_left, n_right, left, right, criterion, factor):
-    """The candidate rows' columns from the two sides' statistics."""
+def _evaluate(data, left, right, criterion, factor):
+    """(i_L, i_R, weighted, Δi) of the candidate rows from the two sides' statistics."""
     if data.is_class:
         i_l, i_r, weighted, delta = _class_delta(left * factor, right * factor, criterion)
     else:
@@ -612,8 +613,7 @@ def split_candidates(estimator, X, y, *, node=0, sample_weight=None, features=No
                                        None if cats is None else [str(c) for c in cats])
         if cand is None:
             continue
-        i_l, i_r, weighted, delta = _evaluate(data, cand["n_left"], cand["n_right"],
-                                              cand["left"], cand["right"], criterion,
+        i_l, i_r, weighted, delta = _evaluate(data, cand["left"], cand["right"], criterion,
                                               factor)
         allowed = (cand["n_left"] >= min_leaf) & (cand["n_right"] >= min_leaf)
         searchable = allowed & cand["searched"]
@@ -893,9 +893,7 @@ def pruning_steps(estimator, *, by="node"):
     if by == "node":
         rows = []
         for k, internal, branch, leaves, g, tops, _a in steps:
-            weak = set()
-            for t in tops:
-                weak.add(t)
+            weak = set(tops)
             for t in np.flatnonzero(internal):
                 rows.append({"k": k, "node": int(t), "risk_node": risk[t],
                              "risk_branch": branch[t], "leaves_branch": int(leaves[t]),
