@@ -51,8 +51,18 @@ def plot_split_candidates(estimator, X, y, *, node=0, sample_weight=None, featur
 
     Parameters
     ----------
-    estimator, X, y, node, sample_weight, features :
-        As :func:`cartjit.steps.split_candidates`.
+    estimator : CARTClassifier, CARTRegressor, CARTClassifierCV or CARTRegressorCV
+        A fitted tree estimator.
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        The learning sample of the fit, as for :func:`cartjit.steps.split_candidates`.
+    y : array-like of shape (n_samples,)
+        Its targets.
+    node : int, default 0
+        A node id of ``tree_max_``.
+    sample_weight : array-like of shape (n_samples,), optional
+        The case weights of the fit.
+    features : str, int or sequence of them, optional
+        The features to draw (default all).
     ax : matplotlib Axes or sequence of Axes, optional
         One Axes per feature shown (features with no candidate at the node are left
         out); a new Figure with a row of panels when None.
@@ -63,7 +73,8 @@ def plot_split_candidates(estimator, X, y, *, node=0, sample_weight=None, featur
 
     Returns
     -------
-    list of matplotlib Axes
+    list of matplotlib.axes.Axes
+        The panels drawn on, one per feature.
     """
     _require_matplotlib("plot_split_candidates")
     from .steps import split_candidates
@@ -130,31 +141,38 @@ def plot_split_candidates(estimator, X, y, *, node=0, sample_weight=None, featur
 
 def plot_pruning_sequence(estimator, X, y=None, *, features=(0, 1), ks=None, ax=None,
                           feature_names=None, class_names=None):
-    """The pruned subtrees T_1 ⊇ T_2 ⊇ … ⊇ T_K side by side, each as the rectangles it
-    cuts the plane of two features into (Breiman et al. 1984's picture of the optimal
-    subtrees).
+    """The pruned subtrees T_1 ⊇ T_2 ⊇ … side by side, as partitions of two features.
 
-    Panel k is :func:`cartjit.plot_partition` of T_k = T(α_k), read off ``tree_max_``
+    Each T_k is drawn as the rectangles it cuts the plane of two features into (Breiman
+    et al. 1984's picture of the optimal subtrees). Panel k is :func:`cartjit.plot_partition` of T_k = T(α_k), read off ``tree_max_``
     at the α_k of ``cost_complexity_path()`` (no refit), titled with k, |T~_k| and α_k.
     For a tree fitted on more than two features, the other features are held as
     :func:`cartjit.plot_partition` says.
 
     Parameters
     ----------
-    estimator : fitted CARTClassifier, CARTRegressor or a CV variant
-    X, y : the cases to draw (and their classes or values), as for
-        :func:`cartjit.plot_partition`.
+    estimator : CARTClassifier, CARTRegressor, CARTClassifierCV or CARTRegressorCV
+        A fitted tree estimator.
+    X : array-like or DataFrame of shape (n_samples, n_features_in_)
+        The cases to draw, as for :func:`cartjit.plot_partition`.
+    y : array-like of shape (n_samples,), optional
+        Their classes or values (the points' colours).
     features : pair of feature indices or names, default (0, 1)
+        The features on the x and y axes.
     ks : sequence of int, optional
         The k of the subtrees to draw (rows of ``cost_complexity_path()``); default all
         but the root alone, T_K.
     ax : sequence of matplotlib Axes, optional
         One per subtree; a new Figure with a row of panels when None.
-    feature_names, class_names : as for :func:`cartjit.plot_partition`.
+    feature_names : sequence of str, optional
+        Names to show for the features, as for :func:`cartjit.plot_partition`.
+    class_names : sequence of str, optional
+        Names to show for the classes.
 
     Returns
     -------
-    list of matplotlib Axes
+    list of matplotlib.axes.Axes
+        The panels drawn on, one per subtree.
     """
     _require_matplotlib("plot_pruning_sequence")
     from .plotting import plot_partition

@@ -47,6 +47,11 @@ class StepTable(pd.DataFrame):
     ``caption`` says what the rows are (the node, its impurity, the chosen split, ...);
     the numbers are shown with ``display.precision`` 4 and every column, and held in
     full. Any DataFrame operation returns a StepTable carrying the caption.
+
+    Parameters
+    ----------
+    data, index, columns, dtype, copy : see :class:`pandas.DataFrame`
+        As for a DataFrame; ``caption`` is set after construction.
     """
 
     _metadata = ["caption"]
@@ -516,21 +521,27 @@ def split_candidates(estimator, X, y, *, node=0, sample_weight=None, features=No
 
     Parameters
     ----------
-    estimator : fitted CARTClassifier, CARTRegressor or a CV variant
-    X, y, sample_weight : the learning sample of the fit (the same rows; rows without
-        a target or with weight 0 take no part, as in the fit).
+    estimator : CARTClassifier, CARTRegressor, CARTClassifierCV or CARTRegressorCV
+        A fitted tree estimator.
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        The features of the learning sample of the fit (the same rows).
+    y : array-like of shape (n_samples,)
+        Its targets. Rows without a target take no part, as in the fit.
     node : int, default 0
         A node id of ``tree_max_`` (the root is 0; equal to the ids of ``tree_`` and of
         :meth:`apply` when the estimator was not pruned).
-    features : feature names or indices, optional
-        The features whose candidates to list (default all).
+    sample_weight : array-like of shape (n_samples,), optional
+        The case weights of the fit. Rows of weight 0 take no part, as in the fit.
+    features : str, int or sequence of them, optional
+        The features (names or indices) whose candidates to list; default all.
     all_subsets : bool, default False
         For a nominal feature of a two-class or regression tree, list every one of the
         2^(L-1) - 1 subsets, not only the L - 1 of the ordering; the column
         ``searched`` says which ones the search scans (the ordering theorem: the best
         of all is among them, when ``min_samples_leaf`` allows every subset).
     max_levels : int, default 12
-        The most levels present for which every subset is listed.
+        The most levels present at the node for which every subset is listed (at most
+        20).
 
     Returns
     -------
@@ -702,11 +713,10 @@ def split_candidates(estimator, X, y, *, node=0, sample_weight=None, features=No
 # --------------------------------------------------------------------------- multiway gains
 
 def multiway_gains(X, y, *, sample_weight=None, criterion="entropy"):
-    """The impurity decrease of splitting all the cases by every value of each feature
-    at once (ID3's information gain, with ``criterion="entropy"``), for comparison with
-    CART's binary splits (:func:`split_candidates`).
+    """The impurity decrease of splitting the cases into one child per value of a feature.
 
-    A feature with values v_1, …, v_m sends the cases into m children; its gain is
+    ID3's information gain with ``criterion="entropy"``, for comparison with CART's
+    binary splits (:func:`split_candidates`). A feature with values v_1, …, v_m sends the cases into m children; its gain is
     i(t) - Σ_v (N(v)/N) i(t_v), with i the entropy in bits or the Gini index and the
     proportions weighted by ``sample_weight``. No fit is needed: this is a property of
     the data. A binary feature gives the same gain as its CART split; a feature of more
@@ -714,11 +724,15 @@ def multiway_gains(X, y, *, sample_weight=None, criterion="entropy"):
 
     Parameters
     ----------
-    X : DataFrame or 2-d array (n_samples, n_features); every distinct value (missing
-        values excluded: those cases are left out for that feature) is a child.
-    y : array-like (n_samples,) class labels.
-    sample_weight : array-like (n_samples,), optional
+    X : DataFrame or array-like of shape (n_samples, n_features)
+        The cases; every distinct value of a feature is a child (the cases missing the
+        feature are left out for it).
+    y : array-like of shape (n_samples,)
+        The class labels.
+    sample_weight : array-like of shape (n_samples,), optional
+        Case weights (default 1).
     criterion : {"entropy", "gini"}, default "entropy"
+        The impurity: entropy in bits, or the Gini index.
 
     Returns
     -------
@@ -929,7 +943,14 @@ def pruning_steps(estimator, *, by="node"):
 # --------------------------------------------------------------------------- cross-validation
 
 class CVSteps:
-    """The numbers behind ``cv_results_`` (:func:`cv_steps`): two tables.
+    """The numbers behind ``cv_results_`` (:func:`cv_steps`): two or three tables.
+
+    Parameters
+    ----------
+    counts, risk : StepTable
+        The tables described below.
+    folds : StepTable, optional
+        The per-fold table (``by_fold=True``).
 
     Attributes
     ----------
@@ -982,8 +1003,10 @@ def cv_steps(estimator, y, *, sample_weight=None, by_fold=False):
         (or ``"proba"``), which keeps every case's held-out prediction, and
         ``compat="breiman"`` (rpart's rules score at other points with another loss,
         docs/maths.md §9).
-    y : array-like (n_samples,), the targets of the fit (the same rows).
-    sample_weight : array-like (n_samples,), optional, the weights of the fit.
+    y : array-like of shape (n_samples,)
+        The targets of the fit (the same rows).
+    sample_weight : array-like of shape (n_samples,), optional
+        The case weights of the fit.
     by_fold : bool, default False
         Also split the tables by fold: ``counts`` is then indexed by (k, fold, j) (or
         (k, fold)), and ``folds`` gives each fold's share of R^CV.
