@@ -6,15 +6,12 @@ from __future__ import annotations
 import doctest
 from pathlib import Path
 
-import pytest
-
 import cartjit
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "teaching.md"
 
 
 def test_the_examples_of_docs_teaching_md():
-    pytest.importorskip("matplotlib")
     # a fence ends an example's expected output, as a blank line does
     text = "\n".join("" if line.startswith("```") else line
                      for line in PAGE.read_text(encoding="utf-8").splitlines())
