@@ -20,8 +20,13 @@ __all__ = ["plot_split_candidates", "plot_pruning_sequence"]
 _CURVE = "#1f77b4"
 
 
-def _panel_axes(axes, n, figsize, caller):
-    """``n`` Axes: those given (a sequence of n), or a new Figure's row of n."""
+#: Panels per row of a new figure.
+_PER_ROW = 4
+
+
+def _panel_axes(axes, n, panel_size, caller):
+    """``n`` Axes: those given (a sequence of n), or a new Figure's panels of
+    ``panel_size`` inches, :data:`_PER_ROW` to a row (unused cells hidden)."""
     if axes is not None:
         from matplotlib.axes import Axes
 
@@ -33,8 +38,14 @@ def _panel_axes(axes, n, figsize, caller):
         return axes
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=figsize, dpi=100, layout="constrained")
-    return list(np.ravel(np.asarray(fig.subplots(1, n, squeeze=False), dtype=object)))
+    cols = min(n, _PER_ROW)
+    rows = -(-n // cols)
+    fig = Figure(figsize=(panel_size[0] * cols + 0.5, panel_size[1] * rows), dpi=100,
+                 layout="constrained")
+    grid = list(np.ravel(np.asarray(fig.subplots(rows, cols, squeeze=False), dtype=object)))
+    for extra in grid[n:]:
+        extra.set_visible(False)
+    return grid[:n]
 
 
 def plot_split_candidates(estimator, X, y, *, node=0, sample_weight=None, features=None,
@@ -65,7 +76,7 @@ def plot_split_candidates(estimator, X, y, *, node=0, sample_weight=None, featur
         The features to draw (default all).
     ax : matplotlib Axes or sequence of Axes, optional
         One Axes per feature shown (features with no candidate at the node are left
-        out); a new Figure with a row of panels when None.
+        out); when None, a new Figure with the panels four to a row.
     goodness : bool, optional
         Plot Δi scaled by the share of the node present (what features are compared by
         when values are missing, docs/maths.md §8). Default: when some case misses a
@@ -90,8 +101,7 @@ def plot_split_candidates(estimator, X, y, *, node=0, sample_weight=None, featur
         table = table.assign(goodness=table["delta_i"])
     col = "goodness" if goodness else "delta_i"
     names = list(dict.fromkeys(table["feature"]))
-    axes = _panel_axes(ax, len(names), (3.4 * len(names) + 0.6, 3.2),
-                       "plot_split_candidates")
+    axes = _panel_axes(ax, len(names), (3.5, 3.2), "plot_split_candidates")
     criterion = estimator.criterion
     label = {"entropy": "information gain Δi (bits)", "gini": "Gini decrease Δi",
              "twoing": "twoing value", "squared_error": "variance reduction Δi"}.get(
@@ -163,7 +173,7 @@ def plot_pruning_sequence(estimator, X, y=None, *, features=(0, 1), ks=None, ax=
         The k of the subtrees to draw (rows of ``cost_complexity_path()``); default all
         but the root alone, T_K.
     ax : sequence of matplotlib Axes, optional
-        One per subtree; a new Figure with a row of panels when None.
+        One per subtree; when None, a new Figure with the panels four to a row.
     feature_names : sequence of str, optional
         Names to show for the features, as for :func:`cartjit.plot_partition`.
     class_names : sequence of str, optional
@@ -189,12 +199,17 @@ def plot_pruning_sequence(estimator, X, y=None, *, features=(0, 1), ks=None, ax=
         if bad or not ks:
             raise ValueError(f"ks must hold k's of the pruning sequence "
                              f"({path['k'].tolist()}), got {ks!r}")
-    axes = _panel_axes(ax, len(ks), (3.3 * len(ks) + 0.4, 3.6), "plot_pruning_sequence")
+    axes = _panel_axes(ax, len(ks), (3.4, 3.6), "plot_pruning_sequence")
     for a, k in zip(axes, ks):
         alpha = float(path.loc[k, "alpha"])
         pruned = estimator.prune(alpha)
         plot_partition(pruned, X, y, features=features, ax=a, feature_names=feature_names,
                        class_names=class_names)
+        # plot_partition's notes (features held fixed, cases left out), its first line
+        # ("Partition of …") aside
+        held = "\n".join(line for line in a.get_title().splitlines()
+                         if not line.startswith("Partition of"))
         a.set_title(f"$T_{{{k}}}$: {int(path.loc[k, 'n_leaves'])} leaves, "
-                    f"α = {alpha:.4g}", fontsize=_TITLE_SIZE)
+                    f"α = {alpha:.4g}" + (f"\n{held}" if held else ""),
+                    fontsize=_TITLE_SIZE)
     return axes
