@@ -89,3 +89,20 @@ def test_needs_the_predictions():
     est = CARTClassifierCV(cv=3, cv_predictions=True).fit(X, y)
     with pytest.raises(ValueError, match="y"):
         cv_steps(est, y[:10])
+
+
+def test_cp_rows_and_missing_targets():
+    """With ``cp`` the table starts at k_c; rows without a target take no part."""
+    X, y = load_iris(return_X_y=True)
+    est = CARTClassifierCV(cv=5, cp=0.02, cv_predictions=True).fit(X, y)
+    steps = cv_steps(est, y)
+    assert steps.risk.index.tolist() == est.cv_results_["k"].tolist()
+    assert steps.risk.index[0] > 1
+    np.testing.assert_allclose(steps.risk["cv_risk"], est.cv_results_["cv_risk"], rtol=1e-12)
+    y2 = np.asarray(y, dtype=object).copy()
+    y2[:3] = None
+    with pytest.warns(UserWarning, match="missing"):
+        est = CARTClassifierCV(cv=5, cv_predictions=True).fit(X, y2)
+    steps = cv_steps(est, y2)
+    np.testing.assert_allclose(steps.risk["cv_risk"], est.cv_results_["cv_risk"], rtol=1e-12)
+    assert steps.counts.loc[1, "N_j"].sum() == 147
