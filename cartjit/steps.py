@@ -503,6 +503,66 @@ def _node_id(tree, node, caller):
     return int(node)
 
 
+
+def _feature_block(estimator, data, idx, f, name, node_total, search):
+    """One feature's candidates at a node: ``(block, n_missing, best)``, ``block`` the
+    table's columns (None when the feature offers no split) and ``best`` the row the
+    search keeps (-1: none). ``node_total`` is Q(t) (W(t) for regression); ``search``
+    holds (criterion, factor, min_samples_leaf, all_subsets, max_levels)."""
+    criterion, factor, min_leaf, all_subsets, max_levels = search
+    x_all = data.X[idx, f]
+    present = ~np.isnan(x_all)
+    sub = idx[present]
+    x = x_all[present]
+    n_missing = int(np.count_nonzero(~present))
+    if sub.shape[0] < 2:
+        return None, n_missing, -1
+    w = data.w[sub]
+    if data.is_class:  # the present cases' i(P_f) and share Q(P_f)/Q(t)
+        q_p = factor * np.bincount(data.y[sub], weights=w, minlength=data.n_classes)
+        i_p = float(_class_impurity(q_p[None, :], criterion)[0])
+        share = float(q_p.sum()) / node_total if node_total > 0 else 0.0
+        center = None
+    else:
+        w_p = w.sum()
+        center = (w * data.y[sub]).sum() / w_p
+        z = data.y[sub] - center
+        i_p = float((w * z * z).sum() / w_p)
+        share = w_p / node_total
+    if data.n_levels[f] > 0:
+        cand = _subset_candidates(estimator, data, sub, x, f, criterion, factor, center,
+                                  all_subsets, max_levels, name)
+    else:
+        cats = estimator.categories_[f]
+        cand = _ordered_candidates(data, sub, x, criterion, factor, center,
+                                   None if cats is None else [str(c) for c in cats])
+    if cand is None:
+        return None, n_missing, -1
+    i_l, i_r, weighted, delta = _evaluate(data, cand["left"], cand["right"], criterion,
+                                          factor)
+    allowed = (cand["n_left"] >= min_leaf) & (cand["n_right"] >= min_leaf)
+    best = _search_best(delta, cand["key"], allowed & cand["searched"],
+                        TIE_ULPS * _EPS * i_p)
+    block = {"feature": [name] * delta.shape[0], "threshold": cand["threshold"],
+             "left": cand["left_text"], "right": cand["right_text"],
+             "n_left": cand["n_left"], "n_right": cand["n_right"]}
+    if data.is_class:
+        for j, c in enumerate(estimator.classes_):
+            block[f"L[{c}]"] = cand["left"][:, j]
+        for j, c in enumerate(estimator.classes_):
+            block[f"R[{c}]"] = cand["right"][:, j]
+    else:
+        block["w_left"] = cand["left"][:, 0]
+        block["w_right"] = cand["right"][:, 0]
+        block["mean_left"] = center + cand["left"][:, 1] / cand["left"][:, 0]
+        block["mean_right"] = center + cand["right"][:, 1] / cand["right"][:, 0]
+    block.update(i_left=i_l, i_right=i_r, weighted=weighted, delta_i=delta,
+                 allowed=allowed, searched=cand["searched"],
+                 n_missing=np.full(delta.shape[0], n_missing),
+                 share=np.full(delta.shape[0], share), goodness=delta * share)
+    return block, n_missing, best
+
+
 def split_candidates(estimator, X, y, *, node=0, sample_weight=None, features=None,
                      all_subsets=False, max_levels=12):
     """Every candidate split of one node of a fitted tree, with the numbers behind Δi.
@@ -585,74 +645,28 @@ def split_candidates(estimator, X, y, *, node=0, sample_weight=None, features=No
         i_node = float(_class_impurity((factor * counts)[None, :], criterion)[0])
     else:
         factor = None
-        w_node = data.w[idx].sum()
+        w_node = float(data.w[idx].sum())
         mean_node = (data.w[idx] * data.y[idx]).sum() / w_node
         z = data.y[idx] - mean_node
         i_node = float((data.w[idx] * z * z).sum() / w_node)
     tol_node = TIE_ULPS * _EPS * i_node
-    min_leaf = int(estimator.min_samples_leaf)
+    node_total = q_node if data.is_class else w_node  # Q(t), or W(t)
+    search = (criterion, factor, int(estimator.min_samples_leaf), all_subsets, max_levels)
     blocks = []
     best_by_feature = []
     any_missing = False
     for f in feats:
-        x_all = data.X[idx, f]
-        present = ~np.isnan(x_all)
-        sub = idx[present]
-        x = x_all[present]
-        if data.is_class:
-            c_p = np.bincount(data.y[sub], weights=data.w[sub], minlength=data.n_classes)
-            q_p = float((factor * c_p).sum())
-            i_p = float(_class_impurity((factor * c_p)[None, :], criterion)[0])
-            share = q_p / q_node if q_node > 0 else 0.0
-            center = None
-        else:
-            w_p = data.w[sub].sum()
-            center = (data.w[sub] * data.y[sub]).sum() / w_p if w_p > 0 else 0.0
-            zz = data.y[sub] - center
-            i_p = float((data.w[sub] * zz * zz).sum() / w_p) if w_p > 0 else 0.0
-            share = w_p / w_node
-        n_missing = int(np.count_nonzero(~present))
+        block, n_missing, row = _feature_block(estimator, data, idx, f, names[f],
+                                               node_total, search)
         any_missing |= n_missing > 0
-        if sub.shape[0] < 2:
+        if block is None:
             continue
-        if data.n_levels[f] > 0:
-            cand = _subset_candidates(estimator, data, sub, x, f, criterion, factor, center,
-                                      all_subsets, max_levels, names[f])
-        else:
-            cats = estimator.categories_[f]
-            cand = _ordered_candidates(data, sub, x, criterion, factor, center,
-                                       None if cats is None else [str(c) for c in cats])
-        if cand is None:
-            continue
-        i_l, i_r, weighted, delta = _evaluate(data, cand["left"], cand["right"], criterion,
-                                              factor)
-        allowed = (cand["n_left"] >= min_leaf) & (cand["n_right"] >= min_leaf)
-        searchable = allowed & cand["searched"]
-        row = _search_best(delta, cand["key"], searchable, TIE_ULPS * _EPS * i_p)
-        goodness = delta * share
-        best_by_feature.append((f, goodness[row] if row >= 0 else -np.inf,
+        best_by_feature.append((block["goodness"][row] if row >= 0 else -np.inf,
                                 len(blocks), row))
-        block = {"feature": [names[f]] * delta.shape[0], "threshold": cand["threshold"],
-                 "left": cand["left_text"], "right": cand["right_text"],
-                 "n_left": cand["n_left"], "n_right": cand["n_right"]}
-        if data.is_class:
-            for j, c in enumerate(estimator.classes_):
-                block[f"L[{c}]"] = cand["left"][:, j]
-            for j, c in enumerate(estimator.classes_):
-                block[f"R[{c}]"] = cand["right"][:, j]
-        else:
-            block["w_left"] = cand["left"][:, 0]
-            block["w_right"] = cand["right"][:, 0]
-            block["mean_left"] = center + cand["left"][:, 1] / cand["left"][:, 0]
-            block["mean_right"] = center + cand["right"][:, 1] / cand["right"][:, 0]
-        block.update(i_left=i_l, i_right=i_r, weighted=weighted, delta_i=delta,
-                     allowed=allowed, searched=cand["searched"],
-                     n_missing=np.full(delta.shape[0], n_missing),
-                     share=np.full(delta.shape[0], share), goodness=goodness)
         blocks.append(block)
     # across features (feature order): a later feature wins by more than the tolerance
     best, chosen_block, chosen_row = -np.inf, -1, -1
-    for f, g, b, r in best_by_feature:
+    for g, b, r in best_by_feature:
         if r >= 0 and g > best + tol_node:
             best, chosen_block, chosen_row = g, b, r
     is_split = tree.left[node] != LEAF
