@@ -22,7 +22,9 @@ __all__ = ["BaggedCARTClassifier", "BaggedCARTRegressor", "CARTClassifier",
            "export_text", "format_cp", "load", "node_id", "node_numbers", "plot_cv",
            "plot_forest_importance", "plot_importance", "plot_oob_error", "plot_proximity",
            "plot_partition", "plot_tree", "print_cp", "RandomForestClassifier",
-           "RandomForestRegressor", "save", "summary", "validate", "__version__"]
+           "RandomForestRegressor", "save", "summary", "validate", "__version__",
+           "split_candidates", "multiway_gains", "pruning_steps", "cv_steps",
+           "plot_split_candidates", "plot_pruning_sequence"]
 
 _LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
          "CARTRegressor": "estimators", "CARTRegressorCV": "estimators",
@@ -34,7 +36,10 @@ _LAZY = {"CARTClassifier": "estimators", "CARTClassifierCV": "estimators",
          "plot_tree": "plotting", "plot_partition": "plotting", "plot_cv": "plotting",
          "plot_importance": "plotting", "plot_oob_error": "plotting",
          "plot_forest_importance": "plotting", "plot_proximity": "plotting",
-         "save": "_modelfile", "load": "_modelfile", "ModelFileError": "_modelfile"}
+         "save": "_modelfile", "load": "_modelfile", "ModelFileError": "_modelfile",
+         "split_candidates": "steps", "multiway_gains": "steps", "pruning_steps": "steps",
+         "cv_steps": "steps", "plot_split_candidates": "plotting_steps",
+         "plot_pruning_sequence": "plotting_steps"}
 
 
 def __getattr__(name):

@@ -66,6 +66,22 @@ Synthetic generators (re-exported from :mod:`cartjit.datasets._synthetic`):
 :func:`make_classification` and :func:`make_regression`, seeded with
 ``numpy.random.default_rng``.
 
+The literature's data (docs/datasets.md):
+
+* generators written from their published definitions
+  (:mod:`cartjit.datasets._generators`): :func:`make_waveform`, :func:`make_led`,
+  :func:`make_led24`, :func:`make_twonorm`, :func:`make_threenorm`,
+  :func:`make_ringnorm`, :func:`make_friedman1`, :func:`make_friedman2`,
+  :func:`make_friedman3`;
+* the real data sets of the classic studies (:mod:`cartjit.datasets._classics`):
+  bundled UCI sets exported from R's mlbench (:func:`load_breast_cancer`,
+  :func:`load_ionosphere`, :func:`load_glass`, :func:`load_sonar`,
+  :func:`load_soybean`, :func:`load_vehicle`, :func:`load_vowel`, :func:`load_votes`)
+  and two read from local files (:func:`load_pima_diabetes`, :func:`load_heart`);
+* their registry: :func:`literature` (name -> :class:`LiteratureEntry`: task, size,
+  citation, licence, provenance, Bayes error or noise variance) and
+  :func:`load_literature`, which returns a :class:`Dataset`.
+
 References
 ----------
 R. A. Fisher (1936), The use of multiple measurements in taxonomic problems.
@@ -111,10 +127,57 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from ._common import _check_flag, _finish
 from ._synthetic import make_classification, make_regression
+from ._generators import (
+    make_friedman1,
+    make_friedman2,
+    make_friedman3,
+    make_led,
+    make_led24,
+    make_ringnorm,
+    make_threenorm,
+    make_twonorm,
+    make_waveform,
+)
+from ._classics import (
+    load_breast_cancer,
+    load_glass,
+    load_heart,
+    load_ionosphere,
+    load_pima_diabetes,
+    load_sonar,
+    load_soybean,
+    load_vehicle,
+    load_votes,
+    load_vowel,
+)
+from ._literature import LiteratureEntry, literature, load_literature
 
 __all__ = [
     "Dataset",
+    "LiteratureEntry",
+    "literature",
+    "load_literature",
+    "load_breast_cancer",
+    "load_glass",
+    "load_heart",
+    "load_ionosphere",
+    "load_pima_diabetes",
+    "load_sonar",
+    "load_soybean",
+    "load_vehicle",
+    "load_votes",
+    "load_vowel",
+    "make_friedman1",
+    "make_friedman2",
+    "make_friedman3",
+    "make_led",
+    "make_led24",
+    "make_ringnorm",
+    "make_threenorm",
+    "make_twonorm",
+    "make_waveform",
     "list_datasets",
     "load_dataset",
     "load_chickwts",
@@ -168,19 +231,6 @@ def _read_csv(filename: str) -> pd.DataFrame:
     path = resources.files(__name__).joinpath("data").joinpath(filename)
     with path.open("rb") as handle:
         return pd.read_csv(handle)
-
-
-def _check_flag(name, value):
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def _finish(frame, target, return_X_y):
-    """Return ``frame`` (already a fresh copy), or split it into ``(X, y)``."""
-    if return_X_y:
-        return frame.drop(columns=[target]), frame[target].copy()
-    return frame
 
 
 def load_iris(*, petal_only=False, return_X_y=False):
