@@ -4,7 +4,7 @@ The weakest link and the cross-validation, step by step
 
 The iris example of :doc:`the mathematics <../maths>` (§4–§6), replayed one step at a
 time. ``pruning_steps`` lists, for each subtree T_k, every internal node t with
-g_k(t) = (R(t) − R(T_t)) / (|T̃_t| − 1); the nodes of least g are the weakest links,
+g_k(t) = (R(t) − R(T_t)) / (``|T̃_t|`` − 1); the nodes of least g are the weakest links,
 collapsed to give T_{k+1}, and their g is α_{k+1}. ``cv_steps`` gives, for each T_k,
 the pooled table N_ij of held-out cases of class j labelled i by their fold's tree
 pruned at α'_k; R^CV(j) = N_ij summed over i ≠ j, divided by N_j, and R^CV their
@@ -28,7 +28,7 @@ print(steps)
 
 # %%
 # The α's are the text's 1/150, 1/75, 22/75 and 1/3, and each step's weakest links
-# are the nodes of least g, recomputed here from R(t), R(T_t) and |T̃_t| (a node of
+# are the nodes of least g, recomputed here from R(t), R(T_t) and ``|T̃_t|`` (a node of
 # least g below another one goes with it: it is not a link of its own).
 alphas = [Fraction(a).limit_denominator(1000) for a in steps.alpha_next.dropna()]
 assert alphas == [0, Fraction(1, 150), Fraction(1, 75), Fraction(22, 75), Fraction(1, 3)]
