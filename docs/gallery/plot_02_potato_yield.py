@@ -7,7 +7,7 @@ potato fields (t/ha) against the rainfall (mm). The best constant predictor is t
 ȳ = 24.8 t/ha, with risk R(root) = Var(y) = 2072/75. A split at a threshold c lowers
 the risk to the weighted variances of the two sides; the best threshold is the one that
 lowers it most. ``split_candidates`` lists every midpoint with its Δi (the variance
-reduction); the page checks the text's exact fractions and the plot shows the course's
+reduction); the page checks the text's exact fractions and the plot shows the classic
 "which x* is best?" figure.
 """
 
