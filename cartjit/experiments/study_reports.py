@@ -204,7 +204,9 @@ def write_study_reports(out, config, data, cells, results, *, compile_info=None)
         about = (f"{d.spec.format.upper()} file {os.path.basename(d.spec.path)}"
                  if d.spec.source == "file" else d.description.strip().rstrip("."))
         md += [f"## {d.name}", "",
-               f"N = {d.n_samples} cases, {d.n_features} features, {d.task}; {about}. "
+               (f"N = {d.n_learn} learning and {d.n_samples - d.n_learn} test cases"
+                if d.n_learn is not None else f"N = {d.n_samples} cases")
+               + f", {d.n_features} features, {d.task}; {about}. "
                f"Protocol: {_protocol_text(d)}.", "",
                _dataset_markdown(d, table)]
     swept = [m for m in methods.values() if m.label != m.name]
