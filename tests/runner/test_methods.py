@@ -445,3 +445,15 @@ def test_bad_study_configs_name_the_field(tmp_path, text, field, words):
     assert info.value.field == field, str(info.value)
     assert words in info.value.message
     assert str(info.value).startswith(f"{cfg}: {field}: ")
+
+
+@pytest.mark.slow
+def test_the_dask_backend_gives_the_serial_tables(tmp_path):
+    pytest.importorskip("distributed")
+    cfg = write(tmp_path, DEMO)
+    run_experiment(cfg, tmp_path / "a", backend="serial", quiet=True)
+    res = run_experiment(cfg, tmp_path / "d", backend="dask", workers=2, quiet=True)
+    assert len(res.computed) == res.n_cells == 12
+    assert table_without_times(tmp_path / "d") == table_without_times(tmp_path / "a")
+    assert (tmp_path / "d" / "summary.md").read_bytes() == \
+        (tmp_path / "a" / "summary.md").read_bytes()
