@@ -47,7 +47,8 @@ import numpy as np
 from .config import canonical_json, selection_label, sha256_hex
 from .store import CELL_COLUMNS, INT_COLUMNS, KEY_FORMAT
 
-__all__ = ["Cell", "MethodCell", "plan_method_cells", "cell_key", "cell_seed", "settings_labels", "plan_cells", "count_cells",
+__all__ = ["Cell", "MethodCell", "plan_method_cells", "cell_key", "cell_seed",
+           "settings_labels", "plan_cells", "count_cells",
            "compute_cell", "cell_payload", "compute_single_threaded", "route_cell_warnings",
            "route_warnings_in_this_process"]
 

@@ -21,19 +21,15 @@ so the files do not depend on the backend or the order in which cells finished.
 """
 from __future__ import annotations
 
-import io
 import math
 import os
-import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .config import canonical_json
 from .methods import METRIC_COLUMNS
-from .reports import _compile_markdown, _decimals, format_csv
-from .store import atomic_write
+from .reports import _compile_markdown, _decimals, format_csv, put_long_table, report_writer
 
 __all__ = ["study_table", "study_summary", "write_study_reports", "STUDY_COLUMNS"]
 
@@ -162,25 +158,9 @@ def _timings_markdown(df):
 
 def write_study_reports(out, config, data, cells, results, *, compile_info=None):
     """Write the study's report files into ``out``; returns their paths relative to it."""
-    out = Path(out)
-    written = []
-
-    def put(rel, content):
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, content, fsync=False)
-        written.append(rel)
-
+    put, written = report_writer(out)
     df = study_table(data, cells, results)
-    put("results.csv", format_csv(df))
-    try:
-        import pyarrow  # noqa: F401
-        buf = io.BytesIO()
-        df.to_parquet(buf, index=False)
-        put("results.parquet", buf.getvalue())
-    except ImportError:
-        warnings.warn("pyarrow is not installed: results.parquet was not written (pip install "
-                      "pyarrow); results.csv holds the same table", RuntimeWarning, stacklevel=2)
+    put_long_table(put, df)
     summary = study_summary(df)
     put("summary.csv", format_csv(summary))
     put("timings.md", f"# Timings: {config.name}\n\n" + _compile_markdown(compile_info)

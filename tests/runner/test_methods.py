@@ -102,8 +102,16 @@ RECORDER = """
     {protocol}
     seed = 11
     [[datasets]]
-    bundled = "iris"
+    {dataset}
 """
+
+
+def recorder_config(tmp_path, protocol, dataset='bundled = "iris"'):
+    """A study of two RowRecorder methods (tags 1 and 2) with ``protocol``."""
+    study_helpers.RowRecorder.seen.clear()
+    indent = "\n    "
+    return write(tmp_path, RECORDER.replace("{protocol}", protocol.replace("\n", indent))
+                 .replace("{dataset}", dataset.replace("\n", indent)))
 
 
 @pytest.mark.parametrize("protocol, n_reps", [
@@ -112,8 +120,7 @@ RECORDER = """
     ('kind = "cv"\nV = 4\nn_repeats = 2', 8),
 ])
 def test_every_method_learns_and_tests_on_the_same_rows(tmp_path, protocol, n_reps):
-    study_helpers.RowRecorder.seen.clear()
-    cfg = write(tmp_path, RECORDER.replace("{protocol}", protocol.replace("\n", "\n    ")))
+    cfg = recorder_config(tmp_path, protocol)
     run_experiment(cfg, tmp_path / "out", backend="serial", quiet=True, warmup=False)
     X, y = load_dataset("iris").frame.iloc[:, :4].to_numpy(float), \
         load_dataset("iris").frame["species"].to_numpy()
@@ -142,24 +149,9 @@ def test_every_method_learns_and_tests_on_the_same_rows(tmp_path, protocol, n_re
 
 
 def test_fresh_protocol_draws_new_samples_shared_by_the_methods(tmp_path):
-    study_helpers.RowRecorder.seen.clear()
-    cfg = write(tmp_path, """
-        [methods.a]
-        estimator = "study_helpers.RowRecorder"
-        tag = 1
-        [methods.b]
-        estimator = "study_helpers.RowRecorder"
-        tag = 2
-        [protocol]
-        kind = "fresh"
-        n_repeats = 3
-        [[datasets]]
-        name = "gen"
-        generator = "classification"
-        n = 40
-        test_n = 70
-        params = { n_features = 4, n_classes = 2, n_informative = 2 }
-    """)
+    cfg = recorder_config(tmp_path, 'kind = "fresh"\nn_repeats = 3',
+                          'name = "gen"\ngenerator = "classification"\nn = 40\ntest_n = 70\n'
+                          'params = { n_features = 4, n_classes = 2, n_informative = 2 }')
     run_experiment(cfg, tmp_path / "out", backend="serial", quiet=True, warmup=False)
     seen = study_helpers.RowRecorder.seen
     seeds = sorted({s for s, _ in seen})
