@@ -17,6 +17,15 @@ Seeds
     different settings are compared on the same partitions (paired comparisons). With
     ``seeds = [...]`` in the config, repeat r uses ``seeds[r]`` as given.
 
+Method cells
+    In a methods study (a config with ``[methods]``) one cell is one method fitted and
+    tested on one replication of the protocol of one dataset (:class:`MethodCell`;
+    :mod:`cartjit.experiments.protocols` draws the rows, :mod:`.methods` fits). Cells
+    are listed dataset by dataset, then by replication, then by method, so the methods of
+    a replication run next to each other. A replication's seed
+    (:func:`~cartjit.experiments.protocols.replication_seed`) leaves the method out:
+    every method is fitted and tested on the same rows.
+
 Determinism
     A cell's result depends only on its key: the CV estimators give identical results
     whatever the number of Numba threads, so every backend, with any number of workers
@@ -27,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import threading
 import time
 import warnings
@@ -37,7 +47,8 @@ import numpy as np
 from .config import canonical_json, selection_label, sha256_hex
 from .store import CELL_COLUMNS, INT_COLUMNS, KEY_FORMAT
 
-__all__ = ["Cell", "cell_key", "cell_seed", "settings_labels", "plan_cells", "count_cells",
+__all__ = ["Cell", "MethodCell", "plan_method_cells", "cell_key", "cell_seed",
+           "settings_labels", "plan_cells", "count_cells",
            "compute_cell", "cell_payload", "compute_single_threaded", "route_cell_warnings",
            "route_warnings_in_this_process"]
 
@@ -65,6 +76,70 @@ class Cell:
     @property
     def key(self) -> dict:
         return cell_key(self.dataset_fingerprint, self)
+
+
+@dataclass(frozen=True)
+class MethodCell:
+    """One method on one replication of a methods study; ``order`` is its place in
+    every table. ``repeat`` and ``fold`` number the replication (``fold`` is 0 but for
+    the cv protocol); ``seed`` is the replication's (of the partition, for cv)."""
+
+    order: int
+    cell_id: str
+    dataset: str
+    task: str
+    replication: int
+    repeat: int
+    fold: int
+    seed: int
+    method: str                   # the method's label
+    method_index: int
+    estimator: str
+    params: dict = field(hash=False)
+    protocol: dict = field(hash=False, default_factory=dict)
+    dataset_fingerprint: str = ""
+    categorical: tuple = ()
+    n_learn: int | None = None
+    class_values: tuple = ()
+
+    kind = "method"
+
+    @property
+    def key(self) -> dict:
+        """Everything the result depends on (the method's parameters as given)."""
+        return {"format": KEY_FORMAT, "study": 1, "dataset": self.dataset,
+                "data": self.dataset_fingerprint, "protocol": self.protocol,
+                "repeat": self.repeat, "fold": self.fold, "seed": self.seed,
+                "method": self.method, "estimator": self.estimator, "params": self.params}
+
+
+def plan_method_cells(data):
+    """Every cell of a methods study over the resolved ``data``, in table order."""
+    from .protocols import replication_seed
+    cells = []
+    for d in data:
+        protocol = d.protocol
+        kind = protocol["kind"]
+        folds = protocol["V"] if kind == "cv" else 1
+        for r in range(protocol["n_repeats"]):
+            seed = replication_seed(protocol.get("seed", 0), d.name, kind, r)
+            for v in range(folds):
+                for m_index, m in enumerate(d.methods):
+                    proto = MethodCell(
+                        order=len(cells), cell_id="", dataset=d.name, task=d.task,
+                        replication=r * folds + v, repeat=r, fold=v, seed=seed,
+                        method=m.label, method_index=m_index, estimator=m.estimator,
+                        params=m.params, protocol=_key_protocol(protocol),
+                        dataset_fingerprint=d.fingerprint, categorical=tuple(d.categorical),
+                        n_learn=d.n_learn, class_values=d.class_values)
+                    cid = sha256_hex(proto.key)[:24]
+                    cells.append(MethodCell(**{**proto.__dict__, "cell_id": cid}))
+    return cells
+
+
+def _key_protocol(protocol):
+    """The protocol as it enters a cell's key and payload (JSON values only)."""
+    return json.loads(canonical_json(protocol))
 
 
 def cell_key(fingerprint, cell):
@@ -191,26 +266,20 @@ def compute_cell(spec, X, y, selection):
     ``select_k``; the stored results keep positions, the reports print ``columns["k"]``
     of them), the number of folds, any warnings, and the wall time of the fit.
     """
+    if spec.get("kind") == "method":
+        from .methods import compute_method_cell
+        result, messages = _with_warnings(lambda: compute_method_cell(spec, X, y))
+        result["warnings"] = sorted(set(messages))
+        return result
     est = _estimator(spec["task"], spec["settings"], "loo" if spec["loo"] else spec["V"],
                      spec["stratify"], spec["seed"], spec.get("categorical", ()))
-    if getattr(warnings.showwarning, "_cartjit_router", False):
-        # warnings.catch_warnings is not thread-safe: under the run's router each
-        # thread collects its own cell's warnings
-        messages = []
-        _CELL_WARNINGS.messages = messages
-        try:
-            t0 = time.perf_counter()
-            res, n_folds = _fit_cell(est, X, y)
-            wall = time.perf_counter() - t0
-        finally:
-            _CELL_WARNINGS.messages = None
-    else:  # one thread: the standard way
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            t0 = time.perf_counter()
-            res, n_folds = _fit_cell(est, X, y)
-            wall = time.perf_counter() - t0
-        messages = [str(w.message) for w in caught]
+
+    def fit():
+        t0 = time.perf_counter()
+        res, n_folds = _fit_cell(est, X, y)
+        return res, n_folds, time.perf_counter() - t0
+
+    (res, n_folds, wall), messages = _with_warnings(fit)
     cols = {}
     for name in CELL_COLUMNS:
         values = res[name].to_numpy()
@@ -221,6 +290,24 @@ def compute_cell(spec, X, y, selection):
     chosen = {selection_label(rule): int(select_index(risk, se, rule)) for rule in selection}
     return {"columns": cols, "chosen": chosen, "n_folds": int(n_folds),
             "warnings": sorted(set(messages)), "wall_time_s": wall}
+
+
+def _with_warnings(work):
+    """``(work(), messages)``: the value of ``work()`` and the warnings it raised."""
+    if getattr(warnings.showwarning, "_cartjit_router", False):
+        # warnings.catch_warnings is not thread-safe: under the run's router each
+        # thread collects its own cell's warnings
+        messages = []
+        _CELL_WARNINGS.messages = messages
+        try:
+            value = work()
+        finally:
+            _CELL_WARNINGS.messages = None
+        return value, messages
+    with warnings.catch_warnings(record=True) as caught:  # one thread: the standard way
+        warnings.simplefilter("always")
+        value = work()
+    return value, [str(w.message) for w in caught]
 
 
 def _make_router(original):
@@ -256,6 +343,14 @@ def route_warnings_in_this_process():
 
 def cell_payload(cell):
     """What a worker needs to compute ``cell``: a plain, picklable dict."""
+    if getattr(cell, "kind", None) == "method":
+        from .protocols import method_seed
+        return {"kind": "method", "task": cell.task, "estimator": cell.estimator,
+                "params": cell.params, "protocol": cell.protocol,
+                "generator": cell.protocol.get("generator"), "seed": cell.seed,
+                "fold": cell.fold, "method_seed": method_seed(cell.seed, cell.fold),
+                "categorical": list(cell.categorical), "n_learn": cell.n_learn,
+                "classes": list(cell.class_values)}
     return {"task": cell.task, "settings": cell.settings, "V": cell.V, "loo": cell.loo,
             "stratify": cell.stratify, "seed": cell.seed,
             "categorical": list(cell.categorical)}

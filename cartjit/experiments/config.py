@@ -7,7 +7,14 @@ folds V, repeated random partitions and tree settings. It is described by a TOML
     [experiment]            # optional: name and description, for the reports
     [cv]                    # V values, n_repeats, seed(s), stratify, selection rules
     [tree]                  # criterion, priors, cost and the tree parameters
-    [[datasets]]            # one table per dataset (bundled, CSV/Parquet file, synthetic)
+    [[datasets]]            # one table per dataset (bundled, CSV/Parquet file, synthetic,
+                            # a generator of cartjit.datasets)
+
+A *methods study* replaces ``[cv]`` and ``[tree]`` by ``[methods.NAME]`` tables (each an
+estimator and its parameters, a list sweeping a parameter) and a ``[protocol]`` table
+(V-fold CV, random learning/test splits, a generator's fresh samples or a test file;
+:mod:`cartjit.experiments.protocols`); a dataset may override keys of ``[protocol]`` in
+its own ``protocol`` sub-table. The guide is ``docs/studies.md``.
 
 Every value of ``[tree]`` and ``V`` of ``[cv]`` may be a list: the sweep is the
 cartesian product. A ``[[datasets]]`` entry may override any key of ``[cv]`` (but
@@ -38,9 +45,12 @@ else:  # pragma: no cover - Python 3.10
 
 from ..engine.limits import MemoryLimitError, check_allocation
 from .._prepare import CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA
+from . import methods as _methods
+from . import protocols as _protocols
 
-__all__ = ["ConfigError", "DatasetSpec", "ExperimentConfig", "read_config", "canonical_json",
-           "TREE_DEFAULTS", "CV_DEFAULTS", "selection_label"]
+__all__ = ["ConfigError", "DatasetSpec", "ExperimentConfig", "MethodSpec", "read_config",
+           "canonical_json", "TREE_DEFAULTS", "CV_DEFAULTS", "PROTOCOL_DEFAULTS",
+           "selection_label"]
 
 TASKS = ("classification", "regression")
 SYNTHETIC_KINDS = ("classification", "regression")
@@ -77,11 +87,22 @@ CV_DEFAULTS = {
     "selection": ["min", "1se"],
 }
 
-_TOP_KEYS = ("experiment", "cv", "tree", "datasets")
+#: Defaults of ``[protocol]`` (a methods study); ``kind`` has none.
+PROTOCOL_DEFAULTS = {"n_repeats": 1, "seed": 0, "V": 10, "stratify": False, "cost": "0-1"}
+#: The keys of ``[protocol]`` each kind takes.
+PROTOCOL_KEYS = {
+    "cv": ("kind", "V", "n_repeats", "seed", "stratify", "cost"),
+    "split": ("kind", "test_fraction", "n_repeats", "seed", "stratify", "cost"),
+    "fresh": ("kind", "n_repeats", "seed", "cost"),
+    "test_file": ("kind", "n_repeats", "cost"),
+}
+
+_TOP_KEYS = ("experiment", "cv", "tree", "datasets", "methods", "protocol")
 _EXPERIMENT_KEYS = ("name", "description")
-_DATASET_COMMON = ("name", "cv", "tree")
+_DATASET_COMMON = ("name", "cv", "tree", "protocol")
 _BUNDLED_KEYS = ("bundled", "features", "task")
-_FILE_KEYS = ("path", "format", "target", "features", "task")
+_FILE_KEYS = ("path", "format", "target", "features", "task", "test_path")
+_GENERATOR_KEYS = ("generator", "n", "test_n", "random_state", "params", "features")
 _SYNTH_KEYS = {
     "classification": ("synthetic", "n_samples", "n_features", "n_classes", "n_informative",
                        "label_noise", "random_state"),
@@ -124,6 +145,27 @@ class DatasetSpec:
     tree: dict = field(default_factory=dict)
     cv_where: dict = field(default_factory=dict)    # key -> field name it came from
     tree_where: dict = field(default_factory=dict)
+    generator: dict | None = None    # name, n, test_n, random_state, params
+    test_path: str | None = None     # the test file of the test_file protocol
+    protocol: dict | None = None     # a methods study: the merged protocol
+    protocol_where: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One method of a study, one combination of its swept parameters.
+
+    ``label`` names it in every table (``rf``, or ``rf[max_features=2]`` in a sweep),
+    ``name`` is its ``[methods.NAME]``, ``estimator`` the estimator as written (a class
+    name of cartjit, an alias for either task, or an import path), ``params`` its
+    parameters for this combination and ``where`` the field prefix of its table.
+    """
+
+    label: str
+    name: str
+    estimator: str
+    params: dict
+    where: str
 
 
 @dataclass(frozen=True)
@@ -136,6 +178,7 @@ class ExperimentConfig:
     datasets: tuple
     selection: tuple
     text: str                      # the file as read, copied into the output directory
+    methods: tuple = ()            # a methods study: its MethodSpec's; () for a CV sweep
 
 
 # --------------------------------------------------------------------------- helpers
@@ -418,15 +461,16 @@ def _bundled_registry():
 def _check_dataset(chk, entry, where, config_dir):
     """One ``[[datasets]]`` table -> list of (spec fields) dicts (synthetic may expand)."""
     chk.table(entry, where)
-    sources = [k for k in ("bundled", "path", "synthetic") if k in entry]
+    sources = [k for k in ("bundled", "path", "synthetic", "generator") if k in entry]
     registry = _bundled_registry()
     if len(sources) > 1:
         chk.fail(where, f"give exactly one data source, got {' and '.join(sources)}")
     if not sources:
         if "name" not in entry:
-            chk.fail(where, "needs a data source: bundled = NAME, path = FILE (with target) "
-                            "or synthetic = \"classification\" / \"regression\"; or a name "
-                            f"that is a bundled dataset ({', '.join(sorted(registry))})")
+            chk.fail(where, "needs a data source: bundled = NAME, path = FILE (with target), "
+                            "synthetic = \"classification\" / \"regression\" or generator = "
+                            "NAME (with n); or a name that is a bundled dataset "
+                            f"({', '.join(sorted(registry))})")
         name = chk.string(entry["name"], f"{where}.name")
         if name not in registry:
             chk.fail(f"{where}.name", f"{name!r} is not a bundled dataset (bundled: "
@@ -479,8 +523,18 @@ def _check_dataset(chk, entry, where, config_dir):
                     if "features" in entry else None)
         if features is not None and target in features:
             chk.fail(f"{where}.features", f"lists the target column {target!r}")
+        test_path = None
+        if "test_path" in entry:
+            raw = chk.string(entry["test_path"], f"{where}.test_path")
+            test_path = os.path.normpath(raw if os.path.isabs(raw)
+                                         else os.path.join(config_dir, raw))
+            if format_from_extension(test_path) not in (None, fmt):
+                chk.fail(f"{where}.test_path", f"{raw!r} is not a {fmt} file like path; "
+                                               "give the test sample in the same format")
         specs = [dict(source="file", path=path, format=fmt, target=target, task=task,
-                      features=features, name=name)]
+                      features=features, name=name, test_path=test_path)]
+    elif source == "generator":
+        specs = [_check_generator(chk, entry, where)]
     else:
         kind = chk.string(entry["synthetic"], f"{where}.synthetic", SYNTHETIC_KINDS)
         chk.keys(entry, _DATASET_COMMON + _SYNTH_KEYS[kind], where)
@@ -540,6 +594,197 @@ def _check_dataset(chk, entry, where, config_dir):
     return specs
 
 
+def _check_generator(chk, entry, where):
+    """A ``generator = NAME`` dataset: ``n`` cases (and ``test_n`` for the fresh
+    protocol) from ``cartjit.datasets.make_<NAME>`` with ``params``; the values of the
+    parameters are checked with the data (``data.resolve``), by the generator itself."""
+    chk.keys(entry, _DATASET_COMMON + _GENERATOR_KEYS, where)
+    gname = chk.string(entry["generator"], f"{where}.generator")
+    try:
+        _protocols.generator_function(gname)
+    except LookupError:
+        chk.fail(f"{where}.generator", f"{gname!r} is not a generator of cartjit.datasets; "
+                                       "the generators are "
+                                       f"{', '.join(_protocols.generator_names())}")
+    if "n" not in entry:
+        chk.fail(f"{where}.n", "is required for a generator dataset: the number of "
+                               "(learning) cases")
+    n = chk.integer(entry["n"], f"{where}.n", low=2)
+    test_n = (chk.integer(entry["test_n"], f"{where}.test_n", low=1)
+              if "test_n" in entry else None)
+    random_state = chk.integer(entry.get("random_state", 0), f"{where}.random_state", low=0)
+    params = chk.table(entry.get("params", {}), f"{where}.params")
+    for key in ("random_state", "n", "n_samples"):
+        if key in params:
+            chk.fail(f"{where}.params.{key}", f"give {'n' if key != 'random_state' else key}"
+                                              f" in the dataset's table, not in params")
+    name = chk.string(entry.get("name", gname), f"{where}.name")
+    features = (chk.string_list(entry["features"], f"{where}.features")
+                if "features" in entry else None)
+    return dict(source="generator", name=name, features=features,
+                generator=dict(name=gname, n=n, test_n=test_n, random_state=random_state,
+                               params=dict(params)))
+
+
+# --------------------------------------------------------------------------- protocol
+
+def _check_protocol(chk, table, where):
+    """The keys of one ``[protocol]`` table (global or a dataset's), checked one by one;
+    the combination is checked by :func:`_merge_protocol`. Returns ``(values, fields)``."""
+    chk.table(table, where)
+    every = sorted({k for keys in PROTOCOL_KEYS.values() for k in keys})
+    chk.keys(table, tuple(every), where)
+    out, fields = {}, {}
+    for key, value in table.items():
+        w = f"{where}.{key}"
+        if key == "kind":
+            out[key] = chk.string(value, w, _protocols.PROTOCOL_KINDS)
+        elif key == "V":
+            out[key] = chk.integer(value, w, low=2)
+        elif key == "n_repeats":
+            out[key] = chk.integer(value, w, low=1)
+        elif key == "seed":
+            out[key] = chk.integer(value, w, low=0)
+        elif key == "stratify":
+            out[key] = chk.boolean(value, w)
+        elif key == "test_fraction":
+            f = chk.real(value, w)
+            if not 0.0 < f < 1.0:
+                chk.fail(w, f"must be a number in (0, 1), the fraction of the cases held "
+                            f"out for testing (e.g. 0.1), got {value!r}")
+            out[key] = f
+        else:  # cost
+            out[key] = _check_cost_option(chk, value, w)
+        fields[key] = w
+    return out, fields
+
+
+def _merge_protocol(chk, glob, glob_fields, own, own_fields, where, spec):
+    """A dataset's protocol: the global ``[protocol]`` with its own sub-table over it (a
+    sub-table that gives ``kind`` replaces the global table), checked for its kind."""
+    if "kind" in own:
+        values, fields = dict(own), dict(own_fields)
+    else:
+        values, fields = {**glob, **own}, {**glob_fields, **own_fields}
+    if "kind" not in values:
+        chk.fail(f"{where}.protocol" if own else "protocol.kind",
+                 "is required in a methods study: kind = \"cv\" (V-fold cross-validation), "
+                 "\"split\" (random learning/test splits), \"fresh\" (a generator's "
+                 "fresh samples) or \"test_file\" (a given test file)")
+    kind = values["kind"]
+    for key in values:
+        if key not in PROTOCOL_KEYS[kind]:
+            chk.fail(fields[key], f"does not apply to protocol kind {kind!r} (its keys: "
+                                  f"{', '.join(PROTOCOL_KEYS[kind])})")
+    for key in PROTOCOL_KEYS[kind]:
+        if key not in values and key in PROTOCOL_DEFAULTS:
+            values[key] = PROTOCOL_DEFAULTS[key]
+            fields[key] = f"protocol.{key}"
+    kind_field = fields["kind"]
+    if kind == "split" and "test_fraction" not in values:
+        chk.fail(f"{kind_field.rsplit('.', 1)[0]}.test_fraction",
+                 "is required with kind = \"split\": the fraction of the cases in each "
+                 "test set, in (0, 1) (Breiman 1996: 0.1)")
+    if kind == "fresh":
+        gen = spec.get("generator")
+        if gen is None:
+            chk.fail(kind_field, f"kind = \"fresh\" draws new samples from a generator, "
+                                 f"but dataset {spec['name']!r} ({where}) is not a generator "
+                                 "dataset (generator = NAME, n, test_n)")
+        if gen["test_n"] is None:
+            chk.fail(f"{where}.test_n", f"is required for kind = \"fresh\": the size of "
+                                        f"each fresh test sample of dataset {spec['name']!r}")
+    elif spec.get("generator") is not None and spec["generator"]["test_n"] is not None:
+        chk.fail(f"{where}.test_n", f"is used by the protocol kind \"fresh\" only; "
+                                    f"dataset {spec['name']!r} has kind {kind!r}")
+    if kind == "test_file":
+        if spec.get("source") != "file" or spec.get("test_path") is None:
+            chk.fail(kind_field, f"kind = \"test_file\" needs a test file: give dataset "
+                                 f"{spec['name']!r} ({where}) path = ..., target = ... and "
+                                 "test_path = ...")
+        if values["n_repeats"] != 1:
+            chk.fail(fields["n_repeats"], "must be 1 with kind = \"test_file\" (one "
+                                          f"learning and one test sample), got "
+                                          f"{values['n_repeats']}")
+    elif spec.get("test_path") is not None:
+        chk.fail(f"{where}.test_path", f"is used by the protocol kind \"test_file\" only; "
+                                       f"dataset {spec['name']!r} has kind {kind!r}")
+    if kind == "cv" and values["stratify"] and spec.get("task") == "regression":
+        chk.fail(fields["stratify"], f"stratify needs class labels, but dataset "
+                                     f"{spec['name']!r} is a regression problem")
+    return values, fields
+
+
+# --------------------------------------------------------------------------- methods
+
+def _method_value(value):
+    """A parameter value as given in TOML, with the string ``"none"`` for None."""
+    if isinstance(value, str) and value == "none":
+        return None
+    if isinstance(value, list):
+        return [_method_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _method_value(v) for k, v in value.items()}
+    return value
+
+
+def _check_methods(chk, table):
+    """The ``[methods.NAME]`` tables: a tuple of :class:`MethodSpec`, one per
+    combination of each method's swept parameters, in file order."""
+    chk.table(table, "methods")
+    if not table:
+        chk.fail("methods", "must name at least one method: [methods.NAME] with "
+                            "estimator = ...")
+    out = []
+    for name, entry in table.items():
+        where = f"methods.{name}"
+        if not name or not all(c.isalnum() or c in "_-." for c in name):
+            chk.fail(where, f"a method's name may hold letters, digits and _ - . only, got "
+                            f"{name!r}")
+        chk.table(entry, where)
+        if "estimator" not in entry:
+            chk.fail(f"{where}.estimator", "is required: cartjit's estimator class (e.g. "
+                                           "\"CARTClassifierCV\"), an alias for either task ("
+                                           f"{', '.join(_methods.TASK_ALIASES)}) or an import "
+                                           "path (\"module.Class\")")
+        estimator = chk.string(entry["estimator"], f"{where}.estimator")
+        axes = {}
+        for key, value in entry.items():
+            if key == "estimator":
+                continue
+            value = _method_value(value)
+            if isinstance(value, list):
+                if not value:
+                    chk.fail(f"{where}.{key}", "must not be an empty array (an array lists "
+                                               "the values to sweep; give one value that "
+                                               "is an array as [[...]])")
+                _no_duplicates(chk, value, f"{where}.{key}")
+                axes[key] = value
+            else:
+                axes[key] = [value]
+        combos = [{}]
+        for key, opts in axes.items():
+            combos = [dict(c, **{key: o}) for c in combos for o in opts]
+        varying = [k for k, opts in axes.items() if len(opts) > 1]
+        tasks = ((None,) if estimator not in _methods.TASK_ALIASES
+                 else ("classification", "regression"))
+        for params in combos:
+            for task in tasks:
+                try:
+                    _methods.check_method(estimator, params, task)
+                except _methods.EstimatorError as exc:
+                    key = getattr(exc, "field", None)
+                    chk.fail(f"{where}.{key}" if key else f"{where}.estimator", str(exc))
+            label = name if not varying else name + "[" + ", ".join(
+                f"{k}={v if isinstance(v, str) else canonical_json(v)}"
+                for k, v in ((k, params[k]) for k in varying)) + "]"
+            out.append(MethodSpec(label=label, name=name, estimator=estimator,
+                                  params=params, where=where))
+    if len(out) > 10_000:
+        chk.fail("methods", f"lists {len(out):_} methods after the sweeps; split the study")
+    return tuple(out)
+
+
 # --------------------------------------------------------------------------- reading
 
 def read_config(path) -> ExperimentConfig:
@@ -570,6 +815,18 @@ def read_config(path) -> ExperimentConfig:
                       "experiment.name")
     description = chk.string(exp.get("description", ""), "experiment.description")
 
+    study = "methods" in doc
+    if not study and "protocol" in doc:
+        chk.fail("protocol", "applies to a methods study: add [methods.NAME] tables (or "
+                             "remove [protocol] to run the CV sweep of [cv] and [tree])")
+    for key in ("cv", "tree") if study else ():
+        if key in doc:
+            chk.fail(key, f"[{key}] belongs to the CV sweep; in a methods study the "
+                          "protocol is [protocol] and the tree settings are parameters of "
+                          "each [methods.NAME]")
+    methods = _check_methods(chk, doc["methods"]) if study else ()
+    protocol_global, protocol_fields = (_check_protocol(chk, doc.get("protocol", {}),
+                                                        "protocol") if study else ({}, {}))
     cv_global, cv_fields = _check_cv(chk, doc.get("cv", {}), "cv", top=True)
     tree_global, tree_fields = _check_tree(chk, doc.get("tree", {}), "tree")
     selection = tuple(cv_global.pop("selection", CV_DEFAULTS["selection"]))
@@ -591,6 +848,24 @@ def read_config(path) -> ExperimentConfig:
                                           f"{seen[spec['name']]}; give each dataset its own "
                                           "name")
             seen[spec["name"]] = where
+            for key in ("cv", "tree") if study else ("protocol",):
+                if key in entry:
+                    chk.fail(f"{where}.{key}", "applies to a methods study ([methods])"
+                             if key == "protocol" else
+                             f"belongs to the CV sweep; in a methods study a dataset "
+                             "may override [protocol] in its own protocol sub-table")
+            protocol, protocol_where = None, {}
+            if study:
+                own, own_fields = _check_protocol(chk, entry.get("protocol", {}),
+                                                  f"{where}.protocol")
+                protocol, protocol_where = _merge_protocol(
+                    chk, protocol_global, protocol_fields, own, own_fields, where, spec)
+            elif spec.get("test_path") is not None or (
+                    spec.get("generator") is not None and spec["generator"]["test_n"]):
+                key = "test_path" if spec.get("test_path") else "test_n"
+                chk.fail(f"{where}.{key}", "is used by a methods study's protocol "
+                                           "(test_file / fresh); the CV sweep has no test "
+                                           "sample")
             cv_own, cv_own_fields = _check_cv(chk, entry.get("cv", {}), f"{where}.cv",
                                               top=False)
             tree_own, tree_own_fields = _check_tree(
@@ -620,6 +895,9 @@ def read_config(path) -> ExperimentConfig:
                 bundled=spec.get("bundled"), path=spec.get("path"), format=spec.get("format"),
                 target=spec.get("target"), features=spec.get("features"),
                 task=spec.get("task"), synthetic=spec.get("synthetic"), cv=cv, tree=tree,
-                cv_where=cvw, tree_where=trw))
+                cv_where=cvw, tree_where=trw, generator=spec.get("generator"),
+                test_path=spec.get("test_path"), protocol=protocol,
+                protocol_where=protocol_where))
     return ExperimentConfig(file=path, name=name, description=description,
-                            datasets=tuple(specs), selection=selection, text=text)
+                            datasets=tuple(specs), selection=selection, text=text,
+                            methods=methods)

@@ -19,7 +19,17 @@ Sources:
   task is ``classification`` unless the target has a float dtype (give ``task`` to say
   otherwise);
 * synthetic: :func:`cartjit.datasets.make_classification` / ``make_regression``, features
-  named ``x0, x1, ...`` and target ``y``.
+  named ``x0, x1, ...`` and target ``y``;
+* generator: ``n`` cases of a generator of :mod:`cartjit.datasets` found by name
+  (:func:`cartjit.experiments.protocols.generator_function`), features ``x0, x1, ...``
+  and target ``y``; its parameters are checked by the generator, and its errors are
+  reported on the config's field (``datasets[2].params.noise``).
+
+In a methods study (:mod:`cartjit.experiments.methods`) the protocol is checked against
+the data too (V <= N, a test fraction that leaves test and learning cases, a cost matrix
+with one row per class), each method against the dataset's task, and a ``test_file``
+dataset's test rows are appended to its learning rows (``n_learn`` of them), so that
+both are encoded together (the same level codes for a categorical feature).
 
 Feature columns are kept as they are typed, as an estimator's
 ``categorical_features="from_dtype"`` would: numeric columns are split by thresholds,
@@ -46,6 +56,8 @@ import pandas as pd
 
 from ..engine.limits import MemoryLimitError, check_allocation
 from .._prepare import CLASSIFIER_CRITERIA, REGRESSOR_CRITERIA
+from . import methods as _methods
+from . import protocols as _protocols
 from .config import ConfigError, canonical_json
 
 __all__ = ["Data", "resolve", "load_frame", "read_table", "infer_task", "table_problem",
@@ -82,6 +94,10 @@ class Data:
     settings: tuple               # list of tree-setting dicts (the product of [tree])
     spec: object                  # the DatasetSpec
     categorical: tuple = ()       # indices of the features split by subsets of levels
+    protocol: dict | None = None  # a methods study: the protocol (config.PROTOCOL_KEYS)
+    methods: tuple = ()           # ... its methods (config.MethodSpec) for this dataset
+    n_learn: int | None = None    # test_file: the first n_learn rows learn, the rest test
+    class_values: tuple = ()      # classification: the sorted labels, as in y
 
     @property
     def n_samples(self) -> int:
@@ -177,6 +193,8 @@ def load_frame(config, spec):
             task = infer_task(frame[spec.target])
         features = [c for c in frame.columns if c != spec.target]
         return frame, spec.target, features, task, f"{spec.format.upper()} file {spec.path}"
+    if spec.source == "generator":
+        return _generated_frame(config, spec, spec.generator["n"])
     from ..datasets import make_classification, make_regression
     params = dict(spec.synthetic)
     kind = params.pop("kind")
@@ -187,6 +205,56 @@ def load_frame(config, spec):
     frame["y"] = y
     args = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
     return frame, "y", names, kind, f"synthetic {kind} ({args})"
+
+
+def _generator_error(config, spec, exc):
+    """A generator's own error about its arguments, on the config field it names."""
+    gen, text = spec.generator, str(exc)
+    hits = [k for k in gen["params"] if k in text]
+    if hits:
+        where = f"{spec.where}.params.{max(hits, key=len)}"
+    elif "random_state" in text:
+        where = f"{spec.where}.random_state"
+    elif any(w in text for w in ("n_samples", "n ", "n=")):
+        where = f"{spec.where}.n"
+    else:
+        where = f"{spec.where}.params"
+    _fail(config, where, f"generator {gen['name']!r}: {type(exc).__name__}: {text}")
+
+
+def _generate(config, spec, n):
+    """``(X, y)`` of ``n`` cases of a generator dataset; its errors on the config field."""
+    gen = spec.generator
+    try:
+        return _protocols.generate(gen["name"], n, gen["params"], gen["random_state"])
+    except (TypeError, ValueError, MemoryLimitError) as exc:
+        _generator_error(config, spec, exc)
+
+
+def _generated_frame(config, spec, n):
+    """The frame of a generator dataset: checked on a small sample first, then the size of
+    ``n`` (and ``test_n``) cases against the memory limit, then generated."""
+    gen = spec.generator
+    X, y = _generate(config, spec, min(n, 64))
+    for size, key in ((n, "n"), (gen["test_n"], "test_n")):
+        if size is None:
+            continue
+        try:
+            check_allocation(8 * size * (X.shape[1] + 1),
+                             f"{size:_} cases of generator {gen['name']!r} with "
+                             f"{X.shape[1]} features", f"lower {key}")
+        except MemoryLimitError as exc:
+            _fail(config, f"{spec.where}.{key}", str(exc))
+    if n > X.shape[0]:
+        X, y = _generate(config, spec, n)
+    names = [f"x{j}" for j in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    frame["y"] = y
+    task = "regression" if np.asarray(y).dtype.kind == "f" else "classification"
+    args = ", ".join(f"{k}={v}" for k, v in sorted(gen["params"].items()))
+    return frame, "y", names, task, (f"generator {gen['name']}(n={n}"
+                                      + (f", {args}" if args else "")
+                                      + f", random_state={gen['random_state']})")
 
 
 def _fingerprint(X, y, names, target, categorical=()):
@@ -322,8 +390,29 @@ def _load_one(config, spec, plan=True):
                           f"{exc.message} (data file {spec.path!r})") from None
 
 
+def _with_test_rows(config, spec, frame, target):
+    """A test_file dataset: its test file's rows appended to the learning rows (same
+    columns); returns ``(frame, n_learn)``."""
+    where = f"{spec.where}.test_path"
+    try:
+        test = read_table(spec.test_path, spec.format)
+    except ValueError as exc:
+        _fail(config, where, str(exc))
+    missing = [c for c in frame.columns if c not in test.columns]
+    if missing:
+        _fail(config, where, f"the test file {spec.test_path!r} has no column {missing[0]!r} "
+                             f"of the learning file (columns: {', '.join(map(str, test.columns))})")
+    if len(test) == 0:
+        _fail(config, where, f"the test file {spec.test_path!r} has no data rows")
+    both = pd.concat([frame, test[list(frame.columns)]], ignore_index=True)
+    return both, len(frame)
+
+
 def _load_checked(config, spec, plan):
     frame, target, all_features, task, description = load_frame(config, spec)
+    n_learn = None
+    if spec.protocol is not None and spec.protocol["kind"] == "test_file":
+        frame, n_learn = _with_test_rows(config, spec, frame, target)
     if spec.features is not None:
         if target in spec.features:
             _fail(config, f"{spec.where}.features",
@@ -348,7 +437,13 @@ def _load_checked(config, spec, plan):
         warnings.warn(f"dataset {spec.name!r}: target {target!r} is missing on {n_missing} "
                       f"of the {len(frame)} rows; they are dropped (as rpart's default "
                       "na.action does)", UserWarning, stacklevel=2)
-        frame = frame[ycol.notna().to_numpy()].reset_index(drop=True)
+        keep = ycol.notna().to_numpy()
+        if n_learn is not None:
+            n_learn = int(keep[:n_learn].sum())
+            if n_learn == 0 or n_learn == int(keep.sum()):
+                _fail(config, f"{spec.where}.target", f"dataset {spec.name!r}: no "
+                      f"{'learning' if n_learn == 0 else 'test'} row has a target")
+        frame = frame[keep].reset_index(drop=True)
         ycol = frame[target]
     X, categorical = _encode_features(config, spec, frame, features)
     if task == "regression":
@@ -379,6 +474,20 @@ def _load_checked(config, spec, plan):
         _fail(config, spec.cv_where["stratify"], f"stratify needs class labels, but dataset "
                                                  f"{spec.name!r} is a regression problem")
     n_classes = 0 if classes is None else len(classes)
+    if spec.protocol is not None:
+        n_cells, protocol, methods = _study_plan(config, spec, task, n_classes,
+                                                 n if n_learn is None else n_learn, y)
+        if not plan:
+            return n_cells
+        return Data(
+            name=spec.name, task=task, X=X, y=y, feature_names=tuple(map(str, features)),
+            target=str(target), classes=classes,
+            fingerprint=_fingerprint(X, y, features, target, categorical),
+            description=description, V=(), n_repeats=protocol["n_repeats"],
+            seed=protocol.get("seed", 0), seeds=None,
+            stratify=bool(protocol.get("stratify")), settings=(), spec=spec,
+            categorical=categorical, protocol=protocol, methods=methods, n_learn=n_learn,
+            class_values=() if classes is None else tuple(np.unique(y).tolist()))
     V, n_cells, axes = _plan_size(config, spec, task, n_classes, n)
     if not plan:
         return n_cells
@@ -422,6 +531,73 @@ def _plan_size(config, spec, task, n_classes, n):
     return V, n_cells, axes
 
 
+def _study_plan(config, spec, task, n_classes, n, y):
+    """``(cells, protocol, methods)`` of one dataset of a methods study with ``n``
+    learning cases: the protocol checked against the data, the methods that apply to its
+    task, and the number of cells (replications x methods), refused above
+    :data:`MAX_CELLS` or the memory limit."""
+    protocol, where = dict(spec.protocol), spec.protocol_where
+    kind = protocol["kind"]
+    if kind == "cv" and protocol["V"] > n:
+        _fail(config, where["V"], f"V = {protocol['V']} folds is more than the N = {n} "
+                                  f"cases of dataset {spec.name!r}")
+    if kind == "split":
+        n_test = int(round(protocol["test_fraction"] * n))
+        if n_test < 1 or n - n_test < 2:
+            _fail(config, where["test_fraction"],
+                  f"test_fraction = {protocol['test_fraction']:g} of the N = {n} cases of "
+                  f"dataset {spec.name!r} gives {n_test} test case(s) and {n - n_test} "
+                  "learning case(s); each split needs at least 1 test and 2 learning cases")
+    if protocol.get("stratify") and task == "regression":
+        _fail(config, where["stratify"], f"stratify needs class labels, but dataset "
+                                         f"{spec.name!r} is a regression problem")
+    cost = protocol.get("cost", "0-1")
+    if cost != "0-1":
+        if task == "regression":
+            _fail(config, where["cost"], f"a cost matrix concerns classification, but "
+                                         f"dataset {spec.name!r} is a regression problem")
+        if len(cost) != n_classes:
+            _fail(config, where["cost"], f"for dataset {spec.name!r} with {n_classes} "
+                                         f"classes: cost must have shape ({n_classes}, "
+                                         f"{n_classes}), got ({len(cost)}, {len(cost)})")
+    protocol["cost"] = None if cost == "0-1" else cost
+    if kind == "fresh":
+        protocol["generator"] = {k: spec.generator[k] for k in ("name", "n", "test_n",
+                                                                 "params")}
+    methods = []
+    for m in config.methods:
+        cls = _methods.resolve_estimator(m.estimator, task)
+        own = _methods.estimator_task(cls)
+        if own is not None and own != task:
+            _fail(config, f"{m.where}.estimator",
+                  f"{m.estimator!r} is a {own} estimator, but dataset {spec.name!r} "
+                  f"({spec.where}) is a {task} problem"
+                  + (f"; the alias {_alias_of(m.estimator)!r} picks the estimator of "
+                     "each dataset's task" if _alias_of(m.estimator) else ""))
+        methods.append(m)
+    n_cells = _protocols.n_replications(protocol) * len(methods)
+    what = (f"dataset {spec.name!r}: {n_cells:_} cells ({_protocols.n_replications(protocol):_}"
+            f" replications x {len(methods)} methods)")
+    try:
+        check_allocation(n_cells * CELL_BYTES, what, "lower n_repeats or the number of "
+                                                     "methods")
+    except MemoryLimitError as exc:
+        _fail(config, where["n_repeats"], str(exc))
+    if n_cells > MAX_CELLS:
+        _fail(config, where["n_repeats"], f"{what} is more than the {MAX_CELLS:_} cells a "
+                                          "sweep may have; split the study into several "
+                                          "configs, or give fewer replications or methods")
+    return n_cells, protocol, tuple(methods)
+
+
+def _alias_of(estimator):
+    """The task-generic alias of one of cartjit's class names, or None."""
+    for alias, names in _methods.TASK_ALIASES.items():
+        if estimator in names:
+            return alias
+    return None
+
+
 def check_sweep_size(config, d):
     """Refuse a sweep whose cells and fold ids would not fit the memory limit.
 
@@ -430,6 +606,8 @@ def check_sweep_size(config, d):
     :func:`cartjit.engine.limits.check_allocation` before any cell is planned (by
     :func:`resolve`, from the counts of the settings, before they are listed).
     """
+    if d.protocol is not None:  # a methods study: checked by _study_plan
+        return _protocols.n_replications(d.protocol) * len(d.methods)
     per_settings = sum(1 if V == d.n_samples else d.n_repeats for V in d.V)
     n_cells = per_settings * len(d.settings)
     try:
@@ -487,7 +665,7 @@ def count_sweep(config):
     """
     total = 0
     for spec in config.datasets:
-        if spec.source == "synthetic":
+        if spec.source == "synthetic" and spec.protocol is None:
             total += _count_synthetic(config, spec)
         else:
             total += _load_one(config, spec, plan=False)

@@ -45,7 +45,7 @@ from .plotter import plot_group
 from .store import CELL_COLUMNS, atomic_write
 
 __all__ = ["long_table", "format_csv", "summary_table", "summary_markdown", "write_reports",
-           "LONG_COLUMNS"]
+           "report_writer", "put_long_table", "LONG_COLUMNS"]
 
 #: Columns of the long table before the ``chosen_<rule>`` columns and ``wall_time_s``:
 #: the cell's key, then its per-k columns (:data:`~cartjit.experiments.store.CELL_COLUMNS`).
@@ -411,15 +411,9 @@ def group_plot_job(config, data, group_cells, results):
     return (ds, st), _plot_columns(summary_table(group)), f"{title}: N = {n}"
 
 
-def write_reports(out, config, data, cells, results, *, max_rows=40, compile_info=None,
-                  plotter=None):
-    """Write every report file into ``out``; returns their paths relative to ``out``.
-
-    ``compile_info`` is the warm-up record of this invocation (``CompileReport.as_dict``),
-    reported in ``timings.md`` apart from the cells. ``plotter`` (a
-    :class:`~cartjit.experiments.plotter.PlotWorker`) draws the plots in its process
-    while the tables are written; without it, or if it fails, they are drawn here.
-    """
+def report_writer(out):
+    """``(put, written)``: ``put(rel, content)`` writes ``out/rel`` atomically (making its
+    folder) and appends ``rel`` to the list ``written``."""
     out = Path(out)
     written = []
 
@@ -429,6 +423,32 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
         atomic_write(path, content, fsync=False)
         written.append(rel)
 
+    return put, written
+
+
+def put_long_table(put, df):
+    """The long table ``df`` as ``results.csv`` and, with pyarrow, ``results.parquet``."""
+    put("results.csv", format_csv(df))
+    try:
+        import pyarrow  # noqa: F401
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        put("results.parquet", buf.getvalue())
+    except ImportError:
+        warnings.warn("pyarrow is not installed: results.parquet was not written (pip install "
+                      "pyarrow); results.csv holds the same table", RuntimeWarning, stacklevel=3)
+
+
+def write_reports(out, config, data, cells, results, *, max_rows=40, compile_info=None,
+                  plotter=None):
+    """Write every report file into ``out``; returns their paths relative to ``out``.
+
+    ``compile_info`` is the warm-up record of this invocation (``CompileReport.as_dict``),
+    reported in ``timings.md`` apart from the cells. ``plotter`` (a
+    :class:`~cartjit.experiments.plotter.PlotWorker`) draws the plots in its process
+    while the tables are written; without it, or if it fails, they are drawn here.
+    """
+    put, written = report_writer(out)
     df = long_table(config, data, cells, results)
     by_name = {d.name: d for d in data}
     first_cell = {}
@@ -445,15 +465,7 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
             [((ds, st), _plot_columns(table), f"{title}: N = {by_name[ds].n_samples}")
              for ds, st, _, table, title in groups if not plotter.has((ds, st))])
 
-    put("results.csv", format_csv(df))
-    try:
-        import pyarrow  # noqa: F401
-        buf = io.BytesIO()
-        df.to_parquet(buf, index=False)
-        put("results.parquet", buf.getvalue())
-    except ImportError:
-        warnings.warn("pyarrow is not installed: results.parquet was not written (pip install "
-                      "pyarrow); results.csv holds the same table", RuntimeWarning, stacklevel=2)
+    put_long_table(put, df)
 
     ctab = cells_table(config, data, cells, results)
     put("cells.csv", format_csv(ctab))

@@ -25,11 +25,12 @@ from pathlib import Path
 import numpy as np
 
 from .backends import BACKENDS, BackendError, check_dask, run_backend
-from .cells import plan_cells, route_cell_warnings
+from .cells import plan_cells, plan_method_cells, route_cell_warnings
 from .config import ConfigError, read_config, selection_label, sha256_hex
 from .data import count_sweep, resolve
 from .plotter import PlotWorker
 from .reports import group_plot_job, write_reports
+from .study_reports import write_study_reports
 from .store import (CELLS_DIR, CONFIG_COPY, DAMAGED_DIR, FORMAT_VERSION, KEY_FORMAT,
                     LOCK_FILE, RUN_JSON, CellStore, LockError, RunLock, StoreError,
                     atomic_write, now, quarantine, read_run_json, write_run_json)
@@ -69,23 +70,45 @@ def config_fingerprint(config, data):
     selection rules. Comments, key order, the experiment's name and description, and
     where a data file lives do not change the hash; its contents do.
     """
+    if config.methods:
+        return _study_fingerprint(config, data)
     doc = {"format": KEY_FORMAT, "selection": [selection_label(r) for r in config.selection],
            "datasets": []}
     for d in data:
-        spec = d.spec
-        source = {"source": spec.source}
-        if spec.source == "bundled":
-            source["bundled"] = spec.bundled
-        elif spec.source == "file":
-            source.update(format=spec.format, target=spec.target)
-        else:
-            source["synthetic"] = spec.synthetic
+        source = _source_doc(d.spec)
         doc["datasets"].append({
             "name": d.name, **source, "task": d.task, "features": list(d.feature_names),
             "n_samples": d.n_samples, "data_sha256": d.fingerprint, "V": list(d.V),
             "n_repeats": d.n_repeats, "seed": d.seed,
             "seeds": None if d.seeds is None else list(d.seeds), "stratify": d.stratify,
             "settings": list(d.settings)})
+    return doc, sha256_hex(doc)
+
+
+def _source_doc(spec):
+    """Where a dataset comes from, as the config hash sees it."""
+    source = {"source": spec.source}
+    if spec.source == "bundled":
+        source["bundled"] = spec.bundled
+    elif spec.source == "file":
+        source.update(format=spec.format, target=spec.target)
+    elif spec.source == "generator":
+        source["generator"] = spec.generator
+    else:
+        source["synthetic"] = spec.synthetic
+    return source
+
+
+def _study_fingerprint(config, data):
+    """:func:`config_fingerprint` of a methods study: per dataset its source, values and
+    protocol, and the methods with their parameters."""
+    doc = {"format": KEY_FORMAT, "study": 1,
+           "methods": [{"label": m.label, "estimator": m.estimator, "params": m.params}
+                       for m in config.methods],
+           "datasets": [{"name": d.name, **_source_doc(d.spec), "task": d.task,
+                         "features": list(d.feature_names), "n_samples": d.n_samples,
+                         "n_learn": d.n_learn, "data_sha256": d.fingerprint,
+                         "protocol": d.protocol} for d in data]}
     return doc, sha256_hex(doc)
 
 
@@ -269,7 +292,7 @@ def run_experiment(config_path, out=None, *, backend="threads", workers=None, sc
                          time.perf_counter() - t_start, 0.0, [])
     data = resolve(config)
     by_name = {d.name: d for d in data}
-    cells = plan_cells(data)
+    cells = plan_method_cells(data) if config.methods else plan_cells(data)
     config_doc, config_hash = config_fingerprint(config, data)
 
     _check_out(out, resume, config_hash)  # refuse before touching anything
@@ -390,7 +413,7 @@ def _run_locked(run, lock):
                 + f" -> {out}")
 
     # the plots' helper imports matplotlib while the kernels load and the cells run
-    plotter = PlotWorker() if pending and _plots_wanted() else None
+    plotter = PlotWorker() if pending and not config.methods and _plots_wanted() else None
     try:
         return _run_cells(run, meta, invocation, store, results, reused, pending, plotter)
     finally:
@@ -423,9 +446,9 @@ def _run_cells(run, meta, invocation, store, results, reused, pending, plotter):
 
     # cells still to compute per (dataset, settings) group: at 0 its plot is sent
     to_go, group_cells = {}, {}
-    for cell in cells:
+    for cell in cells if plotter is not None else ():
         group_cells.setdefault((cell.dataset, cell.settings_label), []).append(cell)
-    for cell in pending:
+    for cell in pending if plotter is not None else ():
         key = (cell.dataset, cell.settings_label)
         to_go[key] = to_go.get(key, 0) + 1
 
@@ -434,6 +457,8 @@ def _run_cells(run, meta, invocation, store, results, reused, pending, plotter):
         results[cell.cell_id] = result
         computed.append(cell.cell_id)
         progress.update()
+        if plotter is None:
+            return
         key = (cell.dataset, cell.settings_label)
         to_go[key] -= 1
         if to_go[key] == 0 and plotter is not None and plotter.alive:
@@ -485,9 +510,11 @@ def _run_cells(run, meta, invocation, store, results, reused, pending, plotter):
     t_reports = time.perf_counter()
     compile_s = compiled.seconds if compiled is not None else 0.0
     try:
-        outputs = write_reports(out, config, data, cells, results,
-                                compile_info=compiled.as_dict() if compiled else None,
-                                plotter=plotter)
+        info = compiled.as_dict() if compiled else None
+        outputs = (write_study_reports(out, config, data, cells, results, compile_info=info)
+                   if config.methods else
+                   write_reports(out, config, data, cells, results, compile_info=info,
+                                 plotter=plotter))
     except StoreError as exc:
         _finish_meta(out, meta, invocation, computed, "failed")
         raise _store_failure(exc, out, len(cells), "the reports") from None

@@ -208,6 +208,41 @@ def result_problem(result, rules):
     return None
 
 
+#: The measures of a method cell (``cartjit.experiments.methods.METRIC_COLUMNS``) and
+#: the kind of value each holds: numbers (or null where they do not apply) and counts.
+METHOD_NUMBERS = ("score", "error", "cost", "mse", "rel_error")
+METHOD_COUNTS = ("n_trees", "n_nodes", "n_leaves")
+
+
+def method_result_problem(result):
+    """Why ``result`` is not a well-formed result of a method cell, or None."""
+    if not isinstance(result, dict):
+        return f"the result is {type(result).__name__}, not an object"
+    for key in METHOD_NUMBERS + METHOD_COUNTS + ("n_learn", "n_test", "fit_time_s",
+                                                 "predict_time_s", "warnings",
+                                                 "wall_time_s"):
+        if key not in result:
+            return f"the result has no {key!r}"
+    for key in METHOD_NUMBERS:
+        if result[key] is not None and not _is_real(result[key]):
+            return f"{key!r} is not a number"
+    if not _is_real(result["score"]):
+        return "'score' is not a number"
+    for key in METHOD_COUNTS:
+        if result[key] is not None and not (_is_int(result[key]) and result[key] >= 0):
+            return f"{key!r} is not a count"
+    for key in ("n_learn", "n_test"):
+        if not _is_int(result[key]) or result[key] < 1:
+            return f"{key!r} is not an integer >= 1"
+    for key in ("fit_time_s", "predict_time_s", "wall_time_s"):
+        if not _is_real(result[key]) or not result[key] >= 0:
+            return f"{key!r} is not a number >= 0"
+    if not isinstance(result["warnings"], list) or \
+            not all(isinstance(w, str) for w in result["warnings"]):
+        return "'warnings' is not a list of strings"
+    return None
+
+
 # --------------------------------------------------------------------------- cell store
 
 class CellStore:
@@ -272,6 +307,8 @@ class CellStore:
             return "holds the result of another cell (its key does not match the config)"
         if doc["key_sha256"] != hashlib.sha256(canonical_json(key).encode()).hexdigest():
             return "has a key hash that does not match its key"
+        if getattr(cell, "kind", None) == "method":
+            return method_result_problem(doc["result"])
         return result_problem(doc["result"], self.rules)
 
     def write(self, cell, result, invocation):

@@ -251,6 +251,9 @@ def compile_for_cells(cells):
     seen = set()
     X_cat = X.copy()
     X_cat[:, 0] = np.arange(n) % 4  # a categorical feature with four levels
+    if any(getattr(cell, "kind", None) == "method" for cell in cells):
+        _warm_methods(cells, X, X_cat)
+        return
     for cell in cells:
         kind = (cell.task, json.dumps(cell.settings, sort_keys=True), cell.stratify, cell.loo,
                 bool(cell.categorical))
@@ -271,6 +274,36 @@ def compile_for_cells(cells):
             try:
                 _fit_cell(est, X_cat if cell.categorical else X, y)
             except Exception:  # noqa: BLE001 - best effort, see the docstring
+                pass
+
+
+def _warm_methods(cells, X, X_cat):
+    """:func:`compile_for_cells` of a methods study: one tiny fit and prediction per
+    distinct cartjit method (forests of two trees), which also imports and resolves
+    every estimator class once before the cells (other estimators are resolved only)."""
+    from .methods import method_params, resolve_estimator
+    n = X.shape[0]
+    seen = set()
+    for cell in cells:
+        cls = resolve_estimator(cell.estimator, cell.task)
+        kind = (cls, json.dumps(cell.params, sort_keys=True), bool(cell.categorical),
+                len(cell.class_values))
+        if kind in seen or not cls.__module__.startswith("cartjit"):
+            continue
+        seen.add(kind)
+        params = method_params(cls, cell.params, 0, (0,) if cell.categorical else ())
+        if "n_estimators" in cls().get_params():
+            params["n_estimators"] = 2
+        if cell.task == "classification":
+            y = np.arange(n, dtype=np.int64) % max(2, len(cell.class_values))
+        else:
+            y = X[:, 0] + 0.5 * X[:, 1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                data = X_cat if cell.categorical else X
+                cls(**params).fit(data, y).predict(data)
+            except Exception:  # noqa: BLE001 - best effort, as compile_for_cells
                 pass
 
 
