@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["ClusterError", "grow_forest_on", "check_scheduler", "blocks", "source_digest", "sigint_ignored",
-           "silence_teardown", "CONNECT_TIMEOUT_S", "WAIT_FOR_WORKERS_S",
+           "silence_teardown", "process_facts", "CONNECT_TIMEOUT_S", "WAIT_FOR_WORKERS_S",
            "BLOCKS_PER_THREAD"]
 
 #: How long a fit tries to reach the scheduler given by address (seconds).
@@ -61,7 +61,11 @@ _SAME_CARTJIT = ("every Dask process (the scheduler and each worker) must run in
 
 class ClusterError(RuntimeError):
     """The Dask cluster given cannot grow this forest (unreachable, no worker, other
-    cartjit sources); the message says why and what to do."""
+    cartjit sources): ``scheduler: REASON``, the reason saying what to do."""
+
+    def __init__(self, reason):
+        self.reason = reason
+        super().__init__(f"scheduler: {reason}")
 
 
 # ----------------------------------------------------------- shared with the runner
@@ -144,22 +148,22 @@ def _connect(scheduler):
         client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT_S,
                                     set_as_default=False)
     except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, a bad address...
-        raise ClusterError(f"scheduler: cannot connect to a Dask scheduler at "
+        raise ClusterError(f"cannot connect to a Dask scheduler at "
                            f"{scheduler!r} ({type(exc).__name__}: {exc}); is `dask "
                            "scheduler` running there, and is the address right (e.g. "
                            "tcp://host:8786)?") from None
     return client, True
 
 
-def _process_facts():
-    """What a Dask process says about itself."""
+def process_facts():
+    """What a Dask process says about itself (the runner's records add to it)."""
     from . import __version__
     return {"pid": os.getpid(), "host": socket.gethostname(), "cartjit": __version__,
             "package": str(Path(__file__).resolve().parent), "sources": source_digest()}
 
 
 def _worker_facts(dask_worker):
-    return {**_process_facts(), "nthreads": dask_worker.state.nthreads}
+    return {**process_facts(), "nthreads": dask_worker.state.nthreads}
 
 
 def _check_cluster(client, where):
@@ -169,17 +173,17 @@ def _check_cluster(client, where):
     here = Path(__file__).resolve().parent
 
     def other(who, facts):
-        return ClusterError(f"scheduler: {who} runs other cartjit sources (cartjit "
+        return ClusterError(f"{who} runs other cartjit sources (cartjit "
                             f"{facts['cartjit']} in {facts['package']}) than this "
                             f"process (in {here}): its trees would not be this cartjit's; "
                             f"{_SAME_CARTJIT}")
 
     def cannot_load(who, exc):
-        return ClusterError(f"scheduler: {who} cannot load cartjit's code "
+        return ClusterError(f"{who} cannot load cartjit's code "
                             f"({type(exc).__name__}: {exc}); {_SAME_CARTJIT}")
 
     try:
-        facts = client.run_on_scheduler(_process_facts)
+        facts = client.run_on_scheduler(process_facts)
     except (ImportError, AttributeError) as exc:
         raise cannot_load(f"the Dask scheduler at {where}", exc) from None
     if facts["sources"] != mine:
@@ -187,7 +191,7 @@ def _check_cluster(client, where):
     try:
         client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS_S)
     except TimeoutError:
-        raise ClusterError(f"scheduler: the Dask scheduler at {where} has no worker "
+        raise ClusterError(f"the Dask scheduler at {where} has no worker "
                            f"(waited {WAIT_FOR_WORKERS_S:.0f} s): start some with `dask "
                            f"worker {where}`") from None
     try:
@@ -277,7 +281,7 @@ def grow_forest_on(scheduler, problem, settings, plan):
         parts = [None] * len(spans)
         from distributed import as_completed
         for fut, outcome in as_completed([f for f in futures if f.key in tasks],
-                                         with_results=True):
+                                         with_results=True, loop=client.loop):
             parts[tasks[fut.key]] = outcome
             fut.release()
         trees = [t for part in parts for t in part[0]]
