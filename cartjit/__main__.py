@@ -105,9 +105,9 @@ def _add_fit_options(parser, command):
                            "BaggedCARTRegressor): a forest whose trees search every feature "
                            "at every node")
     where = parser.add_argument_group(
-        "where a forest grows", "by default on --n-jobs threads of this machine; or on the "
-                                "workers of an existing dask.distributed cluster, the same "
-                                "forest bit for bit (needs cartjit[dask]; docs/forests.md)")
+        "where a forest grows", "by default on --n-jobs threads of the local process; or on "
+                                "the workers of an existing dask.distributed cluster, the "
+                                "same forest bit for bit (needs cartjit[dask]; docs/forests.md)")
     cluster = where.add_mutually_exclusive_group()
     cluster.add_argument("--scheduler", metavar="ADDRESS",
                          help="with --forest or --bagging: grow the trees on the workers "

@@ -41,9 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ClusterError", "grow_forest_on", "check_scheduler", "blocks", "source_digest", "sigint_ignored",
-           "silence_teardown", "process_facts", "CONNECT_TIMEOUT_S", "WAIT_FOR_WORKERS_S",
-           "BLOCKS_PER_THREAD"]
+__all__ = ["ClusterError", "grow_forest_on", "check_scheduler", "blocks", "source_digest",
+           "sigint_ignored", "silence_teardown", "process_facts", "CONNECT_TIMEOUT_S",
+           "WAIT_FOR_WORKERS_S", "BLOCKS_PER_THREAD"]
 
 #: How long a fit tries to reach the scheduler given by address (seconds).
 CONNECT_TIMEOUT_S = 20.0
