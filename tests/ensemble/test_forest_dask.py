@@ -11,7 +11,9 @@ blocks of one tree. The local fit itself is checked for 1, 2 and 3 threads. Also
 data reached each worker once and every block read that copy; the partition into
 blocks; the errors (no dask, a bad argument, an unreachable scheduler, a scheduler
 without workers, another cartjit's sources); Ctrl-C leaves the caller's Client usable
-and prints nothing; the command line's ``--scheduler`` and ``--scheduler-file``.
+and prints nothing; the command line's ``--scheduler`` and ``--scheduler-file``. One
+slow test grows two forests on a cluster of two worker processes, where everything
+crosses a process boundary pickled.
 """
 from __future__ import annotations
 
@@ -380,3 +382,32 @@ def test_the_command_line_grows_the_local_forest_on_a_cluster(clusters, tmp_path
                  "-o", str(tmp_path / "t.cartjit")]) == 2
     assert "--scheduler-file: cannot read" in capfd.readouterr().err
     assert not (tmp_path / "t.cartjit").exists()
+
+
+# ------------------------------------------------------------- worker processes
+
+@pytest.mark.slow
+def test_worker_processes_grow_the_local_forest(local_fits):
+    """Two worker processes (``NUMBA_NUM_THREADS=1``, this checkout first on their path):
+    the problem, the presorts and the trees cross process boundaries, pickled, and the
+    forest is still the local one bit for bit."""
+    import os
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0", silence_logs=logging.ERROR,
+                      env={"NUMBA_NUM_THREADS": "1", "PYTHONPATH": path}) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        for case in ("classification", "regression-missing"):
+            cls, _, params = CASES[case]
+            local, X, y = local_fits[case]
+            with _quiet():
+                remote = cls(**params).fit(X, y, scheduler=cluster.scheduler_address)
+            same_forest(local, remote)
+            pids = {w["pid"] for w in remote.cluster_["workers"].values()}
+            assert len(pids) == 2 and os.getpid() not in pids
+            assert remote.cluster_["blocks_reading_the_worker_copy"] == \
+                remote.cluster_["blocks"]
+        assert client.status == "running"
