@@ -170,6 +170,8 @@ def test_the_cluster_grows_the_local_forest(clusters, local_fits, case, layout):
         remote = cls(**params).fit(X, y, scheduler=client)
     same_forest(local, remote)
     np.testing.assert_array_equal(remote.predict(X), local.predict(X))
+    if case == "classification":  # proximities: from the end nodes and the in-bag counts
+        np.testing.assert_array_equal(remote.proximity(X), local.proximity(X))
     assert client.status == "running"  # the caller's client is left open
 
     record = remote.cluster_
