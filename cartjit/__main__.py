@@ -104,6 +104,17 @@ def _add_fit_options(parser, command):
                       help="fit Breiman's bagging (BaggedCARTClassifier / "
                            "BaggedCARTRegressor): a forest whose trees search every feature "
                            "at every node")
+    where = parser.add_argument_group(
+        "where a forest grows", "by default on --n-jobs threads of the local process; or on "
+                                "the workers of an existing dask.distributed cluster, the "
+                                "same forest bit for bit (needs cartjit[dask]; docs/forests.md)")
+    cluster = where.add_mutually_exclusive_group()
+    cluster.add_argument("--scheduler", metavar="ADDRESS",
+                         help="with --forest or --bagging: grow the trees on the workers "
+                              "of the Dask scheduler at ADDRESS, e.g. tcp://host:8786")
+    cluster.add_argument("--scheduler-file", metavar="FILE",
+                         help="with --forest or --bagging: the scheduler of the JSON file "
+                              "written by 'dask scheduler --scheduler-file FILE'")
     add_options(parser.add_argument_group(
         "tree and forest options", "parameters of the estimators, named after them (and "
                                    "rpart's or randomForest's names); an option not given "
@@ -365,11 +376,45 @@ def _fit_from_args(args, command):
         cls = {(True, False): CARTClassifier, (True, True): CARTClassifierCV,
                (False, False): CARTRegressor, (False, True): CARTRegressorCV}[
             (classification, kind == CV)]
+    scheduler = _scheduler_of(args, command, kind)
+    if isinstance(scheduler, int):
+        return scheduler
     try:
-        est = cls(**params).fit(X, y)
+        est = cls(**params).fit(X, y, **({} if scheduler is None else
+                                         {"scheduler": scheduler}))
     except (TypeError, ValueError) as exc:
         return _error(command, option_for_message(args, exc))
+    except (ImportError, RuntimeError) as exc:
+        from ._dask import ClusterError
+        if isinstance(exc, ClusterError):
+            return _error(command, f"{_scheduler_flag(args)}: {exc.reason}")
+        if isinstance(exc, ImportError) and "cartjit[dask]" in str(exc):
+            return _error(command, f"{_scheduler_flag(args)} needs dask.distributed: pip "
+                                   "install \"cartjit[dask]\"")
+        raise
     return est, ds, features
+
+
+def _scheduler_flag(args):
+    return "--scheduler-file" if args.scheduler_file is not None else "--scheduler"
+
+
+def _scheduler_of(args, command, kind):
+    """The address given by --scheduler or --scheduler-file (None: neither), or an exit
+    status after a message."""
+    from ._cli_options import FOREST
+    if args.scheduler is None and args.scheduler_file is None:
+        return None
+    if kind != FOREST:
+        return _error(command, f"{_scheduler_flag(args)} grows a forest's trees on a Dask "
+                               "cluster: it needs --forest or --bagging")
+    if args.scheduler_file is None:
+        return args.scheduler
+    from .experiments.backends import BackendError, scheduler_from_file
+    try:
+        return scheduler_from_file(args.scheduler_file)
+    except BackendError as exc:
+        return _error(command, exc)
 
 
 def _given(args):

@@ -238,21 +238,36 @@ class _BaseForest(_Base):
                             self.prune_selection), m
 
     # -- fit -------------------------------------------------------------------------
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, scheduler=None):
         """Grow the forest on (X, y), optionally with case weights (each tree's weights
-        are these times its bootstrap counts). Returns ``self``."""
+        are these times its bootstrap counts). Returns ``self``.
+
+        ``scheduler``: None grows the trees here, on ``n_jobs`` threads; the address of
+        a Dask scheduler (``"tcp://host:8786"``) or a ``distributed.Client`` grows them
+        on that cluster's workers, the data shipped once to each (needs
+        ``cartjit[dask]``; docs/forests.md, "Threads and clusters"). The forest is the
+        same bit for bit; ``cluster_`` then records what ran where."""
         bootstrap, replace, voting = self._check_forest_params()
         n_jobs = resolve_n_jobs(self.n_jobs)
         resolve_random_state(self.random_state)
+        if scheduler is not None:
+            from . import _dask
+            _dask.check_scheduler(scheduler)
         prep = P.prepare(self, X, y, sample_weight)
         problem = prep.problem
         n, p = problem.X.shape
         plan, m = self._plan(n, p, bootstrap, replace, voting, prep)
-        res = F.grow_forest(problem, prep.settings, plan, n_jobs)
+        record = None
+        if scheduler is None:
+            res = F.grow_forest(problem, prep.settings, plan, n_jobs)
+        else:
+            res, record = _dask.grow_forest_on(scheduler, problem, prep.settings, plan)
         for name in list(self.__dict__):  # an earlier fit's attributes
             if name.endswith("_") and not name.startswith("__") or name == "_views":
                 del self.__dict__[name]
         self.forest_ = res.forest
+        if record is not None:
+            self.cluster_ = record
         self._trees = res.trees
         self._train_digest = _digest(problem.X)
         self._tree_importance = res.importance

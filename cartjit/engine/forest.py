@@ -54,7 +54,8 @@ from .scaling import Scale, check_class_tables, restore
 from .tree import LEAF
 
 __all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "OOBTargets", "OOBResult",
-           "Importance", "VOTING", "grow_forest", "assemble_forest", "node_values",
+           "Importance", "VOTING", "grow_forest", "grow_trees", "forest_fit",
+           "assemble_forest", "node_values",
            "tree_importance", "class_proba", "forest_sums", "forest_apply", "oob_estimates",
            "permutation_importance", "permutation", "decide", "tree_seed_sequence",
            "draw_counts", "inbag_mask", "oob_targets", "oob_rows", "risk_priors",
@@ -256,28 +257,45 @@ def grow_forest(problem, settings, plan, n_jobs=1):
     are set per tree from ``plan``). The features are presorted once; the trees grow on
     ``n_jobs`` Python threads, each on one thread. Returns a :class:`ForestFit`.
     """
-    n, p = problem.X.shape
     if problem.is_classification:  # the same check for every tree: made once, here
-        check_class_tables(n, problem.n_classes, settings)
+        check_class_tables(problem.X.shape[0], problem.n_classes, settings)
+    trees, inbag, seeds = grow_trees(problem, settings, plan, 0, int(plan.n_estimators),
+                                     n_jobs)
+    return forest_fit(problem, settings, plan, trees, inbag, seeds)
+
+
+def grow_trees(problem, settings, plan, start, stop, n_jobs=1, presorted=None):
+    """Trees ``start`` to ``stop - 1`` of the forest of ``plan``: ``(TreeFit list, in-bag
+    bits (stop - start, ceil(n / 8)), feature seeds)``. Tree b depends on b alone, so
+    the blocks of any partition of 0..B-1, grown anywhere (a Dask worker's block,
+    :mod:`cartjit._dask`), make the same forest. ``presorted``: the presort of
+    ``problem.X`` when the caller has it (it is only read), else made here."""
+    n = problem.X.shape[0]
     # one presort for every tree (the CV-pruned trees presort their own samples)
-    presorted = None if plan.cv_folds else presort(problem.X, problem.n_levels,
-                                                   max(1, int(n_jobs)))
-    n_trees = int(plan.n_estimators)
+    if presorted is None and not plan.cv_folds:
+        presorted = presort(problem.X, problem.n_levels, max(1, int(n_jobs)))
+    n_trees = int(stop) - int(start)
     inbag = np.zeros((n_trees, (n + 7) // 8), dtype=np.uint8)
     seeds = np.zeros(n_trees, dtype=np.int64)
 
     def one(b):
         fit, in_bag, seed = _fit_one(problem, settings, plan, presorted, b)
-        inbag[b] = np.packbits(in_bag, bitorder="little")  # tree b's own row
-        seeds[b] = seed
+        inbag[b - start] = np.packbits(in_bag, bitorder="little")  # tree b's own row
+        seeds[b - start] = seed
         return fit
 
     if n_jobs > 1 and n_trees > 1:
         with task_pool(min(int(n_jobs), n_trees)) as pool:
-            trees = list(pool.map(one, range(n_trees)))
+            trees = list(pool.map(one, range(start, stop)))
     else:
-        trees = [one(b) for b in range(n_trees)]
-    presorted = None  # the keys are spent: freed before the forest is assembled
+        trees = [one(b) for b in range(start, stop)]
+    return trees, inbag, seeds
+
+
+def forest_fit(problem, settings, plan, trees, inbag, seeds):
+    """The :class:`ForestFit` of the grown ``trees`` (all B, in the order of b) with
+    their in-bag bits and feature seeds: the flat forest, each tree's MDI."""
+    p = problem.X.shape[1]
     values = [node_values(t, settings, plan.voting, problem.n_classes) for t in trees]
     forest = assemble_forest([t.tree for t in trees], values, settings.use_surrogate)
     importance = np.stack([tree_importance(t, settings, p) for t in trees]) if trees \

@@ -22,19 +22,18 @@ dropped, running ones finish, and the exception propagates.
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import logging
 import os
-import signal
-import socket
-import threading
 import time
 import traceback
 import uuid
 from concurrent.futures import CancelledError, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from .._dask import process_facts
+from .._dask import sigint_ignored as _sigint_ignored
+from .._dask import silence_teardown as _silence_teardown
+from .._dask import source_digest as _source_digest
 from . import cells as _cells
 
 __all__ = ["BACKENDS", "BackendError", "run_serial", "run_threads", "run_dask", "run_backend",
@@ -105,24 +104,12 @@ _INSTALL_HINT = ("every Dask process (the scheduler, which unpickles the cells' 
                  "same cartjit")
 
 
-def _source_digest():
-    """SHA-256 of cartjit's Python sources: two processes run the same code iff equal."""
-    package = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
 def _process_facts():
     """What a Dask process says about itself (run on the scheduler)."""
     import numba
 
-    from .. import __version__
-    return {"pid": os.getpid(), "host": socket.gethostname(), "cartjit": __version__,
-            "package": str(Path(__file__).resolve().parent.parent),
-            "sources": _source_digest(), "numba_threads": numba.config.NUMBA_NUM_THREADS}
+    return {**process_facts(), "sources": _source_digest(),
+            "numba_threads": numba.config.NUMBA_NUM_THREADS}
 
 
 def _worker_facts(dask_worker):
@@ -235,34 +222,6 @@ def _start_dask(workers, scheduler):
                                dashboard_address=None, silence_logs=logging.ERROR,
                                env={"NUMBA_NUM_THREADS": "1"})
     return Client(cluster), cluster
-
-
-@contextlib.contextmanager
-def _sigint_ignored():
-    """SIGINT ignored while the block runs, in the main thread only (elsewhere a no-op:
-    signal handlers belong to the main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-#: The loggers that report a cluster's teardown: after a Ctrl-C their closed
-#: connections, cancelled tasks and lost data are the interruption itself, not news.
-_TEARDOWN_LOGGERS = ("distributed", "tornado", "asyncio")
-
-
-def _silence_teardown():
-    """Raise the teardown loggers of this process, and those below them (dask gives
-    some their own level), above CRITICAL."""
-    names = [n for n in list(logging.root.manager.loggerDict)
-             if n.split(".", 1)[0] in _TEARDOWN_LOGGERS]
-    for name in {*_TEARDOWN_LOGGERS, *names}:
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _quiet_interrupt(client, cluster):
