@@ -262,8 +262,12 @@ def tied_splits(estimator, X, y, *, sample_weight=None):
     out = pd.DataFrame(rows, columns=columns)
     real = out[out["kind"] != NOT_EXACT]
     n_tied = int(real["node"].nunique())
-    how = ("in exact arithmetic where the column exact is True, else within 16 ulps of "
-           "i(t)" if integer else "within 16 ulps of i(t): the case weights are not integers")
+    loose = int(real.loc[real["kind"] == WITHIN_TOLERANCE, "node"].nunique())
     caption = (f"{n_tied} of {len(pairs)} split nodes of tree_ have a split tied with the "
-               f"chosen one (same partition, or equal goodness: {how})")
+               "chosen one (same partition, or equal goodness in exact arithmetic)")
+    if loose:
+        why = ("the case weights are not integers" if not integer else
+               "entropy with unequal class factors or missing values")
+        caption += (f"; at {loose} of them only within the engine's tolerance of 16 ulps "
+                    f"of i(t) ({why}: no exact arithmetic)")
     return _table(out, caption)
