@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.tree import LEAF
-from ._common import _Data, _fitted, _node_cases, _split_factor, _table
+from ._common import _Data, _fitted, _node_cases, _table
 from .splits import split_candidates
 
 __all__ = ["tied_splits", "SAME_PARTITION", "EXACT", "WITHIN_TOLERANCE", "NOT_EXACT"]
@@ -72,12 +72,34 @@ def _integer_weights(w):
     return bool(np.all(np.isfinite(w)) and np.all(w == np.round(w)))
 
 
+def _exact_factor(estimator):
+    """The class factors c_j = π'(j) / N_j of the split search (docs/maths.md §2) as
+    Fractions: the priors as given (empirical: N_j / N, equal: 1 / J, else the floats
+    given, each an exact rational), altered by the row sums of the costs when these are
+    not 0-1, normalised over the classes present."""
+    totals = [Fraction(float(v)) for v in estimator.class_weight_totals_]
+    J = len(totals)
+    setting = getattr(estimator, "priors", "empirical")
+    if isinstance(setting, str) and setting == "empirical":
+        prior = list(totals)
+    elif isinstance(setting, str):
+        prior = [Fraction(1, J)] * J
+    else:
+        prior = [Fraction(float(v)) for v in estimator.priors_]
+    if not estimator._split_cost_default:
+        cost = np.asarray(estimator.cost_, dtype=np.float64)
+        prior = [p * sum(Fraction(float(v)) for v in cost[j]) for j, p in enumerate(prior)]
+    prior = [p if n > 0 else Fraction(0) for p, n in zip(prior, totals)]
+    total = sum(prior)
+    return [p / total / n if n > 0 else Fraction(0) for p, n in zip(prior, totals)]
+
+
 def _class_goodness(data, idx, present, left, factor, criterion, node_total):
     """The goodness Δi · Q(P)/Q(t) of a classification split as a Fraction, from the
-    integer class counts (Gini, twoing); None for entropy (see :func:`_entropy_key`)."""
+    integer class counts and the exact class factors (Gini, twoing)."""
     J = data.n_classes
     y, w = data.y[idx], data.w[idx]
-    c = [Fraction(float(v)) for v in factor]
+    c = factor
 
     def q(mask):
         n = np.bincount(y[mask], weights=w[mask], minlength=J)
@@ -138,7 +160,8 @@ def _exact_value(estimator, data, idx, sides, criterion, factor, node_total):
     present, left = sides
     if data.is_class:
         if criterion == "entropy":
-            uniform = bool(np.all(factor == factor[0]))
+            counts = np.bincount(data.y[idx], minlength=data.n_classes)
+            uniform = len({c for c, n in zip(factor, counts) if n > 0}) <= 1
             if not (uniform and present.all()):
                 return None
             return ("entropy", _entropy_key(data, idx, left))
@@ -161,8 +184,9 @@ def tied_splits(estimator, X, y, *, sample_weight=None):
     * ``same partition``: it sends exactly the same cases of the node left (or exactly
       the ones the chosen split sends right), neither feature missing at the node;
     * ``equal goodness (exact)``: its goodness equals the chosen one's in exact arithmetic,
-      computed with fractions from the integer class counts (Gini, twoing; under any
-      priors and costs, whose float factors are taken as the exact numbers they are) or
+      computed with fractions from the integer class counts and the priors (Gini,
+      twoing; empirical priors as N_j / N, equal ones as 1 / J, given ones and costs as
+      the exact numbers their floats are) or
       from the responses (squared error), which needs integer case weights; for entropy,
       whose logarithms are not rational, the children's weighted entropies are compared
       as exact products of powers, which needs equal class factors (empirical priors
@@ -188,7 +212,8 @@ def tied_splits(estimator, X, y, *, sample_weight=None):
     StepTable
         One row per tied candidate, by node: ``node`` (the id in ``tree_``),
         ``node_max`` (in ``tree_max_``), ``n_cases``, ``chosen`` and ``tied_with`` (the
-        splits as text), ``kind`` (above), ``exact`` (True when decided in exact
+        splits as text), ``feature`` and ``threshold`` of the tied split (NaN for a
+        subset split), ``kind`` (above), ``exact`` (True when decided in exact
         arithmetic), ``goodness_chosen`` and ``goodness`` (floats; Δi when no case
         misses a feature). The caption counts the split nodes with a tie.
     """
@@ -198,7 +223,7 @@ def tied_splits(estimator, X, y, *, sample_weight=None):
     data = _Data(estimator, X, y, sample_weight, caller)
     integer = _integer_weights(data.w)
     criterion = estimator.criterion
-    factor = _split_factor(estimator) if data.is_class else None
+    factor = _exact_factor(estimator) if data.is_class and integer else None
     names = (list(map(str, estimator.feature_names_in_))
              if getattr(estimator, "feature_names_in_", None) is not None
              else [f"x{j}" for j in range(estimator.n_features_in_)])
@@ -223,7 +248,7 @@ def tied_splits(estimator, X, y, *, sample_weight=None):
         idx = _node_cases(estimator, tree_max, m, data, caller)
         if data.is_class:
             counts = np.bincount(data.y[idx], weights=data.w[idx], minlength=data.n_classes)
-            node_total = sum(Fraction(float(c)) * int(round(n))
+            node_total = sum(c * int(round(n))
                              for c, n in zip(factor, counts)) if integer else None
         else:
             node_total = None
@@ -255,9 +280,11 @@ def tied_splits(estimator, X, y, *, sample_weight=None):
                 continue
             rows.append({"node": t, "node_max": m, "n_cases": int(idx.shape[0]),
                          "chosen": _split_text(chosen), "tied_with": _split_text(row),
+                         "feature": row["feature"], "threshold": float(row["threshold"]),
                          "kind": kind, "exact": exact, "goodness_chosen": best,
                          "goodness": float(row[good])})
-    columns = ["node", "node_max", "n_cases", "chosen", "tied_with", "kind", "exact",
+    columns = ["node", "node_max", "n_cases", "chosen", "tied_with", "feature", "threshold",
+               "kind", "exact",
                "goodness_chosen", "goodness"]
     out = pd.DataFrame(rows, columns=columns)
     real = out[out["kind"] != NOT_EXACT]
