@@ -111,7 +111,7 @@ def tree_record(tree, alpha, X, rows=None, n_rows=None):
     number = np.full(tree.n_nodes, -1, dtype=np.int64)
     number[leaf_ids] = np.arange(leaf_ids.shape[0])
     X = np.ascontiguousarray(X, dtype=np.float64)
-    nodes = apply(tree, X) if X.shape[0] else np.zeros(0, dtype=np.int64)
+    nodes = _apply_one_thread(apply, tree, X) if X.shape[0] else np.zeros(0, dtype=np.int64)
     codes = number[nodes]  # -1 for a case stopped at an internal node (no surrogate)
     if rows is None:
         full = codes
@@ -127,6 +127,19 @@ def tree_record(tree, alpha, X, rows=None, n_rows=None):
             "features": sorted({int(f) for f in tree.feature[internal]}),
             "n_leaves": n_leaves, "alpha": float(alpha),
             "leaves": encode_leaves(full, n_leaves)}
+
+
+def _apply_one_thread(apply, tree, X):
+    """``apply(tree, X)`` on one Numba thread: one small descent per record, which the
+    launch of a parallel kernel would cost more than it saves (the setting is the
+    calling thread's, restored after)."""
+    import numba
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        return apply(tree, X)
+    finally:
+        numba.set_num_threads(before)
 
 
 def cv_cell_records(prep, res, chosen):
