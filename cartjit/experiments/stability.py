@@ -38,7 +38,8 @@ from itertools import combinations
 
 import numpy as np
 
-__all__ = ["SINGLE_TREE_ESTIMATORS", "tree_record", "cv_cell_records", "method_cell_record",
+__all__ = ["SINGLE_TREE_ESTIMATORS", "tree_record", "record_problem", "cv_cell_records",
+           "method_cell_record",
            "encode_leaves", "decode_leaves", "adjusted_rand_index", "stability_tables",
            "write_stability_reports"]
 
@@ -255,7 +256,7 @@ def _records_of(config, cells, results):
                     not _is_tree_alias(cell.estimator):
                 continue
             rec = (res.get("stability") or {}).get("tree")
-            if rec is None:
+            if record_problem(rec) is not None:
                 missing += 1
                 continue
             out.append(((cell.dataset, cell.method), {"dataset": cell.dataset,
@@ -267,7 +268,8 @@ def _records_of(config, cells, results):
         for rule in rules:
             trees = (res.get("stability") or {}).get("trees")
             row = (res.get("chosen") or {}).get(rule)
-            if trees is None or row is None or str(row) not in trees:
+            if not isinstance(trees, dict) or row is None or \
+                    record_problem(trees.get(str(row))) is not None:
                 missing += 1
                 continue
             group = f"{cell.settings_label + ', ' if cell.settings_label else ''}" \
@@ -276,6 +278,28 @@ def _records_of(config, cells, results):
             out.append((key, {"dataset": cell.dataset, "group": group},
                         trees[str(row)]))
     return out, missing
+
+
+def record_problem(rec, n_rows=None):
+    """Why ``rec`` is not a well-formed record (for ``n_rows`` cases), or None."""
+    if not isinstance(rec, dict):
+        return "not an object"
+    ints = (int,)
+    if not isinstance(rec.get("root"), ints) or not isinstance(rec.get("n_leaves"), ints) \
+            or rec["n_leaves"] < 1 or isinstance(rec.get("alpha"), bool) \
+            or not isinstance(rec.get("alpha"), (int, float)):
+        return "root, n_leaves or alpha is missing or not a number"
+    features = rec.get("features")
+    if not isinstance(features, list) or not all(isinstance(f, int) for f in features):
+        return "features is not a list of integers"
+    if "leaves" in rec:
+        text = rec["leaves"]
+        width = _width(rec["n_leaves"])
+        if not isinstance(text, str) or len(text) % width or (
+                n_rows is not None and len(text) != width * n_rows) or \
+                set(text) - set(_DIGITS) - {"."}:
+            return "leaves is not a text of leaf digits, one per case"
+    return None
 
 
 def _is_tree_alias(name):
@@ -390,8 +414,8 @@ def write_stability_reports(out, config, data, cells, results):
              "chance) of every pair of replications, on the cases both learned from. "
              "Tables: `stability/trees.csv`, `stability/features.csv`.\n\n")
     if missing:
-        md.write(f"*{missing} chosen tree(s) have no record (cells computed by an older "
-                 "cartjit): they are left out.*\n\n")
+        md.write(f"*{missing} chosen tree(s) have no usable record (cells computed by an "
+                 "older cartjit): they are left out.*\n\n")
     if not summary:
         md.write("No chosen tree was recorded (no single-tree method in this run).\n")
     for row in summary:

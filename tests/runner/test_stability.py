@@ -205,3 +205,25 @@ def test_study_records_single_trees_on_their_learning_rows(tmp_path):
         (row,) = list(csv.DictReader(fh))
     assert (row["dataset"], row["group"], row["n_trees"]) == ("iris", "tree", "4")
     assert float(row["ari_mean"]) == pytest.approx(np.mean(pairs), abs=1e-12)
+
+
+def test_cells_without_records_are_counted_and_left_out_on_resume(sweep, tmp_path):
+    import shutil
+
+    from cartjit.experiments.store import seal
+    cfg, tmp = sweep
+    out = tmp_path / "old"
+    shutil.copytree(tmp / "serial", out)
+    cell = plan_cells(resolve(read_config(cfg)))[0]
+    path = out / "cells" / f"{cell.cell_id}.json"
+    doc = json.loads(path.read_text())
+    del doc["result"]["stability"]  # as an older cartjit wrote it
+    path.write_text(json.dumps(seal(doc)))
+    again = run_experiment(cfg, out, backend="serial", quiet=True, resume=True)
+    assert again.reused == 6 and not again.computed
+    text = (out / "stability.md").read_text()
+    assert "*2 chosen tree(s) have no usable record" in text  # its min and 1se trees
+    with open(out / "stability" / "trees.csv", newline="") as fh:
+        counts = {row["group"]: int(row["n_trees"]) for row in csv.DictReader(fh)}
+    assert counts == {"V=3, rule=min": 2, "V=3, rule=1se": 2, "V=5, rule=min": 3,
+                      "V=5, rule=1se": 3}
