@@ -363,7 +363,8 @@ def _split_line(tree, f, thr, row, low_left, names, categories, decimals):
     return f"{left} {_side(low_left)}"
 
 
-def summary(estimator, feature_names=None, *, decimals=3, max_depth=None, tree=None):
+def summary(estimator, feature_names=None, *, decimals=3, max_depth=None, tree=None, X=None,
+            y=None, sample_weight=None):
     """Every node of the fitted tree at length, in the spirit of R's ``summary.rpart``.
 
     After a header, the pruning sequence (with the cross-validated columns for the CV
@@ -390,9 +391,17 @@ def summary(estimator, feature_names=None, *, decimals=3, max_depth=None, tree=N
     with x <= c to the left child (a surrogate may send them right instead); a subset
     split names the levels of each side. ``max_depth`` limits the nodes described.
     With a forest, ``tree=k`` describes its tree k (as :func:`export_text`).
+
+    Given the learning sample of the fit (``X``, ``y`` and, if the fit had them,
+    ``sample_weight``), each split node also lists the splits that tie exactly with the
+    chosen one, ``Tied with: x4 <= 0.8 (same partition)`` (or ``equal goodness
+    (exact)``; or ``within the engine's tolerance`` where exact arithmetic is not
+    available), and the header counts the nodes with a tie
+    (:func:`cartjit.steps.tied_splits`, docs/reading-trees.md).
     """
     estimator = _one_tree(estimator, tree, "summary")
     tree, names = _checked(estimator, feature_names, decimals, max_depth, "summary")
+    ties = _ties_by_node(estimator, X, y, sample_weight)
     n_features = int(estimator.n_features_in_)
     classes = getattr(estimator, "classes_", None)
     is_classifier = classes is not None
@@ -421,6 +430,8 @@ def summary(estimator, feature_names=None, *, decimals=3, max_depth=None, tree=N
                      f"{getattr(estimator, 'use_surrogate', 2)}, surrogate_style="
                      f"{getattr(estimator, 'surrogate_style', 0)}); competitor splits: at "
                      f"most {getattr(estimator, 'max_competitor', 0)} per node")
+    if ties is not None:
+        lines.append(f"Tied splits: {ties.caption}")
     lines.append("")
     lines.extend(_path_lines(estimator, decimals))
     importance = estimator.variable_importance_
@@ -461,8 +472,35 @@ def summary(estimator, feature_names=None, *, decimals=3, max_depth=None, tree=N
         if not leaf:
             lines.extend(_split_lines(tree, node, names, categories, decimals,
                                       float(improve_scale[node]), numbers))
+            for _, row in (ties.groups.get(node, ()) if ties is not None else ()):
+                lines.append(f"  Tied with: {row['tied_with']} ({row['kind']})")
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+class _Ties(NamedTuple):
+    caption: str
+    groups: dict     # node id of tree_ -> [(index, row)] of its tied splits
+
+
+def _ties_by_node(estimator, X, y, sample_weight):
+    """The exact ties of :func:`cartjit.steps.tied_splits` by node of ``tree_``, or None
+    without ``X`` and ``y``."""
+    if X is None and y is None:
+        if sample_weight is not None:
+            raise ValueError("summary: sample_weight is for listing tied splits, which "
+                             "needs X and y as well")
+        return None
+    if X is None or y is None:
+        raise ValueError("summary: give both X and y (the learning sample of the fit) to "
+                         "list the tied splits, or neither")
+    from .steps.ties import NOT_EXACT, tied_splits
+    table = tied_splits(estimator, X, y, sample_weight=sample_weight)
+    groups = {}
+    for i, row in table.iterrows():
+        if row["kind"] != NOT_EXACT:
+            groups.setdefault(int(row["node"]), []).append((i, row))
+    return _Ties(table.caption, groups)
 
 
 def _path_lines(estimator, decimals):

@@ -12,6 +12,7 @@
 ``methods``        a methods study's estimators: resolved by name, checked, one method cell
 ``protocols``      a methods study's replications: seeds, learning/test rows, generators
 ``study_reports``  a methods study's long table, mean ± SE summary and timings
+``stability``      each cell's chosen tree, recorded; stability.md over the replications
 =================  ========================================================================
 
 The engine (``cartjit.estimators`` and the kernels under it) never imports this package;
@@ -20,7 +21,8 @@ without importing scikit-learn (a methods study fits the estimators themselves,
 docs/studies.md).
 Import order within the package goes one way: ``protocols`` <- ``methods`` <- ``config``
 <- ``data``, ``store`` <- ``cells`` <- ``backends``, ``reports`` <- ``study_reports`` <-
-``run``. The user guides are docs/experiments.md and docs/studies.md.
+``run``; ``stability`` (imported by ``cells`` and ``run``) imports ``methods``,
+``protocols``, ``config`` and ``reports`` inside its functions. The user guides are docs/experiments.md and docs/studies.md.
 """
 from .config import ConfigError, ExperimentConfig, read_config
 from .data import resolve

@@ -246,12 +246,13 @@ def _estimator(task, settings, cv, stratify, seed, categorical=()):
 
 
 def _fit_cell(params, X, y):
-    """The cell's CV fit: ``cv_results_`` (a DataFrame) and the number of folds."""
+    """The cell's CV fit: ``(prepared, result)`` of
+    :func:`cartjit._prepare.cross_validate_params` (``result.table`` is
+    ``cv_results_``)."""
     import numba
 
     from .._prepare import cross_validate_params
-    _, res = cross_validate_params(params, X, y, n_threads=numba.get_num_threads())
-    return res.table, res.n_folds
+    return cross_validate_params(params, X, y, n_threads=numba.get_num_threads())
 
 
 #: Per-thread list collecting the warnings of the cell that thread is running.
@@ -264,22 +265,29 @@ def compute_cell(spec, X, y, selection):
     Returns a dict: the per-k columns of ``cv_results_`` (:data:`CELL_COLUMNS`, as
     lists), the 0-based row position chosen by each selection rule (the rule of
     ``select_k``; the stored results keep positions, the reports print ``columns["k"]``
-    of them), the number of folds, any warnings, and the wall time of the fit.
+    of them), the number of folds, any warnings, the wall time of the fit, and the
+    records of the chosen trees (``stability``: :mod:`cartjit.experiments.stability`;
+    a method cell holds one for a single-tree method).
     """
     if spec.get("kind") == "method":
         from .methods import compute_method_cell
+        from .stability import method_cell_record
         result, messages = _with_warnings(lambda: compute_method_cell(spec, X, y))
         result["warnings"] = sorted(set(messages))
+        record = method_cell_record(spec, X, y)
+        if record is not None:
+            result["stability"] = {"tree": record}
         return result
     est = _estimator(spec["task"], spec["settings"], "loo" if spec["loo"] else spec["V"],
                      spec["stratify"], spec["seed"], spec.get("categorical", ()))
 
     def fit():
         t0 = time.perf_counter()
-        res, n_folds = _fit_cell(est, X, y)
-        return res, n_folds, time.perf_counter() - t0
+        prep, fitted = _fit_cell(est, X, y)
+        return prep, fitted, time.perf_counter() - t0
 
-    (res, n_folds, wall), messages = _with_warnings(fit)
+    (prep, fitted, wall), messages = _with_warnings(fit)
+    res, n_folds = fitted.table, fitted.n_folds
     cols = {}
     for name in CELL_COLUMNS:
         values = res[name].to_numpy()
@@ -288,8 +296,10 @@ def compute_cell(spec, X, y, selection):
     from .._prepare import select_index
     risk, se = res["cv_risk"].to_numpy(), res["cv_se"].to_numpy()
     chosen = {selection_label(rule): int(select_index(risk, se, rule)) for rule in selection}
+    from .stability import cv_cell_records
     return {"columns": cols, "chosen": chosen, "n_folds": int(n_folds),
-            "warnings": sorted(set(messages)), "wall_time_s": wall}
+            "warnings": sorted(set(messages)), "wall_time_s": wall,
+            "stability": cv_cell_records(prep, fitted, chosen)}
 
 
 def _with_warnings(work):

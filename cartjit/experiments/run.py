@@ -4,7 +4,8 @@
 (:mod:`.data`), plans the cells (:mod:`.cells`), takes the output directory's lock and
 reads the cells already finished there (:mod:`.store`), compiles or loads the kernels
 (:mod:`.warmup`), runs the missing cells on a backend (:mod:`.backends`), writing each
-one as it finishes, and assembles the reports (:mod:`.reports`).
+one as it finishes, and assembles the reports (:mod:`.reports`, :mod:`.study_reports`;
+the stability of the chosen trees, :mod:`.stability`).
 
 A non-empty output directory is refused without ``--resume``; ``--resume`` is refused
 when the config (or its data) changed (``run.json`` records the config hash), and while
@@ -30,6 +31,7 @@ from .config import ConfigError, read_config, selection_label, sha256_hex
 from .data import count_sweep, resolve
 from .plotter import PlotWorker
 from .reports import group_plot_job, write_reports
+from .stability import write_stability_reports
 from .study_reports import write_study_reports
 from .store import (CELLS_DIR, CONFIG_COPY, DAMAGED_DIR, FORMAT_VERSION, KEY_FORMAT,
                     LOCK_FILE, RUN_JSON, CellStore, LockError, RunLock, StoreError,
@@ -515,6 +517,7 @@ def _run_cells(run, meta, invocation, store, results, reused, pending, plotter):
                    if config.methods else
                    write_reports(out, config, data, cells, results, compile_info=info,
                                  plotter=plotter))
+        outputs = outputs + write_stability_reports(out, config, data, cells, results)
     except StoreError as exc:
         _finish_meta(out, meta, invocation, computed, "failed")
         raise _store_failure(exc, out, len(cells), "the reports") from None

@@ -13,7 +13,9 @@ lay out the computations behind them, as a course does by hand:
   every T_k, the weakest links, α_{k+1} and the leaves of T_{k+1};
 * :func:`cv_steps`: the cross-validation (§5): for every α'_k the pooled table N_ij of
   the held-out cases (true class j, predicted class i), R^CV(j) by class, R^CV and its
-  SE, per fold if asked; the squared errors for a regression tree.
+  SE, per fold if asked; the squared errors for a regression tree;
+* :func:`tied_splits`: the split nodes whose chosen split ties exactly with another
+  (the same partition of the node's cases, or equal goodness in exact arithmetic).
 
 These are teaching views written in NumPy, not the kernels: they recompute each number
 from the data and the fitted tree, in the engine's order of operations, so that their
@@ -22,7 +24,7 @@ trees). The tables are :class:`StepTable` DataFrames, printed with a caption tha
 what the rows are. Pictures of the same steps are in :mod:`cartjit.plotting_steps`.
 
 The package: :mod:`._common` (the tables, the data, a node's cases), :mod:`.splits`,
-:mod:`.pruning`, :mod:`.cv`.
+:mod:`.pruning`, :mod:`.cv`, :mod:`.ties`.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from ._common import TIE_ULPS, StepTable
 from .cv import CVSteps, cv_steps
 from .pruning import pruning_steps
 from .splits import multiway_gains, split_candidates
+from .ties import tied_splits
 
 __all__ = ["StepTable", "split_candidates", "multiway_gains", "pruning_steps", "cv_steps",
-           "CVSteps", "TIE_ULPS"]
+           "CVSteps", "TIE_ULPS", "tied_splits"]

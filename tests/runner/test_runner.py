@@ -371,14 +371,16 @@ def test_runner_layout_has_no_cycle_and_engine_never_imports_it():
     # the runner uses the public engine only (estimators, datasets, the memory limit, the
     # kernel cache's state for its warm-up, the estimators' input encoding, so that
     # categorical columns are coded exactly as a fit codes them, and the plots' look),
-    # and the CV estimators' fit steps without scikit-learn (_prepare), and what the dask
+    # and the CV estimators' fit steps without scikit-learn (_prepare), what the dask
     # backend shares with the forests grown on a cluster (_dask: the source digest, the
-    # quiet teardown)
+    # quiet teardown), and the flat tree's T(α) and descent for the stability records
+    # (engine.tree, engine.pruning)
     engine_used = {m for deps in runner.values() for m in deps
                    if m.startswith("cartjit.") and not m.startswith("cartjit.experiments")}
     assert engine_used <= {"cartjit.estimators", "cartjit.datasets", "cartjit.engine.limits",
                            "cartjit.engine.cache", "cartjit._encoding", "cartjit.plotting",
                            "cartjit._prepare", "cartjit.__version__", "cartjit._dask",
+                           "cartjit.engine.tree", "cartjit.engine.pruning",
                            "cartjit.ensemble"}, engine_used  # (cartjit compile's forests)
     # no cycle among the runner's modules
     graph = {m: {d for d in deps if d in runner} for m, deps in runner.items()}
