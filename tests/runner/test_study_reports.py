@@ -200,3 +200,23 @@ def test_one_dataset_has_no_comparison_across_datasets(tmp_path):
     assert "**Baseline: a**" in md and "Across the" not in md  # the first method by default
     assert not (tmp_path / "o" / "summary" / "ranks.csv").exists()
     assert read_csv(tmp_path / "o" / "summary" / "paired.csv")[0]["baseline"] == "a"
+
+
+@pytest.mark.parametrize("name, methods, n_datasets", [
+    ("breiman1996", ["cart", "bagging"], 6),
+    ("breiman2001", ["tree", "bagging", "forest"], 13),
+])
+def test_the_published_study_configs_read(name, methods, n_datasets):
+    from pathlib import Path
+
+    from cartjit.experiments.config import read_config
+    config = read_config(Path(__file__).resolve().parents[2] / "experiments" / f"{name}.toml")
+    assert [m.label for m in config.methods] == methods
+    assert config.baseline == methods[0] and len(config.datasets) == n_datasets
+    assert all(d.protocol["n_repeats"] == 100 for d in config.datasets)
+    if name == "breiman1996":  # the paper's protocol: 50 CV-pruned trees, 10 % test sets
+        assert config.methods[1].params == {"n_estimators": 50, "prune": "cv",
+                                            "prune_selection": "min", "voting": "vote"}
+        assert {d.protocol["kind"] for d in config.datasets} == {"split", "fresh"}
+        assert all(d.protocol["test_fraction"] == 0.1 for d in config.datasets
+                   if d.protocol["kind"] == "split")
