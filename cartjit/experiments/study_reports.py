@@ -249,7 +249,10 @@ def study_comparison(df, data, baseline, *, alpha=0.05):
         out["paired"] = compare.paired_differences(keys, baseline, "score")
     if len(data) < 2 or len(methods) < 2:
         return out
-    matrix = compare.score_matrix(keys, "score")
+    # means equal in exact arithmetic (two methods with the same errors on the same
+    # splits, summed in another order) may differ in their last bits: 12 significant
+    # digits decide the ranks, so such means tie
+    matrix = compare.score_matrix(keys, "score").map(lambda v: float(f"{v:.12g}"))
     out["ranks"] = compare.rank_matrix(matrix)
     if not out["scipy"]:
         return out

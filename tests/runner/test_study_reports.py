@@ -220,3 +220,19 @@ def test_the_published_study_configs_read(name, methods, n_datasets):
         assert {d.protocol["kind"] for d in config.datasets} == {"split", "fresh"}
         assert all(d.protocol["test_fraction"] == 0.1 for d in config.datasets
                    if d.protocol["kind"] == "split")
+
+
+def test_means_equal_in_exact_arithmetic_tie_in_the_ranks():
+    # 0.1 + 0.2 + 0.3 and 0.3 + 0.2 + 0.1 differ in their last bit as doubles
+    assert (0.1 + 0.2 + 0.3) != (0.3 + 0.2 + 0.1)
+    rows = []
+    for ds, a, b, c in (("d1", [0.1, 0.2, 0.3], [0.3, 0.2, 0.1], [0.5, 0.5, 0.5]),
+                        ("d2", [0.1, 0.1, 0.1], [0.2, 0.2, 0.2], [0.3, 0.3, 0.3])):
+        for method, scores in (("a", a), ("b", b), ("c", c)):
+            rows += [{"dataset": ds, "method": method, "replication": r, "score": v}
+                     for r, v in enumerate(scores)]
+    cmp = study_reports.study_comparison(pd.DataFrame(rows), ["d1", "d2"], "a")
+    assert cmp["ranks"].loc["d1"].tolist() == [1.5, 1.5, 3.0]
+    assert cmp["ranks"].loc["d2"].tolist() == [1.0, 2.0, 3.0]
+    paired = cmp["paired"].set_index(["dataset", "method"])
+    assert paired.loc[("d1", "b"), ["wins", "ties", "losses"]].tolist() == [1, 1, 1]
