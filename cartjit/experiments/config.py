@@ -97,7 +97,8 @@ PROTOCOL_KEYS = {
     "test_file": ("kind", "n_repeats", "cost"),
 }
 
-_TOP_KEYS = ("experiment", "cv", "tree", "datasets", "methods", "protocol")
+_TOP_KEYS = ("experiment", "cv", "tree", "datasets", "methods", "protocol", "study")
+_STUDY_KEYS = ("baseline",)
 _EXPERIMENT_KEYS = ("name", "description")
 _DATASET_COMMON = ("name", "cv", "tree", "protocol")
 _BUNDLED_KEYS = ("bundled", "features", "task")
@@ -179,6 +180,7 @@ class ExperimentConfig:
     selection: tuple
     text: str                      # the file as read, copied into the output directory
     methods: tuple = ()            # a methods study: its MethodSpec's; () for a CV sweep
+    baseline: str | None = None    # a methods study: the label of its baseline method
 
 
 # --------------------------------------------------------------------------- helpers
@@ -454,8 +456,16 @@ def _check_cv(chk, table, where, *, top):
 # --------------------------------------------------------------------------- datasets
 
 def _bundled_registry():
-    from ..datasets import _REGISTRY
-    return {entry[0]: entry[3] for entry in _REGISTRY}
+    """Names ``bundled`` accepts and their task: the bundled datasets of
+    :func:`cartjit.datasets.load_dataset` and the real data sets of
+    :func:`cartjit.datasets.literature` (``breast_cancer``, ``soybean``, ...; the local
+    ones, such as ``pima_diabetes``, read R's mlbench or a local file when loaded)."""
+    from ..datasets import _REGISTRY, literature
+    out = {entry[0]: entry[3] for entry in _REGISTRY}
+    for name, entry in literature().items():
+        if entry.kind != "generator":
+            out.setdefault(name, entry.task)
+    return out
 
 
 def _check_dataset(chk, entry, where, config_dir):
@@ -717,6 +727,28 @@ def _merge_protocol(chk, glob, glob_fields, own, own_fields, where, spec):
 
 # --------------------------------------------------------------------------- methods
 
+def _check_study(chk, doc, methods):
+    """``[study]``: the label of the baseline method (``baseline = "NAME"``, a method's
+    name when it has one label, or a label such as ``rf[max_features=2]``); the first
+    method of the config by default."""
+    table = chk.table(doc.get("study", {}), "study")
+    chk.keys(table, _STUDY_KEYS, "study")
+    if "baseline" not in table:
+        return methods[0].label
+    given = chk.string(table["baseline"], "study.baseline")
+    labels = [m.label for m in methods]
+    if given in labels:
+        return given
+    named = [m.label for m in methods if m.name == given]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        chk.fail("study.baseline", f"method {given!r} is swept into {len(named)} methods "
+                                   f"({', '.join(named)}); name one of them")
+    chk.fail("study.baseline", f"{given!r} is not a method of this study; the methods are "
+                               f"{', '.join(labels)}")
+
+
 def _method_value(value):
     """A parameter value as given in TOML, with the string ``"none"`` for None."""
     if isinstance(value, str) and value == "none":
@@ -825,6 +857,9 @@ def read_config(path) -> ExperimentConfig:
                           "protocol is [protocol] and the tree settings are parameters of "
                           "each [methods.NAME]")
     methods = _check_methods(chk, doc["methods"]) if study else ()
+    baseline = _check_study(chk, doc, methods) if study else None
+    if not study and "study" in doc:
+        chk.fail("study", "applies to a methods study: add [methods.NAME] tables")
     protocol_global, protocol_fields = (_check_protocol(chk, doc.get("protocol", {}),
                                                         "protocol") if study else ({}, {}))
     cv_global, cv_fields = _check_cv(chk, doc.get("cv", {}), "cv", top=True)
@@ -900,4 +935,4 @@ def read_config(path) -> ExperimentConfig:
                 protocol_where=protocol_where))
     return ExperimentConfig(file=path, name=name, description=description,
                             datasets=tuple(specs), selection=selection, text=text,
-                            methods=methods)
+                            methods=methods, baseline=baseline)

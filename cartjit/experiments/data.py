@@ -173,8 +173,15 @@ def table_problem(frame, path, target):
 def load_frame(config, spec):
     """``(frame, target, features, task, description)`` of one dataset spec."""
     if spec.source == "bundled":
-        from ..datasets import load_dataset
-        ds = load_dataset(spec.bundled)
+        from ..datasets import list_datasets, load_dataset, load_literature
+        if spec.bundled in list_datasets():
+            ds = load_dataset(spec.bundled)
+        else:  # a real data set of the literature (checked by the config)
+            try:
+                ds = load_literature(spec.bundled)
+            except (OSError, ValueError, RuntimeError) as exc:
+                _fail(config, f"{spec.where}.bundled", f"{spec.bundled!r} cannot be loaded: "
+                                                       f"{exc}")
         return ds.frame, ds.target, list(ds.features), ds.task, ds.description
     if spec.source == "file":
         where = f"{spec.where}.path"

@@ -177,8 +177,16 @@ def _size_argument(fn):
 
 def generate(name, n, params, random_state):
     """``(X, y)`` of ``n`` cases from generator ``name`` with ``params``: X as
-    C-contiguous float64."""
+    C-contiguous float64 (a generator with a ``return_X_y`` parameter, such as
+    ``make_waveform``, is asked for ``(X, y)``)."""
     fn = generator_function(name)
+    params = dict(params)
+    if "return_X_y" in inspect.signature(fn).parameters:
+        # the literature's generators return a DataFrame unless asked for (X, y)
+        if params.pop("return_X_y", True) is not True:
+            raise ValueError(f"generator {name!r}: params.return_X_y is set by the runner; "
+                             "leave it out")
+        params["return_X_y"] = True
     X, y = fn(**{_size_argument(fn): int(n)}, **params, random_state=int(random_state))
     X = np.ascontiguousarray(np.asarray(X, dtype=np.float64))
     return X, np.asarray(y)

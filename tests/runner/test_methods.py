@@ -427,6 +427,17 @@ IRIS = '\n[[datasets]]\nbundled = "iris"\n'
      "protocol.cost", "cost must have shape (3, 3)"),
     (GOOD_HEAD + '[cv]\nV = 5\n[protocol]\nkind = "cv"' + IRIS, "cv", "belongs to the CV sweep"),
     ('[protocol]\nkind = "cv"' + IRIS, "protocol", "applies to a methods study"),
+    (GOOD_HEAD + '[study]\nbaseline = "nosuch"\n[protocol]\nkind = "cv"' + IRIS,
+     "study.baseline", "'nosuch' is not a method of this study; the methods are m"),
+    (GOOD_HEAD + '[study]\nbaseline = 3\n[protocol]\nkind = "cv"' + IRIS,
+     "study.baseline", "must be a string"),
+    (GOOD_HEAD + 'max_depth = [1, 2]\n[study]\nbaseline = "m"\n[protocol]\nkind = "cv"'
+     + IRIS, "study.baseline", "is swept into 2 methods"),
+    (GOOD_HEAD + '[study]\nalpha = 0.1\n[protocol]\nkind = "cv"' + IRIS, "study.alpha",
+     "unknown"),
+    ('[study]\nbaseline = "m"' + IRIS, "study", "applies to a methods study"),
+    (GOOD_HEAD + '[protocol]\nkind = "cv"\n[[datasets]]\nbundled = "nosuch_data"',
+     "datasets[1].bundled", "'nosuch_data' is not a bundled dataset"),
     ('[cv]\nV = 5' + IRIS + 'protocol = { kind = "cv" }', "datasets[1].protocol",
      "applies to a methods study"),
 ])
