@@ -272,9 +272,10 @@ def compute_cell(spec, X, y, selection):
     if spec.get("kind") == "method":
         from .methods import compute_method_cell
         from .stability import method_cell_record
-        result, messages = _with_warnings(lambda: compute_method_cell(spec, X, y))
+        fitted = {}
+        result, messages = _with_warnings(lambda: compute_method_cell(spec, X, y, fitted))
         result["warnings"] = sorted(set(messages))
-        record = method_cell_record(spec, X, y)
+        record = method_cell_record(spec, X, y, fitted)
         if record is not None:
             result["stability"] = {"tree": record}
         return result

@@ -267,11 +267,13 @@ def _rows(spec, X, y):
     return X[learn], y[learn], X[test], y[test]
 
 
-def compute_method_cell(spec, X, y):
+def compute_method_cell(spec, X, y, fitted=None):
     """One method cell (``spec`` is :func:`cartjit.experiments.cells.cell_payload`'s dict):
     fit the method on the replication's learning rows, predict its test rows. Returns the
     measures, ``n_learn``, ``n_test``, ``fit_time_s``, ``predict_time_s`` and
-    ``wall_time_s`` (warnings are added by the caller)."""
+    ``wall_time_s`` (warnings are added by the caller). A dict ``fitted`` receives the
+    fitted ``estimator`` and its learning data ``X`` and ``y`` (for the stability
+    record, which then needs no second fit)."""
     t_start = time.perf_counter()
     cls = resolve_estimator(spec["estimator"], spec["task"])
     Xl, yl, Xt, yt = _rows(spec, X, y)
@@ -280,6 +282,8 @@ def compute_method_cell(spec, X, y):
     t0 = time.perf_counter()
     est.fit(Xl, yl)
     t1 = time.perf_counter()
+    if fitted is not None:
+        fitted.update(estimator=est, X=Xl, y=yl)
     pred = est.predict(Xt)
     t2 = time.perf_counter()
     out = _metrics(spec["task"], yt, pred, spec["protocol"].get("cost"), spec["classes"])

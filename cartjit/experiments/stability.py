@@ -160,10 +160,12 @@ def cv_cell_records(prep, res, chosen):
     return {"trees": trees}
 
 
-def method_cell_record(spec, X, y):
+def method_cell_record(spec, X, y, fitted=None):
     """The record of a methods-study cell whose method is one of cartjit's single trees
-    (:data:`SINGLE_TREE_ESTIMATORS`), else None. The cell's fit is done again (the same
-    parameters and seed give the same tree) on the replication's learning rows; the
+    (:data:`SINGLE_TREE_ESTIMATORS`), else None. ``fitted`` is what
+    :func:`cartjit.experiments.methods.compute_method_cell` filled in (the cell's fitted
+    estimator and its learning data); without it the cell's fit is done again (the same
+    parameters and seed give the same tree) on the replication's learning rows. The
     ``fresh`` protocol's learning cases are new every replication and have no rows of
     the dataset, so its record has no ``leaves``."""
     from .._prepare import prepare
@@ -175,15 +177,22 @@ def method_cell_record(spec, X, y):
         return None
     protocol = spec["protocol"]
     if protocol["kind"] == "fresh":
-        Xl, yl, _, _ = protocols.fresh_samples(spec["generator"], spec["seed"])
         learn, n_rows = None, None
+        if not fitted:
+            Xl, yl, _, _ = protocols.fresh_samples(spec["generator"], spec["seed"])
     else:
         learn, _ = protocols.replication_rows(protocol, spec, X.shape[0], y)
-        Xl, yl, n_rows = X[learn], y[learn], X.shape[0]
-    est = cls(**method_params(cls, spec["params"], spec["method_seed"], spec["categorical"]))
-    with warnings.catch_warnings():  # the cell's own fit reported them
-        warnings.simplefilter("ignore")
-        est.fit(Xl, yl)
+        n_rows = X.shape[0]
+        if not fitted:
+            Xl, yl = X[learn], y[learn]
+    if fitted:
+        est, Xl, yl = fitted["estimator"], fitted["X"], fitted["y"]
+    else:
+        est = cls(**method_params(cls, spec["params"], spec["method_seed"],
+                                  spec["categorical"]))
+        with warnings.catch_warnings():  # the cell's own fit reported them
+            warnings.simplefilter("ignore")
+            est.fit(Xl, yl)
     alpha = getattr(est, "alpha_", None)
     if alpha is None:  # a tree without CV: its ccp_alpha, or rpart's cp times R(root)
         cp = getattr(est, "cp", None)
