@@ -310,18 +310,23 @@ def _rows(X):
     return as_kernel_array(X, np.float64)
 
 
+def _prediction_pass(kernel, forest, X, out, n_threads):
+    """``kernel`` (:func:`_forest_sums` or :func:`_forest_leaves`) over the rows of X
+    into ``out``, on ``n_threads`` threads; ``out`` as it is without rows or trees."""
+    if X.shape[0] and forest.n_trees:
+        fa = kernel_arrays(forest)
+        with _threads(n_threads), parallel_entry():
+            kernel(fa, forest.routing, X, chunk_rows(X.shape[0]), out)
+    return out
+
+
 def forest_sums(forest, X, n_threads=None):
     """Σ_b value[end node of each row of X in tree b], added in tree order (float64,
     (n, K)); divided by B it is the forest's prediction. X: float64 (n, p), NaN missing,
     no infinity (the caller checks)."""
     X = _rows(X)
     out = np.zeros((X.shape[0], forest.value.shape[1]), dtype=np.float64)
-    if X.shape[0] == 0 or forest.n_trees == 0:
-        return out
-    fa = kernel_arrays(forest)
-    with _threads(n_threads), parallel_entry():
-        _forest_sums(fa, forest.routing, X, chunk_rows(X.shape[0]), out)
-    return out
+    return _prediction_pass(_forest_sums, forest, X, out, n_threads)
 
 
 def forest_apply(forest, X, n_threads=None):
@@ -329,12 +334,7 @@ def forest_apply(forest, X, n_threads=None):
     tree's own numbering (a leaf, or an internal node where a missing value stops)."""
     X = _rows(X)
     out = np.zeros((X.shape[0], forest.n_trees), dtype=np.int64)
-    if X.shape[0] == 0 or forest.n_trees == 0:
-        return out
-    fa = kernel_arrays(forest)
-    with _threads(n_threads), parallel_entry():
-        _forest_leaves(fa, forest.routing, X, chunk_rows(X.shape[0]), out)
-    return out
+    return _prediction_pass(_forest_leaves, forest, X, out, n_threads)
 
 
 @jit(inline="always")
