@@ -154,7 +154,13 @@ def _python_worker(spec):
     if Xte is not None:
         if lib == "ydf":
             data = {f"x{j}": Xte[:, j].copy() for j in range(Xte.shape[1])}
-            run = lambda: model.predict(data, num_threads=jobs)
+            try:  # its fast engine refuses trees of more than 2^16 nodes or so
+                model.predict({k: v[:10] for k, v in data.items()}, num_threads=jobs)
+                slow = False
+            except ValueError as e:
+                rec["ydf_engine"] = f"slow ({e})"
+                slow = True
+            run = lambda: model.predict(data, num_threads=jobs, use_slow_engine=slow)
         else:
             run = lambda: model.predict(Xte)
         times, cpu = [], []
