@@ -4,6 +4,8 @@
                squared error), and ``track_`` of tree size / depth / hold-out score so
                that quality regressions show next to speed.
 ``predict``    batch prediction of 10^6 rows by a tree grown on 10^5.
+``forest``     fit and prediction of a random forest (50 trees, m = 4), and the flat
+               forest's bytes per node.
 ``coldstart``  ``timeraw_``: import + first fit in a fresh interpreter, with an empty,
                a populated and a disabled Numba cache (compile time is a cost users
                pay), and ``track_`` of the functions the first fit of each kind

@@ -31,18 +31,24 @@ import numba
 import numpy as np
 from numba import prange
 
-from .predict import STEP, route
+from .predict import BLIND_SLOTS, STEP, blind_sweeps, route
 from .presort import as_kernel_array
 from .speed import jit, jit_parallel, parallel_entry
 
 __all__ = ["ForestArrays", "kernel_arrays", "forest_sums", "forest_apply", "decide",
            "OOBTargets", "oob_targets", "risk_priors", "sample_risk", "OOBResult",
            "oob_estimates", "permutation", "Importance", "permutation_importance",
-           "inbag_mask", "oob_rows", "CHUNK_ROWS", "OOB_CHUNK"]
+           "inbag_mask", "oob_rows", "chunk_rows", "CHUNK_ROWS", "OOB_CHUNK"]
 
-#: Rows per chunk of the compiled passes: a chunk walks its rows down every tree in
-#: turn, so its rows of X stay in cache while the trees' nodes stream through.
-CHUNK_ROWS = 256
+#: Rows per chunk of the prediction passes at most (:func:`chunk_rows`): a chunk
+#: walks its rows down tree 0, then tree 1, ..., so that a tree's nodes, once in
+#: cache, serve every row of the chunk; the more rows, the fewer times each node comes
+#: from memory (CPU time on 2·10^5 rows, 30 trees of 10^5 cases: 1.2 s with chunks of
+#: 1,024 rows, 0.66 s with 4,096, 0.42 s with 50,000; docs/benchmarks.md, "Forests").
+CHUNK_ROWS = 65536
+#: Rows per chunk at least, and chunks per thread aimed at below CHUNK_ROWS rows.
+MIN_CHUNK_ROWS = 256
+CHUNKS_PER_THREAD = 4
 #: Rows in flight while a chunk walks one tree (their chains of loads overlap).
 SLOTS = 8
 #: Rows per chunk of the out-of-bag pass: fixed, so that its per-chunk sums (the error
@@ -63,30 +69,40 @@ class ForestArrays(NamedTuple):
 
     step: np.ndarray       # STEP records: threshold, child0 (itself at a leaf or a
     #                        subset split), feature
-    left: np.ndarray       # int64 (N,), -1 at leaves
-    feature: np.ndarray    # int64 (N,), 0 at leaves
-    threshold: np.ndarray  # float64 (N,), +inf at leaves
+    left: np.ndarray       # the forest's own (N,), -1 at leaves
+    feature: np.ndarray    # the forest's own int32 (N,), read only at split nodes
+    threshold: np.ndarray  # the forest's own float64 (N,), read only at split nodes
     roots: np.ndarray      # int64 (B + 1,)
     value: np.ndarray      # float64 (N, K)
 
 
 def kernel_arrays(forest):
-    """The kernels' view of ``forest``: leaves as self-loops with an infinite threshold,
-    subset splits as self-loops (they leave the fast step for ``route``). The routing
-    travels beside it (``forest.routing``): a ``prange`` loop cannot take a record
-    nested in a record."""
-    left = forest.left.astype(np.int64)
+    """The kernels' view of ``forest``: its ``STEP`` records, with leaves as self-loops
+    with an infinite threshold and subset splits as self-loops (they leave the fast step
+    for ``route``), beside the forest's own arrays, which ``route`` reads at split
+    nodes only. The routing travels beside it (``forest.routing``): a ``prange`` loop
+    cannot take a record nested in a record."""
+    left = forest.left
     is_leaf = left < 0
     n = left.shape[0]
-    feat = np.where(is_leaf, 0, forest.feature).astype(np.int64)
-    thr = np.where(is_leaf, np.inf, forest.threshold).astype(np.float64)
     step = np.empty(n, dtype=STEP)
-    step["threshold"] = thr
+    step["threshold"] = np.where(is_leaf, np.inf, forest.threshold)
     own = is_leaf | (forest.routing.node[:, 0] >= 0)
     step["child0"] = np.where(own, np.arange(n), left)
-    step["feature"] = feat
-    return ForestArrays(step, left, feat, thr, as_kernel_array(forest.roots, np.int64),
+    step["feature"] = np.where(is_leaf, 0, forest.feature)
+    return ForestArrays(step, as_kernel_array(left, left.dtype),
+                        as_kernel_array(forest.feature, np.int32),
+                        as_kernel_array(forest.threshold, np.float64),
+                        as_kernel_array(forest.roots, np.int64),
                         as_kernel_array(forest.value, np.float64))
+
+
+def chunk_rows(n):
+    """Rows per chunk of the prediction passes for n rows: enough chunks for
+    :data:`CHUNKS_PER_THREAD` per Numba thread, within [:data:`MIN_CHUNK_ROWS`,
+    :data:`CHUNK_ROWS`]. The sums do not depend on it (a row adds its trees in order)."""
+    per = -(-n // (CHUNKS_PER_THREAD * numba.get_num_threads()))
+    return int(min(CHUNK_ROWS, max(MIN_CHUNK_ROWS, per)))
 
 
 @jit
@@ -141,18 +157,13 @@ def _walk_rows(fa, routing, X, rows, n_rows, root, ends):
                 active -= 1
 
 
-#: Rows the blind walk keeps in flight, and its sweeps between two checks for rows
-#: that reached a leaf (the values of :mod:`cartjit.engine.predict`'s blind walk).
-BLIND_SLOTS = 16
-BLIND_SWEEPS = 4
-
-
 @jit
 def _blind_rows(fa, xs, p, rows, n_rows, root, ends):
     """:func:`_walk_rows` for a tree of ordered splits and rows whose values are all
-    finite: :data:`BLIND_SWEEPS` sweeps over :data:`BLIND_SLOTS` slots step every slot
-    without a test (a leaf is a self-loop whose threshold is +inf), then a check ends
-    the rows that reached a leaf. ``xs`` is X flattened (p values a row)."""
+    finite: ``BLIND_SWEEPS`` sweeps over :data:`BLIND_SLOTS` slots step every slot
+    without a test (a leaf is a self-loop whose threshold is +inf; the sweeps of
+    :func:`cartjit.engine.predict.blind_sweeps`), then a check ends the rows that
+    reached a leaf. ``xs`` is X flattened (p values a row)."""
     step = fa.step
     leaf = root
     while np.int64(step[leaf].child0) != leaf:  # a leaf, for the empty slots
@@ -170,12 +181,7 @@ def _blind_rows(fa, xs, p, rows, n_rows, root, ends):
             nxt += 1
             active += 1
     while active > 0:
-        for _ in range(BLIND_SWEEPS):
-            for s in range(BLIND_SLOTS):
-                us = np.uint64(s)
-                rec = step[np.uint64(node[us])]
-                x = xs[np.uint64(base[us] + rec.feature)]
-                node[us] = np.int64(rec.child0) + np.int64(x > rec.threshold)
+        blind_sweeps(step, xs, base, node)
         for s in range(BLIND_SLOTS):
             k = slot[s]
             t = node[s]
@@ -239,6 +245,19 @@ def _chunk_ends(fa, routing, X, rows, m, n_blind, root, ends):
         _walk_rows(fa, routing, X, rows[n_blind:], m - n_blind, root, ends[n_blind:])
 
 
+@jit(inline="always")
+def _chunk_start(X, c, chunk_rows, subset_splits):
+    """Chunk c of the prediction passes: its rows (:func:`_split_rows`: those the blind
+    walk may take first), room for their end nodes, their number, and how many the
+    blind walk takes."""
+    lo = c * chunk_rows
+    m = min(X.shape[0], lo + chunk_rows) - lo
+    rows = np.empty(m, dtype=np.int64)
+    ends = np.empty(m, dtype=np.int64)
+    n_blind = _split_rows(X, lo, m, subset_splits, rows)
+    return rows, ends, m, n_blind
+
+
 @jit_parallel
 def _forest_sums(fa, routing, X, chunk_rows, out):
     """Prediction: ``out[i] += value[end node of row i in tree b]`` for b = 0, 1, ...
@@ -248,11 +267,7 @@ def _forest_sums(fa, routing, X, chunk_rows, out):
     n_values = fa.value.shape[1]
     n_chunks = (n + chunk_rows - 1) // chunk_rows
     for c in prange(n_chunks):
-        lo = c * chunk_rows
-        m = min(n, lo + chunk_rows) - lo
-        rows = np.empty(m, dtype=np.int64)
-        ends = np.empty(m, dtype=np.int64)
-        n_blind = _split_rows(X, lo, m, routing.subset_splits, rows)
+        rows, ends, m, n_blind = _chunk_start(X, c, chunk_rows, routing.subset_splits)
         for b in range(n_trees):
             _chunk_ends(fa, routing, X, rows, m, n_blind, fa.roots[b], ends)
             for k in range(m):
@@ -269,11 +284,7 @@ def _forest_leaves(fa, routing, X, chunk_rows, out):
     n_trees = fa.roots.shape[0] - 1
     n_chunks = (n + chunk_rows - 1) // chunk_rows
     for c in prange(n_chunks):
-        lo = c * chunk_rows
-        m = min(n, lo + chunk_rows) - lo
-        rows = np.empty(m, dtype=np.int64)
-        ends = np.empty(m, dtype=np.int64)
-        n_blind = _split_rows(X, lo, m, routing.subset_splits, rows)
+        rows, ends, m, n_blind = _chunk_start(X, c, chunk_rows, routing.subset_splits)
         for b in range(n_trees):
             root = fa.roots[b]
             _chunk_ends(fa, routing, X, rows, m, n_blind, root, ends)
@@ -300,18 +311,23 @@ def _rows(X):
     return as_kernel_array(X, np.float64)
 
 
+def _prediction_pass(kernel, forest, X, out, n_threads):
+    """``kernel`` (:func:`_forest_sums` or :func:`_forest_leaves`) over the rows of X
+    into ``out``, on ``n_threads`` threads; ``out`` as it is without rows or trees."""
+    if X.shape[0] and forest.n_trees:
+        fa = kernel_arrays(forest)
+        with _threads(n_threads), parallel_entry():
+            kernel(fa, forest.routing, X, chunk_rows(X.shape[0]), out)
+    return out
+
+
 def forest_sums(forest, X, n_threads=None):
     """Σ_b value[end node of each row of X in tree b], added in tree order (float64,
     (n, K)); divided by B it is the forest's prediction. X: float64 (n, p), NaN missing,
     no infinity (the caller checks)."""
     X = _rows(X)
     out = np.zeros((X.shape[0], forest.value.shape[1]), dtype=np.float64)
-    if X.shape[0] == 0 or forest.n_trees == 0:
-        return out
-    fa = kernel_arrays(forest)
-    with _threads(n_threads), parallel_entry():
-        _forest_sums(fa, forest.routing, X, CHUNK_ROWS, out)
-    return out
+    return _prediction_pass(_forest_sums, forest, X, out, n_threads)
 
 
 def forest_apply(forest, X, n_threads=None):
@@ -319,12 +335,7 @@ def forest_apply(forest, X, n_threads=None):
     tree's own numbering (a leaf, or an internal node where a missing value stops)."""
     X = _rows(X)
     out = np.zeros((X.shape[0], forest.n_trees), dtype=np.int64)
-    if X.shape[0] == 0 or forest.n_trees == 0:
-        return out
-    fa = kernel_arrays(forest)
-    with _threads(n_threads), parallel_entry():
-        _forest_leaves(fa, forest.routing, X, CHUNK_ROWS, out)
-    return out
+    return _prediction_pass(_forest_leaves, forest, X, out, n_threads)
 
 
 @jit(inline="always")

@@ -34,7 +34,7 @@ from .speed import parallel_entry
 
 __all__ = ["apply", "heldout_losses", "route", "routing_of", "FoldTree", "HeldOut",
            "LossTable", "Routing", "USE_SURROGATE",
-           "check_use_surrogate"]
+           "check_use_surrogate", "blind_sweeps", "BLIND_SLOTS", "BLIND_SWEEPS"]
 
 #: The values of ``use_surrogate`` (rpart's usesurrogate): 0 a case missing the split
 #: feature stops at the node; 1 surrogates, then it stops; 2 surrogates, then the majority.
@@ -270,6 +270,20 @@ def _next_row(out, r, hi, marked):
     return r
 
 
+@jit(inline="always")
+def blind_sweeps(step, xs, base, node):
+    """:data:`BLIND_SWEEPS` sweeps over the :data:`BLIND_SLOTS` slots of a blind walk:
+    each slot's row steps once a sweep, without a test (a leaf is a self-loop whose
+    threshold is +inf). ``node[s]`` is slot s's node, ``base[s]`` the offset of its
+    row in ``xs`` (X flattened); the forest's walk shares it."""
+    for _ in range(BLIND_SWEEPS):
+        for s in range(BLIND_SLOTS):
+            us = np.uint64(s)
+            rec = step[np.uint64(node[us])]
+            x = xs[np.uint64(base[us] + rec.feature)]
+            node[us] = np.int64(rec.child0) + np.int64(x > rec.threshold)
+
+
 @jit
 def _blind_walk(step, xs, bits, p, out, lo, hi, leaf):
     """The descent of rows lo to hi - 1 through a tree of ordered splits only (see
@@ -297,12 +311,7 @@ def _blind_walk(step, xs, bits, p, out, lo, hi, leaf):
             nxt += 1
             active += 1
     while active > 0:
-        for _ in range(BLIND_SWEEPS):
-            for s in range(BLIND_SLOTS):
-                us = np.uint64(s)
-                rec = step[np.uint64(node[us])]
-                x = xs[np.uint64(base[us] + rec.feature)]
-                node[us] = np.int64(rec.child0) + np.int64(x > rec.threshold)
+        blind_sweeps(step, xs, base, node)
         for s in range(BLIND_SLOTS):
             t = node[s]
             if np.int64(step[np.uint64(t)].child0) == t:
