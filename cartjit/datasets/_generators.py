@@ -416,6 +416,18 @@ def make_friedman1(n, *, noise=1.0, n_features=10, random_state=None, return_X_y
     return _arrays_or_frame(X, y, "y", return_X_y)
 
 
+def _friedman_sample(function, n, noise, random_state, return_X_y):
+    """Friedman's #2 or #3 (``function`` of the inputs) with Gaussian noise, checked."""
+    n = _check_int("n", n, minimum=1)
+    noise = _check_real("noise", noise, low=0.0)
+    return_X_y = _check_flag("return_X_y", return_X_y)
+    _check_size(n, 4)
+    rng = _make_rng(random_state)
+    X = _friedman_inputs(rng, n)
+    y = function(X) + noise * rng.standard_normal(n)
+    return _arrays_or_frame(X, y, "y", return_X_y)
+
+
 def _friedman_inputs(rng, n):
     """Friedman's #2 and #3 inputs: x1 ~ U(0, 100), x2 ~ U(40 pi, 560 pi),
     x3 ~ U(0, 1), x4 ~ U(1, 11)."""
@@ -457,14 +469,7 @@ def make_friedman2(n, *, noise=125.0, random_state=None, return_X_y=False):
     J. H. Friedman (1991), *The Annals of Statistics* 19(1), 1-67. L. Breiman (1996a),
     Bagging predictors. *Machine Learning* 24, 123-140.
     """
-    n = _check_int("n", n, minimum=1)
-    noise = _check_real("noise", noise, low=0.0)
-    return_X_y = _check_flag("return_X_y", return_X_y)
-    _check_size(n, 4)
-    rng = _make_rng(random_state)
-    X = _friedman_inputs(rng, n)
-    y = friedman2_function(X) + noise * rng.standard_normal(n)
-    return _arrays_or_frame(X, y, "y", return_X_y)
+    return _friedman_sample(friedman2_function, n, noise, random_state, return_X_y)
 
 
 def make_friedman3(n, *, noise=0.1, random_state=None, return_X_y=False):
@@ -499,11 +504,4 @@ def make_friedman3(n, *, noise=0.1, random_state=None, return_X_y=False):
     J. H. Friedman (1991), *The Annals of Statistics* 19(1), 1-67. L. Breiman (1996a),
     Bagging predictors. *Machine Learning* 24, 123-140.
     """
-    n = _check_int("n", n, minimum=1)
-    noise = _check_real("noise", noise, low=0.0)
-    return_X_y = _check_flag("return_X_y", return_X_y)
-    _check_size(n, 4)
-    rng = _make_rng(random_state)
-    X = _friedman_inputs(rng, n)
-    y = friedman3_function(X) + noise * rng.standard_normal(n)
-    return _arrays_or_frame(X, y, "y", return_X_y)
+    return _friedman_sample(friedman3_function, n, noise, random_state, return_X_y)
