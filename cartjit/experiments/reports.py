@@ -31,6 +31,7 @@ which cells finished.
 from __future__ import annotations
 
 import csv
+import importlib
 import importlib.util
 import io
 import math
@@ -308,9 +309,10 @@ def settings_markdown(entries):
 
 # --------------------------------------------------------------------------- plots
 
-def _have_matplotlib():
+def _have(module):
+    """Whether the optional ``module`` (matplotlib, scipy) can be imported."""
     try:
-        import matplotlib  # noqa: F401
+        importlib.import_module(module)
         return True
     except ImportError:
         return False
@@ -473,7 +475,7 @@ def write_reports(out, config, data, cells, results, *, max_rows=40, compile_inf
         + _timings_markdown(ctab))
 
     pngs = plotter.results() if helper else None  # None: drawn here instead
-    plots = pngs is not None or _have_matplotlib()
+    plots = pngs is not None or _have("matplotlib")
     rules = tuple(selection_label(r) for r in config.selection)
     md = [f"# {config.name}", ""]
     if config.description:

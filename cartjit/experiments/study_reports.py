@@ -50,7 +50,8 @@ import pandas as pd
 from . import compare
 from .config import canonical_json
 from .methods import METRIC_COLUMNS
-from .reports import _compile_markdown, _decimals, format_csv, put_long_table, report_writer
+from .reports import (_compile_markdown, _decimals, _have, format_csv, put_long_table,
+                      report_writer)
 
 __all__ = ["study_table", "study_summary", "study_comparison", "write_study_reports",
            "STUDY_COLUMNS"]
@@ -204,11 +205,6 @@ def _timings_markdown(df):
 
 
 # --------------------------------------------------------------------------- the comparison
-
-def _have(module):
-    import importlib.util
-    return importlib.util.find_spec(module) is not None
-
 
 def _png(ax):
     buf = io.BytesIO()
