@@ -275,7 +275,7 @@ def compute_cell(spec, X, y, selection):
         fitted = {}
         result, messages = _with_warnings(lambda: compute_method_cell(spec, X, y, fitted))
         result["warnings"] = sorted(set(messages))
-        record = method_cell_record(spec, X, y, fitted)
+        record = method_cell_record(fitted, X.shape[0])
         if record is not None:
             result["stability"] = {"tree": record}
         return result

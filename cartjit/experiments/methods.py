@@ -259,12 +259,14 @@ def _metrics(task, y_true, pred, cost, classes):
 
 
 def _rows(spec, X, y):
-    """``(X_learn, y_learn, X_test, y_test)`` of the cell's replication."""
+    """``(X_learn, y_learn, X_test, y_test, learn)`` of the cell's replication; ``learn``
+    is the learning rows' indices in the dataset (None for the ``fresh`` protocol, whose
+    cases are new samples)."""
     protocol = spec["protocol"]
     if protocol["kind"] == "fresh":
-        return protocols.fresh_samples(spec["generator"], spec["seed"])
+        return (*protocols.fresh_samples(spec["generator"], spec["seed"]), None)
     learn, test = protocols.replication_rows(protocol, spec, X.shape[0], y)
-    return X[learn], y[learn], X[test], y[test]
+    return X[learn], y[learn], X[test], y[test], learn
 
 
 def compute_method_cell(spec, X, y, fitted=None):
@@ -272,18 +274,18 @@ def compute_method_cell(spec, X, y, fitted=None):
     fit the method on the replication's learning rows, predict its test rows. Returns the
     measures, ``n_learn``, ``n_test``, ``fit_time_s``, ``predict_time_s`` and
     ``wall_time_s`` (warnings are added by the caller). A dict ``fitted`` receives the
-    fitted ``estimator`` and its learning data ``X`` and ``y`` (for the stability
-    record, which then needs no second fit)."""
+    fitted ``estimator``, its learning data ``X`` and ``y`` and their rows ``learn``
+    (:func:`_rows`), for the stability record."""
     t_start = time.perf_counter()
     cls = resolve_estimator(spec["estimator"], spec["task"])
-    Xl, yl, Xt, yt = _rows(spec, X, y)
+    Xl, yl, Xt, yt, learn = _rows(spec, X, y)
     params = method_params(cls, spec["params"], spec["method_seed"], spec["categorical"])
     est = cls(**params)
     t0 = time.perf_counter()
     est.fit(Xl, yl)
     t1 = time.perf_counter()
     if fitted is not None:
-        fitted.update(estimator=est, X=Xl, y=yl)
+        fitted.update(estimator=est, X=Xl, y=yl, learn=learn)
     pred = est.predict(Xt)
     t2 = time.perf_counter()
     out = _metrics(spec["task"], yt, pred, spec["protocol"].get("cost"), spec["classes"])

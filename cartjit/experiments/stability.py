@@ -160,39 +160,19 @@ def cv_cell_records(prep, res, chosen):
     return {"trees": trees}
 
 
-def method_cell_record(spec, X, y, fitted=None):
+def method_cell_record(fitted, n_rows):
     """The record of a methods-study cell whose method is one of cartjit's single trees
     (:data:`SINGLE_TREE_ESTIMATORS`), else None. ``fitted`` is what
-    :func:`cartjit.experiments.methods.compute_method_cell` filled in (the cell's fitted
-    estimator and its learning data); without it the cell's fit is done again (the same
-    parameters and seed give the same tree) on the replication's learning rows. The
-    ``fresh`` protocol's learning cases are new every replication and have no rows of
-    the dataset, so its record has no ``leaves``."""
+    :func:`cartjit.experiments.methods.compute_method_cell` filled in: the cell's fitted
+    estimator, its learning data and their rows ``learn`` among the dataset's ``n_rows``.
+    The ``fresh`` protocol's learning cases are new every replication and have no rows
+    of the dataset (``learn`` is None), so its record has no ``leaves``."""
     from .._prepare import prepare
-    from . import protocols
-    from .methods import method_params, resolve_estimator
 
-    cls = resolve_estimator(spec["estimator"], spec["task"])
+    est, Xl, yl, learn = fitted["estimator"], fitted["X"], fitted["y"], fitted["learn"]
+    cls = type(est)
     if cls.__name__ not in SINGLE_TREE_ESTIMATORS or not cls.__module__.startswith("cartjit"):
         return None
-    protocol = spec["protocol"]
-    if protocol["kind"] == "fresh":
-        learn, n_rows = None, None
-        if not fitted:
-            Xl, yl, _, _ = protocols.fresh_samples(spec["generator"], spec["seed"])
-    else:
-        learn, _ = protocols.replication_rows(protocol, spec, X.shape[0], y)
-        n_rows = X.shape[0]
-        if not fitted:
-            Xl, yl = X[learn], y[learn]
-    if fitted:
-        est, Xl, yl = fitted["estimator"], fitted["X"], fitted["y"]
-    else:
-        est = cls(**method_params(cls, spec["params"], spec["method_seed"],
-                                  spec["categorical"]))
-        with warnings.catch_warnings():  # the cell's own fit reported them
-            warnings.simplefilter("ignore")
-            est.fit(Xl, yl)
     alpha = getattr(est, "alpha_", None)
     if alpha is None:  # a tree without CV: its ccp_alpha, or rpart's cp times R(root)
         cp = getattr(est, "cp", None)
@@ -205,7 +185,7 @@ def method_cell_record(spec, X, y, fitted=None):
     if learn is not None:  # learn: the replication's row indices in the dataset
         rows = np.asarray(learn)[rows]
     record = tree_record(est.tree_, alpha, prep.problem.X, rows,
-                         n_rows if n_rows is not None else Xl.shape[0])
+                         n_rows if learn is not None else Xl.shape[0])
     if learn is None:
         del record["leaves"]
     return record
