@@ -212,22 +212,55 @@ _EMPTY_TABLES = Tables(_I2, _F2, _I2, _F2, np.zeros(0, dtype=np.int64))
 
 
 @jit
+def _missing_step(X, ps, batch, nodes, tg, rules, part, pairs, work, level_sets, tables,
+                  sur_all, n_pairs, cat):
+    """Step 2 of :func:`_grow_serial` on the missing-value path, for a batch where some
+    node split: mark the cases (:func:`_mark_mv`), find, pick and number the split nodes'
+    surrogates, and send the cases missing the split feature (:func:`_send_missing`),
+    as :func:`grow`'s loop does with one chunk each. ``sur_all`` is the level's
+    :class:`SurrogatePairs`, of which the batch takes the first rows; ``cat`` the
+    categorical features or ``None`` (then no level sets are written)."""
+    bm = batch.node.shape[0]
+    max_sur = rules.max_surrogate
+    if cat is None:
+        _mark_mv(X, ps, batch, nodes, tg, rules, part, pairs, work, None, 0, 1)
+    else:
+        _mark_mv(X, ps, batch, nodes, tg, rules, part, pairs, work, level_sets, 0, 1)
+    sur = SurrogatePairs(sur_all.agree[:n_pairs], sur_all.adj[:n_pairs],
+                         sur_all.pos[:n_pairs], sur_all.low_left[:n_pairs],
+                         sur_all.pick[:bm * max_sur], sur_all.level_row[:bm])
+    if max_sur:
+        sp = np.flatnonzero(part.feat >= 0)
+        _search_surrogates(X, ps, batch, tg, rules, part, pairs, sp, work, sur,
+                           step_counters(1), 0, 1)
+        _pick_surrogates(ps.keys.shape[0], batch, rules, part, sur, 0, 1)
+    _number_surrogates(ps, batch, nodes, rules, part, sur, tables)
+    _send_missing(X, ps, batch, nodes, tg, rules, part, pairs, sur, work,
+                  SurrogateTable(tables.sur_i, tables.sur_f, level_sets), 0, 1)
+
+
+@jit
 def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bitsets,
-                 gathered, iota, marks):
-    """:func:`grow` on one thread without missing values, compiled: the set-up
-    (:func:`_start`) and then steps 1 to 4 call the kernels above exactly as the Python
-    loop of :func:`grow` does with one chunk each, so the tree is the same; only the
-    dispatches (a dozen microseconds each, most of a small fit) and the per-level
-    bookkeeping leave Python.
+                 unit, marks, mv):
+    """:func:`grow` on one thread, compiled: the set-up (:func:`_start`) and then steps 1
+    to 4 call the kernels above exactly as the Python loop of :func:`grow` does with one
+    chunk each, so the tree is the same; only the dispatches (a dozen microseconds each,
+    most of a small fit) and the per-level bookkeeping leave Python.
 
     ``cat`` is the categorical features, or ``None`` when there are none: Numba then
     prunes the ``cat is None`` branches before typing, so that a numeric fit compiles no
     subset code (the subset search, the level sets of competitors).
 
-    ``gathered`` and ``iota`` are :func:`_search`'s scratch for large segments (one row),
-    or ``None``; ``marks`` the tuple ``(reg, cls, gini, runs)`` of its scan marks
-    (:func:`search_marks`): the growth is compiled once for each set, with only the scans
-    it names.
+    ``mv`` is the :class:`MissingScan` of a growth on the missing-value path (NaN in X,
+    or surrogates asked for; its bitmap of missing values zero, written here), or
+    ``None``: likewise pruned, so that a fit on complete data compiles none of the
+    missing-value steps (the search of :mod:`cartjit.engine.missing`, the surrogates,
+    the three-way partition).
+
+    ``unit`` is ``(gathered, iota)``, :func:`_search`'s scratch for large segments (one
+    row, or ``None``), on complete data, and ``None`` on the missing-value path; ``marks`` the tuple ``(reg, cls, gini, runs)`` of its scan
+    marks (:func:`search_marks`): the growth is compiled once for each set, with only the
+    scans it names.
 
     ``nodes``, ``work``, ``level_sets`` and ``tables`` are :func:`grow`'s, or, for a small
     fit, the empty ones above (``_EMPTY_NODES`` ...): the tables of the shapes ``sz`` are
@@ -239,6 +272,8 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
     keys = ps.keys
     p = keys.shape[0]
     reg, cls, gini, runs = marks
+    if mv is not None:  # the missing-value path
+        _missing_bits(X, mv.bits, 0, 1)
     if nodes.inode.shape[0] == 0:  # a small fit: its tables, allocated here
         nodes = Nodes(np.zeros((sz.cap, _N_INT), dtype=np.int32),
                       np.zeros((sz.cap, _N_FLOAT), dtype=np.float64),
@@ -261,6 +296,7 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
                         np.zeros(3, dtype=np.int64))
     rules, fr = _start(keys, nodes, tg, rules, tg.shift > 0)
     max_comp = rules.max_competitor
+    max_sur = rules.max_surrogate
     n_nodes = 1
     n_rows = np.int64(0)  # not the literal 0: _number_splits would compile for it too
     while fr.node.shape[0] > 0:
@@ -269,17 +305,34 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
         need = n_nodes + 2 * m  # every frontier node may split
         nodes = Nodes(_more_rows(nodes.inode, need), _more_rows(nodes.fnode, need),
                       _more_rows(nodes.value, need))
+        # the missing-value path's arrays of a level, sliced by each batch as grow's are
+        present = np.zeros(0, dtype=np.int64)
+        sur_all = SurrogatePairs(np.zeros(0), np.zeros(0), present, present, present,
+                                 present)
+        if mv is not None:
+            n_batch = min(m, SEARCH_BATCH) * p
+            present = np.zeros(n_batch, dtype=np.int64)
+            sur_all = SurrogatePairs(np.zeros(n_batch), np.zeros(n_batch),
+                                     np.zeros(n_batch, dtype=np.int64),
+                                     np.zeros(n_batch, dtype=np.int64),
+                                     np.zeros(m * max_sur, dtype=np.int64),
+                                     np.zeros(m, dtype=np.int64))
         n_split = 0
         for b0 in range(0, m, SEARCH_BATCH):
             b1 = min(m, b0 + SEARCH_BATCH)
             n_pairs = (b1 - b0) * p
             if level_sets.shape[0] > 0:
-                level_sets = _more_rows(level_sets, n_rows + (b1 - b0) * (1 + max_comp))
+                per = 1 + max_comp if mv is None else 1 + max_sur + max_comp
+                level_sets = _more_rows(level_sets, n_rows + (b1 - b0) * per)
             first = tables.rows[1] + (b1 - b0) * max_comp
-            tables = Tables(tables.sur_i, tables.sur_f, _more_rows(tables.comp_i, first),
+            sur_rows = tables.rows[0] + (b1 - b0) * max_sur
+            tables = Tables(_more_rows(tables.sur_i, sur_rows),
+                            _more_rows(tables.sur_f, sur_rows),
+                            _more_rows(tables.comp_i, first),
                             _more_rows(tables.comp_f, first), tables.rows)
             pairs = Pairs(np.empty(n_pairs, dtype=np.float64),
-                          np.empty(n_pairs, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                          np.empty(n_pairs, dtype=np.int64),
+                          present[:n_pairs if mv is not None else 0],
                           np.zeros(n_pairs if bitsets else 0, dtype=np.uint64),
                           np.zeros(n_pairs if bitsets else 0, dtype=np.uint64))
             batch = Frontier(fr.node[b0:b1], fr.start[b0:b1], fr.end[b0:b1],
@@ -287,12 +340,21 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
             if rules.max_features > 0:  # the nodes' random feature subsets
                 draw_frontier(rules.feature_seed, batch.node, b1 - b0, rules.max_features,
                               work.order, work.drawn)
-            share = Share(step_counters(1), _case_blocks(batch.start, batch.end, CASE_BLOCK),
-                          np.int64(0), np.int64(1))
-            _search(ps, batch, nodes, tg, rules, work, pairs, share, gathered, iota, reg, cls,
-                    gini, runs)
-            if cat is not None:
-                _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
+            # Numba prunes a branch on ``arg is not None`` where the argument is None, not
+            # the other way round: each path's own code hangs on an argument that is None
+            # on the other path (``unit`` on the missing-value path, ``mv`` off it).
+            if unit is not None:
+                share = Share(step_counters(1),
+                              _case_blocks(batch.start, batch.end, CASE_BLOCK),
+                              np.int64(0), np.int64(1))
+                _search(ps, batch, nodes, tg, rules, work, pairs, share, unit[0], unit[1],
+                        reg, cls, gini, runs)
+                if cat is not None:
+                    _search_subsets(ps, batch, nodes, tg, rules, work, pairs, cat, 0, 1)
+            if mv is not None:  # the subsets too, with the cases missing each feature
+                _search_mv(ps, batch, nodes, tg, rules, work, pairs,
+                           MissingScan(mv.bits, mv.ys, mv.iota, step_counters(1)), cat, reg,
+                           cls, 0, 1)
             part = Splits(splits.feat[b0:b1], splits.pos[b0:b1], splits.child_base[b0:b1],
                           splits.stop[b0:b1], splits.w_left[b0:b1], splits.w_right[b0:b1],
                           splits.tie_left[b0:b1])
@@ -301,12 +363,19 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
             n_new, n_new_rows = _number_splits(ps, batch, nodes, part, n_nodes + 2 * n_split,
                                                n_rows)
             tables.rows[2] = n_rows + n_new_rows
-            if cat is not None and n_new_rows:
-                _record_subsets(ps, batch, nodes, tg, rules, part, pairs, work, level_sets)
+            if mv is not None:
+                if n_new:
+                    _missing_step(X, ps, batch, nodes, tg, rules, part, pairs, work,
+                                  level_sets, tables, sur_all, n_pairs, cat)
+            if unit is not None:
+                if cat is not None and n_new_rows:
+                    _record_subsets(ps, batch, nodes, tg, rules, part, pairs, work,
+                                    level_sets)
             if max_comp and n_new:
                 picks = np.empty((b1 - b0, max_comp), dtype=np.int64)
                 _pick_competitors(batch, nodes, rules, part, pairs, picks, 0, 1)
-                _rank_competitors(ps, batch, nodes, rules, part, pairs, False, tables, picks)
+                _rank_competitors(ps, batch, nodes, rules, part, pairs, mv is not None,
+                                  tables, picks)
                 if cat is None:  # compiled without the subset code
                     _fill_competitors(X, ps, batch, nodes, tg, rules, part, pairs, work,
                                       None, tables, 0, 1)
@@ -318,17 +387,21 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
         if n_split == 0:
             break
         sp_index = np.flatnonzero(splits.feat >= 0)
+        if mv is not None:
+            # three-way partition of every feature first, as grow does
+            _partition_mv(keys, tg.shift, sp_index, splits, fr, work, 0, 1)
         n_child = 2 * n_split
         kids = Children(np.empty(n_child, dtype=np.int64), np.empty(n_child, dtype=np.int64),
                         np.empty(n_child, dtype=np.int64), np.zeros(n_child, dtype=np.float64),
                         np.zeros(n_child, dtype=np.float64), np.zeros(n_child, dtype=np.uint8))
         _children(keys, sp_index, fr, splits, nodes, tg, rules, kids, 0, 1)
-        # Only splits with a child that may split again need sorted child segments.
+        # Only splits with a child that may split again need sorted child segments (on
+        # the missing-value path, nodes where cases stay are partitioned already).
         n_part = 0
         sides = np.empty(n_split, dtype=np.uint8)
         for t in range(n_split):
             side = kids.ok[2 * t] | (kids.ok[2 * t + 1] << 1)
-            if side:
+            if side and (mv is None or splits.stop[sp_index[t]] == fr.end[sp_index[t]]):
                 sp_index[n_part] = sp_index[t]
                 sides[n_part] = side
                 n_part += 1
@@ -369,7 +442,7 @@ def _grow_tables(nodes, needed):
 #: pages, so rows never written cost no memory. Past it they grow by a quarter.
 PREALLOC_ROWS = 1 << 21
 
-#: Grow on one thread without missing values in one compiled call (:func:`_grow_serial`);
+#: Grow on one thread in one compiled call (:func:`_grow_serial`);
 #: tests switch it off to compare with the Python loop, which gives the same tree.
 COMPILED_DRIVER = True
 
@@ -540,15 +613,25 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
     comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))
     n_sets = 16 if lm else 0  # rows of the level sets, grown like the node tables
     marks = search_marks(tg)  # the scans step 1 compiles in (one set per fit)
-    compiled = n_threads == 1 and not mv and COMPILED_DRIVER  # one compiled call grows it
+    compiled = n_threads == 1 and COMPILED_DRIVER  # one compiled call grows it
+    # Regression with unit weights: the responses of a pair's present cases are read
+    # once, into a row of ``gathered`` (_gathered_best)
+    gather = mv and not is_class and tg.unit_weights
+    if mv:  # the bitmap of missing values (written by _missing_bits) and scan scratch
+        scan = MissingScan(np.zeros((p, -(-X.shape[0] // 8)), dtype=np.uint8),
+                           np.empty((n_threads, 2 * n + _SCAN_SKIP if gather else 0),
+                                    dtype=np.float64),
+                           np.arange(n if gather else 0, dtype=np.int32),
+                           np.zeros(0, dtype=np.int64))  # counters: one set per launch
     if compiled:
         sizes = Sizes(cap, n_val, row, n_lf, n_li, n_present, n_sets, n_words, sur_cap,
                       comp_cap)
     if compiled and cap <= SMALL_FIT_ROWS:
         return _grown(*_grow_serial(X, presorted, _EMPTY_NODES, tg, rules, _EMPTY_WORK,
                                     _EMPTY_SETS, _EMPTY_TABLES, sizes,
-                                    cat if n_cat else None, bitsets, unit_gathered,
-                                    unit_iota, marks))
+                                    cat if n_cat else None, bitsets,
+                                    None if mv else (unit_gathered, unit_iota), marks,
+                                    scan if mv else None))
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
                   np.zeros((cap, _N_FLOAT), dtype=np.float64),
                   np.zeros((cap, n_val), dtype=np.float64))
@@ -566,14 +649,6 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
                           p if rules.max_features else 0), dtype=np.uint8),
                 np.zeros(p if rules.max_features else 0, dtype=np.int64))
     level_sets = np.zeros((n_sets, 2, n_words), dtype=np.uint64)
-    missing = np.zeros((p if mv else 0, -(-X.shape[0] // 8)), dtype=np.uint8)
-    # Regression with unit weights: the responses of a pair's present cases are read
-    # once, into a row of ``gathered`` (_gathered_best)
-    gather = mv and not is_class and tg.unit_weights
-    scan = MissingScan(missing, np.empty((n_threads, 2 * n + _SCAN_SKIP if gather else 0),
-                                         dtype=np.float64),
-                       np.arange(n if gather else 0, dtype=np.int32),
-                       np.zeros(0, dtype=np.int64))  # counters: one set per launch
     # Not zeroed: every row used is written whole before it is read (_write_surrogates,
     # _rank_competitors, _fill_competitors) and only those rows are kept (assemble_tree).
     # Allocations this large come from the heap once big arrays have been freed, and
@@ -584,15 +659,16 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
 
     pool = chunk_pool(n_threads)
     try:
-        if mv:
-            run_chunks(pool, n_threads, _missing_bits, X, missing)
         n_nodes = 1
         if compiled:
             nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
                 X, presorted, nodes, tg, rules, work, level_sets, tables, sizes,
-                cat if n_cat else None, bitsets, unit_gathered, unit_iota, marks)
+                cat if n_cat else None, bitsets,
+                None if mv else (unit_gathered, unit_iota), marks, scan if mv else None)
             fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
         else:
+            if mv:
+                run_chunks(pool, n_threads, _missing_bits, X, scan.bits)
             if tg.shift:
                 run_chunks(pool, min(n_threads, p), _pack_labels, keys, tg.y_class, tg.shift)
             rules, fr = _start(keys, nodes, tg, rules, False)

@@ -123,3 +123,83 @@ def test_driver_on_tables_allocated_in_python_or_compiled(monkeypatch, name, mak
             for other in (large, loop):
                 np.testing.assert_array_equal(getattr(small, field), getattr(other, field),
                                               err_msg=f"{n} {field}")
+
+
+def _missing_data(seed, n=300):
+    X, y, w = _data(seed, n)
+    rng = np.random.default_rng(seed + 1)
+    X[rng.random(X.shape) < 0.1] = np.nan   # every feature, the categorical one too
+    return X, y, w
+
+
+MISSING_CASES = [
+    ("gini", lambda: CARTClassifier(), False),
+    ("entropy weights surrogates", lambda: CARTClassifier("entropy", max_surrogate=2), True),
+    ("subsets competitors", lambda: CARTClassifier(categorical_features=[4],
+                                                   max_competitor=3), False),
+    ("regression", lambda: CARTRegressor(categorical_features=[4]), False),
+    ("regression weights", lambda: CARTRegressor(), True),
+    ("rpart", lambda: CARTClassifier(compat="rpart", categorical_features=[4]), False),
+]
+
+
+@pytest.mark.parametrize("name,make,weighted", MISSING_CASES,
+                         ids=[c[0] for c in MISSING_CASES])
+def test_driver_grows_the_python_loops_tree_with_missing_values(name, make, weighted):
+    """The missing-value path (NaN in X, surrogates) in the compiled driver: the same
+    kernels in the same order as the Python loop, so every array of the tree is equal."""
+    X, y, w = _missing_data(5)
+    if isinstance(make(), CARTRegressor):
+        y = np.nan_to_num(X[:, 0]) + np.where(X[:, 4] > 2, 1.0, 0.0)
+    a, b = _fit_both(make, X, y, w if weighted else None)
+    assert a.n_nodes > 5 and int(a.n_surrogates.sum()) > 0
+    for field in a._fields:
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+
+
+def test_driver_with_missing_values_allocates_as_grow_does(monkeypatch):
+    """Past SMALL_FIT_ROWS the tables come from Python, below it from the driver: on
+    the missing-value path too, the same tree either way and by the Python loop."""
+    make = lambda: CARTClassifier(categorical_features=[4])  # noqa: E731
+    X, y, w = _missing_data(9, 600)
+    small = make().fit(X, y).tree_max_
+    monkeypatch.setattr(_builder, "SMALL_FIT_ROWS", 0)
+    large = make().fit(X, y).tree_max_
+    monkeypatch.undo()
+    loop = _fit_both(make, X, y, None)[1]
+    for field in small._fields:
+        for other in (large, loop):
+            np.testing.assert_array_equal(getattr(small, field), getattr(other, field),
+                                          err_msg=field)
+
+
+def test_missing_value_driver_compiles_no_complete_data_search():
+    """Each path's code hangs on an argument that is None on the other path: the
+    complete-data driver compiles no missing-value step, the missing-value driver no
+    complete-data search (Numba prunes ``x is not None`` only where x is None)."""
+    complete = _globals_left(_builder._grow_serial, "mv")
+    assert "_search" in complete
+    assert not complete & {"_search_mv", "_missing_step", "_partition_mv", "_missing_bits"}
+    missing = _globals_left(_builder._grow_serial, "unit")
+    assert {"_search_mv", "_missing_step", "_partition_mv"} <= missing
+    assert not missing & {"_search", "_record_subsets", "_case_blocks"}
+
+
+def test_forest_with_missing_values_grows_the_same_on_either_driver():
+    """A random forest's trees (m features drawn per node, bootstrap weights) on data
+    with missing values: the compiled driver and the Python loop grow the same trees."""
+    from cartjit import RandomForestClassifier
+
+    X, y, _ = _missing_data(13)
+    forests = []
+    for compiled in (True, False):
+        _builder.COMPILED_DRIVER = compiled
+        try:
+            forests.append(RandomForestClassifier(4, max_features=2, random_state=1)
+                           .fit(X, y).forest_)
+        finally:
+            _builder.COMPILED_DRIVER = True
+    a, b = forests
+    assert a.n_nodes > 20
+    for field in ("feature", "threshold", "left", "value"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
