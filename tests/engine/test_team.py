@@ -60,7 +60,9 @@ def _take_units(taken, by, counter, c, n_chunks):
 @pytest.mark.parametrize("n_chunks", [1, 2, 5])
 def test_shared_units_are_each_taken_once(n_chunks):
     """``next_unit``: chunks launched together take every unit exactly once (an atomic
-    counter), and with more than one chunk more than one chunk takes units."""
+    counter), and with more than one chunk more than one chunk takes units (in some
+    launch: on a busy machine a thread may wake after the others took every unit)."""
+    shared = False
     for _ in range(20):
         taken = np.zeros(3000, dtype=np.int64)
         by = np.full(3000, -1, dtype=np.int64)
@@ -69,8 +71,9 @@ def test_shared_units_are_each_taken_once(n_chunks):
         np.testing.assert_array_equal(taken, 1)
         assert counter[0] >= 3000
         assert set(np.unique(by).tolist()) <= set(range(n_chunks))
+        shared |= np.unique(by).shape[0] > 1
     if n_chunks > 1 and numba.get_num_threads() > 1:
-        assert np.unique(by).shape[0] > 1
+        assert shared
 
 
 @pytest.mark.parametrize("n_chunks", [2, 3, 7])
