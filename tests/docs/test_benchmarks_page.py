@@ -198,9 +198,16 @@ def command_problem(command, cwd=None):
             return "asv runs from asv_bench/ (cd asv_bench && asv ...)"
         if "--bench" in rest[:-1]:
             pattern = rest[rest.index("--bench") + 1]
-            modules = [p.stem for p in (cwd / "benchmarks").glob("*.py")]
-            if not any(re.search(pattern, m) for m in modules):
-                return f"asv --bench {pattern} matches no module of asv_bench/benchmarks"
+            # asv matches the pattern against "module.Class.method": a module or a class
+            names = []
+            for path in (cwd / "benchmarks").glob("*.py"):
+                names.append(path.stem)
+                names += [f"{path.stem}.{node.name}" for node in
+                          ast.parse(path.read_text(encoding="utf-8")).body
+                          if isinstance(node, ast.ClassDef)]
+            if not any(re.search(pattern, m) for m in names):
+                return (f"asv --bench {pattern} matches no module or class of "
+                        "asv_bench/benchmarks")
         return None
     if head == "Rscript":
         files = [w for w in rest if not w.startswith("-")]
@@ -382,6 +389,7 @@ def test_a_good_small_page_passes():
     ("python -m no_such_module_of_ours", "no module"),
     ("asv run --quick --bench runner", "asv runs from asv_bench"),
     ("cd asv_bench && asv run --bench no_such_bench", "matches no module"),
+    ("cd asv_bench && asv run --bench runner.NoSuchClass", "matches no module"),
     ("Rscript no_such_script.R", "no R script"),
     ("make bench", "unknown command"),
 ])
