@@ -21,6 +21,8 @@ import os
 import secrets
 from pathlib import Path
 
+from . import _interrupts
+
 __all__ = ["temp_path", "remove_stale_temps", "create_temp", "replacing"]
 
 _SUFFIX = ".tmp"
@@ -114,6 +116,7 @@ def replacing(path, *, fsync=True):
         if fsync:
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
+        _interrupts.check()  # an interrupted command renames nothing into place
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)

@@ -33,6 +33,8 @@ import signal
 import sys
 import warnings
 
+from . import _interrupts
+
 __all__ = ["CommandError", "OutputError", "Terminated", "GuardedOutput", "run_guarded",
            "describe_os_error", "check_settings", "say", "warnings_said"]
 
@@ -175,22 +177,43 @@ def _silence(stream):
 @contextlib.contextmanager
 def _signals_raised(received):
     """While inside: SIGTERM and SIGHUP raise :class:`Terminated` in the main thread
-    (once; a repeat is ignored while cleanup runs); ``received`` collects them."""
+    (once; a repeat is ignored while cleanup runs), SIGINT raises ``KeyboardInterrupt``
+    (each time, as Python's own handler does); ``received`` collects them, and each
+    exception is noted in :mod:`cartjit._interrupts`, which raises it again where a
+    callback of C code dropped it."""
     def handler(signum, frame):
         received.append(signum)
         for s in installed:
             signal.signal(s, signal.SIG_IGN)
-        raise Terminated(signum)
+        exc = Terminated(signum)
+        _interrupts.note(exc)
+        raise exc
+
+    def interrupt(signum, frame):
+        received.append(signum)
+        exc = KeyboardInterrupt()
+        _interrupts.note(exc)
+        raise exc
+
+    def unraisable(info):
+        # the exception of a handler above, dropped by a callback of C code: noted, and
+        # raised again later (cartjit._interrupts); no traceback for it
+        if not issubclass(info.exc_type, (KeyboardInterrupt, Terminated)):
+            hook(info)
 
     installed, previous = [], {}
+    hook = sys.unraisablehook
+    sys.unraisablehook = unraisable
     import threading
     if threading.current_thread() is threading.main_thread():
-        for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        for s, fn in ((signal.SIGTERM, handler), (getattr(signal, "SIGHUP", None), handler),
+                      (signal.SIGINT, interrupt)):
             if s is None:
                 continue
             try:
-                previous[s] = signal.signal(s, handler)
-                installed.append(s)
+                previous[s] = signal.signal(s, fn)
+                if fn is handler:
+                    installed.append(s)
             except (OSError, ValueError):
                 pass
     try:
@@ -201,6 +224,8 @@ def _signals_raised(received):
                 signal.signal(s, old)
             except (OSError, ValueError):
                 pass
+        sys.unraisablehook = hook
+        _interrupts.clear()
 
 
 def run_guarded(command, body):
@@ -214,6 +239,8 @@ def run_guarded(command, body):
             try:
                 check_settings()
                 status = body()
+                if received and status != 128 + received[0]:
+                    _interrupts.check()  # a signal whose exception a C callback dropped
                 sys.stdout.flush()
             except CommandError as exc:
                 say(f"cartjit {command}: error: {exc}")
@@ -229,6 +256,18 @@ def run_guarded(command, body):
             except KeyboardInterrupt:
                 say(f"cartjit {command}: interrupted; no file was left half written")
                 status = 130
+            except Exception:
+                if not received:
+                    raise
+                # after a signal, a failure is its consequence: a handler's exception
+                # dropped inside Numba's compile leaves it half done ("no compiled
+                # object yet"); the command stopped where it was told to
+                signum = received[0]
+                say(f"cartjit {command}: "
+                    + ("interrupted" if signum == signal.SIGINT else
+                       f"terminated ({signal.Signals(signum).name})")
+                    + "; no file was left half written")
+                status = 128 + signum
     finally:
         sys.stdout = real
     if received and status == 130:  # a command that reports interruptions itself

@@ -50,6 +50,7 @@ import zlib
 
 import numpy as np
 
+from . import _interrupts
 from .engine.limits import check_allocation
 from .engine.tree import (COMPETITOR_FIELDS, LEAF, SURROGATE_FIELDS, TABLE_FIELDS, Tree,
                     subtree, validate)
@@ -360,6 +361,7 @@ def _write_atomic(path, data, overwrite):
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        _interrupts.check()  # an interrupted command leaves no model file
         if overwrite:
             os.replace(tmp, path)
         else:

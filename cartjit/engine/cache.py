@@ -27,6 +27,8 @@ import threading
 
 from numba.core import event as _event
 
+from .. import _interrupts
+
 from . import speed
 
 __all__ = ["dispatchers", "cache_dir", "cache_state", "notice_once", "compiling_message",
@@ -201,6 +203,9 @@ class _Listener(_event.Listener):
     """Counts Numba's compiles; the outermost one of a kind not yet announced says so."""
 
     def on_start(self, event):
+        # a Ctrl-C whose exception a callback of LLVM dropped stops here, at the next
+        # function to compile (:mod:`cartjit._interrupts`)
+        _interrupts.check()
         _state["count"] += 1
         _state["depth"] += 1
         if _state["depth"] == 1:
