@@ -613,6 +613,9 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
     comp_cap = max(16, min((n - 1) * max_comp, PREALLOC_ROWS))
     n_sets = 16 if lm else 0  # rows of the level sets, grown like the node tables
     marks = search_marks(tg)  # the scans step 1 compiles in (one set per fit)
+    # the missing-value search keeps every scan and reads only (reg, cls): one compiled
+    # driver for every classification criterion, not one per set of marks
+    driver_marks = (marks[0], marks[1], None, None) if mv else marks
     compiled = n_threads == 1 and COMPILED_DRIVER  # one compiled call grows it
     # Regression with unit weights: the responses of a pair's present cases are read
     # once, into a row of ``gathered`` (_gathered_best)
@@ -630,7 +633,8 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
         return _grown(*_grow_serial(X, presorted, _EMPTY_NODES, tg, rules, _EMPTY_WORK,
                                     _EMPTY_SETS, _EMPTY_TABLES, sizes,
                                     cat if n_cat else None, bitsets,
-                                    None if mv else (unit_gathered, unit_iota), marks,
+                                    None if mv else (unit_gathered, unit_iota),
+                                    driver_marks,
                                     scan if mv else None))
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
                   np.zeros((cap, _N_FLOAT), dtype=np.float64),
@@ -664,7 +668,8 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
             nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
                 X, presorted, nodes, tg, rules, work, level_sets, tables, sizes,
                 cat if n_cat else None, bitsets,
-                None if mv else (unit_gathered, unit_iota), marks, scan if mv else None)
+                None if mv else (unit_gathered, unit_iota), driver_marks,
+                scan if mv else None)
             fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
         else:
             if mv:
