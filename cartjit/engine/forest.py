@@ -19,10 +19,11 @@ of the learning cases, and stored as one flat structure (:class:`Forest`):
    each tree writes only its own slots, so the forest is bit-identical for any
    ``n_jobs``.
 4. **Storage** (:func:`assemble_forest`): the trees' node arrays concatenated, child ids
-   offset to absolute node ids, ``roots[b]`` the first node of tree b; the routing
-   tables of every tree (:func:`cartjit.engine.predict.routing_of`) concatenated with
-   their level-set and surrogate rows offset, so that one
-   :class:`cartjit.engine.predict.Routing` routes a case in any tree.
+   offset to absolute node ids, ``roots[b]`` the first node of tree b; one
+   :class:`cartjit.engine.forest_passes.ForestRouting` for all trees, with a row only
+   for the nodes with a subset split or surrogates (their level-set and surrogate rows
+   offset) and the majority side of every node in 2 bits: 16 bytes a node plus the
+   values, where the routing is not needed.
 5. **Prediction, out-of-bag, permutation importance**: the compiled passes of
    :mod:`cartjit.engine.forest_passes` (:func:`forest_sums`, :func:`forest_apply`,
    :func:`oob_estimates`, :func:`permutation_importance`, re-exported here), each the
@@ -44,10 +45,11 @@ import numpy as np
 from . import forest_passes as passes
 from .cv import cross_validate, task_pool
 from .fit import fit_tree, split_factor
-from .forest_passes import (OOBResult, OOBTargets, Importance, decide, forest_apply,
-                            forest_sums, inbag_mask, oob_estimates, oob_rows, oob_targets,
-                            permutation, risk_priors, sample_risk)
-from .predict import Routing, check_use_surrogate, routing_of
+from .forest_passes import (ForestRouting, OOBResult, OOBTargets, Importance, decide,
+                            forest_apply, forest_sums, inbag_mask, oob_estimates, oob_rows,
+                            oob_targets, pack_majority, permutation, risk_priors,
+                            sample_risk)
+from .predict import check_use_surrogate
 from .presort import presort, subset_keys
 from .pruning import prune_tree
 from .scaling import Scale, check_class_tables, restore
@@ -75,9 +77,10 @@ class Forest(NamedTuple):
     -1 and ``threshold`` NaN at a leaf; a subset split has a NaN threshold and a row of
     ``routing.level_sets``. ``value`` holds what a case reaching the node contributes:
     class probabilities p(j | t) (``voting="proba"``), a one-hot vote for j*(t)
-    (``"vote"``), or the mean ȳ(t) (regression). ``routing`` is every tree's
-    :func:`cartjit.engine.predict.routing_of` table, its level-set and surrogate rows
-    offset, so that ``route`` routes a case in any tree.
+    (``"vote"``), or the mean ȳ(t) (regression). ``routing`` routes a case where a
+    threshold cannot (:class:`cartjit.engine.forest_passes.ForestRouting`: rows only for
+    the nodes with a subset split or surrogates, their level-set and surrogate rows
+    offset to the concatenated tables, and every node's majority side).
     """
 
     feature: np.ndarray    # int32 (N,), -1 at leaves
@@ -85,7 +88,8 @@ class Forest(NamedTuple):
     left: np.ndarray       # int32 (N,) absolute ids (int64 past 2**31 - 1 nodes), -1 leaf
     value: np.ndarray      # float64 (N, K)
     roots: np.ndarray      # int64 (B + 1,): tree b is nodes roots[b] .. roots[b+1] - 1
-    routing: Routing       # level sets, surrogates, majority of every node
+    routing: ForestRouting  # subset splits, surrogates (only where a node has them), and
+    #                         the majority side of every node (2 bits)
 
     @property
     def n_trees(self) -> int:
@@ -94,6 +98,12 @@ class Forest(NamedTuple):
     @property
     def n_nodes(self) -> int:
         return int(self.feature.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of its arrays, the routing's included."""
+        return (sum(a.nbytes for a in (self.feature, self.threshold, self.left,
+                                        self.value, self.roots)) + self.routing.nbytes)
 
     @property
     def right(self) -> np.ndarray:
@@ -349,37 +359,58 @@ def tree_importance(fit, settings, n_features):
 
 def assemble_forest(trees, values, use_surrogate=2):
     """One :class:`Forest` of the flat ``trees`` (:class:`cartjit.engine.tree.Tree`) with
-    the per-node ``values`` of each (:func:`node_values`)."""
+    the per-node ``values`` of each (:func:`node_values`).
+
+    The routing (:class:`cartjit.engine.forest_passes.ForestRouting`) takes a row only
+    for the nodes with a subset split, or with surrogate splits where ``use_surrogate``
+    >= 1 lets a case take them; their level-set and surrogate rows offset to the
+    concatenated tables (no surrogate table when ``use_surrogate`` is 0); and, where
+    ``use_surrogate`` is 2, every node's majority side in 2 bits."""
+    use_surrogate = check_use_surrogate(use_surrogate)
     sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
     roots = np.zeros(len(trees) + 1, dtype=np.int64)
     np.cumsum(sizes, out=roots[1:])
     n_total = int(roots[-1])
     index = np.int32 if n_total < np.iinfo(np.int32).max else np.int64
-    routings = [routing_of(t, use_surrogate) for t in trees]
-    n_words = max([int(r.level_sets.shape[2]) for r in routings], default=0)
+    n_words = max([int(t.level_sets.shape[2]) for t in trees], default=0)
     level_rows = np.zeros(len(trees) + 1, dtype=np.int64)
-    np.cumsum([r.level_sets.shape[0] for r in routings], out=level_rows[1:])
+    np.cumsum([t.level_sets.shape[0] for t in trees], out=level_rows[1:])
+    with_sur = use_surrogate > 0
     sur_rows = np.zeros(len(trees) + 1, dtype=np.int64)
-    np.cumsum([r.sur.shape[0] for r in routings], out=sur_rows[1:])
+    if with_sur:
+        np.cumsum([t.surrogate_feature.shape[0] for t in trees], out=sur_rows[1:])
     level_sets = np.zeros((int(level_rows[-1]), 2, n_words), dtype=np.uint64)
-    nodes, surs, left = [], [], []
-    for b, (t, r) in enumerate(zip(trees, routings)):
-        left.append(np.where(t.left >= 0, t.left.astype(np.int64) + roots[b], -1))
-        node = r.node.copy()
-        node[:, 0] = np.where(node[:, 0] >= 0, node[:, 0] + level_rows[b], -1)
-        node[:, 2] = np.where(node[:, 3] > 0, node[:, 2] + sur_rows[b], 0)
-        nodes.append(node)
-        sur = r.sur.copy()
-        sur[:, 1] = np.where(sur[:, 1] >= 0, sur[:, 1] + level_rows[b], -1)
-        surs.append(sur)
-        sets = r.level_sets
+    majority = np.zeros(n_total if use_surrogate == 2 else 0, dtype=np.int8)
+    is_split = np.zeros(majority.shape[0], dtype=bool)
+    nodes, rows, surs, left = [], [], [], []
+    for b, t in enumerate(trees):
+        lo = int(roots[b])
+        left.append(np.where(t.left >= 0, t.left.astype(np.int64) + lo, -1))
+        lr, ns = t.level_row, t.n_surrogates
+        ids = np.flatnonzero((lr >= 0) | (ns > 0) if with_sur else lr >= 0)
+        nodes.append(ids + lo)
+        lr, ns = lr[ids].astype(np.int64), ns[ids].astype(np.int64) * with_sur
+        rows.append(np.column_stack([np.where(lr >= 0, lr + level_rows[b], -1),
+                                     np.where(ns > 0, t.surrogate_start[ids] + sur_rows[b],
+                                              0), ns]))
+        if with_sur:
+            slr = t.surrogate_level_row.astype(np.int64)
+            surs.append(np.column_stack([t.surrogate_feature,
+                                         np.where(slr >= 0, slr + level_rows[b], -1),
+                                         t.surrogate_low_left]).reshape(-1, 3))
+        sets = t.level_sets
         level_sets[level_rows[b]:level_rows[b + 1], :, :sets.shape[2]] = sets
+        if use_surrogate == 2:
+            majority[lo:lo + t.n_nodes] = t.majority_left
+            is_split[lo:lo + t.n_nodes] = t.left >= 0
     cat = (lambda parts, shape, dtype: np.ascontiguousarray(
         np.concatenate(parts) if parts else np.zeros(shape, dtype), dtype=dtype))
-    routing = Routing(cat(nodes, (0, 4), np.int64), cat(surs, (0, 3), np.int64),
-                      cat([r.sur_threshold for r in routings], (0,), np.float64),
-                      level_sets, any(r.subset_splits for r in routings),
-                      check_use_surrogate(use_surrogate))
+    sur_threshold = [t.surrogate_threshold for t in trees] if with_sur else []
+    routing = ForestRouting(cat(nodes, (0,), np.int64), cat(rows, (0, 3), np.int64),
+                            cat(surs, (0, 3), np.int64),
+                            cat(sur_threshold, (0,), np.float64), level_sets,
+                            pack_majority(majority, is_split),
+                            any(t.has_subset_splits for t in trees), use_surrogate)
     n_values = values[0].shape[1] if values else 1
     return Forest(cat([t.feature for t in trees], (0,), np.int32),
                   cat([t.threshold for t in trees], (0,), np.float64),

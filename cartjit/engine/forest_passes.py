@@ -8,8 +8,9 @@ The forest's kernels, apart from the growth of its trees (:mod:`cartjit.engine.f
   not depend on the number of threads. Rows whose values are all finite, in a forest
   without subset splits, take the blind walk of the single tree's prediction (slots
   stepped without a test, leaves as self-loops); the others a careful walk that takes
-  :func:`cartjit.engine.predict.route` wherever a threshold cannot decide (subset
-  splits, missing values, surrogates, the majority);
+  the rules of :func:`cartjit.engine.predict.route` wherever a threshold cannot decide
+  (subset splits, missing values, surrogates, the majority), on the forest's own
+  routing (:class:`ForestRouting`: rows only for the nodes that need one);
 * the out-of-bag pass (:func:`oob_estimates`): each case's average over the trees for
   which it is out of bag, and the OOB error after every tree, summed per fixed chunk of
   cases and reduced in chunk order;
@@ -31,11 +32,12 @@ import numba
 import numpy as np
 from numba import prange
 
-from .predict import BLIND_SLOTS, STEP, blind_sweeps, route
+from .predict import BLIND_SLOTS, STEP, _level_side, blind_sweeps, surrogate_side
 from .presort import as_kernel_array
 from .speed import jit, jit_parallel, parallel_entry
 
-__all__ = ["ForestArrays", "kernel_arrays", "forest_sums", "forest_apply", "decide",
+__all__ = ["ForestRouting", "ForestArrays", "kernel_arrays", "MAJORITY_STOP",
+           "MAJORITY_LEFT", "MAJORITY_RIGHT", "forest_sums", "forest_apply", "decide",
            "OOBTargets", "oob_targets", "risk_priors", "sample_risk", "OOBResult",
            "oob_estimates", "permutation", "Importance", "permutation_importance",
            "inbag_mask", "oob_rows", "chunk_rows", "CHUNK_ROWS", "OOB_CHUNK"]
@@ -63,6 +65,61 @@ def inbag_mask(inbag, n):
 
 
 
+#: Columns of :attr:`ForestRouting.node`.
+FR_LEVEL_ROW, FR_SUR_START, FR_N_SUR = 0, 1, 2
+#: The majority side of a split node in :attr:`ForestRouting.majority` (2 bits a
+#: node): a case that neither the split nor a surrogate routes stops (also at a
+#: leaf, where it is never read), goes left, or goes right.
+MAJORITY_STOP, MAJORITY_LEFT, MAJORITY_RIGHT = 0, 1, 2
+
+
+class ForestRouting(NamedTuple):
+    """How a forest routes a case that a threshold alone cannot (the rules of
+    :func:`cartjit.engine.predict.route`, docs/maths.md §8), with a row only for the
+    nodes that need one: a node with a subset split or surrogate splits has a row of
+    ``node``; every other node costs the 2 bits of its majority side, and nothing at all
+    when ``use_surrogate`` < 2 (the majority is then never read). A forest of ordered
+    splits without surrogates thus has no row.
+
+    ``nodes`` lists the nodes with a row, increasing; the kernels find a node's row in
+    a dense index built for the call (:func:`kernel_arrays`). ``sur``,
+    ``sur_threshold`` and ``level_sets`` are :class:`cartjit.engine.predict.Routing`'s,
+    every tree's rows concatenated.
+    """
+
+    nodes: np.ndarray          # int64 (S,) absolute ids of the nodes with a row
+    node: np.ndarray           # int64 (S, 3): level_row (-1: ordered split), first
+    #                            surrogate row, number of surrogates
+    sur: np.ndarray            # int64 (n_rows, 3): feature, level_row, low_left
+    sur_threshold: np.ndarray  # float64 (n_rows,)
+    level_sets: np.ndarray     # uint64 (m, 2, n_words) levels going left / right
+    majority: np.ndarray       # uint8 (ceil(N / 4),): node t's side in bits 2 (t % 4)
+    #                            and up of byte t // 4 (MAJORITY_*); empty unless
+    #                            use_surrogate == 2
+    subset_splits: bool        # whether some node splits by a subset of levels
+    use_surrogate: int         # 0, 1 or 2
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of its arrays."""
+        return sum(getattr(self, name).nbytes for name in
+                   ("nodes", "node", "sur", "sur_threshold", "level_sets", "majority"))
+
+
+def pack_majority(majority_left, is_split):
+    """Each node's majority side (``Tree.majority_left``'s codes: 1 left, 0 right, -1
+    stop) as :attr:`ForestRouting.majority`: 2 bits a node, four nodes a byte."""
+    code = np.where(majority_left == 1, MAJORITY_LEFT,
+                    np.where(majority_left == 0, MAJORITY_RIGHT, MAJORITY_STOP))
+    code = np.where(is_split, code, MAJORITY_STOP).astype(np.uint8)
+    n = code.shape[0]
+    padded = np.zeros(4 * ((n + 3) // 4), dtype=np.uint8)
+    padded[:n] = code
+    quads = padded.reshape(-1, 4)
+    return np.ascontiguousarray(quads[:, 0] | (quads[:, 1] << 2) | (quads[:, 2] << 4)
+                                | (quads[:, 3] << 6), dtype=np.uint8)
+
+
 class ForestArrays(NamedTuple):
     """A :class:`cartjit.engine.forest.Forest` as the kernels read it
     (:func:`kernel_arrays`)."""
@@ -74,27 +131,40 @@ class ForestArrays(NamedTuple):
     threshold: np.ndarray  # the forest's own float64 (N,), read only at split nodes
     roots: np.ndarray      # int64 (B + 1,)
     value: np.ndarray      # float64 (N, K)
+    route_row: np.ndarray  # int32 (N,): each node's row of ForestRouting.node, -1
+    #                        none; empty when no node has one
 
 
 def kernel_arrays(forest):
     """The kernels' view of ``forest``: its ``STEP`` records, with leaves as self-loops
     with an infinite threshold and subset splits as self-loops (they leave the fast step
-    for ``route``), beside the forest's own arrays, which ``route`` reads at split
-    nodes only. The routing travels beside it (``forest.routing``): a ``prange`` loop
-    cannot take a record nested in a record."""
+    for the routing), beside the forest's own arrays, which the routing reads at split
+    nodes only, and the index of the nodes' routing rows (for the call: the forest
+    stores only the nodes that have one). The routing travels beside it
+    (``forest.routing``): a ``prange`` loop cannot take a record nested in a record."""
     left = forest.left
+    routing = forest.routing
     is_leaf = left < 0
     n = left.shape[0]
     step = np.empty(n, dtype=STEP)
     step["threshold"] = np.where(is_leaf, np.inf, forest.threshold)
-    own = is_leaf | (forest.routing.node[:, 0] >= 0)
+    own = is_leaf.copy()
+    n_rows = routing.nodes.shape[0]
+    route_row = np.empty(0, dtype=np.int32)
+    if n_rows:
+        if n_rows >= np.iinfo(np.int32).max:
+            raise MemoryError(f"a forest with {n_rows} routing rows is beyond this "
+                              "implementation (at most 2**31 - 2)")
+        route_row = np.full(n, -1, dtype=np.int32)
+        route_row[routing.nodes] = np.arange(n_rows, dtype=np.int32)
+        own[routing.nodes[routing.node[:, FR_LEVEL_ROW] >= 0]] = True
     step["child0"] = np.where(own, np.arange(n), left)
     step["feature"] = np.where(is_leaf, 0, forest.feature)
     return ForestArrays(step, as_kernel_array(left, left.dtype),
                         as_kernel_array(forest.feature, np.int32),
                         as_kernel_array(forest.threshold, np.float64),
                         as_kernel_array(forest.roots, np.int64),
-                        as_kernel_array(forest.value, np.float64))
+                        as_kernel_array(forest.value, np.float64), route_row)
 
 
 def chunk_rows(n):
@@ -106,18 +176,43 @@ def chunk_rows(n):
 
 
 @jit
-def _routed(X, i, t, left, feature, threshold, routing):
-    """The child of node t that :func:`route` sends row i to, or -1 where it stops (a
-    call, so that the walk's loop stays small)."""
-    d = route(X, i, t, feature, threshold, routing)
-    return left[t] + d if d >= 0 else np.int64(-1)
+def _routed(X, i, t, fa, routing):
+    """The child of split node t that row i of X goes to, or -1 where it stops: the
+    rules of :func:`cartjit.engine.predict.route` (docs/maths.md §8) on the forest's
+    routing. 1. The split: a present value takes the threshold, or the level sets of a
+    subset split. 2. Otherwise, with ``use_surrogate`` >= 1, the node's surrogates in
+    order (a node without a row has none). 3. Otherwise, with ``use_surrogate`` == 2,
+    the majority side; a tie stops the case, as does anything else. A call, so that
+    the walk's loop stays small."""
+    row = np.int64(-1)
+    if fa.route_row.shape[0] > 0:
+        row = np.int64(fa.route_row[t])
+    x = X[i, fa.feature[t]]
+    if row >= 0 and routing.node[row, FR_LEVEL_ROW] >= 0:
+        d = _level_side(x, routing.node[row, FR_LEVEL_ROW], routing.level_sets)
+    elif np.isnan(x):
+        d = np.int64(-1)
+    else:
+        d = np.int64(x > fa.threshold[t])
+    u = routing.use_surrogate
+    if d < 0 and u > 0:
+        if row >= 0:
+            d = surrogate_side(X, i, routing.node[row, FR_SUR_START],
+                               routing.node[row, FR_N_SUR], routing)
+        if d < 0 and u == 2:
+            m = (np.int64(routing.majority[t >> 2]) >> ((t & 3) << 1)) & 3
+            if m == MAJORITY_LEFT:
+                d = np.int64(0)
+            elif m == MAJORITY_RIGHT:
+                d = np.int64(1)
+    return fa.left[t] + d if d >= 0 else np.int64(-1)
 
 
 @jit
 def _walk_rows(fa, routing, X, rows, n_rows, root, ends):
     """The end node, in the tree whose root is ``root``, of rows ``rows[:n_rows]`` of X,
     written to ``ends[:n_rows]``: :data:`SLOTS` rows in flight, each stepped in turn; a
-    present value at an ordered split takes the threshold, anything else ``route``."""
+    present value at an ordered split takes the threshold, anything else :func:`_routed`."""
     step, left = fa.step, fa.left
     slot = np.full(SLOTS, -1, dtype=np.int64)
     node = np.zeros(SLOTS, dtype=np.int64)
@@ -143,7 +238,7 @@ def _walk_rows(fa, routing, X, rows, n_rows, root, ends):
                     node[s] = child + np.int64(x > rec.threshold)
                     continue
             if left[t] >= 0:  # a missing value, or a subset split
-                d = _routed(X, rows[k], t, left, fa.feature, fa.threshold, routing)
+                d = _routed(X, rows[k], t, fa, routing)
                 if d >= 0:
                     node[s] = d
                     continue
@@ -597,7 +692,7 @@ def _end_node(fa, routing, xb, root):
                 continue
         if left[t] < 0:
             return t
-        d = _routed(xb, 0, t, left, fa.feature, fa.threshold, routing)
+        d = _routed(xb, 0, t, fa, routing)
         if d < 0:
             return t
         t = d

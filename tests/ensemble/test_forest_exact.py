@@ -129,7 +129,8 @@ def test_subsamples_without_replacement():
 
 def _forest_arrays(est):
     f = est.forest_
-    arrays = [f.feature, f.threshold, f.left, f.value, f.roots, *f.routing[:4]]
+    arrays = [f.feature, f.threshold, f.left, f.value, f.roots,
+              *(a for a in f.routing if isinstance(a, np.ndarray))]
     return arrays + [est.tree_seeds_]
 
 
