@@ -267,3 +267,66 @@ def test_cv_pruned_trees_are_the_cv_estimator_on_their_samples(task):
         same_tree(view.tree_, single.tree_)
         assert est.tree_alphas_[k] == single.alpha_ == view.ccp_alpha
         assert view.tree_.n_nodes < view.tree_max_.n_nodes
+
+
+def _majority_end(tree, row):
+    """The end node of ``row`` in ``tree`` by the rules of docs/maths.md §8 for a tree
+    without surrogates or subset splits, the majority read from the children's case
+    counts (not from ``majority_left``): a present value takes the threshold, a missing
+    one the child with more learning cases, and a tie stops the case."""
+    t = 0
+    while tree.left[t] >= 0:
+        x = row[tree.feature[t]]
+        left, right = tree.left[t], tree.right[t]
+        if not np.isnan(x):
+            t = left if x <= tree.threshold[t] else right
+            continue
+        n_left, n_right = tree.n_node_samples[left], tree.n_node_samples[right]
+        if n_left == n_right:
+            return t
+        t = left if n_left > n_right else right
+    return t
+
+
+@pytest.mark.parametrize("use_surrogate", [0, 1, 2])
+def test_holes_met_by_a_forest_grown_without_them(use_surrogate):
+    """A forest grown on complete numeric data keeps no routing row, only each node's
+    majority side (2 bits, with use_surrogate=2): rows with holes end where the rules
+    send them, its storage is 16 bytes a node plus the values."""
+    X, y = _cls_numeric()
+    est = RandomForestClassifier(4, use_surrogate=use_surrogate, random_state=2).fit(X, y)
+    holes = with_holes(X, 0.3, random_state=1)
+    holes[:5] = np.nan  # rows missing everything: the majority alone routes them
+    ends = est.apply(holes)
+    for k, tree_est in enumerate(est.estimators_):
+        tree = tree_est.tree_
+        if use_surrogate == 2:
+            want = [_majority_end(tree, row) for row in holes]
+        else:  # a missing value stops the case where it is met
+            want = [_majority_end(tree._replace(n_node_samples=np.zeros_like(
+                tree.n_node_samples)), row) for row in holes]
+        np.testing.assert_array_equal(ends[:, k], want)
+        np.testing.assert_array_equal(ends[:, k], tree_est.apply(holes))
+    np.testing.assert_array_equal(est.predict_proba(holes), slow_sums(est, holes, True) / 4)
+    f = est.forest_
+    assert f.routing.nodes.shape[0] == 0 and f.routing.sur.shape[0] == 0
+    n, k = f.n_nodes, f.value.shape[1]
+    majority = -(-n // 4) if use_surrogate == 2 else 0
+    assert f.nbytes == (16 + 8 * k) * n + 8 * (f.n_trees + 1) + majority
+
+
+def test_routing_rows_only_where_a_node_needs_one():
+    """Categorical columns and holes: the forest keeps a routing row exactly for the
+    nodes with a subset split or surrogates, and predicts as its trees."""
+    X, y = categorical_frame()
+    X = X.copy()
+    X.loc[::7, "x1"] = np.nan
+    est = BaggedCARTClassifier(3, random_state=5).fit(X, y)
+    f = est.forest_
+    want = np.concatenate([np.flatnonzero((t.tree_.level_row >= 0)
+                                          | (t.tree_.n_surrogates > 0)) + f.roots[b]
+                           for b, t in enumerate(est.estimators_)])
+    assert want.shape[0] > 0
+    np.testing.assert_array_equal(f.routing.nodes, want)
+    ends = np.column_stack([t.apply(X) for t in est.estimators_])
+    np.testing.assert_array_equal(est.apply(X), ends)
