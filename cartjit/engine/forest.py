@@ -53,9 +53,9 @@ from .predict import check_use_surrogate
 from .presort import presort, subset_keys
 from .pruning import prune_tree
 from .scaling import Scale, check_class_tables, restore
-from .tree import LEAF
+from .tree import LEAF, TABLE_FIELDS, Tree
 
-__all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "OOBTargets", "OOBResult",
+__all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "TreeStore", "OOBTargets", "OOBResult",
            "Importance", "VOTING", "grow_forest", "grow_trees", "forest_fit",
            "assemble_forest", "node_values",
            "tree_importance", "class_proba", "forest_sums", "forest_apply", "oob_estimates",
@@ -416,6 +416,208 @@ def assemble_forest(trees, values, use_surrogate=2):
                   cat([t.threshold for t in trees], (0,), np.float64),
                   cat(left, (0,), index), cat(values, (0, n_values), np.float64),
                   roots, routing)
+
+
+#: The node columns of a tree that :class:`TreeStore` can derive from ``left`` and
+#: ``n_node_samples`` (and ``value``), by the rules of the contract
+#: (:mod:`cartjit.engine.tree`).
+DERIVABLE = ("right", "parent", "depth", "majority_left", "n_primary",
+             "weighted_n_node_samples")
+
+
+def _derive(name, left, n_cases, value):
+    """Column ``name`` (:data:`DERIVABLE`) of a tree from its ``left`` (local ids),
+    ``n_node_samples`` and ``value``: the right child ``left + 1``; the parent; the
+    depth; the majority side (1 when the left child holds more learning cases, 0 fewer,
+    -1 as many; 0 at a leaf); ``n_primary`` as without missing values (the node's cases
+    at a split, 0 at a leaf); the weight as the sum of the class counts. A tree that
+    breaks one of these rules keeps that column (:class:`TreeStore` checks)."""
+    split = left >= 0
+    inner = np.flatnonzero(split)
+    kids = left[inner].astype(np.int64)
+    if name == "right":
+        return np.where(split, left + 1, -1).astype(np.int32)
+    if name == "parent":
+        out = np.full(left.shape[0], -1, dtype=np.int32)
+        out[kids] = inner
+        out[kids + 1] = inner
+        return out
+    if name == "depth":
+        out = np.zeros(left.shape[0], dtype=np.int32)
+        level, d = np.zeros(1, dtype=np.int64), 0
+        while level.shape[0]:
+            below = left[level]
+            below = below[below >= 0].astype(np.int64)
+            level = np.concatenate([below, below + 1])
+            d += 1
+            out[level] = d
+        return out
+    if name == "majority_left":
+        out = np.zeros(left.shape[0], dtype=np.int32)
+        n_left, n_right = n_cases[kids], n_cases[kids + 1]
+        out[inner] = np.where(n_left > n_right, 1, np.where(n_left == n_right, -1, 0))
+        return out
+    if name == "n_primary":
+        return np.where(split, n_cases, 0).astype(np.int64)
+    if value.shape[1] < 2:  # regression: the weights are not the values' sum
+        return None
+    return value.sum(axis=1)
+
+
+def _bits(a):
+    """A 1-d array's elements as unsigned integers of their size (NaNs compare equal
+    to themselves, bit for bit)."""
+    return a.view(f"u{a.dtype.itemsize}")
+
+
+def _same_bits(a, b):
+    """Whether two 1-d arrays hold the same bits in the same shape and dtype."""
+    return (a is not None and a.dtype == b.dtype and a.shape == b.shape
+            and bool(np.array_equal(_bits(a), _bits(b))))
+
+
+class TreeStore:
+    """The trees of a fitted forest, each node's columns kept once (docs/forests.md,
+    "The flat forest").
+
+    ``store[b]`` is tree b's :class:`TreeFit` (T_max, its pruned tree, priors, class
+    totals, α), equal bit for bit to the one the fit grew: the columns of T_max are
+    kept concatenated over the trees (tree b's nodes ``roots[b]`` to ``roots[b + 1] -
+    1``) and sliced without a copy, except
+
+    * a column that holds one value in every tree (``level_row`` -1 and the
+      surrogate and competitor columns 0 without categorical features or missing
+      values, for instance): its value, filled again for the tree;
+    * the columns the rules of the tree derive from ``left``, ``n_node_samples`` and
+      ``value`` (:data:`DERIVABLE`), where every tree follows them: derived again;
+    * where no tree is pruned, ``feature`` and ``threshold`` (and a regression's
+      ``value``, ȳ(t)): views of the flat forest's own columns, which hold the same
+      numbers.
+
+    A pruned tree T(α) is not kept: it is T_max pruned again at its α
+    (:func:`cartjit.engine.pruning.prune_tree`, as the fit and a model file's load do).
+    A tree is assembled when asked for and not kept, so the store holds about the
+    columns of T_max that carry information once.
+    """
+
+    def __init__(self, fits, forest):
+        """The store of the :class:`TreeFit` list ``fits`` (all B, in the order of b)
+        and their flat ``forest``. ``fits`` is emptied as the trees are copied, so that
+        each tree's arrays are freed as soon as its columns are in the store (where
+        nothing else holds them) and the trees and the store never all coexist."""
+        self.forest = forest
+        self.n_trees = len(fits)
+        self.alphas = np.array([np.nan if f.alpha is None else f.alpha for f in fits],
+                               dtype=np.float64)
+        self.priors = (np.stack([f.priors for f in fits])
+                       if fits and fits[0].priors is not None else None)
+        self.class_totals = (np.stack([f.class_totals for f in fits])
+                             if fits and fits[0].class_totals is not None else None)
+        trees = [f.tree_max for f in fits]
+        unpruned = all(f.tree is f.tree_max for f in fits)
+        fits.clear()  # the pruned trees are derived again: freed now
+        self.roots = _offsets([t.n_nodes for t in trees])
+        self.rows = {name: _offsets([getattr(t, name).shape[0] for t in trees])
+                     for name in ("level_sets", "surrogate_feature", "competitor_feature")}
+        self.shared = (("feature", "threshold")
+                       + (("value",) if self.priors is None else ())) if unpruned else ()
+        self.derived = tuple(
+            name for name in DERIVABLE
+            if all(_same_bits(_derive(name, t.left, t.n_node_samples, t.value),
+                              getattr(t, name)) for t in trees))
+        self.constant, self.columns = {}, {}
+        node_fields = trees[0].node_fields() if trees else ()
+        for name in Tree._fields:
+            if name in self.shared or name in self.derived:
+                continue
+            if name in node_fields and self._constant(name, [getattr(t, name)
+                                                             for t in trees]):
+                continue
+            first = getattr(trees[0], name)
+            size = int((self.roots if name in node_fields else
+                        self.rows[self._table_of(name)])[-1])
+            self.columns[name] = np.empty((size,) + first.shape[1:], dtype=first.dtype)
+        for b in range(len(trees)):
+            t, trees[b] = trees[b], None
+            for name, column in self.columns.items():
+                rows = self.roots if name in node_fields else self.rows[self._table_of(name)]
+                column[rows[b]:rows[b + 1]] = getattr(t, name)
+            del t
+
+    @staticmethod
+    def _table_of(name):
+        """The offsets (:attr:`rows`) of a table column."""
+        return ("level_sets" if name == "level_sets" else
+                "surrogate_feature" if name.startswith("surrogate_") else
+                "competitor_feature")
+
+    def _constant(self, name, parts):
+        """Keeps ``name`` as one value if every tree holds only that value in it."""
+        first = parts[0][:1]
+        if first.shape[0] == 0 or first.ndim != 1:
+            return False
+        if not all(np.all(_bits(p) == _bits(first)[0]) for p in parts):
+            return False
+        self.constant[name] = first.copy()
+        return True
+
+    def __len__(self):
+        return self.n_trees
+
+    def __iter__(self):
+        return (self[b] for b in range(self.n_trees))
+
+    def _table_slice(self, name, b):
+        rows = self.rows[self._table_of(name)]
+        return self.columns[name][rows[b]:rows[b + 1]]
+
+    def tree_max(self, b):
+        """T_max of tree b (a :class:`cartjit.engine.tree.Tree`)."""
+        lo, hi = int(self.roots[b]), int(self.roots[b + 1])
+        cols = {}
+        for name in Tree._fields:
+            if name in self.shared:
+                cols[name] = getattr(self.forest, name)[lo:hi]
+            elif name in self.constant:
+                cols[name] = np.full(hi - lo, self.constant[name][0],
+                                     dtype=self.constant[name].dtype)
+            elif name in self.columns:
+                cols[name] = (self._table_slice(name, b) if name in TABLE_FIELDS
+                              else self.columns[name][lo:hi])
+        for name in self.derived:
+            cols[name] = _derive(name, cols["left"], cols["n_node_samples"],
+                                 cols["value"])
+        return Tree(**cols)
+
+    def column(self, name):
+        """Column ``name`` of every tree's T_max, concatenated (a model file's member)."""
+        if name in self.columns:
+            return self.columns[name]
+        if name in self.shared:
+            return getattr(self.forest, name)
+        if name in self.constant:
+            return np.full(int(self.roots[-1]), self.constant[name][0],
+                           dtype=self.constant[name].dtype)
+        return np.concatenate([getattr(self.tree_max(b), name)
+                               for b in range(self.n_trees)]) if self.n_trees else \
+            np.zeros(0)
+
+    def __getitem__(self, b):
+        if not -self.n_trees <= b < self.n_trees:
+            raise IndexError(f"tree {b} of a forest of {self.n_trees}")
+        b = int(b) % self.n_trees
+        tree_max = self.tree_max(b)
+        alpha = None if np.isnan(self.alphas[b]) else float(self.alphas[b])
+        tree = tree_max if alpha is None else prune_tree(tree_max, alpha)
+        return TreeFit(tree, tree_max,
+                       None if self.priors is None else self.priors[b],
+                       None if self.class_totals is None else self.class_totals[b], alpha)
+
+
+def _offsets(sizes):
+    out = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out[1:])
+    return out
 
 
 def permutation_seeds(random_state, n_trees):
