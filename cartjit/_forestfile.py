@@ -40,8 +40,8 @@ are given as the fitted forest's do.
 The flat forest the kernels predict from (``forest_``: class probabilities or means per
 node, absolute child ids, the routing tables) and the impurity importances are not
 stored: they are derived from the trees by the functions the fit used
-(:func:`cartjit.engine.forest.node_values`, :func:`~cartjit.engine.forest.assemble_forest`,
-:func:`~cartjit.engine.forest.tree_importance`), so a loaded forest predicts
+(:func:`cartjit.engine.forest.combine_trees`: :func:`~cartjit.engine.forest.node_values`,
+the flat forest, :func:`~cartjit.engine.forest.tree_importance`), so a loaded forest predicts
 bit-identically and no file can hold a ``forest_`` that contradicts its trees. The work
 is a fixed number of NumPy operations per tree (no Python object per node).
 """
@@ -292,10 +292,8 @@ def build_forest(meta, arrays, where):
     fits = [_tree_fit(b, tree_max, per_tree, int(drawn.in_bag[b]), settings, plan,
                       classifier, where) for b, tree_max in enumerate(trees_max)]
 
-    values = [F.node_values(f, settings, plan.voting, n_classes) for f in fits]
-    est.forest_ = F.assemble_forest([f.tree for f in fits], values, use_surrogate)
-    est._tree_importance = np.stack([F.tree_importance(f, settings, p) for f in fits])
-    est._trees = F.TreeStore(fits, est.forest_)  # empties fits
+    est.forest_, est._trees, est._tree_importance = F.combine_trees(
+        fits, settings, plan.voting, n_classes, p)
     est._plan_ = plan
     est._n_jobs = n_jobs
     est._rows = rows

@@ -268,7 +268,7 @@ class _BaseForest(_Base):
         self.forest_ = res.forest
         if record is not None:
             self.cluster_ = record
-        self._trees = F.TreeStore(res.trees, res.forest)  # each node's columns once
+        self._trees = res.trees  # a TreeStore: each node's columns once
         self._train_digest = _digest(problem.X)
         self._tree_importance = res.importance
         self._plan_ = plan

@@ -45,9 +45,9 @@ import numpy as np
 from . import forest_passes as passes
 from .cv import cross_validate, task_pool
 from .fit import fit_tree, split_factor
-from .forest_passes import (ForestRouting, OOBResult, OOBTargets, Importance, decide,
-                            forest_apply, forest_sums, inbag_mask, oob_estimates, oob_rows,
-                            oob_targets, pack_majority, permutation, risk_priors,
+from .forest_passes import (MAJORITY_LEFT, MAJORITY_RIGHT, MAJORITY_STOP, ForestRouting,
+                            OOBResult, OOBTargets, Importance, decide, forest_apply, forest_sums, inbag_mask, oob_estimates, oob_rows,
+                            oob_targets, permutation, risk_priors,
                             sample_risk)
 from .predict import check_use_surrogate
 from .presort import presort, subset_keys
@@ -55,7 +55,8 @@ from .pruning import prune_tree
 from .scaling import Scale, check_class_tables, restore
 from .tree import LEAF, TABLE_FIELDS, Tree
 
-__all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "TreeStore", "OOBTargets", "OOBResult",
+__all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "TreePart", "TreeStore",
+           "digest_tree", "combine_trees", "OOBTargets", "OOBResult",
            "Importance", "VOTING", "grow_forest", "grow_trees", "forest_fit",
            "assemble_forest", "node_values",
            "tree_importance", "class_proba", "forest_sums", "forest_apply", "oob_estimates",
@@ -265,18 +266,22 @@ def grow_forest(problem, settings, plan, n_jobs=1):
     ``problem`` holds the cases that take part (positive weight; the caller drops the
     others), ``settings`` the trees' parameters (``max_features`` and ``feature_seed``
     are set per tree from ``plan``). The features are presorted once; the trees grow on
-    ``n_jobs`` Python threads, each on one thread. Returns a :class:`ForestFit`.
+    ``n_jobs`` Python threads, each on one thread, and each is reduced to what the
+    forest keeps (:func:`digest_tree`) on its thread as soon as it is grown, so that
+    the full trees never all coexist. Returns a :class:`ForestFit`.
     """
     if problem.is_classification:  # the same check for every tree: made once, here
         check_class_tables(problem.X.shape[0], problem.n_classes, settings)
-    trees, inbag, seeds = grow_trees(problem, settings, plan, 0, int(plan.n_estimators),
-                                     n_jobs)
-    return forest_fit(problem, settings, plan, trees, inbag, seeds)
+    parts, inbag, seeds = grow_trees(problem, settings, plan, 0, int(plan.n_estimators),
+                                     n_jobs, digest=True)
+    return forest_fit(problem, settings, plan, parts, inbag, seeds)
 
 
-def grow_trees(problem, settings, plan, start, stop, n_jobs=1, presorted=None):
+def grow_trees(problem, settings, plan, start, stop, n_jobs=1, presorted=None,
+               digest=False):
     """Trees ``start`` to ``stop - 1`` of the forest of ``plan``: ``(TreeFit list, in-bag
-    bits (stop - start, ceil(n / 8)), feature seeds)``. Tree b depends on b alone, so
+    bits (stop - start, ceil(n / 8)), feature seeds)``; with ``digest`` each tree is
+    a :class:`TreePart` (:func:`digest_tree`) instead. Tree b depends on b alone, so
     the blocks of any partition of 0..B-1, grown anywhere (a Dask worker's block,
     :mod:`cartjit._dask`), make the same forest. ``presorted``: the presort of
     ``problem.X`` when the caller has it (it is only read), else made here."""
@@ -287,12 +292,13 @@ def grow_trees(problem, settings, plan, start, stop, n_jobs=1, presorted=None):
     n_trees = int(stop) - int(start)
     inbag = np.zeros((n_trees, (n + 7) // 8), dtype=np.uint8)
     seeds = np.zeros(n_trees, dtype=np.int64)
+    shape = (settings, plan.voting, problem.n_classes, problem.X.shape[1])
 
     def one(b):
         fit, in_bag, seed = _fit_one(problem, settings, plan, presorted, b)
         inbag[b - start] = np.packbits(in_bag, bitorder="little")  # tree b's own row
         seeds[b - start] = seed
-        return fit
+        return digest_tree(fit, *shape) if digest else fit
 
     if n_jobs > 1 and n_trees > 1:
         with task_pool(min(int(n_jobs), n_trees)) as pool:
@@ -303,14 +309,13 @@ def grow_trees(problem, settings, plan, start, stop, n_jobs=1, presorted=None):
 
 
 def forest_fit(problem, settings, plan, trees, inbag, seeds):
-    """The :class:`ForestFit` of the grown ``trees`` (all B, in the order of b) with
-    their in-bag bits and feature seeds: the flat forest, each tree's MDI."""
-    p = problem.X.shape[1]
-    values = [node_values(t, settings, plan.voting, problem.n_classes) for t in trees]
-    forest = assemble_forest([t.tree for t in trees], values, settings.use_surrogate)
-    importance = np.stack([tree_importance(t, settings, p) for t in trees]) if trees \
-        else np.zeros((0, p))
-    return ForestFit(forest, trees, inbag, seeds, importance)
+    """The :class:`ForestFit` of the grown ``trees`` (all B, in the order of b; each a
+    :class:`TreeFit` or its :class:`TreePart`) with their in-bag bits and feature seeds:
+    the flat forest, the store of the trees, each tree's MDI. ``trees`` (a list) is
+    emptied on the way (:func:`combine_trees`)."""
+    forest, store, importance = combine_trees(trees, settings, plan.voting,
+                                              problem.n_classes, problem.X.shape[1])
+    return ForestFit(forest, store, inbag, seeds, importance)
 
 
 def class_proba(value, priors, class_totals):
@@ -357,6 +362,108 @@ def tree_importance(fit, settings, n_features):
     return totals / total if total > 0 else totals
 
 
+def _forest_part(tree, values, use_surrogate):
+    """Tree ``tree``'s share of the flat forest (:func:`assemble_forest`), its node ids
+    and table rows its own: ``feature``, ``threshold``, ``left``, ``value``; the nodes
+    with a routing row (a subset split, or surrogates where ``use_surrogate`` >= 1), their
+    rows, the surrogate rows (none with ``use_surrogate`` 0); the level sets; and with
+    ``use_surrogate`` 2 each node's majority side (``MAJORITY_*``, uint8)."""
+    with_sur = use_surrogate > 0
+    lr, ns = tree.level_row, tree.n_surrogates
+    ids = np.flatnonzero((lr >= 0) | (ns > 0) if with_sur else lr >= 0)
+    lr, ns = lr[ids].astype(np.int64), ns[ids].astype(np.int64) * with_sur
+    part = {"feature": tree.feature, "threshold": tree.threshold, "left": tree.left,
+            "value": values, "nodes": ids.astype(np.int64),
+            "rows": np.column_stack([lr, np.where(ns > 0, tree.surrogate_start[ids], 0),
+                                     ns]).astype(np.int64).reshape(-1, 3),
+            "level_sets": tree.level_sets}
+    if with_sur:
+        part["sur"] = np.column_stack([tree.surrogate_feature, tree.surrogate_level_row,
+                                       tree.surrogate_low_left]).astype(np.int64).reshape(-1, 3)
+        part["sur_threshold"] = tree.surrogate_threshold
+    if use_surrogate == 2:
+        m = tree.majority_left
+        part["majority"] = np.where(
+            tree.left < 0, MAJORITY_STOP,
+            np.where(m == 1, MAJORITY_LEFT, np.where(m == 0, MAJORITY_RIGHT,
+                                                     MAJORITY_STOP))).astype(np.uint8)
+    return part
+
+
+def _pack_majority(code):
+    """The nodes' majority sides (``MAJORITY_*``, uint8, one a node) as
+    :attr:`cartjit.engine.forest_passes.ForestRouting.majority`: 2 bits a node, four
+    nodes a byte, node t in bits 2 (t % 4) and 2 (t % 4) + 1 of byte t // 4."""
+    n = code.shape[0]
+    quads = np.zeros(4 * ((n + 3) // 4), dtype=np.uint8)
+    quads[:n] = code
+    quads = quads.reshape(-1, 4)
+    return np.ascontiguousarray(quads[:, 0] | (quads[:, 1] << 2) | (quads[:, 2] << 4)
+                                | (quads[:, 3] << 6), dtype=np.uint8)
+
+
+def _pop_concat(parts, key, shape, dtype, offset=None):
+    """``parts[b][key]`` concatenated over b (each part's array dropped as soon as it is
+    in), ``offset(b, array)`` applied to each first; ``shape`` and ``dtype`` when there
+    is no part."""
+    if not parts:
+        return np.zeros(shape, dtype=dtype)
+    pieces = []
+    for b, part in enumerate(parts):
+        x = part.pop(key)
+        pieces.append(x if offset is None else offset(b, x))
+    out = np.concatenate(pieces).astype(dtype, copy=False)
+    return np.ascontiguousarray(out)
+
+
+def _concat_forest(parts, use_surrogate):
+    """The :class:`Forest` of the trees' :func:`_forest_part` dicts (all B, in the order
+    of b), emptied column by column as the forest's columns are made."""
+    roots = _offsets([p["left"].shape[0] for p in parts])
+    n_total = int(roots[-1])
+    index = np.int32 if n_total < np.iinfo(np.int32).max else np.int64
+    n_words = max([int(p["level_sets"].shape[2]) for p in parts], default=0)
+    level_rows = _offsets([p["level_sets"].shape[0] for p in parts])
+    with_sur = use_surrogate > 0
+    sur_rows = _offsets([p["sur"].shape[0] if with_sur else 0 for p in parts])
+    level_sets = np.zeros((int(level_rows[-1]), 2, n_words), dtype=np.uint64)
+    for b, part in enumerate(parts):
+        sets = part.pop("level_sets")
+        level_sets[level_rows[b]:level_rows[b + 1], :, :sets.shape[2]] = sets
+
+    def local_rows(b, rows):
+        out = rows.copy()
+        out[:, 0] = np.where(rows[:, 0] >= 0, rows[:, 0] + level_rows[b], -1)
+        out[:, 1] = np.where(rows[:, 2] > 0, rows[:, 1] + sur_rows[b], 0)
+        return out
+
+    def local_sur(b, sur):
+        out = sur.copy()
+        out[:, 1] = np.where(sur[:, 1] >= 0, sur[:, 1] + level_rows[b], -1)
+        return out
+
+    subset_splits = bool(np.any([np.any(p["rows"][:, 0] >= 0) for p in parts]))
+    n_values = parts[0]["value"].shape[1] if parts else 1
+    feature = _pop_concat(parts, "feature", (0,), np.int32)
+    threshold = _pop_concat(parts, "threshold", (0,), np.float64)
+    left = _pop_concat(parts, "left", (0,), index,
+                       lambda b, x: np.where(x >= 0, x.astype(np.int64) + roots[b], -1))
+    value = _pop_concat(parts, "value", (0, n_values), np.float64)
+    nodes = _pop_concat(parts, "nodes", (0,), np.int64, lambda b, x: x + roots[b])
+    rows = _pop_concat(parts, "rows", (0, 3), np.int64, local_rows)
+    if with_sur:
+        sur = _pop_concat(parts, "sur", (0, 3), np.int64, local_sur)
+        sur_threshold = _pop_concat(parts, "sur_threshold", (0,), np.float64)
+    else:
+        sur, sur_threshold = np.zeros((0, 3), np.int64), np.zeros(0, np.float64)
+    majority = np.zeros(0, dtype=np.uint8)
+    if use_surrogate == 2:
+        majority = _pack_majority(_pop_concat(parts, "majority", (0,), np.uint8))
+    routing = ForestRouting(nodes, rows, sur, sur_threshold, level_sets, majority,
+                            subset_splits, use_surrogate)
+    return Forest(feature, threshold, left, value, roots, routing)
+
+
 def assemble_forest(trees, values, use_surrogate=2):
     """One :class:`Forest` of the flat ``trees`` (:class:`cartjit.engine.tree.Tree`) with
     the per-node ``values`` of each (:func:`node_values`).
@@ -367,55 +474,55 @@ def assemble_forest(trees, values, use_surrogate=2):
     concatenated tables (no surrogate table when ``use_surrogate`` is 0); and, where
     ``use_surrogate`` is 2, every node's majority side in 2 bits."""
     use_surrogate = check_use_surrogate(use_surrogate)
-    sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
-    roots = np.zeros(len(trees) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=roots[1:])
-    n_total = int(roots[-1])
-    index = np.int32 if n_total < np.iinfo(np.int32).max else np.int64
-    n_words = max([int(t.level_sets.shape[2]) for t in trees], default=0)
-    level_rows = np.zeros(len(trees) + 1, dtype=np.int64)
-    np.cumsum([t.level_sets.shape[0] for t in trees], out=level_rows[1:])
-    with_sur = use_surrogate > 0
-    sur_rows = np.zeros(len(trees) + 1, dtype=np.int64)
-    if with_sur:
-        np.cumsum([t.surrogate_feature.shape[0] for t in trees], out=sur_rows[1:])
-    level_sets = np.zeros((int(level_rows[-1]), 2, n_words), dtype=np.uint64)
-    majority = np.zeros(n_total if use_surrogate == 2 else 0, dtype=np.int8)
-    is_split = np.zeros(majority.shape[0], dtype=bool)
-    nodes, rows, surs, left = [], [], [], []
-    for b, t in enumerate(trees):
-        lo = int(roots[b])
-        left.append(np.where(t.left >= 0, t.left.astype(np.int64) + lo, -1))
-        lr, ns = t.level_row, t.n_surrogates
-        ids = np.flatnonzero((lr >= 0) | (ns > 0) if with_sur else lr >= 0)
-        nodes.append(ids + lo)
-        lr, ns = lr[ids].astype(np.int64), ns[ids].astype(np.int64) * with_sur
-        rows.append(np.column_stack([np.where(lr >= 0, lr + level_rows[b], -1),
-                                     np.where(ns > 0, t.surrogate_start[ids] + sur_rows[b],
-                                              0), ns]))
-        if with_sur:
-            slr = t.surrogate_level_row.astype(np.int64)
-            surs.append(np.column_stack([t.surrogate_feature,
-                                         np.where(slr >= 0, slr + level_rows[b], -1),
-                                         t.surrogate_low_left]).reshape(-1, 3))
-        sets = t.level_sets
-        level_sets[level_rows[b]:level_rows[b + 1], :, :sets.shape[2]] = sets
-        if use_surrogate == 2:
-            majority[lo:lo + t.n_nodes] = t.majority_left
-            is_split[lo:lo + t.n_nodes] = t.left >= 0
-    cat = (lambda parts, shape, dtype: np.ascontiguousarray(
-        np.concatenate(parts) if parts else np.zeros(shape, dtype), dtype=dtype))
-    sur_threshold = [t.surrogate_threshold for t in trees] if with_sur else []
-    routing = ForestRouting(cat(nodes, (0,), np.int64), cat(rows, (0, 3), np.int64),
-                            cat(surs, (0, 3), np.int64),
-                            cat(sur_threshold, (0,), np.float64), level_sets,
-                            pack_majority(majority, is_split),
-                            any(t.has_subset_splits for t in trees), use_surrogate)
-    n_values = values[0].shape[1] if values else 1
-    return Forest(cat([t.feature for t in trees], (0,), np.int32),
-                  cat([t.threshold for t in trees], (0,), np.float64),
-                  cat(left, (0,), index), cat(values, (0, n_values), np.float64),
-                  roots, routing)
+    return _concat_forest([_forest_part(t, v, use_surrogate)
+                           for t, v in zip(trees, values)], use_surrogate)
+
+
+class TreePart(NamedTuple):
+    """One tree of a forest reduced to what the forest keeps (:func:`digest_tree`)."""
+
+    nodes: dict            # its share of the flat forest (:func:`_forest_part`)
+    columns: dict          # T_max's columns for the :class:`TreeStore` (:func:`_store_part`)
+    n_nodes: int           # the nodes of T_max
+    importance: np.ndarray  # float64 (p,): its MDI (:func:`tree_importance`)
+    priors: np.ndarray | None
+    class_totals: np.ndarray | None
+    alpha: float | None
+
+
+def digest_tree(fit, settings, voting, n_classes, n_features):
+    """Tree ``fit`` (a :class:`TreeFit`) reduced to a :class:`TreePart`: its share of the
+    flat forest (from its pruned tree, with :func:`node_values`), its MDI, and the
+    columns of its T_max that the :class:`TreeStore` keeps, copied, so that nothing of
+    the grown tree stays alive once ``fit`` is dropped."""
+    use_surrogate = check_use_surrogate(settings.use_surrogate)
+    nodes = _forest_part(fit.tree, node_values(fit, settings, voting, n_classes),
+                         use_surrogate)
+    for key in ("feature", "threshold", "left", "sur_threshold"):
+        if key in nodes:  # the tree's columns are views of its grown tables
+            nodes[key] = nodes[key].copy()
+    columns = _store_part(fit.tree_max, fit.tree is fit.tree_max, n_classes == 0)
+    return TreePart(nodes, columns, fit.tree_max.n_nodes,
+                    tree_importance(fit, settings, n_features), fit.priors,
+                    fit.class_totals, fit.alpha)
+
+
+def combine_trees(trees, settings, voting, n_classes, n_features):
+    """The flat :class:`Forest`, the :class:`TreeStore` and the per-tree MDI (B, p) of
+    ``trees`` (all B, in the order of b; each a :class:`TreeFit` or a
+    :class:`TreePart`). The list is emptied as its trees are digested and combined."""
+    parts = []
+    for b in range(len(trees)):
+        t, trees[b] = trees[b], None
+        parts.append(t if isinstance(t, TreePart) else
+                     digest_tree(t, settings, voting, n_classes, n_features))
+        del t
+    trees.clear()
+    importance = (np.stack([t.importance for t in parts]) if parts
+                  else np.zeros((0, n_features)))
+    forest = _concat_forest([t.nodes for t in parts],
+                            check_use_surrogate(settings.use_surrogate))
+    return forest, TreeStore(parts, forest), importance
 
 
 #: The node columns of a tree that :class:`TreeStore` can derive from ``left`` and
@@ -476,6 +583,35 @@ def _same_bits(a, b):
             and bool(np.array_equal(_bits(a), _bits(b))))
 
 
+#: How :func:`_store_part` marks a column it does not keep: derived again
+#: (:data:`DERIVABLE`), or read from the flat forest.
+DERIVED, SHARED = "derived", "shared"
+
+
+def _store_part(tree, unpruned, regression):
+    """The columns of T_max ``tree`` for the :class:`TreeStore`: each a copy, or
+    :data:`DERIVED` where the tree follows the rule that derives it, :data:`SHARED` for
+    ``feature``, ``threshold`` (and a regression's ``value``) where the tree is not
+    pruned (the flat forest holds the same numbers), or a 1-element array where every
+    node holds that one value (node columns only)."""
+    node_fields = tree.node_fields()
+    shared = ("feature", "threshold") + (("value",) if regression else ())
+    out = {}
+    for name in Tree._fields:
+        col = getattr(tree, name)
+        if unpruned and name in shared:
+            out[name] = SHARED
+        elif name in DERIVABLE and _same_bits(
+                _derive(name, tree.left, tree.n_node_samples, tree.value), col):
+            out[name] = DERIVED
+        elif (name in node_fields and col.ndim == 1 and col.shape[0]
+              and np.all(_bits(col) == _bits(col)[0])):
+            out[name] = col[:1].copy()
+        else:
+            out[name] = col.copy()
+    return out
+
+
 class TreeStore:
     """The trees of a fitted forest, each node's columns kept once (docs/forests.md,
     "The flat forest").
@@ -485,8 +621,8 @@ class TreeStore:
     kept concatenated over the trees (tree b's nodes ``roots[b]`` to ``roots[b + 1] -
     1``) and sliced without a copy, except
 
-    * a column that holds one value in every tree (``level_row`` -1 and the
-      surrogate and competitor columns 0 without categorical features or missing
+    * a column that holds one value in every node of every tree (``level_row`` -1 and
+      the surrogate and competitor columns 0 without categorical features or missing
       values, for instance): its value, filled again for the tree;
     * the columns the rules of the tree derive from ``left``, ``n_node_samples`` and
       ``value`` (:data:`DERIVABLE`), where every tree follows them: derived again;
@@ -496,53 +632,85 @@ class TreeStore:
 
     A pruned tree T(α) is not kept: it is T_max pruned again at its α
     (:func:`cartjit.engine.pruning.prune_tree`, as the fit and a model file's load do).
-    A tree is assembled when asked for and not kept, so the store holds about the
-    columns of T_max that carry information once.
+    A tree is assembled when asked for and not kept.
     """
 
-    def __init__(self, fits, forest):
-        """The store of the :class:`TreeFit` list ``fits`` (all B, in the order of b)
-        and their flat ``forest``. ``fits`` is emptied as the trees are copied, so that
-        each tree's arrays are freed as soon as its columns are in the store (where
-        nothing else holds them) and the trees and the store never all coexist."""
+    def __init__(self, parts, forest):
+        """The store of the trees' :class:`TreePart` list ``parts`` (all B, in the order
+        of b) and their flat ``forest``; each part's columns are dropped as they are
+        concatenated."""
         self.forest = forest
-        self.n_trees = len(fits)
-        self.alphas = np.array([np.nan if f.alpha is None else f.alpha for f in fits],
+        self.n_trees = len(parts)
+        self.alphas = np.array([np.nan if t.alpha is None else t.alpha for t in parts],
                                dtype=np.float64)
-        self.priors = (np.stack([f.priors for f in fits])
-                       if fits and fits[0].priors is not None else None)
-        self.class_totals = (np.stack([f.class_totals for f in fits])
-                             if fits and fits[0].class_totals is not None else None)
-        trees = [f.tree_max for f in fits]
-        unpruned = all(f.tree is f.tree_max for f in fits)
-        fits.clear()  # the pruned trees are derived again: freed now
-        self.roots = _offsets([t.n_nodes for t in trees])
-        self.rows = {name: _offsets([getattr(t, name).shape[0] for t in trees])
+        self.priors = (np.stack([t.priors for t in parts])
+                       if parts and parts[0].priors is not None else None)
+        self.class_totals = (np.stack([t.class_totals for t in parts])
+                             if parts and parts[0].class_totals is not None else None)
+        self.roots = _offsets([t.n_nodes for t in parts])
+        self.rows = {name: _offsets([t.columns[name].shape[0] for t in parts])
                      for name in ("level_sets", "surrogate_feature", "competitor_feature")}
-        self.shared = (("feature", "threshold")
-                       + (("value",) if self.priors is None else ())) if unpruned else ()
-        self.derived = tuple(
-            name for name in DERIVABLE
-            if all(_same_bits(_derive(name, t.left, t.n_node_samples, t.value),
-                              getattr(t, name)) for t in trees))
-        self.constant, self.columns = {}, {}
-        node_fields = trees[0].node_fields() if trees else ()
-        for name in Tree._fields:
-            if name in self.shared or name in self.derived:
-                continue
-            if name in node_fields and self._constant(name, [getattr(t, name)
-                                                             for t in trees]):
-                continue
-            first = getattr(trees[0], name)
-            size = int((self.roots if name in node_fields else
-                        self.rows[self._table_of(name)])[-1])
-            self.columns[name] = np.empty((size,) + first.shape[1:], dtype=first.dtype)
-        for b in range(len(trees)):
-            t, trees[b] = trees[b], None
-            for name, column in self.columns.items():
-                rows = self.roots if name in node_fields else self.rows[self._table_of(name)]
-                column[rows[b]:rows[b + 1]] = getattr(t, name)
-            del t
+        self.shared, self.derived, self.constant, self.columns = (), (), {}, {}
+        # the inputs of the derived columns first: materialising another needs them
+        order = ("left", "n_node_samples", "value") + tuple(
+            name for name in Tree._fields if name not in ("left", "n_node_samples",
+                                                          "value"))
+        for name in order:
+            marks = [t.columns[name] for t in parts]
+            for t in parts:
+                t.columns[name] = None
+            if marks and all(isinstance(m, str) and m == SHARED for m in marks):
+                self.shared += (name,)
+            elif marks and all(isinstance(m, str) and m == DERIVED for m in marks):
+                self.derived += (name,)
+            elif marks and name not in TABLE_FIELDS and self._one_value(marks):
+                self.constant[name] = marks[0]
+            else:
+                self.columns[name] = np.concatenate(
+                    [self._materialise(b, name, m) for b, m in enumerate(marks)])
+            del marks
+        for t in parts:
+            t.columns.clear()
+
+    @staticmethod
+    def _one_value(marks):
+        """Whether every mark is a 1-element array of the same bits."""
+        first = marks[0]
+        if not (isinstance(first, np.ndarray) and first.shape == (1,)):
+            return False
+        return all(isinstance(m, np.ndarray) and m.shape == (1,) and m.dtype == first.dtype
+                   and _bits(m)[0] == _bits(first)[0] for m in marks)
+
+    def _materialise(self, b, name, mark):
+        """Tree b's column ``name`` in full, from its mark (:func:`_store_part`); the
+        columns a derived one comes from are in the store by then."""
+        if isinstance(mark, str) and mark == SHARED:
+            return getattr(self.forest, name)[self.forest.roots[b]:self.forest.roots[b + 1]]
+        if isinstance(mark, str):  # DERIVED
+            return _derive(name, *(self._node_column(b, k)
+                                   for k in ("left", "n_node_samples", "value")))
+        n = int(self.roots[b + 1] - self.roots[b])
+        if name not in TABLE_FIELDS and mark.ndim == 1 and mark.shape[0] != n:
+            return np.full(n, mark[0], dtype=mark.dtype)  # one value for every node
+        return mark
+
+    def _node_column(self, b, name):
+        """Node column ``name`` of tree b's T_max, however the store keeps it."""
+        lo, hi = int(self.roots[b]), int(self.roots[b + 1])
+        if name in self.shared:
+            return getattr(self.forest, name)[lo:hi]
+        if name in self.constant:
+            return np.full(hi - lo, self.constant[name][0], dtype=self.constant[name].dtype)
+        if name in self.columns:
+            return self.columns[name][lo:hi]
+        return _derive(name, *(self._node_column(b, k)
+                               for k in ("left", "n_node_samples", "value")))
+
+    def __len__(self):
+        return self.n_trees
+
+    def __iter__(self):
+        return (self[b] for b in range(self.n_trees))
 
     @staticmethod
     def _table_of(name):
@@ -551,39 +719,15 @@ class TreeStore:
                 "surrogate_feature" if name.startswith("surrogate_") else
                 "competitor_feature")
 
-    def _constant(self, name, parts):
-        """Keeps ``name`` as one value if every tree holds only that value in it."""
-        first = parts[0][:1]
-        if first.shape[0] == 0 or first.ndim != 1:
-            return False
-        if not all(np.all(_bits(p) == _bits(first)[0]) for p in parts):
-            return False
-        self.constant[name] = first.copy()
-        return True
-
-    def __len__(self):
-        return self.n_trees
-
-    def __iter__(self):
-        return (self[b] for b in range(self.n_trees))
-
-    def _table_slice(self, name, b):
-        rows = self.rows[self._table_of(name)]
-        return self.columns[name][rows[b]:rows[b + 1]]
-
     def tree_max(self, b):
         """T_max of tree b (a :class:`cartjit.engine.tree.Tree`)."""
-        lo, hi = int(self.roots[b]), int(self.roots[b + 1])
         cols = {}
         for name in Tree._fields:
-            if name in self.shared:
-                cols[name] = getattr(self.forest, name)[lo:hi]
-            elif name in self.constant:
-                cols[name] = np.full(hi - lo, self.constant[name][0],
-                                     dtype=self.constant[name].dtype)
-            elif name in self.columns:
-                cols[name] = (self._table_slice(name, b) if name in TABLE_FIELDS
-                              else self.columns[name][lo:hi])
+            if name in TABLE_FIELDS:
+                rows = self.rows[self._table_of(name)]
+                cols[name] = self.columns[name][rows[b]:rows[b + 1]]
+            elif name not in self.derived:
+                cols[name] = self._node_column(b, name)
         for name in self.derived:
             cols[name] = _derive(name, cols["left"], cols["n_node_samples"],
                                  cols["value"])
@@ -599,8 +743,7 @@ class TreeStore:
             return np.full(int(self.roots[-1]), self.constant[name][0],
                            dtype=self.constant[name].dtype)
         return np.concatenate([getattr(self.tree_max(b), name)
-                               for b in range(self.n_trees)]) if self.n_trees else \
-            np.zeros(0)
+                               for b in range(self.n_trees)])
 
     def __getitem__(self, b):
         if not -self.n_trees <= b < self.n_trees:

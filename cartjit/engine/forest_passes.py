@@ -106,20 +106,6 @@ class ForestRouting(NamedTuple):
                    ("nodes", "node", "sur", "sur_threshold", "level_sets", "majority"))
 
 
-def pack_majority(majority_left, is_split):
-    """Each node's majority side (``Tree.majority_left``'s codes: 1 left, 0 right, -1
-    stop) as :attr:`ForestRouting.majority`: 2 bits a node, four nodes a byte."""
-    code = np.where(majority_left == 1, MAJORITY_LEFT,
-                    np.where(majority_left == 0, MAJORITY_RIGHT, MAJORITY_STOP))
-    code = np.where(is_split, code, MAJORITY_STOP).astype(np.uint8)
-    n = code.shape[0]
-    padded = np.zeros(4 * ((n + 3) // 4), dtype=np.uint8)
-    padded[:n] = code
-    quads = padded.reshape(-1, 4)
-    return np.ascontiguousarray(quads[:, 0] | (quads[:, 1] << 2) | (quads[:, 2] << 4)
-                                | (quads[:, 3] << 6), dtype=np.uint8)
-
-
 class ForestArrays(NamedTuple):
     """A :class:`cartjit.engine.forest.Forest` as the kernels read it
     (:func:`kernel_arrays`)."""
