@@ -607,11 +607,11 @@ DERIVED, SHARED = "derived", "shared"
 def _store_part(tree, unpruned, regression):
     """The columns of T_max ``tree`` for the :class:`TreeStore`: each a copy, or
     :data:`DERIVED` where the tree follows the rule that derives it, :data:`SHARED` for
-    ``feature``, ``threshold`` (and a regression's ``value``) where the tree is not
-    pruned (the flat forest holds the same numbers), or a 1-element array where every
+    ``feature``, ``threshold``, ``left`` (and a regression's ``value``) where the tree
+    is not pruned (the flat forest holds the same numbers, ``left`` as absolute ids), or a 1-element array where every
     node holds that one value (node columns only)."""
     node_fields = tree.node_fields()
-    shared = ("feature", "threshold") + (("value",) if regression else ())
+    shared = ("feature", "threshold", "left") + (("value",) if regression else ())
     out = {}
     for name in Tree._fields:
         col = getattr(tree, name)
@@ -644,7 +644,9 @@ class TreeStore:
       ``value`` (:data:`DERIVABLE`), where every tree follows them: derived again;
     * where no tree is pruned, ``feature`` and ``threshold`` (and a regression's
       ``value``, ȳ(t)): views of the flat forest's own columns, which hold the same
-      numbers.
+      numbers; and ``left``, the forest's absolute child ids made local again;
+    * counts (int64 columns) whose values fit are kept as int32 (:attr:`narrowed`)
+      and widened again for the tree.
 
     A pruned tree T(α) is not kept: it is T_max pruned again at its α
     (:func:`cartjit.engine.pruning.prune_tree`, as the fit and a model file's load do).
@@ -667,6 +669,7 @@ class TreeStore:
         self.rows = {name: _offsets([t.columns[name].shape[0] for t in parts])
                      for name in ("level_sets", "surrogate_feature", "competitor_feature")}
         self.shared, self.derived, self.constant, self.columns = (), (), {}, {}
+        self.narrowed = ()  # int64 counts kept as int32
         # the inputs of the derived columns first: materialising another needs them
         order = ("left", "n_node_samples", "value") + tuple(
             name for name in Tree._fields if name not in ("left", "n_node_samples",
@@ -683,8 +686,14 @@ class TreeStore:
             elif marks and name not in TABLE_FIELDS and self._one_value(marks):
                 self.constant[name] = marks[0]
             else:
-                self.columns[name] = np.concatenate(
+                col = np.concatenate(
                     [self._materialise(b, name, m) for b, m in enumerate(marks)])
+                if (col.dtype == np.int64 and col.shape[0]
+                        and int(col.min()) >= 0 and int(col.max()) < 2 ** 31):
+                    col = col.astype(np.int32)  # counts: exact in half the bytes
+                    self.narrowed += (name,)
+                self.columns[name] = col
+                del col
                 if big:  # as the flat forest's columns (_pop_concat)
                     del marks
                     release_free_memory()
@@ -705,7 +714,8 @@ class TreeStore:
         """Tree b's column ``name`` in full, from its mark (:func:`_store_part`); the
         columns a derived one comes from are in the store by then."""
         if isinstance(mark, str) and mark == SHARED:
-            return getattr(self.forest, name)[self.forest.roots[b]:self.forest.roots[b + 1]]
+            return self._from_forest(name, int(self.forest.roots[b]),
+                                     int(self.forest.roots[b + 1]))
         if isinstance(mark, str):  # DERIVED
             return _derive(name, *(self._node_column(b, k)
                                    for k in ("left", "n_node_samples", "value")))
@@ -714,15 +724,24 @@ class TreeStore:
             return np.full(n, mark[0], dtype=mark.dtype)  # one value for every node
         return mark
 
+    def _from_forest(self, name, lo, hi):
+        """Column ``name`` of the tree at nodes ``lo`` .. ``hi - 1`` of the flat forest:
+        a view, or for ``left`` the local child ids of the forest's absolute ones."""
+        col = getattr(self.forest, name)[lo:hi]
+        if name == "left":
+            return np.where(col >= 0, col - lo, -1).astype(np.int32)
+        return col
+
     def _node_column(self, b, name):
         """Node column ``name`` of tree b's T_max, however the store keeps it."""
         lo, hi = int(self.roots[b]), int(self.roots[b + 1])
         if name in self.shared:
-            return getattr(self.forest, name)[lo:hi]
+            return self._from_forest(name, lo, hi)
         if name in self.constant:
             return np.full(hi - lo, self.constant[name][0], dtype=self.constant[name].dtype)
         if name in self.columns:
-            return self.columns[name][lo:hi]
+            col = self.columns[name][lo:hi]
+            return col.astype(np.int64) if name in self.narrowed else col
         return _derive(name, *(self._node_column(b, k)
                                for k in ("left", "n_node_samples", "value")))
 
@@ -746,6 +765,8 @@ class TreeStore:
             if name in TABLE_FIELDS:
                 rows = self.rows[self._table_of(name)]
                 cols[name] = self.columns[name][rows[b]:rows[b + 1]]
+                if name in self.narrowed:
+                    cols[name] = cols[name].astype(np.int64)
             elif name not in self.derived:
                 cols[name] = self._node_column(b, name)
         for name in self.derived:
@@ -756,8 +777,9 @@ class TreeStore:
     def column(self, name):
         """Column ``name`` of every tree's T_max, concatenated (a model file's member)."""
         if name in self.columns:
-            return self.columns[name]
-        if name in self.shared:
+            col = self.columns[name]
+            return col.astype(np.int64) if name in self.narrowed else col
+        if name in self.shared and name != "left":
             return getattr(self.forest, name)
         if name in self.constant:
             return np.full(int(self.roots[-1]), self.constant[name][0],
