@@ -18,12 +18,14 @@ of the learning cases, and stored as one flat structure (:class:`Forest`):
    one thread (the kernels release the GIL), as the cross-validation grows its folds;
    each tree writes only its own slots, so the forest is bit-identical for any
    ``n_jobs``.
-4. **Storage** (:func:`assemble_forest`): the trees' node arrays concatenated, child ids
-   offset to absolute node ids, ``roots[b]`` the first node of tree b; one
-   :class:`cartjit.engine.forest_passes.ForestRouting` for all trees, with a row only
-   for the nodes with a subset split or surrogates (their level-set and surrogate rows
-   offset) and the majority side of every node in 2 bits: 16 bytes a node plus the
-   values, where the routing is not needed.
+4. **Storage** (:func:`combine_trees`): each tree is reduced on its thread, as soon as
+   it is grown, to what the forest keeps (:func:`digest_tree`). The flat forest: the
+   trees' node arrays concatenated, child ids offset to absolute node ids, ``roots[b]``
+   the first node of tree b; one :class:`cartjit.engine.forest_passes.ForestRouting`
+   for all trees, with a row only for the nodes with a subset split or surrogates
+   (their level-set and surrogate rows offset) and the majority side of every node in 2
+   bits: 16 bytes a node plus the values, where the routing is not needed. The trees
+   themselves: a :class:`TreeStore`, each node's columns once.
 5. **Prediction, out-of-bag, permutation importance**: the compiled passes of
    :mod:`cartjit.engine.forest_passes` (:func:`forest_sums`, :func:`forest_apply`,
    :func:`oob_estimates`, :func:`permutation_importance`, re-exported here), each the
@@ -599,6 +601,9 @@ def _same_bits(a, b):
             and bool(np.array_equal(_bits(a), _bits(b))))
 
 
+#: The tree's int64 columns: counts, which the store keeps as int32 where they fit.
+_COUNT_FIELDS = ("n_node_samples", "n_primary", "surrogate_count", "competitor_count")
+
 #: How :func:`_store_part` marks a column it does not keep: derived again
 #: (:data:`DERIVABLE`), or read from the flat forest.
 DERIVED, SHARED = "derived", "shared"
@@ -624,8 +629,15 @@ def _store_part(tree, unpruned, regression):
               and np.all(_bits(col) == _bits(col)[0])):
             out[name] = col[:1].copy()
         else:
-            out[name] = col.copy()
+            out[name] = _narrow(col) if col.dtype == np.int64 else col.copy()
     return out
+
+
+def _narrow(counts):
+    """int64 ``counts`` as an int32 copy where every value fits, else an int64 copy."""
+    if counts.shape[0] and int(counts.min()) >= 0 and int(counts.max()) < 2 ** 31:
+        return counts.astype(np.int32)
+    return counts.copy()
 
 
 class TreeStore:
@@ -688,10 +700,10 @@ class TreeStore:
             else:
                 col = np.concatenate(
                     [self._materialise(b, name, m) for b, m in enumerate(marks)])
-                if (col.dtype == np.int64 and col.shape[0]
-                        and int(col.min()) >= 0 and int(col.max()) < 2 ** 31):
-                    col = col.astype(np.int32)  # counts: exact in half the bytes
-                    self.narrowed += (name,)
+                if name in _COUNT_FIELDS:  # int64 counts: exact in half the bytes
+                    col = _narrow(col) if col.dtype == np.int64 else col
+                    if col.dtype == np.int32:
+                        self.narrowed += (name,)
                 self.columns[name] = col
                 del col
                 if big:  # as the flat forest's columns (_pop_concat)

@@ -13,6 +13,8 @@
 """
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -330,3 +332,46 @@ def test_routing_rows_only_where_a_node_needs_one():
     np.testing.assert_array_equal(f.routing.nodes, want)
     ends = np.column_stack([t.apply(X) for t in est.estimators_])
     np.testing.assert_array_equal(est.apply(X), ends)
+
+
+def _store_of(fits, est):
+    """A TreeStore built from ``fits`` (a copy of the list: the store empties it)."""
+    from cartjit.engine.forest import combine_trees
+    settings = est._settings
+    n_classes = est.n_classes_ if hasattr(est, "n_classes_") else 0
+    _, store, _ = combine_trees(list(fits), settings, est._plan_.voting, n_classes,
+                                est.n_features_in_)
+    return store
+
+
+@pytest.mark.filterwarnings("ignore:.*in the bag of every tree")
+@pytest.mark.parametrize("kind", ["numeric", "missing", "pruned", "regression"])
+def test_the_store_gives_back_every_tree_bit_for_bit(kind):
+    """The estimator keeps its trees once (TreeStore: columns concatenated, constant
+    columns as one value, derivable ones derived again, some read from the flat
+    forest); each tree comes back as grown, also where one tree breaks a rule the
+    others follow (its column is then kept), and the pickled estimator is smaller than
+    the trees alone."""
+    if kind == "regression":
+        X, y = _reg_numeric()
+        est = RandomForestRegressor(4, random_state=1).fit(X, y)
+    else:
+        X, y = _iris_holes() if kind == "missing" else _cls_numeric()
+        extra = {"ccp_alpha": 0.01} if kind == "pruned" else {}
+        est = RandomForestClassifier(4, random_state=1, **extra).fit(X, y)
+    fits = list(est._trees)
+    # tree 1 breaks two rules of the others: its weights are not its counts' sums and
+    # one node's depth is off (as no grown tree is); the store must keep them as given
+    broken = fits[1].tree_max._replace(
+        weighted_n_node_samples=fits[1].tree_max.weighted_n_node_samples * (1 + 2e-16),
+        depth=fits[1].tree_max.depth + np.int32(fits[1].tree_max.depth.shape[0] > 0))
+    fits[1] = fits[1]._replace(tree_max=broken,
+                               tree=broken if fits[1].alpha is None
+                               else prune_tree(broken, fits[1].alpha))
+    store = _store_of(fits, est)
+    for want, got in zip(fits, store):
+        same_tree(got.tree_max, want.tree_max)
+        same_tree(got.tree, want.tree)
+        assert got.alpha == want.alpha
+    # the store with the flat forest it reads from, against the trees alone
+    assert len(pickle.dumps(est._trees)) < len(pickle.dumps([f.tree_max for f in fits]))
