@@ -141,12 +141,6 @@ def _n_samples(est):
     return int(est._n_rows if est._rows is None else np.count_nonzero(est._rows))
 
 
-def _offsets(sizes):
-    out = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(np.asarray(sizes, dtype=np.int64), out=out[1:])
-    return out
-
-
 # --------------------------------------------------------------------------- layout
 
 def member_dtype(name):
