@@ -412,24 +412,41 @@ def _pack_majority(code):
                                 | (quads[:, 3] << 6), dtype=np.uint8)
 
 
-def _pop_concat(parts, key, shape, dtype, offset=None, release=False):
-    """``parts[b][key]`` concatenated over b (each part's array dropped as soon as it is
-    in), ``offset(b, array)`` applied to each first; ``shape`` and ``dtype`` when there
-    is no part. With ``release`` the memory of the dropped arrays is handed back to the
-    operating system (:func:`cartjit.engine.presort.release_free_memory`): the C library
-    would keep it, in holes too small for the next column, and the fit's peak would be
-    the parts and the forest together rather than about the larger of the two."""
-    if not parts:
-        return np.zeros(shape, dtype=dtype)
-    pieces = []
-    for b, part in enumerate(parts):
-        x = part.pop(key)
-        pieces.append(x if offset is None else offset(b, x))
-    out = np.ascontiguousarray(np.concatenate(pieces).astype(dtype, copy=False))
-    del pieces
-    if release:
+def _gather(take, sizes, tail, dtype, release):
+    """One array of the pieces ``take(0)``, ``take(1)``, ... (``sizes[b]`` rows each,
+    ``tail`` the shape of a row), filled piece by piece. ``take(b)`` drops its source's
+    reference to the piece, so that, with ``release``, the memory of the pieces copied
+    is handed back to the operating system every :data:`RELEASE_MIN_BYTES`
+    (:func:`cartjit.engine.presort.release_free_memory`): the C library would keep it,
+    in holes too small for the whole, and the pieces and the whole would take memory
+    in full at once."""
+    out = np.empty((int(sum(sizes)),) + tuple(tail), dtype=dtype)
+    at = freed = 0
+    for b, size in enumerate(sizes):
+        piece = take(b)
+        out[at:at + size] = piece
+        at += size
+        freed += piece.nbytes
+        del piece
+        if release and freed >= RELEASE_MIN_BYTES:
+            release_free_memory()
+            freed = 0
+    if release and freed:
         release_free_memory()
     return out
+
+
+def _pop_concat(parts, key, shape, dtype, offset=None, release=False):
+    """``parts[b][key]`` concatenated over b (:func:`_gather`: each part's array dropped
+    as soon as it is copied), ``offset(b, array)`` applied to each first; ``shape`` is
+    that of the result without parts (its trailing dimensions those of every part)."""
+    sizes = [part[key].shape[0] for part in parts]
+
+    def take(b):
+        x = parts[b].pop(key)
+        return x if offset is None else offset(b, x)
+
+    return _gather(take, sizes, shape[1:], dtype, release)
 
 
 def _concat_forest(parts, use_surrogate):
@@ -633,11 +650,14 @@ def _store_part(tree, unpruned, regression):
     return out
 
 
+def _fits_int32(counts):
+    """Whether every value of ``counts`` fits an int32 (and none is negative)."""
+    return not counts.shape[0] or (int(counts.min()) >= 0 and int(counts.max()) < 2 ** 31)
+
+
 def _narrow(counts):
     """int64 ``counts`` as an int32 copy where every value fits, else an int64 copy."""
-    if counts.shape[0] and int(counts.min()) >= 0 and int(counts.max()) < 2 ** 31:
-        return counts.astype(np.int32)
-    return counts.copy()
+    return counts.astype(np.int32) if _fits_int32(counts) else counts.copy()
 
 
 class TreeStore:
@@ -698,20 +718,31 @@ class TreeStore:
             elif marks and name not in TABLE_FIELDS and self._one_value(marks):
                 self.constant[name] = marks[0]
             else:
-                col = np.concatenate(
-                    [self._materialise(b, name, m) for b, m in enumerate(marks)])
-                if name in _COUNT_FIELDS:  # int64 counts: exact in half the bytes
-                    col = _narrow(col) if col.dtype == np.int64 else col
-                    if col.dtype == np.int32:
-                        self.narrowed += (name,)
-                self.columns[name] = col
-                del col
-                if big:  # as the flat forest's columns (_pop_concat)
-                    del marks
-                    release_free_memory()
+                self.columns[name] = self._concatenated(name, marks, big)
             marks = None
         for t in parts:
             t.columns.clear()
+
+    def _concatenated(self, name, marks, release):
+        """Column ``name`` of every tree from the trees' ``marks`` (emptied as they are
+        copied, :func:`_gather`); int64 counts as int32 where every value fits."""
+        offsets = self.rows[self._table_of(name)] if name in TABLE_FIELDS else self.roots
+        first = self._materialise(0, name, marks[0])
+        tail, dtype = first.shape[1:], first.dtype
+        del first
+        if name in _COUNT_FIELDS:  # int64 counts: exact in half the bytes
+            if all(_fits_int32(self._materialise(b, name, m)) for b, m in enumerate(marks)):
+                dtype = np.dtype(np.int32)
+                self.narrowed += (name,)
+            else:
+                dtype = np.dtype(np.int64)
+
+        def take(b):
+            piece = self._materialise(b, name, marks[b])
+            marks[b] = None
+            return piece
+
+        return _gather(take, np.diff(offsets).tolist(), tail, dtype, release)
 
     @staticmethod
     def _one_value(marks):
