@@ -40,8 +40,9 @@ are given as the fitted forest's do.
 The flat forest the kernels predict from (``forest_``: class probabilities or means per
 node, absolute child ids, the routing tables) and the impurity importances are not
 stored: they are derived from the trees by the functions the fit used
-(:func:`cartjit.engine.forest.combine_trees`: :func:`~cartjit.engine.forest.node_values`,
-the flat forest, :func:`~cartjit.engine.forest.tree_importance`), so a loaded forest predicts
+(:func:`cartjit.engine.forest.combine_trees`: the values of
+:func:`~cartjit.engine.forest.node_values`, the flat forest,
+:func:`~cartjit.engine.forest.tree_importance`), so a loaded forest predicts
 bit-identically and no file can hold a ``forest_`` that contradicts its trees. The work
 is a fixed number of NumPy operations per tree (no Python object per node).
 """

@@ -48,7 +48,8 @@ from . import forest_passes as passes
 from .cv import cross_validate, task_pool
 from .fit import fit_tree, split_factor
 from .forest_passes import (MAJORITY_LEFT, MAJORITY_RIGHT, MAJORITY_STOP, ForestRouting,
-                            OOBResult, OOBTargets, Importance, decide, forest_apply, forest_sums, inbag_mask, oob_estimates, oob_rows,
+                            OOBResult, OOBTargets, Importance, decide, forest_apply,
+                            forest_sums, inbag_mask, oob_estimates, oob_rows,
                             oob_targets, permutation, risk_priors,
                             sample_risk)
 from .predict import check_use_surrogate
@@ -158,7 +159,7 @@ class ForestFit(NamedTuple):
     """What :func:`grow_forest` returns."""
 
     forest: Forest
-    trees: list                    # TreeFit per tree
+    trees: "TreeStore"             # the trees (store[b]: tree b's TreeFit)
     inbag: np.ndarray              # uint8 (B, ceil(n / 8)) in-bag bits, little-endian
     feature_seeds: np.ndarray      # int64 (B,) Settings.feature_seed of each tree
     importance: np.ndarray         # float64 (B, p) each tree's normalised MDI
@@ -375,7 +376,8 @@ def tree_importance(fit, settings, n_features):
 def _forest_part(tree, values, use_surrogate):
     """Tree ``tree``'s share of the flat forest (:func:`assemble_forest`), its node ids
     and table rows its own: ``feature``, ``threshold``, ``left``, ``value``; the nodes
-    with a routing row (a subset split, or surrogates where ``use_surrogate`` >= 1), their
+    with a routing row (a subset split, or surrogates where ``use_surrogate`` >= 1),
+    their
     rows, the surrogate rows (none with ``use_surrogate`` 0); the level sets; and with
     ``use_surrogate`` 2 each node's majority side (``MAJORITY_*``, uint8)."""
     with_sur = use_surrogate > 0
@@ -388,8 +390,9 @@ def _forest_part(tree, values, use_surrogate):
                                      ns]).astype(np.int64).reshape(-1, 3),
             "level_sets": tree.level_sets}
     if with_sur:
-        part["sur"] = np.column_stack([tree.surrogate_feature, tree.surrogate_level_row,
-                                       tree.surrogate_low_left]).astype(np.int64).reshape(-1, 3)
+        part["sur"] = np.column_stack([
+            tree.surrogate_feature, tree.surrogate_level_row,
+            tree.surrogate_low_left]).astype(np.int64).reshape(-1, 3)
         part["sur_threshold"] = tree.surrogate_threshold
     if use_surrogate == 2:
         m = tree.majority_left
@@ -517,7 +520,7 @@ class TreePart(NamedTuple):
     """One tree of a forest reduced to what the forest keeps (:func:`digest_tree`)."""
 
     nodes: dict            # its share of the flat forest (:func:`_forest_part`)
-    columns: dict          # T_max's columns for the :class:`TreeStore` (:func:`_store_part`)
+    columns: dict          # T_max's columns for the TreeStore (:func:`_store_part`)
     n_nodes: int           # the nodes of T_max
     importance: np.ndarray  # float64 (p,): its MDI (:func:`tree_importance`)
     priors: np.ndarray | None
@@ -630,8 +633,9 @@ def _store_part(tree, unpruned, regression):
     """The columns of T_max ``tree`` for the :class:`TreeStore`: each a copy, or
     :data:`DERIVED` where the tree follows the rule that derives it, :data:`SHARED` for
     ``feature``, ``threshold``, ``left`` (and a regression's ``value``) where the tree
-    is not pruned (the flat forest holds the same numbers, ``left`` as absolute ids), or a 1-element array where every
-    node holds that one value (node columns only)."""
+    is not pruned (the flat forest holds the same numbers, ``left`` as absolute ids), a
+    1-element array where every node holds that one value (node columns only); counts
+    as int32 where they fit."""
     node_fields = tree.node_fields()
     shared = ("feature", "threshold", "left") + (("value",) if regression else ())
     out = {}
@@ -652,7 +656,8 @@ def _store_part(tree, unpruned, regression):
 
 def _fits_int32(counts):
     """Whether every value of ``counts`` fits an int32 (and none is negative)."""
-    return not counts.shape[0] or (int(counts.min()) >= 0 and int(counts.max()) < 2 ** 31)
+    return not counts.shape[0] or (int(counts.min()) >= 0
+                                   and int(counts.max()) < 2 ** 31)
 
 
 def _narrow(counts):
