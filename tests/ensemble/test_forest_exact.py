@@ -345,13 +345,16 @@ def _store_of(fits, est):
 
 
 @pytest.mark.filterwarnings("ignore:.*in the bag of every tree")
+@pytest.mark.parametrize("small", ["none", "some", "all"])
 @pytest.mark.parametrize("kind", ["numeric", "missing", "pruned", "regression"])
-def test_the_store_gives_back_every_tree_bit_for_bit(kind):
+def test_the_store_gives_back_every_tree_bit_for_bit(kind, small, monkeypatch):
     """The estimator keeps its trees once (TreeStore: columns concatenated, constant
     columns as one value, derivable ones derived again, some read from the flat
-    forest); each tree comes back as grown, also where one tree breaks a rule the
-    others follow (its column is then kept), and the pickled estimator is smaller than
-    the trees alone."""
+    forest; a small tree's columns as they are); each tree comes back as grown, also
+    where one tree breaks a rule the others follow (its column is then kept) and where
+    small and larger trees mix, and, where no tree counts as small, the store pickles
+    smaller than the trees alone, though it holds the flat forest too."""
+    import cartjit.engine.forest as forest_module
     if kind == "regression":
         X, y = _reg_numeric()
         est = RandomForestRegressor(4, random_state=1).fit(X, y)
@@ -360,6 +363,9 @@ def test_the_store_gives_back_every_tree_bit_for_bit(kind):
         extra = {"ccp_alpha": 0.01} if kind == "pruned" else {}
         est = RandomForestClassifier(4, random_state=1, **extra).fit(X, y)
     fits = list(est._trees)
+    sizes = sorted(f.tree_max.n_nodes for f in fits)
+    monkeypatch.setattr(forest_module, "SMALL_TREE_NODES",
+                        {"none": 0, "some": sizes[len(sizes) // 2], "all": 10 ** 9}[small])
     # tree 1 breaks two rules of the others: its weights are not its counts' sums and
     # one node's depth is off (as no grown tree is); the store must keep them as given
     broken = fits[1].tree_max._replace(
@@ -373,5 +379,5 @@ def test_the_store_gives_back_every_tree_bit_for_bit(kind):
         same_tree(got.tree_max, want.tree_max)
         same_tree(got.tree, want.tree)
         assert got.alpha == want.alpha
-    # the store with the flat forest it reads from, against the trees alone
-    assert len(pickle.dumps(est._trees)) < len(pickle.dumps([f.tree_max for f in fits]))
+    if small == "none":  # the store with the flat forest it reads from, against the trees
+        assert len(pickle.dumps(store)) < len(pickle.dumps([f.tree_max for f in fits]))
