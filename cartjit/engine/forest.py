@@ -382,10 +382,9 @@ _NO_ROWS = np.zeros((0, 3), dtype=np.int64)
 def _forest_part(tree, values, use_surrogate):
     """Tree ``tree``'s share of the flat forest (:func:`assemble_forest`), its node ids
     and table rows its own: ``feature``, ``threshold``, ``left``, ``value``; the nodes
-    with a routing row (a subset split, or surrogates where ``use_surrogate`` >= 1),
-    their
-    rows, the surrogate rows (none with ``use_surrogate`` 0); the level sets; and with
-    ``use_surrogate`` 2 each node's majority side (``MAJORITY_*``, uint8)."""
+    with a routing row (a subset split, or surrogates where ``use_surrogate`` >= 1) and
+    their rows, the surrogate rows (none with ``use_surrogate`` 0); the level sets; and
+    with ``use_surrogate`` 2 each node's majority side (``MAJORITY_*``, uint8)."""
     with_sur = use_surrogate > 0
     lr, ns = tree.level_row, tree.n_surrogates
     ids = np.flatnonzero((lr >= 0) | (ns > 0) if with_sur else lr >= 0)
@@ -443,10 +442,10 @@ def _gather(take, sizes, tail, dtype, release):
         at += size
         freed += piece.nbytes
         del piece
-        if release and freed >= RELEASE_MIN_BYTES:
+        if freed >= RELEASE_MIN_BYTES:
             release_free_memory()
             freed = 0
-    if release and freed:
+    if freed:
         release_free_memory()
     return out
 
@@ -544,7 +543,8 @@ def digest_tree(fit, settings, voting, n_classes, n_features):
     """Tree ``fit`` (a :class:`TreeFit`) reduced to a :class:`TreePart`: its share of the
     flat forest (from its pruned tree, with :func:`node_values`), its MDI, and the
     columns of its T_max that the :class:`TreeStore` keeps, copied, so that nothing of
-    the grown tree stays alive once ``fit`` is dropped."""
+    the grown tree stays alive once ``fit`` is dropped (a tree under
+    :data:`SMALL_TREE_NODES` nodes keeps its own arrays)."""
     use_surrogate = check_use_surrogate(settings.use_surrogate)
     nodes = _forest_part(fit.tree, node_values(fit, settings, voting, n_classes),
                          use_surrogate)
@@ -706,7 +706,8 @@ class TreeStore:
     * counts (int64 columns) whose values fit are kept as int32 (:attr:`narrowed`)
       and widened again for the tree.
 
-    A pruned tree T(α) is not kept: it is T_max pruned again at its α
+    A tree under :data:`SMALL_TREE_NODES` nodes brings its columns as they are (a
+    column is then left out only if every tree allows it). A pruned tree T(α) is not kept: it is T_max pruned again at its α
     (:func:`cartjit.engine.pruning.prune_tree`, as the fit and a model file's load do).
     A tree is assembled when asked for and not kept.
     """
