@@ -72,11 +72,9 @@ __all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "TreePart", "TreeStor
 #: ``"vote"`` counts each tree's label j*(t) as one vote (R's randomForest).
 VOTING = ("proba", "vote")
 
-#: Where the trees' parts take about this many bytes or more, the memory of each
-#: column of parts is handed back to the operating system once the column is
-#: concatenated (:func:`_pop_concat`): a trim that finds nothing costs about 2 µs, and
-#: on 2·10^4 cases × 20 trees the fit's time did not change while its peak fell from
-#: 77 to 48 MiB (regression) and from 31 to 20 MiB (three classes).
+#: Where the trees' parts take about this many bytes or more, the memory of the parts
+#: is handed back to the operating system as their columns are copied (:func:`_gather`;
+#: what it costs and spares: docs/design.md, "Figures behind the kernels' choices").
 RELEASE_MIN_BYTES = 1 << 20
 
 
@@ -636,8 +634,7 @@ def _same_bits(a, b):
 
 #: A tree of fewer nodes keeps its columns as they are (:func:`_store_part`): its
 #: checks and copies, a few dozen NumPy calls, would cost more than its memory is worth
-#: (500 trees of about 15 nodes on iris, CPU time: 0.31 s to fit with them, 0.18 s
-#: without; 0.15 s before the trees were stored once).
+#: (docs/benchmarks.md, "Storage and the fit's memory").
 SMALL_TREE_NODES = 512
 
 #: The tree's int64 columns: counts, which the store keeps as int32 where they fit.
