@@ -379,5 +379,7 @@ def test_the_store_gives_back_every_tree_bit_for_bit(kind, small, monkeypatch):
         same_tree(got.tree_max, want.tree_max)
         same_tree(got.tree, want.tree)
         assert got.alpha == want.alpha
-    if small == "none":  # the store with the flat forest it reads from, against the trees
+    # the store with the flat forest it reads from, against the trees (not on iris,
+    # whose trees of about 15 nodes weigh less than a store's fixed fields)
+    if small == "none" and kind != "missing":
         assert len(pickle.dumps(store)) < len(pickle.dumps([f.tree_max for f in fits]))
