@@ -181,10 +181,7 @@ def _stored(lib, model):
     """Nodes and stored bytes of a fitted forest."""
     if lib == "cartjit":
         fo = model.forest_
-        flat = sum(a.nbytes for a in (fo.feature, fo.threshold, fo.left, fo.value,
-                                      fo.roots))
-        rt = fo.routing
-        flat += sum(a.nbytes for a in (rt.node, rt.sur, rt.sur_threshold, rt.level_sets))
+        flat = fo.nbytes  # every array of the flat forest, its routing's included
         import cartjit
         with tempfile.TemporaryDirectory() as d:
             path = cartjit.save(model, os.path.join(d, "forest"))

@@ -301,6 +301,8 @@ def grow_forest_on(scheduler, problem, settings, plan):
             if opened:
                 client.close()
     record = _record(where, facts, spans, parts, copies, seconds)
+    for part in parts:  # forest_fit frees each tree once digested: no other reference
+        part[0].clear()
     return forest_fit(problem, settings, plan, trees, inbag, seeds), record
 
 

@@ -40,7 +40,8 @@ are given as the fitted forest's do.
 The flat forest the kernels predict from (``forest_``: class probabilities or means per
 node, absolute child ids, the routing tables) and the impurity importances are not
 stored: they are derived from the trees by the functions the fit used
-(:func:`cartjit.engine.forest.node_values`, :func:`~cartjit.engine.forest.assemble_forest`,
+(:func:`cartjit.engine.forest.combine_trees`: the values of
+:func:`~cartjit.engine.forest.node_values`, the flat forest,
 :func:`~cartjit.engine.forest.tree_importance`), so a loaded forest predicts
 bit-identically and no file can hold a ``forest_`` that contradicts its trees. The work
 is a fixed number of NumPy operations per tree (no Python object per node).
@@ -96,13 +97,11 @@ def encode_forest(est, members):
     meta.update(n_trees=len(trees), n_samples=_n_samples(est), n_rows=int(est._n_rows),
                 rows=est._rows is not None, max_features=int(est.max_features_),
                 max_samples=int(plan.n_samples), train_digest=est._train_digest, oob=None)
-    for name in Tree._fields:
-        parts = [getattr(t.tree_max, name) for t in trees]
-        members[f"forest/{name}"] = np.concatenate(parts)
-    members["forest/roots"] = _offsets([t.tree_max.n_nodes for t in trees])
+    for name in Tree._fields:  # the store's columns of every T_max (TreeStore)
+        members[f"forest/{name}"] = trees.column(name)
+    members["forest/roots"] = trees.roots
     for name, column in _TABLE_OF.items():
-        members[f"forest/{name}"] = _offsets([getattr(t.tree_max, column).shape[0]
-                                              for t in trees])
+        members[f"forest/{name}"] = trees.rows[column]
     members["forest/alphas"] = np.asarray(est.tree_alphas_, dtype=np.float64)
     members["forest/seeds"] = np.asarray(est.tree_seeds_, dtype=np.int64)
     if est._is_classifier:
@@ -112,8 +111,8 @@ def encode_forest(est, members):
         meta["priors"] = priors if isinstance(priors, str) else \
             [float(v) for v in np.asarray(priors, dtype=np.float64)]
         members["cost"] = est.cost_
-        members["forest/priors"] = np.stack([t.priors for t in trees])
-        members["forest/class_totals"] = np.stack([t.class_totals for t in trees])
+        members["forest/priors"] = trees.priors
+        members["forest/class_totals"] = trees.class_totals
     if est._rows is not None:
         members["rows"] = est._rows
     if hasattr(est, "oob_error_"):
@@ -141,12 +140,6 @@ def encode_forest(est, members):
 def _n_samples(est):
     """The number of cases that took part in the fit (the rows with a positive weight)."""
     return int(est._n_rows if est._rows is None else np.count_nonzero(est._rows))
-
-
-def _offsets(sizes):
-    out = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(np.asarray(sizes, dtype=np.int64), out=out[1:])
-    return out
 
 
 # --------------------------------------------------------------------------- layout
@@ -294,10 +287,8 @@ def build_forest(meta, arrays, where):
     fits = [_tree_fit(b, tree_max, per_tree, int(drawn.in_bag[b]), settings, plan,
                       classifier, where) for b, tree_max in enumerate(trees_max)]
 
-    values = [F.node_values(f, settings, plan.voting, n_classes) for f in fits]
-    est.forest_ = F.assemble_forest([f.tree for f in fits], values, use_surrogate)
-    est._trees = fits
-    est._tree_importance = np.stack([F.tree_importance(f, settings, p) for f in fits])
+    est.forest_, est._trees, est._tree_importance = F.combine_trees(
+        fits, settings, plan.voting, n_classes, p)
     est._plan_ = plan
     est._n_jobs = n_jobs
     est._rows = rows

@@ -268,7 +268,7 @@ class _BaseForest(_Base):
         self.forest_ = res.forest
         if record is not None:
             self.cluster_ = record
-        self._trees = res.trees
+        self._trees = res.trees  # a TreeStore: each node's columns once
         self._train_digest = _digest(problem.X)
         self._tree_importance = res.importance
         self._plan_ = plan
@@ -276,8 +276,7 @@ class _BaseForest(_Base):
         self._rows = prep.rows
         self._n_rows = n if prep.rows is None else int(prep.rows.shape[0])
         self.tree_seeds_ = res.feature_seeds
-        self.tree_alphas_ = np.array([np.nan if t.alpha is None else t.alpha
-                                      for t in res.trees])
+        self.tree_alphas_ = self._trees.alphas.copy()
         self.n_features_in_ = p
         self.max_features_ = m
         self.max_samples_ = plan.n_samples

@@ -18,11 +18,14 @@ of the learning cases, and stored as one flat structure (:class:`Forest`):
    one thread (the kernels release the GIL), as the cross-validation grows its folds;
    each tree writes only its own slots, so the forest is bit-identical for any
    ``n_jobs``.
-4. **Storage** (:func:`assemble_forest`): the trees' node arrays concatenated, child ids
-   offset to absolute node ids, ``roots[b]`` the first node of tree b; the routing
-   tables of every tree (:func:`cartjit.engine.predict.routing_of`) concatenated with
-   their level-set and surrogate rows offset, so that one
-   :class:`cartjit.engine.predict.Routing` routes a case in any tree.
+4. **Storage** (:func:`combine_trees`): each tree is reduced on its thread, as soon as
+   it is grown, to what the forest keeps (:func:`digest_tree`). The flat forest: the
+   trees' node arrays concatenated, child ids offset to absolute node ids, ``roots[b]``
+   the first node of tree b; one :class:`cartjit.engine.forest_passes.ForestRouting`
+   for all trees, with a row only for the nodes with a subset split or surrogates
+   (their level-set and surrogate rows offset) and the majority side of every node in 2
+   bits: 16 bytes a node plus the values, where the routing is not needed. The trees
+   themselves: a :class:`TreeStore`, each node's columns once.
 5. **Prediction, out-of-bag, permutation importance**: the compiled passes of
    :mod:`cartjit.engine.forest_passes` (:func:`forest_sums`, :func:`forest_apply`,
    :func:`oob_estimates`, :func:`permutation_importance`, re-exported here), each the
@@ -44,16 +47,19 @@ import numpy as np
 from . import forest_passes as passes
 from .cv import cross_validate, task_pool
 from .fit import fit_tree, split_factor
-from .forest_passes import (OOBResult, OOBTargets, Importance, decide, forest_apply,
-                            forest_sums, inbag_mask, oob_estimates, oob_rows, oob_targets,
-                            permutation, risk_priors, sample_risk)
-from .predict import Routing, check_use_surrogate, routing_of
-from .presort import presort, subset_keys
+from .forest_passes import (MAJORITY_LEFT, MAJORITY_RIGHT, MAJORITY_STOP, ForestRouting,
+                            OOBResult, OOBTargets, Importance, decide, forest_apply,
+                            forest_sums, inbag_mask, oob_estimates, oob_rows,
+                            oob_targets, permutation, risk_priors,
+                            sample_risk)
+from .predict import check_use_surrogate
+from .presort import presort, release_free_memory, subset_keys
 from .pruning import prune_tree
 from .scaling import Scale, check_class_tables, restore
-from .tree import LEAF
+from .tree import LEAF, TABLE_FIELDS, Tree
 
-__all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "OOBTargets", "OOBResult",
+__all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "TreePart", "TreeStore",
+           "digest_tree", "combine_trees", "OOBTargets", "OOBResult",
            "Importance", "VOTING", "grow_forest", "grow_trees", "forest_fit",
            "assemble_forest", "node_values",
            "tree_importance", "class_proba", "forest_sums", "forest_apply", "oob_estimates",
@@ -66,6 +72,12 @@ __all__ = ["Forest", "ForestPlan", "ForestFit", "TreeFit", "OOBTargets", "OOBRes
 #: ``"vote"`` counts each tree's label j*(t) as one vote (R's randomForest).
 VOTING = ("proba", "vote")
 
+#: Where the trees' parts take about this many bytes or more, the memory of the parts
+#: is handed back to the operating system as their columns are copied (:func:`_gather`;
+#: what it costs and spares: docs/design.md, "Figures behind the kernels' choices").
+RELEASE_MIN_BYTES = 1 << 20
+
+
 class Forest(NamedTuple):
     """A fitted forest as flat arrays: the node arrays of its B trees concatenated.
 
@@ -75,9 +87,10 @@ class Forest(NamedTuple):
     -1 and ``threshold`` NaN at a leaf; a subset split has a NaN threshold and a row of
     ``routing.level_sets``. ``value`` holds what a case reaching the node contributes:
     class probabilities p(j | t) (``voting="proba"``), a one-hot vote for j*(t)
-    (``"vote"``), or the mean ȳ(t) (regression). ``routing`` is every tree's
-    :func:`cartjit.engine.predict.routing_of` table, its level-set and surrogate rows
-    offset, so that ``route`` routes a case in any tree.
+    (``"vote"``), or the mean ȳ(t) (regression). ``routing`` routes a case where a
+    threshold cannot (:class:`cartjit.engine.forest_passes.ForestRouting`: rows only for
+    the nodes with a subset split or surrogates, their level-set and surrogate rows
+    offset to the concatenated tables, and every node's majority side).
     """
 
     feature: np.ndarray    # int32 (N,), -1 at leaves
@@ -85,7 +98,8 @@ class Forest(NamedTuple):
     left: np.ndarray       # int32 (N,) absolute ids (int64 past 2**31 - 1 nodes), -1 leaf
     value: np.ndarray      # float64 (N, K)
     roots: np.ndarray      # int64 (B + 1,): tree b is nodes roots[b] .. roots[b+1] - 1
-    routing: Routing       # level sets, surrogates, majority of every node
+    routing: ForestRouting  # subset splits, surrogates (only where a node has them), and
+    #                         the majority side of every node (2 bits)
 
     @property
     def n_trees(self) -> int:
@@ -94,6 +108,12 @@ class Forest(NamedTuple):
     @property
     def n_nodes(self) -> int:
         return int(self.feature.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of its arrays, the routing's included."""
+        return (sum(a.nbytes for a in (self.feature, self.threshold, self.left,
+                                        self.value, self.roots)) + self.routing.nbytes)
 
     @property
     def right(self) -> np.ndarray:
@@ -137,7 +157,7 @@ class ForestFit(NamedTuple):
     """What :func:`grow_forest` returns."""
 
     forest: Forest
-    trees: list                    # TreeFit per tree
+    trees: "TreeStore"             # the trees (store[b]: tree b's TreeFit)
     inbag: np.ndarray              # uint8 (B, ceil(n / 8)) in-bag bits, little-endian
     feature_seeds: np.ndarray      # int64 (B,) Settings.feature_seed of each tree
     importance: np.ndarray         # float64 (B, p) each tree's normalised MDI
@@ -255,18 +275,22 @@ def grow_forest(problem, settings, plan, n_jobs=1):
     ``problem`` holds the cases that take part (positive weight; the caller drops the
     others), ``settings`` the trees' parameters (``max_features`` and ``feature_seed``
     are set per tree from ``plan``). The features are presorted once; the trees grow on
-    ``n_jobs`` Python threads, each on one thread. Returns a :class:`ForestFit`.
+    ``n_jobs`` Python threads, each on one thread, and each is reduced to what the
+    forest keeps (:func:`digest_tree`) on its thread as soon as it is grown, so that
+    the full trees never all coexist. Returns a :class:`ForestFit`.
     """
     if problem.is_classification:  # the same check for every tree: made once, here
         check_class_tables(problem.X.shape[0], problem.n_classes, settings)
-    trees, inbag, seeds = grow_trees(problem, settings, plan, 0, int(plan.n_estimators),
-                                     n_jobs)
-    return forest_fit(problem, settings, plan, trees, inbag, seeds)
+    parts, inbag, seeds = grow_trees(problem, settings, plan, 0, int(plan.n_estimators),
+                                     n_jobs, digest=True)
+    return forest_fit(problem, settings, plan, parts, inbag, seeds)
 
 
-def grow_trees(problem, settings, plan, start, stop, n_jobs=1, presorted=None):
+def grow_trees(problem, settings, plan, start, stop, n_jobs=1, presorted=None,
+               digest=False):
     """Trees ``start`` to ``stop - 1`` of the forest of ``plan``: ``(TreeFit list, in-bag
-    bits (stop - start, ceil(n / 8)), feature seeds)``. Tree b depends on b alone, so
+    bits (stop - start, ceil(n / 8)), feature seeds)``; with ``digest`` each tree is
+    a :class:`TreePart` (:func:`digest_tree`) instead. Tree b depends on b alone, so
     the blocks of any partition of 0..B-1, grown anywhere (a Dask worker's block,
     :mod:`cartjit._dask`), make the same forest. ``presorted``: the presort of
     ``problem.X`` when the caller has it (it is only read), else made here."""
@@ -277,12 +301,13 @@ def grow_trees(problem, settings, plan, start, stop, n_jobs=1, presorted=None):
     n_trees = int(stop) - int(start)
     inbag = np.zeros((n_trees, (n + 7) // 8), dtype=np.uint8)
     seeds = np.zeros(n_trees, dtype=np.int64)
+    shape = (settings, plan.voting, problem.n_classes, problem.X.shape[1])
 
     def one(b):
         fit, in_bag, seed = _fit_one(problem, settings, plan, presorted, b)
         inbag[b - start] = np.packbits(in_bag, bitorder="little")  # tree b's own row
         seeds[b - start] = seed
-        return fit
+        return digest_tree(fit, *shape) if digest else fit
 
     if n_jobs > 1 and n_trees > 1:
         with task_pool(min(int(n_jobs), n_trees)) as pool:
@@ -293,14 +318,13 @@ def grow_trees(problem, settings, plan, start, stop, n_jobs=1, presorted=None):
 
 
 def forest_fit(problem, settings, plan, trees, inbag, seeds):
-    """The :class:`ForestFit` of the grown ``trees`` (all B, in the order of b) with
-    their in-bag bits and feature seeds: the flat forest, each tree's MDI."""
-    p = problem.X.shape[1]
-    values = [node_values(t, settings, plan.voting, problem.n_classes) for t in trees]
-    forest = assemble_forest([t.tree for t in trees], values, settings.use_surrogate)
-    importance = np.stack([tree_importance(t, settings, p) for t in trees]) if trees \
-        else np.zeros((0, p))
-    return ForestFit(forest, trees, inbag, seeds, importance)
+    """The :class:`ForestFit` of the grown ``trees`` (all B, in the order of b; each a
+    :class:`TreeFit` or its :class:`TreePart`) with their in-bag bits and feature seeds:
+    the flat forest, the store of the trees, each tree's MDI. ``trees`` (a list) is
+    emptied on the way (:func:`combine_trees`)."""
+    forest, store, importance = combine_trees(trees, settings, plan.voting,
+                                              problem.n_classes, problem.X.shape[1])
+    return ForestFit(forest, store, inbag, seeds, importance)
 
 
 def class_proba(value, priors, class_totals):
@@ -347,44 +371,513 @@ def tree_importance(fit, settings, n_features):
     return totals / total if total > 0 else totals
 
 
-def assemble_forest(trees, values, use_surrogate=2):
-    """One :class:`Forest` of the flat ``trees`` (:class:`cartjit.engine.tree.Tree`) with
-    the per-node ``values`` of each (:func:`node_values`)."""
-    sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
-    roots = np.zeros(len(trees) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=roots[1:])
+#: ``majority_left + 1`` (stop, right, left) to the routing's codes.
+_MAJORITY_CODE = np.array([MAJORITY_STOP, MAJORITY_RIGHT, MAJORITY_LEFT], dtype=np.uint8)
+#: No routing or surrogate rows (shared, never written).
+_NO_ROWS = np.zeros((0, 3), dtype=np.int64)
+
+
+def _forest_part(tree, values, use_surrogate):
+    """Tree ``tree``'s share of the flat forest (:func:`assemble_forest`), its node ids
+    and table rows its own: ``feature``, ``threshold``, ``left``, ``value``; the nodes
+    with a routing row (a subset split, or surrogates where ``use_surrogate`` >= 1) and
+    their rows, the surrogate rows (none with ``use_surrogate`` 0); the level sets; and
+    with ``use_surrogate`` 2 each node's majority side (``MAJORITY_*``, uint8)."""
+    with_sur = use_surrogate > 0
+    lr, ns = tree.level_row, tree.n_surrogates
+    ids = np.flatnonzero((lr >= 0) | (ns > 0) if with_sur else lr >= 0)
+    part = {"feature": tree.feature, "threshold": tree.threshold, "left": tree.left,
+            "value": values, "nodes": ids.astype(np.int64), "rows": _NO_ROWS,
+            "level_sets": tree.level_sets}
+    if ids.shape[0]:
+        lr, ns = lr[ids].astype(np.int64), ns[ids].astype(np.int64) * with_sur
+        part["rows"] = np.column_stack([lr, np.where(ns > 0, tree.surrogate_start[ids], 0),
+                                        ns]).astype(np.int64)
+    if with_sur:
+        part["sur"] = _NO_ROWS
+        part["sur_threshold"] = tree.surrogate_threshold
+        if tree.surrogate_feature.shape[0]:
+            part["sur"] = np.column_stack([
+                tree.surrogate_feature, tree.surrogate_level_row,
+                tree.surrogate_low_left]).astype(np.int64)
+    if use_surrogate == 2:
+        code = _MAJORITY_CODE[tree.majority_left + 1]  # -1, 0, 1: stop, right, left
+        code[tree.left < 0] = MAJORITY_STOP
+        part["majority"] = code
+    return part
+
+
+def _pack_majority(code):
+    """The nodes' majority sides (``MAJORITY_*``, uint8, one a node) as
+    :attr:`cartjit.engine.forest_passes.ForestRouting.majority`: 2 bits a node, four
+    nodes a byte, node t in bits 2 (t % 4) and 2 (t % 4) + 1 of byte t // 4."""
+    n = code.shape[0]
+    quads = np.zeros(4 * ((n + 3) // 4), dtype=np.uint8)
+    quads[:n] = code
+    quads = quads.reshape(-1, 4)
+    return np.ascontiguousarray(quads[:, 0] | (quads[:, 1] << 2) | (quads[:, 2] << 4)
+                                | (quads[:, 3] << 6), dtype=np.uint8)
+
+
+def _gather(take, sizes, tail, dtype, release):
+    """One array of the pieces ``take(0)``, ``take(1)``, ... (``sizes[b]`` rows each,
+    ``tail`` the shape of a row), filled piece by piece. ``take(b)`` drops its source's
+    reference to the piece, so that, with ``release``, the memory of the pieces copied
+    is handed back to the operating system every :data:`RELEASE_MIN_BYTES`
+    (:func:`cartjit.engine.presort.release_free_memory`): the C library would keep it,
+    in holes too small for the whole, and the pieces and the whole would take memory
+    in full at once."""
+    if not release:  # small: one concatenation (fewer NumPy calls)
+        pieces = [take(b) for b in range(len(sizes))]
+        if not pieces:
+            return np.empty((0,) + tuple(tail), dtype=dtype)
+        return np.ascontiguousarray(np.concatenate(pieces).astype(dtype, copy=False))
+    out = np.empty((int(sum(sizes)),) + tuple(tail), dtype=dtype)
+    at = freed = 0
+    for b, size in enumerate(sizes):
+        piece = take(b)
+        out[at:at + size] = piece
+        at += size
+        freed += piece.nbytes
+        del piece
+        if freed >= RELEASE_MIN_BYTES:
+            release_free_memory()
+            freed = 0
+    if freed:
+        release_free_memory()
+    return out
+
+
+def _pop_concat(parts, key, shape, dtype, offset=None, release=False):
+    """``parts[b][key]`` concatenated over b (:func:`_gather`: each part's array dropped
+    as soon as it is copied), ``offset(b, array)`` applied to each first; ``shape`` is
+    that of the result without parts (its trailing dimensions those of every part)."""
+    sizes = [part[key].shape[0] for part in parts]
+
+    def take(b):
+        x = parts[b].pop(key)
+        return x if offset is None else offset(b, x)
+
+    return _gather(take, sizes, shape[1:], dtype, release)
+
+
+def _concat_forest(parts, use_surrogate):
+    """The :class:`Forest` of the trees' :func:`_forest_part` dicts (all B, in the order
+    of b), emptied column by column as the forest's columns are made."""
+    roots = _offsets([p["left"].shape[0] for p in parts])
     n_total = int(roots[-1])
     index = np.int32 if n_total < np.iinfo(np.int32).max else np.int64
-    routings = [routing_of(t, use_surrogate) for t in trees]
-    n_words = max([int(r.level_sets.shape[2]) for r in routings], default=0)
-    level_rows = np.zeros(len(trees) + 1, dtype=np.int64)
-    np.cumsum([r.level_sets.shape[0] for r in routings], out=level_rows[1:])
-    sur_rows = np.zeros(len(trees) + 1, dtype=np.int64)
-    np.cumsum([r.sur.shape[0] for r in routings], out=sur_rows[1:])
+    n_words = max([int(p["level_sets"].shape[2]) for p in parts], default=0)
+    level_rows = _offsets([p["level_sets"].shape[0] for p in parts])
+    with_sur = use_surrogate > 0
+    sur_rows = _offsets([p["sur"].shape[0] if with_sur else 0 for p in parts])
     level_sets = np.zeros((int(level_rows[-1]), 2, n_words), dtype=np.uint64)
-    nodes, surs, left = [], [], []
-    for b, (t, r) in enumerate(zip(trees, routings)):
-        left.append(np.where(t.left >= 0, t.left.astype(np.int64) + roots[b], -1))
-        node = r.node.copy()
-        node[:, 0] = np.where(node[:, 0] >= 0, node[:, 0] + level_rows[b], -1)
-        node[:, 2] = np.where(node[:, 3] > 0, node[:, 2] + sur_rows[b], 0)
-        nodes.append(node)
-        sur = r.sur.copy()
-        sur[:, 1] = np.where(sur[:, 1] >= 0, sur[:, 1] + level_rows[b], -1)
-        surs.append(sur)
-        sets = r.level_sets
+    for b, part in enumerate(parts):
+        sets = part.pop("level_sets")
         level_sets[level_rows[b]:level_rows[b + 1], :, :sets.shape[2]] = sets
-    cat = (lambda parts, shape, dtype: np.ascontiguousarray(
-        np.concatenate(parts) if parts else np.zeros(shape, dtype), dtype=dtype))
-    routing = Routing(cat(nodes, (0, 4), np.int64), cat(surs, (0, 3), np.int64),
-                      cat([r.sur_threshold for r in routings], (0,), np.float64),
-                      level_sets, any(r.subset_splits for r in routings),
-                      check_use_surrogate(use_surrogate))
-    n_values = values[0].shape[1] if values else 1
-    return Forest(cat([t.feature for t in trees], (0,), np.int32),
-                  cat([t.threshold for t in trees], (0,), np.float64),
-                  cat(left, (0,), index), cat(values, (0, n_values), np.float64),
-                  roots, routing)
+
+    def local_rows(b, rows):
+        out = rows.copy()
+        out[:, 0] = np.where(rows[:, 0] >= 0, rows[:, 0] + level_rows[b], -1)
+        out[:, 1] = np.where(rows[:, 2] > 0, rows[:, 1] + sur_rows[b], 0)
+        return out
+
+    def local_sur(b, sur):
+        out = sur.copy()
+        out[:, 1] = np.where(sur[:, 1] >= 0, sur[:, 1] + level_rows[b], -1)
+        return out
+
+    subset_splits = bool(np.any([np.any(p["rows"][:, 0] >= 0) for p in parts]))
+    n_values = parts[0]["value"].shape[1] if parts else 1
+    big = n_total * (16 + 8 * n_values) >= RELEASE_MIN_BYTES
+    feature = _pop_concat(parts, "feature", (0,), np.int32, release=big)
+    threshold = _pop_concat(parts, "threshold", (0,), np.float64, release=big)
+    left = _pop_concat(parts, "left", (0,), index,
+                       lambda b, x: np.where(x >= 0, x.astype(np.int64) + roots[b], -1),
+                       release=big)
+    value = _pop_concat(parts, "value", (0, n_values), np.float64, release=big)
+    nodes = _pop_concat(parts, "nodes", (0,), np.int64, lambda b, x: x + roots[b])
+    rows = _pop_concat(parts, "rows", (0, 3), np.int64, local_rows)
+    if with_sur:
+        sur = _pop_concat(parts, "sur", (0, 3), np.int64, local_sur)
+        sur_threshold = _pop_concat(parts, "sur_threshold", (0,), np.float64)
+    else:
+        sur, sur_threshold = np.zeros((0, 3), np.int64), np.zeros(0, np.float64)
+    majority = np.zeros(0, dtype=np.uint8)
+    if use_surrogate == 2:
+        majority = _pack_majority(_pop_concat(parts, "majority", (0,), np.uint8))
+    routing = ForestRouting(nodes, rows, sur, sur_threshold, level_sets, majority,
+                            subset_splits, use_surrogate)
+    return Forest(feature, threshold, left, value, roots, routing)
+
+
+def assemble_forest(trees, values, use_surrogate=2):
+    """One :class:`Forest` of the flat ``trees`` (:class:`cartjit.engine.tree.Tree`) with
+    the per-node ``values`` of each (:func:`node_values`).
+
+    The routing (:class:`cartjit.engine.forest_passes.ForestRouting`) takes a row only
+    for the nodes with a subset split, or with surrogate splits where ``use_surrogate``
+    >= 1 lets a case take them; their level-set and surrogate rows offset to the
+    concatenated tables (no surrogate table when ``use_surrogate`` is 0); and, where
+    ``use_surrogate`` is 2, every node's majority side in 2 bits."""
+    use_surrogate = check_use_surrogate(use_surrogate)
+    return _concat_forest([_forest_part(t, v, use_surrogate)
+                           for t, v in zip(trees, values)], use_surrogate)
+
+
+class TreePart(NamedTuple):
+    """One tree of a forest reduced to what the forest keeps (:func:`digest_tree`)."""
+
+    nodes: dict            # its share of the flat forest (:func:`_forest_part`)
+    columns: dict          # T_max's columns for the TreeStore (:func:`_store_part`)
+    n_nodes: int           # the nodes of T_max
+    importance: np.ndarray  # float64 (p,): its MDI (:func:`tree_importance`)
+    priors: np.ndarray | None
+    class_totals: np.ndarray | None
+    alpha: float | None
+
+
+def digest_tree(fit, settings, voting, n_classes, n_features):
+    """Tree ``fit`` (a :class:`TreeFit`) reduced to a :class:`TreePart`: its share of the
+    flat forest (from its pruned tree, with :func:`node_values`), its MDI, and the
+    columns of its T_max that the :class:`TreeStore` keeps, copied, so that nothing of
+    the grown tree stays alive once ``fit`` is dropped (a tree under
+    :data:`SMALL_TREE_NODES` nodes keeps its own arrays)."""
+    use_surrogate = check_use_surrogate(settings.use_surrogate)
+    nodes = _forest_part(fit.tree, node_values(fit, settings, voting, n_classes),
+                         use_surrogate)
+    if fit.tree.n_nodes >= SMALL_TREE_NODES:
+        for key in ("feature", "threshold", "left", "sur_threshold"):
+            if key in nodes:  # the tree's columns are views of its grown tables
+                nodes[key] = nodes[key].copy()
+    columns = _store_part(fit.tree_max, fit.tree is fit.tree_max, n_classes == 0)
+    return TreePart(nodes, columns, fit.tree_max.n_nodes,
+                    tree_importance(fit, settings, n_features), fit.priors,
+                    fit.class_totals, fit.alpha)
+
+
+def combine_trees(trees, settings, voting, n_classes, n_features):
+    """The flat :class:`Forest`, the :class:`TreeStore` and the per-tree MDI (B, p) of
+    ``trees`` (all B, in the order of b; each a :class:`TreeFit` or a
+    :class:`TreePart`). The list is emptied as its trees are digested and combined."""
+    parts = []
+    for b in range(len(trees)):
+        t, trees[b] = trees[b], None
+        parts.append(t if isinstance(t, TreePart) else
+                     digest_tree(t, settings, voting, n_classes, n_features))
+        del t
+    trees.clear()
+    importance = (np.stack([t.importance for t in parts]) if parts
+                  else np.zeros((0, n_features)))
+    forest = _concat_forest([t.nodes for t in parts],
+                            check_use_surrogate(settings.use_surrogate))
+    return forest, TreeStore(parts, forest), importance
+
+
+#: The node columns of a tree that :class:`TreeStore` can derive from ``left`` and
+#: ``n_node_samples`` (and ``value``), by the rules of the contract
+#: (:mod:`cartjit.engine.tree`).
+DERIVABLE = ("right", "parent", "depth", "majority_left", "n_primary",
+             "weighted_n_node_samples")
+
+
+def _derive(name, left, n_cases, value):
+    """Column ``name`` (:data:`DERIVABLE`) of a tree from its ``left`` (local ids),
+    ``n_node_samples`` and ``value``: the right child ``left + 1``; the parent; the
+    depth; the majority side (1 when the left child holds more learning cases, 0 fewer,
+    -1 as many; 0 at a leaf); ``n_primary`` as without missing values (the node's cases
+    at a split, 0 at a leaf); the weight as the sum of the class counts. A tree that
+    breaks one of these rules keeps that column (:class:`TreeStore` checks)."""
+    split = left >= 0
+    inner = np.flatnonzero(split)
+    kids = left[inner].astype(np.int64)
+    if name == "right":
+        return np.where(split, left + 1, -1).astype(np.int32)
+    if name == "parent":
+        out = np.full(left.shape[0], -1, dtype=np.int32)
+        out[kids] = inner
+        out[kids + 1] = inner
+        return out
+    if name == "depth":
+        out = np.zeros(left.shape[0], dtype=np.int32)
+        level, d = np.zeros(1, dtype=np.int64), 0
+        while level.shape[0]:
+            below = left[level]
+            below = below[below >= 0].astype(np.int64)
+            level = np.concatenate([below, below + 1])
+            d += 1
+            out[level] = d
+        return out
+    if name == "majority_left":
+        out = np.zeros(left.shape[0], dtype=np.int32)
+        n_left, n_right = n_cases[kids], n_cases[kids + 1]
+        out[inner] = np.where(n_left > n_right, 1, np.where(n_left == n_right, -1, 0))
+        return out
+    if name == "n_primary":
+        return np.where(split, n_cases, 0).astype(np.int64)
+    if value.shape[1] < 2:  # regression: the weights are not the values' sum
+        return None
+    return value.sum(axis=1)
+
+
+def _bits(a):
+    """A 1-d array's elements as unsigned integers of their size (NaNs compare equal
+    to themselves, bit for bit)."""
+    return a.view(f"u{a.dtype.itemsize}")
+
+
+def _same_bits(a, b):
+    """Whether two 1-d arrays hold the same bits in the same shape and dtype."""
+    return (a is not None and a.dtype == b.dtype and a.shape == b.shape
+            and bool(np.array_equal(_bits(a), _bits(b))))
+
+
+#: A tree of fewer nodes keeps its columns as they are (:func:`_store_part`): its
+#: checks and copies, a few dozen NumPy calls, would cost more than its memory is worth
+#: (docs/benchmarks.md, "Storage and the fit's memory").
+SMALL_TREE_NODES = 512
+
+#: The tree's int64 columns: counts, which the store keeps as int32 where they fit.
+_COUNT_FIELDS = ("n_node_samples", "n_primary", "surrogate_count", "competitor_count")
+
+#: How :func:`_store_part` marks a column it does not keep: derived again
+#: (:data:`DERIVABLE`), or read from the flat forest.
+DERIVED, SHARED = "derived", "shared"
+
+
+def _store_part(tree, unpruned, regression):
+    """The columns of T_max ``tree`` for the :class:`TreeStore`: each a copy, or
+    :data:`DERIVED` where the tree follows the rule that derives it, :data:`SHARED` for
+    ``feature``, ``threshold``, ``left`` (and a regression's ``value``) where the tree
+    is not pruned (the flat forest holds the same numbers, ``left`` as absolute ids), a
+    1-element array where every node holds that one value (node columns only); counts
+    as int32 where they fit."""
+    if tree.n_nodes < SMALL_TREE_NODES:  # its own arrays: checks would cost more
+        return {name: getattr(tree, name) for name in Tree._fields}
+    node_fields = tree.node_fields()
+    shared = ("feature", "threshold", "left") + (("value",) if regression else ())
+    out = {}
+    for name in Tree._fields:
+        col = getattr(tree, name)
+        if unpruned and name in shared:
+            out[name] = SHARED
+        elif name in DERIVABLE and _same_bits(
+                _derive(name, tree.left, tree.n_node_samples, tree.value), col):
+            out[name] = DERIVED
+        elif (name in node_fields and col.ndim == 1 and col.shape[0]
+              and np.all(_bits(col) == _bits(col)[0])):
+            out[name] = col[:1].copy()
+        else:
+            out[name] = _narrow(col) if col.dtype == np.int64 else col.copy()
+    return out
+
+
+def _fits_int32(counts):
+    """Whether every value of ``counts`` fits an int32 (and none is negative)."""
+    return not counts.shape[0] or (int(counts.min()) >= 0
+                                   and int(counts.max()) < 2 ** 31)
+
+
+def _narrow(counts):
+    """int64 ``counts`` as an int32 copy where every value fits, else an int64 copy."""
+    return counts.astype(np.int32) if _fits_int32(counts) else counts.copy()
+
+
+class TreeStore:
+    """The trees of a fitted forest, each node's columns kept once (docs/forests.md,
+    "The flat forest").
+
+    ``store[b]`` is tree b's :class:`TreeFit` (T_max, its pruned tree, priors, class
+    totals, α), equal bit for bit to the one the fit grew: the columns of T_max are
+    kept concatenated over the trees (tree b's nodes ``roots[b]`` to ``roots[b + 1] -
+    1``) and sliced without a copy, except
+
+    * a column that holds one value in every node of every tree (``level_row`` -1 and
+      the surrogate and competitor columns 0 without categorical features or missing
+      values, for instance): its value, filled again for the tree;
+    * the columns the rules of the tree derive from ``left``, ``n_node_samples`` and
+      ``value`` (:data:`DERIVABLE`), where every tree follows them: derived again;
+    * where no tree is pruned, ``feature`` and ``threshold`` (and a regression's
+      ``value``, ȳ(t)): views of the flat forest's own columns, which hold the same
+      numbers; and ``left``, the forest's absolute child ids made local again;
+    * counts (int64 columns) whose values fit are kept as int32 (:attr:`narrowed`)
+      and widened again for the tree.
+
+    A tree under :data:`SMALL_TREE_NODES` nodes brings its columns as they are (a
+    column is then left out only if every tree allows it). A pruned tree T(α) is not kept: it is T_max pruned again at its α
+    (:func:`cartjit.engine.pruning.prune_tree`, as the fit and a model file's load do).
+    A tree is assembled when asked for and not kept.
+    """
+
+    def __init__(self, parts, forest):
+        """The store of the trees' :class:`TreePart` list ``parts`` (all B, in the order
+        of b) and their flat ``forest``; each part's columns are dropped as they are
+        concatenated."""
+        self.forest = forest
+        self.n_trees = len(parts)
+        self.alphas = np.array([np.nan if t.alpha is None else t.alpha for t in parts],
+                               dtype=np.float64)
+        self.priors = (np.stack([t.priors for t in parts])
+                       if parts and parts[0].priors is not None else None)
+        self.class_totals = (np.stack([t.class_totals for t in parts])
+                             if parts and parts[0].class_totals is not None else None)
+        self.roots = _offsets([t.n_nodes for t in parts])
+        self.rows = {name: _offsets([t.columns[name].shape[0] for t in parts])
+                     for name in ("level_sets", "surrogate_feature", "competitor_feature")}
+        self.shared, self.derived, self.constant, self.columns = (), (), {}, {}
+        self.narrowed = ()  # int64 counts kept as int32
+        # the inputs of the derived columns first: materialising another needs them
+        order = ("left", "n_node_samples", "value") + tuple(
+            name for name in Tree._fields if name not in ("left", "n_node_samples",
+                                                          "value"))
+        big = int(self.roots[-1]) * 64 >= RELEASE_MIN_BYTES
+        for name in order:
+            marks = [t.columns[name] for t in parts]
+            for t in parts:
+                t.columns[name] = None
+            if marks and all(isinstance(m, str) and m == SHARED for m in marks):
+                self.shared += (name,)
+            elif marks and all(isinstance(m, str) and m == DERIVED for m in marks):
+                self.derived += (name,)
+            elif marks and name not in TABLE_FIELDS and self._one_value(marks):
+                self.constant[name] = marks[0]
+            else:
+                self.columns[name] = self._concatenated(name, marks, big)
+            marks = None
+        for t in parts:
+            t.columns.clear()
+
+    def _concatenated(self, name, marks, release):
+        """Column ``name`` of every tree from the trees' ``marks`` (emptied as they are
+        copied, :func:`_gather`); int64 counts as int32 where every value fits."""
+        offsets = self.rows[self._table_of(name)] if name in TABLE_FIELDS else self.roots
+        first = self._materialise(0, name, marks[0])
+        tail, dtype = first.shape[1:], first.dtype
+        del first
+        if name in _COUNT_FIELDS:  # int64 counts: exact in half the bytes, where large
+            dtype = np.dtype(np.int64)
+            if release and all(_fits_int32(self._materialise(b, name, m))
+                               for b, m in enumerate(marks)):
+                dtype = np.dtype(np.int32)
+                self.narrowed += (name,)
+        sizes = np.diff(offsets).tolist()
+
+        if not release and all(isinstance(m, np.ndarray) and m.ndim > 1 or
+                               isinstance(m, np.ndarray) and m.shape[0] == n
+                               for m, n in zip(marks, sizes)):
+            return np.ascontiguousarray(np.concatenate(marks).astype(dtype, copy=False))
+
+        def take(b):
+            mark, marks[b] = marks[b], None
+            if isinstance(mark, np.ndarray) and (mark.ndim != 1 or mark.shape[0] == sizes[b]
+                                                 or name in TABLE_FIELDS):
+                return mark  # the column itself (the usual case, and a small tree's)
+            return self._materialise(b, name, mark)
+
+        return _gather(take, sizes, tail, dtype, release)
+
+    @staticmethod
+    def _one_value(marks):
+        """Whether every mark is a 1-element array of the same bits."""
+        first = marks[0]
+        if not (isinstance(first, np.ndarray) and first.shape == (1,)):
+            return False
+        return all(isinstance(m, np.ndarray) and m.shape == (1,) and m.dtype == first.dtype
+                   and _bits(m)[0] == _bits(first)[0] for m in marks)
+
+    def _materialise(self, b, name, mark):
+        """Tree b's column ``name`` in full, from its mark (:func:`_store_part`); the
+        columns a derived one comes from are in the store by then."""
+        if isinstance(mark, str) and mark == SHARED:
+            return self._from_forest(name, int(self.forest.roots[b]),
+                                     int(self.forest.roots[b + 1]))
+        if isinstance(mark, str):  # DERIVED
+            return _derive(name, *(self._node_column(b, k)
+                                   for k in ("left", "n_node_samples", "value")))
+        n = int(self.roots[b + 1] - self.roots[b])
+        if name not in TABLE_FIELDS and mark.ndim == 1 and mark.shape[0] != n:
+            return np.full(n, mark[0], dtype=mark.dtype)  # one value for every node
+        return mark
+
+    def _from_forest(self, name, lo, hi):
+        """Column ``name`` of the tree at nodes ``lo`` .. ``hi - 1`` of the flat forest:
+        a view, or for ``left`` the local child ids of the forest's absolute ones."""
+        col = getattr(self.forest, name)[lo:hi]
+        if name == "left":
+            return np.where(col >= 0, col - lo, -1).astype(np.int32)
+        return col
+
+    def _node_column(self, b, name):
+        """Node column ``name`` of tree b's T_max, however the store keeps it."""
+        lo, hi = int(self.roots[b]), int(self.roots[b + 1])
+        if name in self.shared:
+            return self._from_forest(name, lo, hi)
+        if name in self.constant:
+            return np.full(hi - lo, self.constant[name][0], dtype=self.constant[name].dtype)
+        if name in self.columns:
+            col = self.columns[name][lo:hi]
+            return col.astype(np.int64) if name in self.narrowed else col
+        return _derive(name, *(self._node_column(b, k)
+                               for k in ("left", "n_node_samples", "value")))
+
+    def __len__(self):
+        return self.n_trees
+
+    def __iter__(self):
+        return (self[b] for b in range(self.n_trees))
+
+    @staticmethod
+    def _table_of(name):
+        """The offsets (:attr:`rows`) of a table column."""
+        return ("level_sets" if name == "level_sets" else
+                "surrogate_feature" if name.startswith("surrogate_") else
+                "competitor_feature")
+
+    def tree_max(self, b):
+        """T_max of tree b (a :class:`cartjit.engine.tree.Tree`)."""
+        cols = {}
+        for name in Tree._fields:
+            if name in TABLE_FIELDS:
+                rows = self.rows[self._table_of(name)]
+                cols[name] = self.columns[name][rows[b]:rows[b + 1]]
+                if name in self.narrowed:
+                    cols[name] = cols[name].astype(np.int64)
+            elif name not in self.derived:
+                cols[name] = self._node_column(b, name)
+        for name in self.derived:
+            cols[name] = _derive(name, cols["left"], cols["n_node_samples"],
+                                 cols["value"])
+        return Tree(**cols)
+
+    def column(self, name):
+        """Column ``name`` of every tree's T_max, concatenated (a model file's member)."""
+        if name in self.columns:
+            col = self.columns[name]
+            return col.astype(np.int64) if name in self.narrowed else col
+        if name in self.shared and name != "left":
+            return getattr(self.forest, name)
+        if name in self.constant:
+            return np.full(int(self.roots[-1]), self.constant[name][0],
+                           dtype=self.constant[name].dtype)
+        return np.concatenate([getattr(self.tree_max(b), name)
+                               for b in range(self.n_trees)])
+
+    def __getitem__(self, b):
+        if not -self.n_trees <= b < self.n_trees:
+            raise IndexError(f"tree {b} of a forest of {self.n_trees}")
+        b = int(b) % self.n_trees
+        tree_max = self.tree_max(b)
+        alpha = None if np.isnan(self.alphas[b]) else float(self.alphas[b])
+        tree = tree_max if alpha is None else prune_tree(tree_max, alpha)
+        return TreeFit(tree, tree_max,
+                       None if self.priors is None else self.priors[b],
+                       None if self.class_totals is None else self.class_totals[b], alpha)
+
+
+def _offsets(sizes):
+    out = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out[1:])
+    return out
 
 
 def permutation_seeds(random_state, n_trees):

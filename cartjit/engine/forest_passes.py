@@ -8,8 +8,9 @@ The forest's kernels, apart from the growth of its trees (:mod:`cartjit.engine.f
   not depend on the number of threads. Rows whose values are all finite, in a forest
   without subset splits, take the blind walk of the single tree's prediction (slots
   stepped without a test, leaves as self-loops); the others a careful walk that takes
-  :func:`cartjit.engine.predict.route` wherever a threshold cannot decide (subset
-  splits, missing values, surrogates, the majority);
+  the rules of :func:`cartjit.engine.predict.route` wherever a threshold cannot decide
+  (subset splits, missing values, surrogates, the majority), on the forest's own
+  routing (:class:`ForestRouting`: rows only for the nodes that need one);
 * the out-of-bag pass (:func:`oob_estimates`): each case's average over the trees for
   which it is out of bag, and the OOB error after every tree, summed per fixed chunk of
   cases and reduced in chunk order;
@@ -31,11 +32,12 @@ import numba
 import numpy as np
 from numba import prange
 
-from .predict import BLIND_SLOTS, STEP, blind_sweeps, route
+from .predict import BLIND_SLOTS, STEP, _level_side, blind_sweeps, surrogate_side
 from .presort import as_kernel_array
 from .speed import jit, jit_parallel, parallel_entry
 
-__all__ = ["ForestArrays", "kernel_arrays", "forest_sums", "forest_apply", "decide",
+__all__ = ["ForestRouting", "ForestArrays", "kernel_arrays", "MAJORITY_STOP",
+           "MAJORITY_LEFT", "MAJORITY_RIGHT", "forest_sums", "forest_apply", "decide",
            "OOBTargets", "oob_targets", "risk_priors", "sample_risk", "OOBResult",
            "oob_estimates", "permutation", "Importance", "permutation_importance",
            "inbag_mask", "oob_rows", "chunk_rows", "CHUNK_ROWS", "OOB_CHUNK"]
@@ -63,6 +65,57 @@ def inbag_mask(inbag, n):
 
 
 
+#: Columns of :attr:`ForestRouting.node`.
+FR_LEVEL_ROW, FR_SUR_START, FR_N_SUR = 0, 1, 2
+#: The majority side of a split node in :attr:`ForestRouting.majority` (2 bits a
+#: node): a case that neither the split nor a surrogate routes stops (also at a
+#: leaf, where it is never read), goes left, or goes right.
+MAJORITY_STOP, MAJORITY_LEFT, MAJORITY_RIGHT = 0, 1, 2
+
+
+#: The empty node index of a stored :class:`ForestRouting` (never written).
+_NO_INDEX = np.zeros(0, dtype=np.int32)
+
+
+class ForestRouting(NamedTuple):
+    """How a forest routes a case that a threshold alone cannot (the rules of
+    :func:`cartjit.engine.predict.route`, docs/maths.md §8), with a row only for the
+    nodes that need one: a node with a subset split or surrogate splits has a row of
+    ``node``; every other node costs the 2 bits of its majority side, and nothing at all
+    when ``use_surrogate`` < 2 (the majority is then never read). A forest of ordered
+    splits without surrogates thus has no row.
+
+    ``nodes`` lists the nodes with a row, increasing; the kernels find a node's row, and
+    a subset split's level sets, in dense indexes built for the call
+    (:func:`kernel_arrays`: ``route_row``, ``level_row``, empty at rest). ``sur``,
+    ``sur_threshold`` and ``level_sets`` are :class:`cartjit.engine.predict.Routing`'s,
+    every tree's rows concatenated.
+    """
+
+    nodes: np.ndarray          # int64 (S,) absolute ids of the nodes with a row
+    node: np.ndarray           # int64 (S, 3): level_row (-1: ordered split), first
+    #                            surrogate row, number of surrogates
+    sur: np.ndarray            # int64 (n_rows, 3): feature, level_row, low_left
+    sur_threshold: np.ndarray  # float64 (n_rows,)
+    level_sets: np.ndarray     # uint64 (m, 2, n_words) levels going left / right
+    majority: np.ndarray       # uint8 (ceil(N / 4),): node t's side in bits 2 (t % 4)
+    #                            and up of byte t // 4 (MAJORITY_*); empty unless
+    #                            use_surrogate == 2
+    subset_splits: bool        # whether some node splits by a subset of levels
+    use_surrogate: int         # 0, 1 or 2
+    route_row: np.ndarray = _NO_INDEX  # int32 (N,) for a call (kernel_arrays): each
+    #                                    node's row of ``node``, -1 none; else empty
+    level_row: np.ndarray = _NO_INDEX  # int32 (N,) for a call: a subset split's row of
+    #                                    ``level_sets``, -1 none; else empty
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of its arrays."""
+        return sum(getattr(self, name).nbytes for name in
+                   ("nodes", "node", "sur", "sur_threshold", "level_sets", "majority",
+                    "route_row", "level_row"))
+
+
 class ForestArrays(NamedTuple):
     """A :class:`cartjit.engine.forest.Forest` as the kernels read it
     (:func:`kernel_arrays`)."""
@@ -77,24 +130,41 @@ class ForestArrays(NamedTuple):
 
 
 def kernel_arrays(forest):
-    """The kernels' view of ``forest``: its ``STEP`` records, with leaves as self-loops
-    with an infinite threshold and subset splits as self-loops (they leave the fast step
-    for ``route``), beside the forest's own arrays, which ``route`` reads at split
-    nodes only. The routing travels beside it (``forest.routing``): a ``prange`` loop
-    cannot take a record nested in a record."""
+    """The kernels' view of ``forest``, ``(ForestArrays, ForestRouting)``: its ``STEP``
+    records, with leaves as self-loops with an infinite threshold and subset splits as
+    self-loops (they leave the fast step for the routing), beside the forest's own
+    arrays, which the routing reads at split nodes only; and its routing with the
+    indexes of the nodes' routing rows and level-set rows filled in for the call (the
+    forest stores only the nodes that have a row; a subset split's step then reads its
+    level sets as directly as a tree's). The routing travels beside the arrays: a
+    ``prange`` loop cannot take a record nested in a record."""
     left = forest.left
+    routing = forest.routing
     is_leaf = left < 0
     n = left.shape[0]
     step = np.empty(n, dtype=STEP)
     step["threshold"] = np.where(is_leaf, np.inf, forest.threshold)
-    own = is_leaf | (forest.routing.node[:, 0] >= 0)
+    own = is_leaf.copy()
+    n_rows = routing.nodes.shape[0]
+    route_row = level_row = _NO_INDEX
+    if n_rows:
+        n_sets = routing.level_sets.shape[0]
+        if max(n_rows, n_sets) >= np.iinfo(np.int32).max:
+            raise MemoryError(f"a forest with {n_rows} routing rows and {n_sets} level "
+                              "sets is beyond this implementation (at most 2**31 - 2)")
+        route_row = np.full(n, -1, dtype=np.int32)
+        route_row[routing.nodes] = np.arange(n_rows, dtype=np.int32)
+        level_row = np.full(n, -1, dtype=np.int32)
+        level_row[routing.nodes] = routing.node[:, FR_LEVEL_ROW]
+        own[routing.nodes[routing.node[:, FR_LEVEL_ROW] >= 0]] = True
     step["child0"] = np.where(own, np.arange(n), left)
     step["feature"] = np.where(is_leaf, 0, forest.feature)
     return ForestArrays(step, as_kernel_array(left, left.dtype),
                         as_kernel_array(forest.feature, np.int32),
                         as_kernel_array(forest.threshold, np.float64),
                         as_kernel_array(forest.roots, np.int64),
-                        as_kernel_array(forest.value, np.float64))
+                        as_kernel_array(forest.value, np.float64)), \
+        routing._replace(route_row=route_row, level_row=level_row)
 
 
 def chunk_rows(n):
@@ -105,11 +175,52 @@ def chunk_rows(n):
     return int(min(CHUNK_ROWS, max(MIN_CHUNK_ROWS, per)))
 
 
+@jit(inline="always")
+def _missing_side(X, i, t, row, routing):
+    """Steps 2 and 3 of :func:`_routed`, for row i of X missing node t's split
+    feature (``row``: t's routing row, -1 none): 0 left, 1 right, -1 the case stops
+    (inlined, docs/design.md)."""
+    u = routing.use_surrogate
+    d = np.int64(-1)
+    if u > 0:
+        if row >= 0:
+            d = surrogate_side(X, i, routing.node[row, FR_SUR_START],
+                               routing.node[row, FR_N_SUR], routing)
+        if d < 0 and u == 2:
+            m = (np.int64(routing.majority[t >> 2]) >> ((t & 3) << 1)) & 3
+            if m == MAJORITY_LEFT:
+                d = np.int64(0)
+            elif m == MAJORITY_RIGHT:
+                d = np.int64(1)
+    return d
+
+
 @jit
 def _routed(X, i, t, left, feature, threshold, routing):
-    """The child of node t that :func:`route` sends row i to, or -1 where it stops (a
-    call, so that the walk's loop stays small)."""
-    d = route(X, i, t, feature, threshold, routing)
+    """The child of split node t that row i of X goes to, or -1 where it stops: the
+    rules of :func:`cartjit.engine.predict.route` (docs/maths.md §8) on the forest's
+    routing. 1. The split: a present value takes the threshold, or the level sets of a
+    subset split. 2. Otherwise, with ``use_surrogate`` >= 1, the node's surrogates in
+    order (a node without a row has none). 3. Otherwise, with ``use_surrogate`` == 2,
+    the majority side; a tie stops the case, as does anything else. A call, so that
+    the walk's loop stays small. It takes the forest's arrays one by one, not their
+    record: each array taken out of a record costs a reference count at every call
+    (docs/design.md, "Figures behind the kernels' choices")."""
+    sets = np.int64(-1)
+    if routing.level_row.shape[0] > 0:
+        sets = np.int64(routing.level_row[t])
+    x = X[i, feature[t]]
+    if sets >= 0:
+        d = _level_side(x, sets, routing.level_sets)
+    elif np.isnan(x):
+        d = np.int64(-1)
+    else:
+        d = np.int64(x > threshold[t])
+    if d < 0:
+        row = np.int64(-1)
+        if routing.route_row.shape[0] > 0:
+            row = np.int64(routing.route_row[t])
+        d = _missing_side(X, i, t, row, routing)
     return left[t] + d if d >= 0 else np.int64(-1)
 
 
@@ -117,8 +228,10 @@ def _routed(X, i, t, left, feature, threshold, routing):
 def _walk_rows(fa, routing, X, rows, n_rows, root, ends):
     """The end node, in the tree whose root is ``root``, of rows ``rows[:n_rows]`` of X,
     written to ``ends[:n_rows]``: :data:`SLOTS` rows in flight, each stepped in turn; a
-    present value at an ordered split takes the threshold, anything else ``route``."""
+    present value at an ordered split takes the threshold, anything else :func:`_routed`."""
     step, left = fa.step, fa.left
+    # out of the record once: each taking of an array is a reference count
+    feature, threshold = fa.feature, fa.threshold
     slot = np.full(SLOTS, -1, dtype=np.int64)
     node = np.zeros(SLOTS, dtype=np.int64)
     nxt = 0
@@ -143,7 +256,7 @@ def _walk_rows(fa, routing, X, rows, n_rows, root, ends):
                     node[s] = child + np.int64(x > rec.threshold)
                     continue
             if left[t] >= 0:  # a missing value, or a subset split
-                d = _routed(X, rows[k], t, left, fa.feature, fa.threshold, routing)
+                d = _routed(X, rows[k], t, left, feature, threshold, routing)
                 if d >= 0:
                     node[s] = d
                     continue
@@ -315,9 +428,9 @@ def _prediction_pass(kernel, forest, X, out, n_threads):
     """``kernel`` (:func:`_forest_sums` or :func:`_forest_leaves`) over the rows of X
     into ``out``, on ``n_threads`` threads; ``out`` as it is without rows or trees."""
     if X.shape[0] and forest.n_trees:
-        fa = kernel_arrays(forest)
+        fa, routing = kernel_arrays(forest)
         with _threads(n_threads), parallel_entry():
-            kernel(fa, forest.routing, X, chunk_rows(X.shape[0]), out)
+            kernel(fa, routing, X, chunk_rows(X.shape[0]), out)
     return out
 
 
@@ -526,9 +639,9 @@ def oob_estimates(forest, X, inbag, targets, priors=None, n_threads=None):
     chunk_loss = np.zeros((n_chunks, n_trees, slots))
     chunk_weight = np.zeros((n_chunks, n_trees, slots))
     if n and n_trees:
-        fa = kernel_arrays(forest)
+        fa, routing = kernel_arrays(forest)
         with _threads(n_threads), parallel_entry():
-            _oob_pass(fa, forest.routing, X, as_kernel_array(inbag, np.uint8), targets,
+            _oob_pass(fa, routing, X, as_kernel_array(inbag, np.uint8), targets,
                       sums, counts, pred, chunk_loss, chunk_weight)
     loss = np.zeros((n_trees, slots))
     weight = np.zeros((n_trees, slots))
@@ -586,6 +699,8 @@ def permutation(seed, j, m):
 def _end_node(fa, routing, xb, root):
     """The end node of the one row of ``xb`` (1, p) in the tree rooted at ``root``."""
     step, left = fa.step, fa.left
+    # out of the record once: each taking of an array is a reference count
+    feature, threshold = fa.feature, fa.threshold
     t = root
     while True:
         rec = step[t]
@@ -597,7 +712,7 @@ def _end_node(fa, routing, xb, root):
                 continue
         if left[t] < 0:
             return t
-        d = _routed(xb, 0, t, left, fa.feature, fa.threshold, routing)
+        d = _routed(xb, 0, t, left, feature, threshold, routing)
         if d < 0:
             return t
         t = d
@@ -703,9 +818,9 @@ def permutation_importance(forest, X, inbag, targets, priors, seeds, n_threads=N
     else:
         node_pred = np.zeros(0, dtype=np.int64)
     if n_trees and n:
-        fa = kernel_arrays(forest)
+        fa, routing = kernel_arrays(forest)
         with _threads(n_threads), parallel_entry():
-            _permuted_losses(fa, forest.routing, X, rows, start, targets, node_pred, seeds,
+            _permuted_losses(fa, routing, X, rows, start, targets, node_pred, seeds,
                              loss)
     w = np.ones(n) if targets.unit_weights else targets.w
     mask = ~inbag_mask(inbag, n)

@@ -32,8 +32,8 @@ from .speed import jit, jit_parallel
 from .speed import prefetch
 from .speed import parallel_entry
 
-__all__ = ["apply", "heldout_losses", "route", "routing_of", "FoldTree", "HeldOut",
-           "LossTable", "Routing", "USE_SURROGATE",
+__all__ = ["apply", "heldout_losses", "route", "routing_of", "surrogate_side", "FoldTree",
+           "HeldOut", "LossTable", "Routing", "USE_SURROGATE",
            "check_use_surrogate", "blind_sweeps", "BLIND_SLOTS", "BLIND_SWEEPS"]
 
 #: The values of ``use_surrogate`` (rpart's usesurrogate): 0 a case missing the split
@@ -95,14 +95,14 @@ def _split_side(x, t, threshold, routing):
     return _level_side(x, row, routing.level_sets)
 
 
-@jit
-def _missing_side(X, i, t, routing):
-    """Steps 2-4 of :func:`route`, for row i of X missing node t's split feature."""
-    u = routing.use_surrogate
-    if u == 0:
-        return np.int64(-1)
-    start = routing.node[t, R_SUR_START]
-    for s in range(start, start + routing.node[t, R_N_SUR]):
+@jit(inline="always")
+def surrogate_side(X, i, start, n_sur, routing):
+    """Step 2 of :func:`route`: the side the first of the surrogate rows ``start`` to
+    ``start + n_sur - 1`` of ``routing`` that can route row i of X sends it to, or -1
+    when none can. ``routing`` is any record with the fields ``sur``,
+    ``sur_threshold`` and ``level_sets`` of :class:`Routing` (a forest's
+    :class:`cartjit.engine.forest_passes.ForestRouting` too)."""
+    for s in range(start, start + n_sur):
         v = X[i, routing.sur[s, S_FEATURE]]
         srow = routing.sur[s, S_LEVEL_ROW]
         if srow < 0:
@@ -115,13 +115,24 @@ def _missing_side(X, i, t, routing):
             side = _level_side(v, srow, routing.level_sets)
             if side >= 0:
                 return side
-    if u == 2:
+    return np.int64(-1)
+
+
+@jit
+def _missing_side(X, i, t, routing):
+    """Steps 2-4 of :func:`route`, for row i of X missing node t's split feature."""
+    u = routing.use_surrogate
+    if u == 0:
+        return np.int64(-1)
+    d = surrogate_side(X, i, routing.node[t, R_SUR_START], routing.node[t, R_N_SUR],
+                       routing)
+    if d < 0 and u == 2:
         m = routing.node[t, R_MAJORITY]
         if m == 1:
             return np.int64(0)
         if m == 0:
             return np.int64(1)
-    return np.int64(-1)
+    return d
 
 
 @jit(inline="always")

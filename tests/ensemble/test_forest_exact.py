@@ -13,6 +13,8 @@
 """
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -129,7 +131,8 @@ def test_subsamples_without_replacement():
 
 def _forest_arrays(est):
     f = est.forest_
-    arrays = [f.feature, f.threshold, f.left, f.value, f.roots, *f.routing[:4]]
+    arrays = [f.feature, f.threshold, f.left, f.value, f.roots,
+              *(a for a in f.routing if isinstance(a, np.ndarray))]
     return arrays + [est.tree_seeds_]
 
 
@@ -266,3 +269,117 @@ def test_cv_pruned_trees_are_the_cv_estimator_on_their_samples(task):
         same_tree(view.tree_, single.tree_)
         assert est.tree_alphas_[k] == single.alpha_ == view.ccp_alpha
         assert view.tree_.n_nodes < view.tree_max_.n_nodes
+
+
+def _majority_end(tree, row):
+    """The end node of ``row`` in ``tree`` by the rules of docs/maths.md §8 for a tree
+    without surrogates or subset splits, the majority read from the children's case
+    counts (not from ``majority_left``): a present value takes the threshold, a missing
+    one the child with more learning cases, and a tie stops the case."""
+    t = 0
+    while tree.left[t] >= 0:
+        x = row[tree.feature[t]]
+        left, right = tree.left[t], tree.right[t]
+        if not np.isnan(x):
+            t = left if x <= tree.threshold[t] else right
+            continue
+        n_left, n_right = tree.n_node_samples[left], tree.n_node_samples[right]
+        if n_left == n_right:
+            return t
+        t = left if n_left > n_right else right
+    return t
+
+
+@pytest.mark.parametrize("use_surrogate", [0, 1, 2])
+def test_holes_met_by_a_forest_grown_without_them(use_surrogate):
+    """A forest grown on complete numeric data keeps no routing row, only each node's
+    majority side (2 bits, with use_surrogate=2): rows with holes end where the rules
+    send them, its storage is 16 bytes a node plus the values."""
+    X, y = _cls_numeric()
+    est = RandomForestClassifier(4, use_surrogate=use_surrogate, random_state=2).fit(X, y)
+    holes = with_holes(X, 0.3, random_state=1)
+    holes[:5] = np.nan  # rows missing everything: the majority alone routes them
+    ends = est.apply(holes)
+    for k, tree_est in enumerate(est.estimators_):
+        tree = tree_est.tree_
+        if use_surrogate == 2:
+            want = [_majority_end(tree, row) for row in holes]
+        else:  # a missing value stops the case where it is met
+            want = [_majority_end(tree._replace(n_node_samples=np.zeros_like(
+                tree.n_node_samples)), row) for row in holes]
+        np.testing.assert_array_equal(ends[:, k], want)
+        np.testing.assert_array_equal(ends[:, k], tree_est.apply(holes))
+    np.testing.assert_array_equal(est.predict_proba(holes), slow_sums(est, holes, True) / 4)
+    f = est.forest_
+    assert f.routing.nodes.shape[0] == 0 and f.routing.sur.shape[0] == 0
+    n, k = f.n_nodes, f.value.shape[1]
+    majority = -(-n // 4) if use_surrogate == 2 else 0
+    assert f.nbytes == (16 + 8 * k) * n + 8 * (f.n_trees + 1) + majority
+
+
+def test_routing_rows_only_where_a_node_needs_one():
+    """Categorical columns and holes: the forest keeps a routing row exactly for the
+    nodes with a subset split or surrogates, and predicts as its trees."""
+    X, y = categorical_frame()
+    X = X.copy()
+    X.loc[::7, "x1"] = np.nan
+    est = BaggedCARTClassifier(3, random_state=5).fit(X, y)
+    f = est.forest_
+    want = np.concatenate([np.flatnonzero((t.tree_.level_row >= 0)
+                                          | (t.tree_.n_surrogates > 0)) + f.roots[b]
+                           for b, t in enumerate(est.estimators_)])
+    assert want.shape[0] > 0
+    np.testing.assert_array_equal(f.routing.nodes, want)
+    ends = np.column_stack([t.apply(X) for t in est.estimators_])
+    np.testing.assert_array_equal(est.apply(X), ends)
+
+
+def _store_of(fits, est):
+    """A TreeStore built from ``fits`` (a copy of the list: the store empties it)."""
+    from cartjit.engine.forest import combine_trees
+    settings = est._settings
+    n_classes = est.n_classes_ if hasattr(est, "n_classes_") else 0
+    _, store, _ = combine_trees(list(fits), settings, est._plan_.voting, n_classes,
+                                est.n_features_in_)
+    return store
+
+
+@pytest.mark.filterwarnings("ignore:.*in the bag of every tree")
+@pytest.mark.parametrize("small", ["none", "some", "all"])
+@pytest.mark.parametrize("kind", ["numeric", "missing", "pruned", "regression"])
+def test_the_store_gives_back_every_tree_bit_for_bit(kind, small, monkeypatch):
+    """The estimator keeps its trees once (TreeStore: columns concatenated, constant
+    columns as one value, derivable ones derived again, some read from the flat
+    forest; a small tree's columns as they are); each tree comes back as grown, also
+    where one tree breaks a rule the others follow (its column is then kept) and where
+    small and larger trees mix, and, where no tree counts as small, the store pickles
+    smaller than the trees alone, though it holds the flat forest too."""
+    import cartjit.engine.forest as forest_module
+    if kind == "regression":
+        X, y = _reg_numeric()
+        est = RandomForestRegressor(4, random_state=1).fit(X, y)
+    else:
+        X, y = _iris_holes() if kind == "missing" else _cls_numeric()
+        extra = {"ccp_alpha": 0.01} if kind == "pruned" else {}
+        est = RandomForestClassifier(4, random_state=1, **extra).fit(X, y)
+    fits = list(est._trees)
+    sizes = sorted(f.tree_max.n_nodes for f in fits)
+    monkeypatch.setattr(forest_module, "SMALL_TREE_NODES",
+                        {"none": 0, "some": sizes[len(sizes) // 2], "all": 10 ** 9}[small])
+    # tree 1 breaks two rules of the others: its weights are not its counts' sums and
+    # one node's depth is off (as no grown tree is); the store must keep them as given
+    broken = fits[1].tree_max._replace(
+        weighted_n_node_samples=fits[1].tree_max.weighted_n_node_samples * (1 + 2e-16),
+        depth=fits[1].tree_max.depth + np.int32(fits[1].tree_max.depth.shape[0] > 0))
+    fits[1] = fits[1]._replace(tree_max=broken,
+                               tree=broken if fits[1].alpha is None
+                               else prune_tree(broken, fits[1].alpha))
+    store = _store_of(fits, est)
+    for want, got in zip(fits, store):
+        same_tree(got.tree_max, want.tree_max)
+        same_tree(got.tree, want.tree)
+        assert got.alpha == want.alpha
+    # the store with the flat forest it reads from, against the trees (not on iris,
+    # whose trees of about 15 nodes weigh less than a store's fixed fields)
+    if small == "none" and kind != "missing":
+        assert len(pickle.dumps(store)) < len(pickle.dumps([f.tree_max for f in fits]))
