@@ -21,7 +21,7 @@ import os
 import secrets
 from pathlib import Path
 
-from . import _interrupts
+from .engine import interrupts as _interrupts
 
 __all__ = ["temp_path", "remove_stale_temps", "create_temp", "replacing"]
 

@@ -33,7 +33,7 @@ import signal
 import sys
 import warnings
 
-from . import _interrupts
+from .engine import interrupts as _interrupts
 
 __all__ = ["CommandError", "OutputError", "Terminated", "GuardedOutput", "run_guarded",
            "describe_os_error", "check_settings", "say", "warnings_said"]
@@ -179,7 +179,7 @@ def _signals_raised(received):
     """While inside: SIGTERM and SIGHUP raise :class:`Terminated` in the main thread
     (once; a repeat is ignored while cleanup runs), SIGINT raises ``KeyboardInterrupt``
     (each time, as Python's own handler does); ``received`` collects them, and each
-    exception is noted in :mod:`cartjit._interrupts`, which raises it again where a
+    exception is noted in :mod:`cartjit.engine.interrupts`, which raises it again where a
     callback of C code dropped it."""
     def handler(signum, frame):
         received.append(signum)
@@ -197,7 +197,7 @@ def _signals_raised(received):
 
     def unraisable(info):
         # the exception of a handler above, dropped by a callback of C code: noted, and
-        # raised again later (cartjit._interrupts); no traceback for it
+        # raised again later (cartjit.engine.interrupts); no traceback for it
         if not issubclass(info.exc_type, (KeyboardInterrupt, Terminated)):
             hook(info)
 

@@ -50,7 +50,7 @@ import zlib
 
 import numpy as np
 
-from . import _interrupts
+from .engine import interrupts as _interrupts
 from .engine.limits import check_allocation
 from .engine.tree import (COMPETITOR_FIELDS, LEAF, SURROGATE_FIELDS, TABLE_FIELDS, Tree,
                     subtree, validate)

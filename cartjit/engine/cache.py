@@ -27,7 +27,7 @@ import threading
 
 from numba.core import event as _event
 
-from .. import _interrupts
+from . import interrupts as _interrupts
 
 from . import speed
 
@@ -204,7 +204,7 @@ class _Listener(_event.Listener):
 
     def on_start(self, event):
         # a Ctrl-C whose exception a callback of LLVM dropped stops here, at the next
-        # function to compile (:mod:`cartjit._interrupts`)
+        # function to compile (:mod:`cartjit.engine.interrupts`)
         _interrupts.check()
         _state["count"] += 1
         _state["depth"] += 1

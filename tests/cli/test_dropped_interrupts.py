@@ -3,7 +3,7 @@
 Python runs a signal's handler at the main thread's next bytecode; inside a callback that
 C code calls (llvmlite's notice of a compiled object while Numba compiles, here libc's
 ``qsort`` comparing through a Python function) the handler's exception is printed as
-"Exception ignored" and lost. The command line notes it (:mod:`cartjit._interrupts`) and
+"Exception ignored" and lost. The command line notes it (:mod:`cartjit.engine.interrupts`) and
 raises it again: before an atomic write renames its file, at the next compile, and when
 the command returns. A child process interrupted while it compiles on an empty cache
 exits 130 at once with one line (it used to run on, write its model and exit 0).
@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from cartjit import _atomic, _interrupts
+from cartjit import _atomic
+from cartjit.engine import interrupts as _interrupts
 from cartjit._cli_errors import run_guarded
 
 _spec = importlib.util.spec_from_file_location(
