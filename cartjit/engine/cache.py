@@ -203,11 +203,12 @@ class _Listener(_event.Listener):
     """Counts Numba's compiles; the outermost one of a kind not yet announced says so."""
 
     def on_start(self, event):
-        # a Ctrl-C whose exception a callback of LLVM dropped stops here, at the next
-        # function to compile (:mod:`cartjit.engine.interrupts`)
-        _interrupts.check()
         _state["count"] += 1
         _state["depth"] += 1
+        # a Ctrl-C whose exception a callback of LLVM dropped stops here, at the next
+        # function to compile (:mod:`cartjit.engine.interrupts`); Numba sends the end
+        # event (on_end) even when this raises, so the depth was counted first
+        _interrupts.check()
         if _state["depth"] == 1:
             try:
                 _announce()

@@ -84,13 +84,17 @@ def test_a_noted_interrupt_stops_the_next_compile():
     def add_one(x):
         return x + 1
 
+    from cartjit.engine import cache
+
     kernel = njit(add_one)
+    depth = cache._state["depth"]
     _interrupts.note(KeyboardInterrupt())
     try:
         with pytest.raises(KeyboardInterrupt):
             kernel(1)
     finally:
         _interrupts.clear()
+    assert cache._state["depth"] == depth  # the notices' count of nested compiles holds
     assert kernel(1) == 2  # compiles as usual once the command has ended
 
 
