@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .engine import interrupts as _interrupts
 
-__all__ = ["temp_path", "remove_stale_temps", "create_temp", "replacing"]
+__all__ = ["temp_path", "remove_stale_temps", "create_temp", "replacing", "exists_error"]
 
 _SUFFIX = ".tmp"
 
@@ -100,10 +100,14 @@ def _unlink_quietly(path):
 
 
 @contextlib.contextmanager
-def replacing(path, *, fsync=True):
+def replacing(path, *, fsync=True, overwrite=True):
     """Write ``path`` atomically: yields the temporary file's path (created, empty)
     for the caller to write; on a normal exit it is flushed to the disk (``fsync``) and
     renamed over ``path``; on any exception it is removed and ``path`` is untouched.
+
+    ``overwrite=False`` never replaces a file: the temporary file is hard-linked to
+    ``path``, which fails if ``path`` appeared meanwhile (``FileExistsError``); where the
+    file system has no hard links, ``path`` is checked, then renamed to.
 
     ``OSError`` of the temporary file (no permission, a read-only or full file system)
     propagates; the caller names ``path`` in its message.
@@ -117,7 +121,30 @@ def replacing(path, *, fsync=True):
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
         _interrupts.check()  # an interrupted command renames nothing into place
-        os.replace(tmp, path)
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            _link_new(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
         raise
+
+
+def exists_error(path):
+    """The error for a ``path`` that must not be replaced but exists."""
+    return FileExistsError(f"{str(path)!r} already exists; pass overwrite=True to "
+                           "replace it")
+
+
+def _link_new(tmp, path):
+    """Put the written ``tmp`` at ``path``, which must not exist (see :func:`replacing`)."""
+    try:
+        os.link(tmp, path)  # atomic, and fails if path appeared meanwhile
+    except FileExistsError:
+        raise exists_error(path) from None
+    except OSError:  # no hard links here: check, then rename
+        if path.exists():
+            raise exists_error(path) from None
+        os.replace(tmp, path)
+        return
+    _unlink_quietly(tmp)

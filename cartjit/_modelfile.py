@@ -50,7 +50,6 @@ import zlib
 
 import numpy as np
 
-from .engine import interrupts as _interrupts
 from .engine.limits import check_allocation
 from .engine.tree import (COMPETITOR_FIELDS, LEAF, SURROGATE_FIELDS, TABLE_FIELDS, Tree,
                     subtree, validate)
@@ -341,7 +340,7 @@ def _write_atomic(path, data, overwrite):
     any exception, and the ones that killed writes left beside ``path`` are removed
     first. A ``path`` that exists but is not a regular file (a device such as
     ``/dev/null``, a pipe, a socket) is refused: a rename would replace it."""
-    from ._atomic import create_temp
+    from ._atomic import exists_error, replacing
 
     directory = path.parent
     if not directory.is_dir():
@@ -353,31 +352,9 @@ def _write_atomic(path, data, overwrite):
         raise ValueError(f"cannot save to {str(path)!r}: it is not a regular file (a "
                          "device, a pipe or a socket); name a file")
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{str(path)!r} already exists; pass overwrite=True to "
-                              "replace it")
-    fd, tmp = create_temp(path)  # mode 0o666 less the umask, as open() gives
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        _interrupts.check()  # an interrupted command leaves no model file
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)  # atomic, and fails if path appeared meanwhile
-            except FileExistsError:
-                raise FileExistsError(f"{str(path)!r} already exists; pass "
-                                      "overwrite=True to replace it") from None
-            except OSError:  # no hard links here: check, then rename
-                if path.exists():
-                    raise FileExistsError(f"{str(path)!r} already exists; pass "
-                                          "overwrite=True to replace it") from None
-                os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        raise exists_error(path)
+    with replacing(path, overwrite=overwrite) as tmp:  # 0o666 less the umask
+        tmp.write_bytes(data)
 
 
 # --------------------------------------------------------------------------- loading

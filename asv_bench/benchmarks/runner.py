@@ -15,6 +15,7 @@ is :mod:`coldstart`'s subject).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -86,8 +87,12 @@ def runner_overhead(config, out, backend="serial", repeats=None):
 
     text = Path(config).read_text(encoding="utf-8")
     if repeats is not None:
-        text = "\n".join(line.replace("n_repeats = 100", f"n_repeats = {int(repeats)}")
-                         for line in text.splitlines())
+        # every protocol's replications (inline tables too), whatever the spacing; a
+        # config that sets none is refused rather than run at its own count
+        text, found = re.subn(r"\bn_repeats(\s*)=(\s*)\d+",
+                              rf"n_repeats\g<1>=\g<2>{int(repeats)}", text)
+        if not found:
+            raise ValueError(f"runner_overhead: {config} sets no n_repeats to replace")
     os.makedirs(out, exist_ok=True)
     cfg = Path(out) / "study.toml"
     cfg.write_text(text.replace('"data/', f'"{Path(config).parent}/data/'), encoding="utf-8")

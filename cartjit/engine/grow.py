@@ -258,8 +258,9 @@ def _grow_serial(X, ps, nodes, tg, rules, work, level_sets, tables, sz, cat, bit
     the three-way partition).
 
     ``unit`` is ``(gathered, iota)``, :func:`_search`'s scratch for large segments (one
-    row, or ``None``), on complete data, and ``None`` on the missing-value path; ``marks`` the tuple ``(reg, cls, gini, runs)`` of its scan
-    marks (:func:`search_marks`): the growth is compiled once for each set, with only the
+    row, or ``None``), on complete data, and ``None`` on the missing-value path;
+    ``marks`` the tuple ``(reg, cls, gini, runs)`` of its scan marks
+    (:func:`search_marks`): the growth is compiled once for each set, with only the
     scans it names.
 
     ``nodes``, ``work``, ``level_sets`` and ``tables`` are :func:`grow`'s, or, for a small
@@ -629,13 +630,13 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
     if compiled:
         sizes = Sizes(cap, n_val, row, n_lf, n_li, n_present, n_sets, n_words, sur_cap,
                       comp_cap)
+        # the driver's arguments after the tables, the same for both calls below
+        tail = (sizes, cat if n_cat else None, bitsets,
+                None if mv else (unit_gathered, unit_iota), driver_marks,
+                scan if mv else None)
     if compiled and cap <= SMALL_FIT_ROWS:
         return _grown(*_grow_serial(X, presorted, _EMPTY_NODES, tg, rules, _EMPTY_WORK,
-                                    _EMPTY_SETS, _EMPTY_TABLES, sizes,
-                                    cat if n_cat else None, bitsets,
-                                    None if mv else (unit_gathered, unit_iota),
-                                    driver_marks,
-                                    scan if mv else None))
+                                    _EMPTY_SETS, _EMPTY_TABLES, *tail))
     nodes = Nodes(np.zeros((cap, _N_INT), dtype=np.int32),  # ids, depths, counts < 2**31
                   np.zeros((cap, _N_FLOAT), dtype=np.float64),
                   np.zeros((cap, n_val), dtype=np.float64))
@@ -666,10 +667,7 @@ def grow(problem, presorted, factor, settings, n_threads=1, setup=None):
         n_nodes = 1
         if compiled:
             nodes, level_sets, tables, n_nodes, n_rows = _grow_serial(
-                X, presorted, nodes, tg, rules, work, level_sets, tables, sizes,
-                cat if n_cat else None, bitsets,
-                None if mv else (unit_gathered, unit_iota), driver_marks,
-                scan if mv else None)
+                X, presorted, nodes, tg, rules, work, level_sets, tables, *tail)
             fr = Frontier(*(np.zeros(0),) * 5)  # nothing left for the loop below
         else:
             if mv:
