@@ -46,7 +46,7 @@ import numpy as np
 
 from . import forest_passes as passes
 from .cv import cross_validate, task_pool
-from .fit import fit_tree, split_factor
+from .fit import class_risk, fit_tree, split_factor
 from .forest_passes import (MAJORITY_LEFT, MAJORITY_RIGHT, MAJORITY_STOP, ForestRouting,
                             OOBResult, OOBTargets, Importance, decide, forest_apply,
                             forest_sums, inbag_mask, oob_estimates, oob_rows,
@@ -54,7 +54,7 @@ from .forest_passes import (MAJORITY_LEFT, MAJORITY_RIGHT, MAJORITY_STOP, Forest
                             sample_risk)
 from .predict import check_use_surrogate
 from .presort import presort, release_free_memory, subset_keys
-from .pruning import prune_tree
+from .pruning import prune_tree, weakest_link_threads
 from .scaling import Scale, check_class_tables, restore
 from .tree import LEAF, TABLE_FIELDS, Tree
 
@@ -307,7 +307,14 @@ def grow_trees(problem, settings, plan, start, stop, n_jobs=1, presorted=None,
         fit, in_bag, seed = _fit_one(problem, settings, plan, presorted, b)
         inbag[b - start] = np.packbits(in_bag, bitorder="little")  # tree b's own row
         seeds[b - start] = seed
-        return digest_tree(fit, *shape) if digest else fit
+        if not digest:
+            return fit
+        large = fit.tree_max.n_nodes >= SMALL_TREE_NODES
+        part = digest_tree(fit, *shape)
+        del fit
+        if large:  # the grown tree's tables, freed between the kept parts: handed back
+            release_free_memory()
+        return part
 
     if n_jobs > 1 and n_trees > 1:
         with task_pool(min(int(n_jobs), n_trees)) as pool:
@@ -550,7 +557,8 @@ def digest_tree(fit, settings, voting, n_classes, n_features):
         for key in ("feature", "threshold", "left", "sur_threshold"):
             if key in nodes:  # the tree's columns are views of its grown tables
                 nodes[key] = nodes[key].copy()
-    columns = _store_part(fit.tree_max, fit.tree is fit.tree_max, n_classes == 0)
+    costs = None if n_classes == 0 else (fit.priors, fit.class_totals, settings.cost)
+    columns = _store_part(fit.tree_max, fit.tree is fit.tree_max, costs)
     return TreePart(nodes, columns, fit.tree_max.n_nodes,
                     tree_importance(fit, settings, n_features), fit.priors,
                     fit.class_totals, fit.alpha)
@@ -571,23 +579,41 @@ def combine_trees(trees, settings, voting, n_classes, n_features):
                   else np.zeros((0, n_features)))
     forest = _concat_forest([t.nodes for t in parts],
                             check_use_surrogate(settings.use_surrogate))
-    return forest, TreeStore(parts, forest), importance
+    store = TreeStore(parts, forest, settings.cost if n_classes else None)
+    return forest, store, importance
 
 
-#: The node columns of a tree that :class:`TreeStore` can derive from ``left`` and
-#: ``n_node_samples`` (and ``value``), by the rules of the contract
-#: (:mod:`cartjit.engine.tree`).
+#: The node columns of a tree that :class:`TreeStore` can derive from its other
+#: columns, by the rules of the contract (:mod:`cartjit.engine.tree`), each from
+#: ``left``, ``n_node_samples``, ``value`` and those before it in this order.
 DERIVABLE = ("right", "parent", "depth", "majority_left", "n_primary",
-             "weighted_n_node_samples")
+             "weighted_n_node_samples", "risk", "label", "alpha")
 
 
-def _derive(name, left, n_cases, value):
-    """Column ``name`` (:data:`DERIVABLE`) of a tree from its ``left`` (local ids),
-    ``n_node_samples`` and ``value``: the right child ``left + 1``; the parent; the
-    depth; the majority side (1 when the left child holds more learning cases, 0 fewer,
-    -1 as many; 0 at a leaf); ``n_primary`` as without missing values (the node's cases
-    at a split, 0 at a leaf); the weight as the sum of the class counts. A tree that
-    breaks one of these rules keeps that column (:class:`TreeStore` checks)."""
+def _derive(name, get, costs=None):
+    """Column ``name`` (:data:`DERIVABLE`) of a tree, ``get(k)`` giving its column k:
+    the right child ``left + 1``; the parent; the depth; the majority side (1 when the
+    left child holds more learning cases, 0 fewer, -1 as many; 0 at a leaf);
+    ``n_primary`` as without missing values (the node's cases at a split, 0 at a leaf);
+    the weight as the sum of the class counts; R(t) and j*(t) as the fit computes them
+    from the class counts and ``costs``, the tree's ``(priors, class_totals, cost)``
+    (:func:`cartjit.engine.fit.class_risk`), or for a regression tree (``costs`` None)
+    R(t) = max(i(t), 0) W(t) / W(root); the per-node α of the weakest-link pass
+    (:func:`cartjit.engine.pruning.with_alpha`). ``None`` where there is no rule (a
+    regression's weights and labels). A tree whose column the rule does not give bit
+    for bit keeps that column (:class:`TreeStore` checks)."""
+    if name in ("risk", "label"):
+        if costs is not None:
+            risk, label = class_risk(get("value"), *costs)
+            return risk if name == "risk" else label
+        if name == "label":
+            return None
+        weight = get("weighted_n_node_samples")
+        return np.maximum(get("impurity"), 0.0) * weight / weight[0]
+    if name == "alpha":
+        return weakest_link_threads(get("left"), get("right"), get("parent"), get("risk"),
+                                    1)[0]
+    left, n_cases, value = get("left"), get("n_node_samples"), get("value")
     split = left >= 0
     inner = np.flatnonzero(split)
     kids = left[inner].astype(np.int64)
@@ -620,6 +646,36 @@ def _derive(name, left, n_cases, value):
     return value.sum(axis=1)
 
 
+#: The node columns whose split nodes hold the sum of their two children's (counts and
+#: weights of the learning cases, where every weight is an integer, as a bootstrap's
+#: counts are): :class:`TreeStore` keeps them at the leaves only (:class:`_Leaves`).
+SUMMED = ("n_node_samples", "value", "weighted_n_node_samples")
+
+
+class _Leaves(NamedTuple):
+    """A summed column (:data:`SUMMED`) of one tree kept at its leaves, in node order."""
+
+    values: np.ndarray
+
+
+def _sum_up(left, leaves):
+    """The column whose leaves (``left`` -1, in node order) hold ``leaves`` and whose
+    split nodes hold the sum of their children's, left + right (children ``left`` and
+    ``left + 1``), filled from the deepest level up."""
+    out = np.empty((left.shape[0],) + leaves.shape[1:], dtype=leaves.dtype)
+    out[left < 0] = leaves
+    levels, level = [], np.zeros(min(1, left.shape[0]), dtype=np.int64)
+    while level.shape[0]:
+        inner = level[left[level] >= 0]
+        levels.append(inner)
+        kids = left[inner].astype(np.int64)
+        level = np.concatenate([kids, kids + 1])
+    for inner in reversed(levels):
+        kids = left[inner].astype(np.int64)
+        out[inner] = out[kids] + out[kids + 1]
+    return out
+
+
 def _bits(a):
     """A 1-d array's elements as unsigned integers of their size (NaNs compare equal
     to themselves, bit for bit)."""
@@ -645,9 +701,12 @@ _COUNT_FIELDS = ("n_node_samples", "n_primary", "surrogate_count", "competitor_c
 DERIVED, SHARED = "derived", "shared"
 
 
-def _store_part(tree, unpruned, regression):
-    """The columns of T_max ``tree`` for the :class:`TreeStore`: each a copy, or
-    :data:`DERIVED` where the tree follows the rule that derives it, :data:`SHARED` for
+def _store_part(tree, unpruned, costs):
+    """The columns of T_max ``tree`` for the :class:`TreeStore` (``costs`` its
+    ``(priors, class_totals, cost)``, None for regression): each a copy, or
+    :data:`DERIVED` where the tree follows the rule that derives it (:func:`_derive`,
+    from its own columns), its leaves' values (:class:`_Leaves`) where its split nodes
+    hold their children's sums (:data:`SUMMED`), :data:`SHARED` for
     ``feature``, ``threshold``, ``left`` (and a regression's ``value``) where the tree
     is not pruned (the flat forest holds the same numbers, ``left`` as absolute ids), a
     1-element array where every node holds that one value (node columns only); counts
@@ -655,21 +714,32 @@ def _store_part(tree, unpruned, regression):
     if tree.n_nodes < SMALL_TREE_NODES:  # its own arrays: checks would cost more
         return {name: getattr(tree, name) for name in Tree._fields}
     node_fields = tree.node_fields()
-    shared = ("feature", "threshold", "left") + (("value",) if regression else ())
+    shared = ("feature", "threshold", "left") + (("value",) if costs is None else ())
     out = {}
     for name in Tree._fields:
         col = getattr(tree, name)
         if unpruned and name in shared:
             out[name] = SHARED
         elif name in DERIVABLE and _same_bits(
-                _derive(name, tree.left, tree.n_node_samples, tree.value), col):
+                _derive(name, lambda k: getattr(tree, k), costs), col):
             out[name] = DERIVED
+        elif name in SUMMED and _same_sums(tree.left, col):
+            leaves = col[tree.left < 0]
+            out[name] = _Leaves(_narrow(leaves) if leaves.dtype == np.int64
+                                else leaves.copy())
         elif (name in node_fields and col.ndim == 1 and col.shape[0]
               and np.all(_bits(col) == _bits(col)[0])):
             out[name] = col[:1].copy()
         else:
             out[name] = _narrow(col) if col.dtype == np.int64 else col.copy()
     return out
+
+
+def _same_sums(left, col):
+    """Whether column ``col`` of the tree of ``left`` is the sum of its leaves'
+    (:func:`_sum_up`), bit for bit."""
+    full = _sum_up(left, col[left < 0])
+    return bool(np.array_equal(_bits(full.reshape(-1)), _bits(col.reshape(-1))))
 
 
 def _fits_int32(counts):
@@ -696,7 +766,11 @@ class TreeStore:
       the surrogate and competitor columns 0 without categorical features or missing
       values, for instance): its value, filled again for the tree;
     * the columns the rules of the tree derive from ``left``, ``n_node_samples`` and
-      ``value`` (:data:`DERIVABLE`), where every tree follows them: derived again;
+      ``value`` (:data:`DERIVABLE`: the structure, the weights, R(t), j*(t), α), where
+      every tree follows them: derived again;
+    * the counts and weights whose split nodes hold their children's sum
+      (:data:`SUMMED`), where every tree's do: kept at the leaves (:attr:`summed`, tree
+      b's leaves at ``leaf_roots[b]`` ..) and summed up again;
     * where no tree is pruned, ``feature`` and ``threshold`` (and a regression's
       ``value``, ȳ(t)): views of the flat forest's own columns, which hold the same
       numbers; and ``left``, the forest's absolute child ids made local again;
@@ -704,16 +778,18 @@ class TreeStore:
       and widened again for the tree.
 
     A tree under :data:`SMALL_TREE_NODES` nodes brings its columns as they are (a
-    column is then left out only if every tree allows it). A pruned tree T(α) is not kept: it is T_max pruned again at its α
-    (:func:`cartjit.engine.pruning.prune_tree`, as the fit and a model file's load do).
+    column is then left out only if every tree allows it). A pruned tree T(α) is not
+    kept: it is T_max pruned again at its α (:func:`cartjit.engine.pruning.prune_tree`,
+    as the fit and a model file's load do).
     A tree is assembled when asked for and not kept.
     """
 
-    def __init__(self, parts, forest):
+    def __init__(self, parts, forest, cost=None):
         """The store of the trees' :class:`TreePart` list ``parts`` (all B, in the order
-        of b) and their flat ``forest``; each part's columns are dropped as they are
-        concatenated."""
+        of b) and their flat ``forest``, ``cost`` the classification's cost matrix (None
+        for regression); each part's columns are dropped as they are concatenated."""
         self.forest = forest
+        self.cost = cost
         self.n_trees = len(parts)
         self.alphas = np.array([np.nan if t.alpha is None else t.alpha for t in parts],
                                dtype=np.float64)
@@ -725,11 +801,11 @@ class TreeStore:
         self.rows = {name: _offsets([t.columns[name].shape[0] for t in parts])
                      for name in ("level_sets", "surrogate_feature", "competitor_feature")}
         self.shared, self.derived, self.constant, self.columns = (), (), {}, {}
+        self.summed, self.leaf_roots = {}, None  # kept at the leaves: their offsets
         self.narrowed = ()  # int64 counts kept as int32
         # the inputs of the derived columns first: materialising another needs them
-        order = ("left", "n_node_samples", "value") + tuple(
-            name for name in Tree._fields if name not in ("left", "n_node_samples",
-                                                          "value"))
+        first = ("left", "n_node_samples", "value", "impurity") + DERIVABLE
+        order = first + tuple(name for name in Tree._fields if name not in first)
         big = int(self.roots[-1]) * 64 >= RELEASE_MIN_BYTES
         for name in order:
             marks = [t.columns[name] for t in parts]
@@ -739,6 +815,8 @@ class TreeStore:
                 self.shared += (name,)
             elif marks and all(isinstance(m, str) and m == DERIVED for m in marks):
                 self.derived += (name,)
+            elif marks and all(isinstance(m, _Leaves) for m in marks):
+                self.summed[name] = self._leaves(name, marks, big)
             elif marks and name not in TABLE_FIELDS and self._one_value(marks):
                 self.constant[name] = marks[0]
             else:
@@ -776,6 +854,26 @@ class TreeStore:
 
         return _gather(take, sizes, tail, dtype, release)
 
+    def _leaves(self, name, marks, release):
+        """Summed column ``name`` of every tree at its leaves, from the trees'
+        :class:`_Leaves` ``marks`` (emptied as they are copied)."""
+        if self.leaf_roots is None:
+            self.leaf_roots = _offsets([m.values.shape[0] for m in marks])
+        first = marks[0].values
+        dtype = first.dtype
+        if name in _COUNT_FIELDS:
+            if all(m.values.dtype == np.int32 for m in marks):
+                self.narrowed += (name,)
+            else:
+                dtype = np.dtype(np.int64)
+
+        def take(b):
+            mark, marks[b] = marks[b], None
+            return mark.values
+
+        return _gather(take, np.diff(self.leaf_roots).tolist(), first.shape[1:], dtype,
+                       release)
+
     @staticmethod
     def _one_value(marks):
         """Whether every mark is a 1-element array of the same bits."""
@@ -792,8 +890,9 @@ class TreeStore:
             return self._from_forest(name, int(self.forest.roots[b]),
                                      int(self.forest.roots[b + 1]))
         if isinstance(mark, str):  # DERIVED
-            return _derive(name, *(self._node_column(b, k)
-                                   for k in ("left", "n_node_samples", "value")))
+            return self._derived(b, name, lambda k: self._node_column(b, k))
+        if isinstance(mark, _Leaves):
+            return _sum_up(self._node_column(b, "left"), mark.values)
         n = int(self.roots[b + 1] - self.roots[b])
         if name not in TABLE_FIELDS and mark.ndim == 1 and mark.shape[0] != n:
             return np.full(n, mark[0], dtype=mark.dtype)  # one value for every node
@@ -817,8 +916,17 @@ class TreeStore:
         if name in self.columns:
             col = self.columns[name][lo:hi]
             return col.astype(np.int64) if name in self.narrowed else col
-        return _derive(name, *(self._node_column(b, k)
-                               for k in ("left", "n_node_samples", "value")))
+        if name in self.summed:
+            leaves = self.summed[name][self.leaf_roots[b]:self.leaf_roots[b + 1]]
+            return _sum_up(self._node_column(b, "left"),
+                           leaves.astype(np.int64) if name in self.narrowed else leaves)
+        return self._derived(b, name, lambda k: self._node_column(b, k))
+
+    def _derived(self, b, name, get):
+        """Derived column ``name`` of tree b (:func:`_derive`), ``get(k)`` its column k."""
+        costs = (None if self.cost is None else
+                 (self.priors[b], self.class_totals[b], self.cost))
+        return _derive(name, get, costs)
 
     def __len__(self):
         return self.n_trees
@@ -844,9 +952,9 @@ class TreeStore:
                     cols[name] = cols[name].astype(np.int64)
             elif name not in self.derived:
                 cols[name] = self._node_column(b, name)
-        for name in self.derived:
-            cols[name] = _derive(name, cols["left"], cols["n_node_samples"],
-                                 cols["value"])
+        for name in DERIVABLE:  # in its order: each from the ones before it
+            if name in self.derived:
+                cols[name] = self._derived(b, name, cols.__getitem__)
         return Tree(**cols)
 
     def column(self, name):
@@ -859,8 +967,7 @@ class TreeStore:
         if name in self.constant:
             return np.full(int(self.roots[-1]), self.constant[name][0],
                            dtype=self.constant[name].dtype)
-        return np.concatenate([getattr(self.tree_max(b), name)
-                               for b in range(self.n_trees)])
+        return np.concatenate([self._node_column(b, name) for b in range(self.n_trees)])
 
     def __getitem__(self, b):
         if not -self.n_trees <= b < self.n_trees:

@@ -346,31 +346,39 @@ def _store_of(fits, est):
 
 @pytest.mark.filterwarnings("ignore:.*in the bag of every tree")
 @pytest.mark.parametrize("small", ["none", "some", "all"])
-@pytest.mark.parametrize("kind", ["numeric", "missing", "pruned", "regression"])
+@pytest.mark.parametrize("kind", ["numeric", "missing", "pruned", "regression", "costs"])
 def test_the_store_gives_back_every_tree_bit_for_bit(kind, small, monkeypatch):
     """The estimator keeps its trees once (TreeStore: columns concatenated, constant
-    columns as one value, derivable ones derived again, some read from the flat
-    forest; a small tree's columns as they are); each tree comes back as grown, also
-    where one tree breaks a rule the others follow (its column is then kept) and where
-    small and larger trees mix, and, where no tree counts as small, the store pickles
-    smaller than the trees alone, though it holds the flat forest too."""
+    columns as one value, derivable ones derived again (risks, labels and α too),
+    counts kept at the leaves, some read from the flat forest; a small tree's columns
+    as they are); each tree comes back as grown, also where one tree breaks a rule the
+    others follow (its column is then kept) and where small and larger trees mix, and,
+    where no tree counts as small, the store pickles smaller than the trees alone,
+    though it holds the flat forest too."""
     import cartjit.engine.forest as forest_module
     if kind == "regression":
         X, y = _reg_numeric()
         est = RandomForestRegressor(4, random_state=1).fit(X, y)
     else:
         X, y = _iris_holes() if kind == "missing" else _cls_numeric()
-        extra = {"ccp_alpha": 0.01} if kind == "pruned" else {}
+        extra = ({"ccp_alpha": 0.01} if kind == "pruned" else
+                 {"priors": [0.5, 0.3, 0.2], "cost": [[0, 1, 2], [1, 0, 1], [3, 1, 0]]}
+                 if kind == "costs" else {})
         est = RandomForestClassifier(4, random_state=1, **extra).fit(X, y)
     fits = list(est._trees)
     sizes = sorted(f.tree_max.n_nodes for f in fits)
     monkeypatch.setattr(forest_module, "SMALL_TREE_NODES",
                         {"none": 0, "some": sizes[len(sizes) // 2], "all": 10 ** 9}[small])
-    # tree 1 breaks two rules of the others: its weights are not its counts' sums and
-    # one node's depth is off (as no grown tree is); the store must keep them as given
-    broken = fits[1].tree_max._replace(
-        weighted_n_node_samples=fits[1].tree_max.weighted_n_node_samples * (1 + 2e-16),
-        depth=fits[1].tree_max.depth + np.int32(fits[1].tree_max.depth.shape[0] > 0))
+    # tree 1 breaks rules of the others (as no grown tree does): its weights are not
+    # its counts' sums, one node's depth is off, the root's count is not its
+    # children's sum and its risks are not those of its counts (nor its α, then); the
+    # store must keep them as given
+    t1 = fits[1].tree_max
+    broken = t1._replace(
+        weighted_n_node_samples=t1.weighted_n_node_samples * (1 + 2e-16),
+        depth=t1.depth + np.int32(t1.depth.shape[0] > 0),
+        n_node_samples=t1.n_node_samples + (np.arange(t1.n_nodes) == 0),
+        risk=t1.risk * (1 + 2e-16))
     fits[1] = fits[1]._replace(tree_max=broken,
                                tree=broken if fits[1].alpha is None
                                else prune_tree(broken, fits[1].alpha))
