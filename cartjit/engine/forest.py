@@ -47,6 +47,7 @@ import numpy as np
 from . import forest_passes as passes
 from .cv import cross_validate, task_pool
 from .fit import class_risk, fit_tree, split_factor
+from .impurity import ENTROPY
 from .forest_passes import (MAJORITY_LEFT, MAJORITY_RIGHT, MAJORITY_STOP, ForestRouting,
                             OOBResult, OOBTargets, Importance, decide, forest_apply,
                             forest_sums, inbag_mask, oob_estimates, oob_rows,
@@ -557,7 +558,8 @@ def digest_tree(fit, settings, voting, n_classes, n_features):
         for key in ("feature", "threshold", "left", "sur_threshold"):
             if key in nodes:  # the tree's columns are views of its grown tables
                 nodes[key] = nodes[key].copy()
-    costs = None if n_classes == 0 else (fit.priors, fit.class_totals, settings.cost)
+    costs = None if n_classes == 0 else _Costs(fit.priors, fit.class_totals,
+                                                *_forest_costs(settings))
     columns = _store_part(fit.tree_max, fit.tree is fit.tree_max, costs)
     return TreePart(nodes, columns, fit.tree_max.n_nodes,
                     tree_importance(fit, settings, n_features), fit.priors,
@@ -579,32 +581,76 @@ def combine_trees(trees, settings, voting, n_classes, n_features):
                   else np.zeros((0, n_features)))
     forest = _concat_forest([t.nodes for t in parts],
                             check_use_surrogate(settings.use_surrogate))
-    store = TreeStore(parts, forest, settings.cost if n_classes else None)
+    store = TreeStore(parts, forest, _forest_costs(settings) if n_classes else None)
     return forest, store, importance
 
 
 #: The node columns of a tree that :class:`TreeStore` can derive from its other
 #: columns, by the rules of the contract (:mod:`cartjit.engine.tree`), each from
 #: ``left``, ``n_node_samples``, ``value`` and those before it in this order.
-DERIVABLE = ("right", "parent", "depth", "majority_left", "n_primary",
+DERIVABLE = ("impurity", "right", "parent", "depth", "majority_left", "n_primary",
              "weighted_n_node_samples", "risk", "label", "alpha")
+
+
+class _Costs(NamedTuple):
+    """What a classification tree's risks and impurities are computed with."""
+
+    priors: np.ndarray        # the tree's π(j)
+    class_totals: np.ndarray  # the tree's N_j
+    cost: np.ndarray          # C(i|j), every tree's
+    default_cost: bool        # C is 0-1 (the split search's priors are π)
+    criterion: int            # impurity.GINI, ENTROPY or TWOING
+
+
+def _forest_costs(settings):
+    """The part of :class:`_Costs` every tree of a classification forest shares."""
+    return settings.cost, bool(settings.default_cost), int(settings.criterion)
+
+
+def _class_impurity(value, costs):
+    """i(t) of every node from its class counts, operation for operation as the growth
+    computes it (:func:`cartjit.engine.impurity.impurity_from_counts`, p(j|t) ∝ c_j N_j(t)
+    with c_j the split search's factors; twoing trees report the Gini index)."""
+    factor = split_factor(costs.priors, costs.class_totals, costs.cost, costs.default_cost)
+    q = value * factor
+    total = q[:, 0].copy()
+    for j in range(1, q.shape[1]):
+        total += q[:, j]
+    out = np.zeros(q.shape[0], dtype=np.float64)
+    some = total > 0.0
+    p = q[some] / total[some, None]
+    acc = np.zeros(p.shape[0], dtype=np.float64)
+    if costs.criterion == ENTROPY:
+        for j in range(p.shape[1]):
+            pj = p[:, j]
+            acc -= np.where(pj > 0.0, pj * np.log2(np.where(pj > 0.0, pj, 1.0)), 0.0)
+        out[some] = acc
+        return out
+    for j in range(p.shape[1]):
+        acc += p[:, j] * p[:, j]
+    out[some] = 1.0 - acc
+    return out
 
 
 def _derive(name, get, costs=None):
     """Column ``name`` (:data:`DERIVABLE`) of a tree, ``get(k)`` giving its column k:
-    the right child ``left + 1``; the parent; the depth; the majority side (1 when the
+    a classification tree's i(t) from its class counts (:func:`_class_impurity`); the
+    right child ``left + 1``; the parent; the depth; the majority side (1 when the
     left child holds more learning cases, 0 fewer, -1 as many; 0 at a leaf);
     ``n_primary`` as without missing values (the node's cases at a split, 0 at a leaf);
     the weight as the sum of the class counts; R(t) and j*(t) as the fit computes them
-    from the class counts and ``costs``, the tree's ``(priors, class_totals, cost)``
-    (:func:`cartjit.engine.fit.class_risk`), or for a regression tree (``costs`` None)
+    from the class counts and ``costs`` (:class:`_Costs`,
+    :func:`cartjit.engine.fit.class_risk`), or for a regression tree (``costs`` None)
     R(t) = max(i(t), 0) W(t) / W(root); the per-node α of the weakest-link pass
     (:func:`cartjit.engine.pruning.with_alpha`). ``None`` where there is no rule (a
-    regression's weights and labels). A tree whose column the rule does not give bit
-    for bit keeps that column (:class:`TreeStore` checks)."""
+    regression's impurities, weights and labels). A tree whose column the rule does not
+    give bit for bit keeps that column (:class:`TreeStore` checks)."""
+    if name == "impurity":
+        return None if costs is None else _class_impurity(get("value"), costs)
     if name in ("risk", "label"):
         if costs is not None:
-            risk, label = class_risk(get("value"), *costs)
+            risk, label = class_risk(get("value"), costs.priors, costs.class_totals,
+                                     costs.cost)
             return risk if name == "risk" else label
         if name == "label":
             return None
@@ -784,12 +830,13 @@ class TreeStore:
     A tree is assembled when asked for and not kept.
     """
 
-    def __init__(self, parts, forest, cost=None):
+    def __init__(self, parts, forest, costs=None):
         """The store of the trees' :class:`TreePart` list ``parts`` (all B, in the order
-        of b) and their flat ``forest``, ``cost`` the classification's cost matrix (None
-        for regression); each part's columns are dropped as they are concatenated."""
+        of b) and their flat ``forest``, ``costs`` a classification's ``(cost,
+        default_cost, criterion)`` (:class:`_Costs`; None for regression); each part's
+        columns are dropped as they are concatenated."""
         self.forest = forest
-        self.cost = cost
+        self.costs = costs
         self.n_trees = len(parts)
         self.alphas = np.array([np.nan if t.alpha is None else t.alpha for t in parts],
                                dtype=np.float64)
@@ -804,7 +851,7 @@ class TreeStore:
         self.summed, self.leaf_roots = {}, None  # kept at the leaves: their offsets
         self.narrowed = ()  # int64 counts kept as int32
         # the inputs of the derived columns first: materialising another needs them
-        first = ("left", "n_node_samples", "value", "impurity") + DERIVABLE
+        first = ("left", "n_node_samples", "value") + DERIVABLE
         order = first + tuple(name for name in Tree._fields if name not in first)
         big = int(self.roots[-1]) * 64 >= RELEASE_MIN_BYTES
         for name in order:
@@ -924,8 +971,8 @@ class TreeStore:
 
     def _derived(self, b, name, get):
         """Derived column ``name`` of tree b (:func:`_derive`), ``get(k)`` its column k."""
-        costs = (None if self.cost is None else
-                 (self.priors[b], self.class_totals[b], self.cost))
+        costs = (None if self.costs is None else
+                 _Costs(self.priors[b], self.class_totals[b], *self.costs))
         return _derive(name, get, costs)
 
     def __len__(self):
