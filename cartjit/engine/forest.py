@@ -308,14 +308,7 @@ def grow_trees(problem, settings, plan, start, stop, n_jobs=1, presorted=None,
         fit, in_bag, seed = _fit_one(problem, settings, plan, presorted, b)
         inbag[b - start] = np.packbits(in_bag, bitorder="little")  # tree b's own row
         seeds[b - start] = seed
-        if not digest:
-            return fit
-        large = fit.tree_max.n_nodes >= SMALL_TREE_NODES
-        part = digest_tree(fit, *shape)
-        del fit
-        if large:  # the grown tree's tables, freed between the kept parts: handed back
-            release_free_memory()
-        return part
+        return digest_tree(fit, *shape) if digest else fit
 
     if n_jobs > 1 and n_trees > 1:
         with task_pool(min(int(n_jobs), n_trees)) as pool:
@@ -632,7 +625,7 @@ def _class_impurity(value, costs):
     return out
 
 
-def _derive(name, get, costs=None):
+def _derive(name, get, costs=None, memo=None):
     """Column ``name`` (:data:`DERIVABLE`) of a tree, ``get(k)`` giving its column k:
     a classification tree's i(t) from its class counts (:func:`_class_impurity`); the
     right child ``left + 1``; the parent; the depth; the majority side (1 when the
@@ -644,13 +637,18 @@ def _derive(name, get, costs=None):
     R(t) = max(i(t), 0) W(t) / W(root); the per-node α of the weakest-link pass
     (:func:`cartjit.engine.pruning.with_alpha`). ``None`` where there is no rule (a
     regression's impurities, weights and labels). A tree whose column the rule does not
-    give bit for bit keeps that column (:class:`TreeStore` checks)."""
+    give bit for bit keeps that column (:class:`TreeStore` checks). ``memo``, a dict
+    for one tree, keeps what several columns share (the risks with the labels, the
+    tree's levels)."""
+    memo = {} if memo is None else memo
     if name == "impurity":
         return None if costs is None else _class_impurity(get("value"), costs)
     if name in ("risk", "label"):
         if costs is not None:
-            risk, label = class_risk(get("value"), costs.priors, costs.class_totals,
-                                     costs.cost)
+            if "class_risk" not in memo:
+                memo["class_risk"] = class_risk(get("value"), costs.priors,
+                                                costs.class_totals, costs.cost)
+            risk, label = memo["class_risk"]
             return risk if name == "risk" else label
         if name == "label":
             return None
@@ -672,13 +670,10 @@ def _derive(name, get, costs=None):
         return out
     if name == "depth":
         out = np.zeros(left.shape[0], dtype=np.int32)
-        level, d = np.zeros(1, dtype=np.int64), 0
-        while level.shape[0]:
-            below = left[level]
-            below = below[below >= 0].astype(np.int64)
-            level = np.concatenate([below, below + 1])
-            d += 1
-            out[level] = d
+        for d, level in enumerate(_levels(left, memo)):
+            kids = left[level].astype(np.int64)
+            out[kids] = d + 1
+            out[kids + 1] = d + 1
         return out
     if name == "majority_left":
         out = np.zeros(left.shape[0], dtype=np.int32)
@@ -704,19 +699,30 @@ class _Leaves(NamedTuple):
     values: np.ndarray
 
 
-def _sum_up(left, leaves):
+def _levels(left, memo=None):
+    """The split nodes of the tree of ``left`` level by level from the root (children
+    ``left`` and ``left + 1``), kept in ``memo`` when given."""
+    if memo is not None and "levels" in memo:
+        return memo["levels"]
+    levels, level = [], np.zeros(min(1, left.shape[0]), dtype=np.int64)
+    while level.shape[0]:
+        inner = level[left[level] >= 0]
+        if inner.shape[0]:
+            levels.append(inner)
+        kids = left[inner].astype(np.int64)
+        level = np.concatenate([kids, kids + 1])
+    if memo is not None:
+        memo["levels"] = levels
+    return levels
+
+
+def _sum_up(left, leaves, memo=None):
     """The column whose leaves (``left`` -1, in node order) hold ``leaves`` and whose
     split nodes hold the sum of their children's, left + right (children ``left`` and
     ``left + 1``), filled from the deepest level up."""
     out = np.empty((left.shape[0],) + leaves.shape[1:], dtype=leaves.dtype)
     out[left < 0] = leaves
-    levels, level = [], np.zeros(min(1, left.shape[0]), dtype=np.int64)
-    while level.shape[0]:
-        inner = level[left[level] >= 0]
-        levels.append(inner)
-        kids = left[inner].astype(np.int64)
-        level = np.concatenate([kids, kids + 1])
-    for inner in reversed(levels):
+    for inner in reversed(_levels(left, memo)):
         kids = left[inner].astype(np.int64)
         out[inner] = out[kids] + out[kids + 1]
     return out
@@ -761,15 +767,15 @@ def _store_part(tree, unpruned, costs):
         return {name: getattr(tree, name) for name in Tree._fields}
     node_fields = tree.node_fields()
     shared = ("feature", "threshold", "left") + (("value",) if costs is None else ())
-    out = {}
+    out, memo = {}, {}
     for name in Tree._fields:
         col = getattr(tree, name)
         if unpruned and name in shared:
             out[name] = SHARED
         elif name in DERIVABLE and _same_bits(
-                _derive(name, lambda k: getattr(tree, k), costs), col):
+                _derive(name, lambda k: getattr(tree, k), costs, memo), col):
             out[name] = DERIVED
-        elif name in SUMMED and _same_sums(tree.left, col):
+        elif name in SUMMED and _same_sums(tree.left, col, memo):
             leaves = col[tree.left < 0]
             out[name] = _Leaves(_narrow(leaves) if leaves.dtype == np.int64
                                 else leaves.copy())
@@ -781,10 +787,10 @@ def _store_part(tree, unpruned, costs):
     return out
 
 
-def _same_sums(left, col):
+def _same_sums(left, col, memo=None):
     """Whether column ``col`` of the tree of ``left`` is the sum of its leaves'
     (:func:`_sum_up`), bit for bit."""
-    full = _sum_up(left, col[left < 0])
+    full = _sum_up(left, col[left < 0], memo)
     return bool(np.array_equal(_bits(full.reshape(-1)), _bits(col.reshape(-1))))
 
 
@@ -969,11 +975,11 @@ class TreeStore:
                            leaves.astype(np.int64) if name in self.narrowed else leaves)
         return self._derived(b, name, lambda k: self._node_column(b, k))
 
-    def _derived(self, b, name, get):
+    def _derived(self, b, name, get, memo=None):
         """Derived column ``name`` of tree b (:func:`_derive`), ``get(k)`` its column k."""
         costs = (None if self.costs is None else
                  _Costs(self.priors[b], self.class_totals[b], *self.costs))
-        return _derive(name, get, costs)
+        return _derive(name, get, costs, memo)
 
     def __len__(self):
         return self.n_trees
@@ -999,9 +1005,10 @@ class TreeStore:
                     cols[name] = cols[name].astype(np.int64)
             elif name not in self.derived:
                 cols[name] = self._node_column(b, name)
+        memo = {}
         for name in DERIVABLE:  # in its order: each from the ones before it
             if name in self.derived:
-                cols[name] = self._derived(b, name, cols.__getitem__)
+                cols[name] = self._derived(b, name, cols.__getitem__, memo)
         return Tree(**cols)
 
     def column(self, name):
