@@ -907,6 +907,14 @@ class TreeStore:
 
         return _gather(take, sizes, tail, dtype, release)
 
+    def __setstate__(self, state):
+        """A store pickled before the counts were kept at the leaves and the risks
+        derived holds none of them: it reads as it did."""
+        self.__dict__.update(state)
+        self.__dict__.setdefault("summed", {})
+        self.__dict__.setdefault("leaf_roots", None)
+        self.__dict__.setdefault("costs", None)
+
     def _leaves(self, name, marks, release):
         """Summed column ``name`` of every tree at its leaves, from the trees'
         :class:`_Leaves` ``marks`` (emptied as they are copied)."""
