@@ -755,7 +755,7 @@ DERIVED, SHARED = "derived", "shared"
 
 def _store_part(tree, unpruned, costs):
     """The columns of T_max ``tree`` for the :class:`TreeStore` (``costs`` its
-    ``(priors, class_totals, cost)``, None for regression): each a copy, or
+    :class:`_Costs`, None for regression): each a copy, or
     :data:`DERIVED` where the tree follows the rule that derives it (:func:`_derive`,
     from its own columns), its leaves' values (:class:`_Leaves`) where its split nodes
     hold their children's sums (:data:`SUMMED`), :data:`SHARED` for
@@ -818,8 +818,8 @@ class TreeStore:
       the surrogate and competitor columns 0 without categorical features or missing
       values, for instance): its value, filled again for the tree;
     * the columns the rules of the tree derive from ``left``, ``n_node_samples`` and
-      ``value`` (:data:`DERIVABLE`: the structure, the weights, R(t), j*(t), α), where
-      every tree follows them: derived again;
+      ``value`` (:data:`DERIVABLE`: the structure, the weights, i(t), R(t), j*(t), α),
+      where every tree follows them: derived again;
     * the counts and weights whose split nodes hold their children's sum
       (:data:`SUMMED`), where every tree's do: kept at the leaves (:attr:`summed`, tree
       b's leaves at ``leaf_roots[b]`` ..) and summed up again;
@@ -952,8 +952,10 @@ class TreeStore:
                                      int(self.forest.roots[b + 1]))
         if isinstance(mark, str):  # DERIVED
             return self._derived(b, name, lambda k: self._node_column(b, k))
-        if isinstance(mark, _Leaves):
-            return _sum_up(self._node_column(b, "left"), mark.values)
+        if isinstance(mark, _Leaves):  # counts summed in int64 where kept as int32
+            leaves = mark.values
+            return _sum_up(self._node_column(b, "left"),
+                           leaves.astype(np.int64) if leaves.dtype == np.int32 else leaves)
         n = int(self.roots[b + 1] - self.roots[b])
         if name not in TABLE_FIELDS and mark.ndim == 1 and mark.shape[0] != n:
             return np.full(n, mark[0], dtype=mark.dtype)  # one value for every node
