@@ -601,9 +601,11 @@ def _forest_costs(settings):
 
 
 def _class_impurity(value, costs):
-    """i(t) of every node from its class counts, operation for operation as the growth
-    computes it (:func:`cartjit.engine.impurity.impurity_from_counts`, p(j|t) ∝ c_j N_j(t)
-    with c_j the split search's factors; twoing trees report the Gini index)."""
+    """The Gini index i(t) of every node from its class counts, operation for operation
+    as the growth computes it (:func:`cartjit.engine.impurity.impurity_from_counts`,
+    p(j|t) ∝ c_j N_j(t) with c_j the split search's factors; twoing trees report it
+    too). Entropy has no rule here: NumPy's ``log2`` differs from the compiled one in
+    the last bit at a few nodes of most trees, so such a tree keeps its column."""
     factor = split_factor(costs.priors, costs.class_totals, costs.cost, costs.default_cost)
     q = value * factor
     total = q[:, 0].copy()
@@ -613,12 +615,6 @@ def _class_impurity(value, costs):
     some = total > 0.0
     p = q[some] / total[some, None]
     acc = np.zeros(p.shape[0], dtype=np.float64)
-    if costs.criterion == ENTROPY:
-        for j in range(p.shape[1]):
-            pj = p[:, j]
-            acc -= np.where(pj > 0.0, pj * np.log2(np.where(pj > 0.0, pj, 1.0)), 0.0)
-        out[some] = acc
-        return out
     for j in range(p.shape[1]):
         acc += p[:, j] * p[:, j]
     out[some] = 1.0 - acc
@@ -627,7 +623,7 @@ def _class_impurity(value, costs):
 
 def _derive(name, get, costs=None, memo=None):
     """Column ``name`` (:data:`DERIVABLE`) of a tree, ``get(k)`` giving its column k:
-    a classification tree's i(t) from its class counts (:func:`_class_impurity`); the
+    a Gini or twoing tree's i(t) from its class counts (:func:`_class_impurity`); the
     right child ``left + 1``; the parent; the depth; the majority side (1 when the
     left child holds more learning cases, 0 fewer, -1 as many; 0 at a leaf);
     ``n_primary`` as without missing values (the node's cases at a split, 0 at a leaf);
@@ -636,13 +632,15 @@ def _derive(name, get, costs=None, memo=None):
     :func:`cartjit.engine.fit.class_risk`), or for a regression tree (``costs`` None)
     R(t) = max(i(t), 0) W(t) / W(root); the per-node α of the weakest-link pass
     (:func:`cartjit.engine.pruning.with_alpha`). ``None`` where there is no rule (a
-    regression's impurities, weights and labels). A tree whose column the rule does not
-    give bit for bit keeps that column (:class:`TreeStore` checks). ``memo``, a dict
-    for one tree, keeps what several columns share (the risks with the labels, the
-    tree's levels)."""
+    regression's impurities, weights and labels, an entropy tree's impurities). A tree
+    whose column the rule does not give bit for bit keeps that column
+    (:class:`TreeStore` checks). ``memo``, a dict for one tree, keeps what several
+    columns share (the risks with the labels, the tree's levels)."""
     memo = {} if memo is None else memo
-    if name == "impurity":
-        return None if costs is None else _class_impurity(get("value"), costs)
+    if name == "impurity":  # no rule for regression, nor entropy (_class_impurity)
+        if costs is None or costs.criterion == ENTROPY:
+            return None
+        return _class_impurity(get("value"), costs)
     if name in ("risk", "label"):
         if costs is not None:
             if "class_risk" not in memo:
